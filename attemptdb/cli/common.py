@@ -1,0 +1,72 @@
+"""Options and rendering shared by every command.
+
+Invariants: every command takes `--db PATH` (env ATTEMPTDB_PATH); data goes to stdout,
+messages to stderr; `NO_COLOR` (or a non-terminal) means no ANSI colour; errors are one coded
+line, never a traceback. Exit statuses: 0 ok, 1 a problem found, 2 bad usage or malformed input.
+"""
+
+import functools
+import os
+import sys
+
+import click
+
+from .. import fastjson, location
+from ..errors import AttemptError
+
+
+def db_option(f):
+    """`--db PATH`: the database file (default: ATTEMPTDB_PATH, a trusted ./.attemptdb, or the
+    per-user data directory)."""
+    return click.option("--db", "db", metavar="PATH", envvar="ATTEMPTDB_PATH",
+                        help="Database file (env ATTEMPTDB_PATH; default: nearest trusted "
+                             ".attemptdb/attempt.db, else the per-user data directory).")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
+
+
+def db_path(db: str | None) -> str:
+    return location.resolve(db)
+
+
+def open_store(db: str | None, *, readonly: bool = False, create: bool = False):
+    """Open the database for a command (readers never create it)."""
+    from ..store import Store
+    return Store.open(db_path(db), create=create, readonly=readonly)
+
+
+def use_color(stream=None) -> bool:
+    stream = stream or sys.stdout
+    if os.environ.get("NO_COLOR") is not None:
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def style(text: str, **kw) -> str:
+    return click.style(text, **kw) if use_color() else text
+
+
+def echo_json(obj) -> None:
+    click.echo(fastjson.dumps(obj))
+
+
+def err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def fail(code: str, message: str, status: int = 2):
+    raise AttemptError(code, message, exit_status=status)
+
+
+def command_errors(f):
+    """Turn AttemptError into its one-line message and exit status (used by the group)."""
+    @functools.wraps(f)
+    def wrapper(*a, **kw):
+        try:
+            return f(*a, **kw)
+        except AttemptError as e:
+            err(str(e))
+            sys.exit(e.exit_status)
+    return wrapper

@@ -1,0 +1,123 @@
+"""The `attempt` click group. Commands load lazily (a command's module is imported only when
+that command runs), so `attempt X` pays only for what X needs.
+
+Invariant: no traceback ever reaches a user. AttemptError → its coded line and exit status;
+anything unexpected → one line naming the file the full report was written to, exit 2.
+"""
+
+import importlib
+import os
+import sys
+import time
+import traceback
+
+import click
+
+from .. import __version__
+
+# command name → "module:attribute" (module relative to attemptdb.cli)
+COMMANDS = {
+    "init": "core:init_cmd",
+    "capture": "core:capture_cmd",
+    "verify": "core:verify_cmd",
+    "checkpoint": "core:checkpoint_cmd",
+    "keys": "core:keys_group",
+    "conformance": "core:conformance_cmd",
+    "import": "core:import_group",
+    "events": "core:events_cmd",
+    "bench": "bench:bench_group",
+    "demo": "core:demo_cmd",
+    "hook": "hooks:hook_group",
+    "doctor": "hooks:doctor_cmd",
+    "timeline": "projections:timeline_cmd",
+    "failures": "projections:failures_cmd",
+    "correct": "projections:correct_cmd",
+    "retract": "projections:retract_cmd",
+    "reproject": "projections:reproject_cmd",
+    "query": "query:query_cmd",
+    "why": "query:why_cmd",
+    "trace": "query:trace_cmd",
+    "handoffs": "query:handoffs_cmd",
+    "status": "query:status_cmd",
+    "schema": "query:schema_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(name for name in COMMANDS if self._load(name) is not None)
+
+    def get_command(self, ctx, name):
+        return self._load(name)
+
+    def _load(self, name):
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        mod, attr = spec.split(":")
+        try:
+            module = importlib.import_module(f"attemptdb.cli.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name == f"attemptdb.cli.{mod}":  # that area is not built yet
+                return None
+            raise
+        return getattr(module, attr, None)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="attempt", message="%(prog)s %(version)s")
+def cli():
+    """AttemptDB: the database of what AI coding agents tried.
+
+    Agent hooks call `attempt capture`; every payload becomes one immutable, hash-chained fact
+    in a single SQLite file. Read it with the commands below, AttemptQL (`attempt query`) or
+    plain SQL from the sqlite3 shell.
+    """
+
+
+def _report_dir() -> str:
+    state = os.environ.get("XDG_STATE_HOME", "")
+    if not (state and os.path.isabs(state)):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "attemptdb", "reports")
+
+
+def _crash(exc: BaseException) -> int:
+    try:
+        d = _report_dir()
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        path = os.path.join(d, f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f"attempt {__version__}\nargv: {sys.argv!r}\n\n")
+            traceback.print_exception(exc, file=f)
+        where = f"full report: {path}"
+    except OSError:
+        where = "no report could be written"
+    click.echo(f"error[internal]: unexpected {type(exc).__name__} ({where})", err=True)
+    return 2
+
+
+def run(args) -> int:
+    from ..errors import AttemptError
+    try:
+        cli.main(args=list(args), prog_name="attempt", standalone_mode=False)
+        return 0
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except click.ClickException as e:
+        e.show()
+        return 2
+    except AttemptError as e:
+        click.echo(str(e), err=True)
+        return e.exit_status
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # never a traceback on the user's terminal
+        return _crash(e)

@@ -1,0 +1,389 @@
+"""Event v1: validation, the canonical form, its one-line text, and the `events` row shape.
+
+Invariants:
+- `validate` accepts exactly the documents `spec/event-v1.schema.json` accepts (a test holds it
+  against that schema and the anchor's with generated cases), without importing jsonschema.
+- `canonical` orders keys as the Event v1 codec does (FIELD_ORDER; nested blocks in their own
+  order; `attrs`, `content`, `raw` and `x_*` keys keep the writer's order), omits empty
+  `attrs`/`paths`, writes `source_seq`/`hlc` always and `agent` always.
+- The canonical line is compact JSON (`,`/`:`, non-ASCII kept) of the canonical form. It is
+  what `attempt events --jsonl` prints and what `event_hash` is the SHA-256 of; it is assembled
+  from a stored row by `line_from_row`, the one function both append and verify use.
+"""
+
+from . import clock, fastjson, ids
+
+KINDS = (
+    "session_started", "session_ended", "prompt_submitted", "tool_call_started",
+    "tool_call_finished", "tool_call_failed", "permission_requested", "permission_denied",
+    "notification", "agent_message", "turn_stopped", "turn_failed", "subagent_started",
+    "subagent_stopped", "task_created", "task_completed", "compaction_started",
+    "compaction_finished", "config_changed", "cwd_changed", "file_changed", "worktree_created",
+    "worktree_removed", "correction", "retraction", "capture_test", "unknown",
+)
+TOOL_CATEGORIES = ("shell", "file_read", "file_write", "file_edit", "search", "web", "mcp",
+                   "subagent", "plan", "notebook", "other")
+OUTCOME_STATUSES = ("success", "failure", "denied", "cancelled", "unknown")
+CAPTURE_MODES = ("metadata_only", "local_semantic", "full_sync")
+
+FIELD_ORDER = (
+    "event_id", "schema_version", "device_id", "source_seq", "hlc", "observed_at",
+    "captured_at", "ingested_at", "provider", "provider_version", "adapter_version",
+    "hook_version", "capture_mode", "provider_event_name", "kind", "project", "session_id",
+    "provider_session_id", "provider_turn_id", "span_id", "parent_span_id", "agent", "tool",
+    "paths", "outcome", "duration_ms", "attrs", "content", "raw",
+)
+REQUIRED = ("event_id", "schema_version", "device_id", "observed_at", "captured_at", "provider",
+            "adapter_version", "capture_mode", "provider_event_name", "kind", "project",
+            "session_id", "provider_session_id")
+PROJECT_ORDER = ("project_id", "root", "name", "repo_remote", "branch", "head")
+AGENT_ORDER = ("agent_id", "provider_agent_id", "agent_type", "parent_agent_id", "model")
+TOOL_ORDER = ("name", "category", "call_id")
+PATH_ORDER = ("original", "logical", "repo_relative", "drive", "unc")
+OUTCOME_ORDER = ("status", "class", "exit_code")
+_KNOWN = frozenset(FIELD_ORDER)
+_I64 = 2**63 - 1
+
+
+class EventError(ValueError):
+    """An envelope that is not valid Event v1. `path` is a JSON path (`$.project.root`)."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+# --- validation ---------------------------------------------------------------------------
+
+def _is_int(v) -> bool:
+    # JSON Schema "integer": any number with a zero fractional part, never a boolean
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    return isinstance(v, float) and v == v and v not in (float("inf"), float("-inf")) and v.is_integer()
+
+
+def _is_x_key(k: str) -> bool:
+    if len(k) < 3 or not k.startswith("x_"):
+        return False
+    return all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in k[2:])
+
+
+def _is_attr_key(k: str) -> bool:
+    return bool(k) and "a" <= k[0] <= "z" and all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in k)
+
+
+def _need_str(obj, key, path, min_len=0):
+    v = obj[key]
+    if not isinstance(v, str):
+        raise EventError(f"{path}.{key}", "must be a string")
+    if len(v) < min_len:
+        raise EventError(f"{path}.{key}", "must not be empty")
+
+
+def _need_uuid(obj, key, path):
+    if not ids.is_uuid(obj[key]):
+        raise EventError(f"{path}.{key}", "must be a lowercase hyphenated UUID")
+
+
+def _block(obj, path, order, required, check):
+    if not isinstance(obj, dict):
+        raise EventError(path, "must be an object")
+    for k in obj:
+        if k not in order:
+            raise EventError(f"{path}.{k}", "is not allowed here")
+    for k in required:
+        if k not in obj:
+            raise EventError(f"{path}.{k}", "is required")
+    for k in obj:
+        check(obj, k, path)
+
+
+def _check_project(o, k, p):
+    (_need_uuid if k == "project_id" else _need_str)(o, k, p)
+
+
+def _check_agent(o, k, p):
+    (_need_uuid if k in ("agent_id", "parent_agent_id") else _need_str)(o, k, p)
+
+
+def _check_tool(o, k, p):
+    if k == "category":
+        if o[k] not in TOOL_CATEGORIES:
+            raise EventError(f"{p}.{k}", "is not a tool category")
+    else:
+        _need_str(o, k, p)
+
+
+def _check_path(o, k, p):
+    if k == "unc":
+        if not isinstance(o[k], bool):
+            raise EventError(f"{p}.{k}", "must be a boolean")
+    else:
+        _need_str(o, k, p)
+
+
+def _check_outcome(o, k, p):
+    if k == "status":
+        if o[k] not in OUTCOME_STATUSES:
+            raise EventError(f"{p}.{k}", "is not an outcome status")
+    elif k == "exit_code":
+        if not _is_int(o[k]):
+            raise EventError(f"{p}.{k}", "must be an integer")
+    else:
+        _need_str(o, k, p)
+
+
+def validate(env) -> None:
+    """Raise EventError at the first rule `env` breaks; return None when it is Event v1."""
+    if not isinstance(env, dict):
+        raise EventError("$", "an event must be a JSON object")
+    for k in env:
+        if k not in _KNOWN and not _is_x_key(k):
+            raise EventError(f"$.{k}", "unknown top-level field (extensions must be named x_<name>)")
+    for k in REQUIRED:
+        if k not in env:
+            raise EventError(f"$.{k}", "is required")
+    for k in ("event_id", "device_id", "session_id", "span_id", "parent_span_id"):
+        if k in env:
+            _need_uuid(env, k, "$")
+    sv = env["schema_version"]
+    if not _is_int(sv) or sv != 1:
+        raise EventError("$.schema_version", "must be 1")
+    for k in ("source_seq", "hlc", "duration_ms"):
+        if k in env and (not _is_int(env[k]) or env[k] < 0):
+            raise EventError(f"$.{k}", "must be an integer >= 0")
+    for k in ("observed_at", "captured_at", "ingested_at"):
+        if k in env and not _is_int(env[k]):
+            raise EventError(f"$.{k}", "must be an integer (microseconds since the epoch)")
+    for k, n in (("provider", 1), ("adapter_version", 1), ("provider_event_name", 1),
+                 ("provider_version", 0), ("hook_version", 0), ("provider_session_id", 0),
+                 ("provider_turn_id", 0)):
+        if k in env:
+            _need_str(env, k, "$", n)
+    if env["capture_mode"] not in CAPTURE_MODES:
+        raise EventError("$.capture_mode", "must be metadata_only, local_semantic or full_sync")
+    if env["kind"] not in KINDS:
+        raise EventError("$.kind", "is not an Event v1 kind")
+    _block(env["project"], "$.project", PROJECT_ORDER, ("project_id", "root", "name"), _check_project)
+    if "agent" in env:
+        _block(env["agent"], "$.agent", AGENT_ORDER, (), _check_agent)
+    if "tool" in env:
+        _block(env["tool"], "$.tool", TOOL_ORDER, ("name", "category"), _check_tool)
+    if "paths" in env:
+        if not isinstance(env["paths"], list):
+            raise EventError("$.paths", "must be an array")
+        for i, p in enumerate(env["paths"]):
+            _block(p, f"$.paths[{i}]", PATH_ORDER, ("original", "logical"), _check_path)
+    if "outcome" in env:
+        _block(env["outcome"], "$.outcome", OUTCOME_ORDER, ("status",), _check_outcome)
+    if "attrs" in env:
+        if not isinstance(env["attrs"], dict):
+            raise EventError("$.attrs", "must be an object")
+        for k in env["attrs"]:
+            if not _is_attr_key(k):
+                raise EventError("$.attrs", "keys must match ^[a-z][a-z0-9_]*$")
+    if "content" in env:
+        c = env["content"]
+        if not isinstance(c, dict):
+            raise EventError("$.content", "must be an object")
+        for k in ("prompt", "command", "message", "error"):
+            if k in c:
+                _need_str(c, k, "$.content")
+
+
+# --- canonical form -----------------------------------------------------------------------
+
+def _ordered(obj: dict, order) -> dict:
+    out = {}
+    for k in order:
+        if k in obj:
+            v = obj[k]
+            out[k] = int(v) if isinstance(v, float) else v
+    return out
+
+
+def canonical(env: dict) -> dict:
+    """The canonical form of a valid envelope (see module invariants). Does not validate."""
+    out = {}
+    for k in FIELD_ORDER:
+        if k in env:
+            v = env[k]
+            if k == "project":
+                v = _ordered(v, PROJECT_ORDER)
+            elif k == "agent":
+                v = _ordered(v, AGENT_ORDER)
+            elif k == "tool":
+                v = _ordered(v, TOOL_ORDER)
+            elif k == "outcome":
+                v = _ordered(v, OUTCOME_ORDER)
+            elif k == "paths":
+                if not v:
+                    continue
+                v = [_ordered(p, PATH_ORDER) for p in v]
+            elif k == "attrs" and not v:
+                continue
+            elif isinstance(v, float) and k not in ("raw",):
+                v = int(v)
+            out[k] = v
+        elif k in ("source_seq", "hlc"):
+            out[k] = 0
+        elif k == "agent":
+            out[k] = {}
+    for k in env:
+        if k not in _KNOWN:
+            out[k] = env[k]
+    return out
+
+
+def line(env: dict) -> str:
+    """Canonical line of an envelope already in canonical form."""
+    return fastjson.dumps(env)
+
+
+# --- the events row -----------------------------------------------------------------------
+
+COLUMNS = (
+    "event_id", "schema_version", "device_id", "source_seq", "hlc", "observed_at",
+    "captured_at", "ingested_at", "provider", "provider_version", "adapter_version",
+    "hook_version", "capture_mode", "provider_event_name", "kind", "project_id",
+    "project_root", "project_name", "repo_remote", "branch", "head", "session_id",
+    "provider_session_id", "provider_turn_id", "span_id", "parent_span_id", "agent_id",
+    "agent_type", "parent_agent_id", "model", "provider_agent_id", "tool_name",
+    "tool_category", "tool_call_id", "path_logical", "path_relative", "paths_json",
+    "outcome_status", "outcome_class", "exit_code", "duration_ms", "attrs_json",
+    "content_json", "raw_json", "unknown_json", "path_objects_json",
+)
+"""Stored columns written at append, in INSERT order (storage columns seq/event_hash/chain_hash
+and the projection-maintained `retracted` are added by the store)."""
+_C = {name: i for i, name in enumerate(COLUMNS)}
+
+
+def _p(prefix, v):
+    return None if v is None else prefix + v
+
+
+def to_row(env: dict) -> tuple:
+    """The `events` row of a canonical envelope (ids prefixed, times as ISO text)."""
+    project = env["project"]
+    agent = env.get("agent") or {}
+    tool = env.get("tool") or {}
+    outcome = env.get("outcome") or {}
+    paths = env.get("paths")
+    unknown = {k: env[k] for k in env if k not in _KNOWN}
+    ing = env.get("ingested_at")
+    first = paths[0] if paths else {}
+    return (
+        "ev_" + env["event_id"], env["schema_version"], "dev_" + env["device_id"],
+        env["source_seq"], env["hlc"], clock.iso(env["observed_at"]), clock.iso(env["captured_at"]),
+        None if ing is None else clock.iso(ing), env["provider"], env.get("provider_version"),
+        env["adapter_version"], env.get("hook_version"), env["capture_mode"],
+        env["provider_event_name"], env["kind"], "prj_" + project["project_id"], project["root"],
+        project["name"], project.get("repo_remote"), project.get("branch"), project.get("head"),
+        "ses_" + env["session_id"], env["provider_session_id"], env.get("provider_turn_id"),
+        _p("tc_", env.get("span_id")), _p("tc_", env.get("parent_span_id")),
+        _p("agt_", agent.get("agent_id")), agent.get("agent_type"),
+        _p("agt_", agent.get("parent_agent_id")), agent.get("model"), agent.get("provider_agent_id"),
+        tool.get("name"), tool.get("category"), tool.get("call_id"),
+        first.get("logical"), first.get("repo_relative"),
+        None if not paths else fastjson.dumps([p.get("repo_relative", p["logical"]) for p in paths]),
+        outcome.get("status"), outcome.get("class"), outcome.get("exit_code"), env.get("duration_ms"),
+        fastjson.dumps(env.get("attrs") or {}),
+        None if "content" not in env else fastjson.dumps(env["content"]),
+        None if "raw" not in env else fastjson.dumps(env["raw"]),
+        fastjson.dumps(unknown) if unknown else None,
+        None if not paths else fastjson.dumps(paths),
+    )
+
+
+_q = fastjson.quote
+
+
+def _obj(pairs) -> str:
+    return "{" + ",".join(f'"{k}":{v}' for k, v in pairs) + "}"
+
+
+def line_from_row(r) -> str:
+    """Canonical line assembled from a stored row (indexable by COLUMNS order), splicing the
+    stored JSON texts verbatim. The one definition of the hashed bytes."""
+    parts = [
+        f'"event_id":"{r[0][3:]}"', f'"schema_version":{r[1]}', f'"device_id":"{r[2][4:]}"',
+        f'"source_seq":{r[3]}', f'"hlc":{r[4]}',
+        f'"observed_at":{clock.from_iso(r[5])}', f'"captured_at":{clock.from_iso(r[6])}',
+    ]
+    if r[7] is not None:
+        parts.append(f'"ingested_at":{clock.from_iso(r[7])}')
+    parts.append(f'"provider":{_q(r[8])}')
+    if r[9] is not None:
+        parts.append(f'"provider_version":{_q(r[9])}')
+    parts.append(f'"adapter_version":{_q(r[10])}')
+    if r[11] is not None:
+        parts.append(f'"hook_version":{_q(r[11])}')
+    parts += [f'"capture_mode":{_q(r[12])}', f'"provider_event_name":{_q(r[13])}', f'"kind":{_q(r[14])}']
+    proj = [("project_id", f'"{r[15][4:]}"'), ("root", _q(r[16])), ("name", _q(r[17]))]
+    for k, i in (("repo_remote", 18), ("branch", 19), ("head", 20)):
+        if r[i] is not None:
+            proj.append((k, _q(r[i])))
+    parts.append('"project":' + _obj(proj))
+    parts += [f'"session_id":"{r[21][4:]}"', f'"provider_session_id":{_q(r[22])}']
+    if r[23] is not None:
+        parts.append(f'"provider_turn_id":{_q(r[23])}')
+    if r[24] is not None:
+        parts.append(f'"span_id":"{r[24][3:]}"')
+    if r[25] is not None:
+        parts.append(f'"parent_span_id":"{r[25][3:]}"')
+    agent = []
+    if r[26] is not None:
+        agent.append(("agent_id", f'"{r[26][4:]}"'))
+    if r[30] is not None:
+        agent.append(("provider_agent_id", _q(r[30])))
+    if r[27] is not None:
+        agent.append(("agent_type", _q(r[27])))
+    if r[28] is not None:
+        agent.append(("parent_agent_id", f'"{r[28][4:]}"'))
+    if r[29] is not None:
+        agent.append(("model", _q(r[29])))
+    parts.append('"agent":' + _obj(agent))
+    if r[31] is not None:
+        tool = [("name", _q(r[31])), ("category", _q(r[32]))]
+        if r[33] is not None:
+            tool.append(("call_id", _q(r[33])))
+        parts.append('"tool":' + _obj(tool))
+    if r[45] is not None:
+        parts.append('"paths":' + r[45])
+    if r[37] is not None:
+        out = [("status", _q(r[37]))]
+        if r[38] is not None:
+            out.append(("class", _q(r[38])))
+        if r[39] is not None:
+            out.append(("exit_code", str(r[39])))
+        parts.append('"outcome":' + _obj(out))
+    if r[40] is not None:
+        parts.append(f'"duration_ms":{r[40]}')
+    if r[41] != "{}":
+        parts.append('"attrs":' + r[41])
+    if r[42] is not None:
+        parts.append('"content":' + r[42])
+    if r[43] is not None:
+        parts.append('"raw":' + r[43])
+    if r[44] is not None:
+        inner = r[44][1:-1]
+        if inner:
+            parts.append(inner)
+    return "{" + ",".join(parts) + "}"
+
+
+def check_storable(env: dict) -> None:
+    """Raise EventError when a valid envelope cannot be stored losslessly (64-bit integers,
+    years 0001–9999, strings that are not Unicode scalar values)."""
+    for k in ("observed_at", "captured_at", "ingested_at"):
+        if k in env and not clock.MIN_US <= env[k] <= clock.MAX_US:
+            raise EventError(f"$.{k}", "timestamp outside years 0001-9999")
+    for k in ("source_seq", "hlc", "duration_ms"):
+        if k in env and env[k] > _I64:
+            raise EventError(f"$.{k}", "does not fit a signed 64-bit integer")
+    ec = (env.get("outcome") or {}).get("exit_code")
+    if ec is not None and not -_I64 - 1 <= ec <= _I64:
+        raise EventError("$.outcome.exit_code", "does not fit a signed 64-bit integer")

@@ -1,0 +1,80 @@
+"""JSON without importing the `json` package (which pulls in `re`): the C scanner and encoder.
+
+Invariant: `loads`/`dumps` accept and produce exactly what `json.loads` and
+`json.dumps(obj, ensure_ascii=False, separators=(",", ":"))` do, so bytes written on the
+hook path are identical to those written anywhere else. Used on the capture path, where
+every import costs milliseconds on every tool call of every agent.
+"""
+
+import _json
+
+_CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+
+
+class JSONError(ValueError):
+    """Malformed JSON text: `pos` is the character offset where it went wrong."""
+
+    def __init__(self, msg, pos=0):
+        super().__init__(f"{msg} at character {pos}")
+        self.msg = msg
+        self.pos = pos
+
+
+class _Context:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = _CONSTANTS.__getitem__
+    memo = {}
+
+
+_ctx = _Context()
+_ctx.memo = {}
+_scan = _json.make_scanner(_ctx)
+
+_WS = " \t\n\r"
+
+
+def loads(text):
+    """Parse one JSON document from `text` (str). Raises JSONError on anything else."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    n = len(text)
+    i = 0
+    while i < n and text[i] in _WS:
+        i += 1
+    try:
+        obj, end = _scan(text, i)
+    except StopIteration as e:
+        raise JSONError("expected a JSON value", e.value) from None
+    except ValueError as e:  # json.decoder.JSONDecodeError is not importable without `json`
+        raise JSONError(getattr(e, "msg", "malformed JSON"), getattr(e, "pos", 0)) from None
+    except RecursionError:
+        raise JSONError("nested too deeply", i) from None
+    finally:
+        _ctx.memo.clear()
+    while end < n and text[end] in _WS:
+        end += 1
+    if end != n:
+        raise JSONError("extra data after the JSON value", end)
+    return obj
+
+
+def _default(o):
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+_compact = _json.make_encoder(None, _default, _json.encode_basestring, None, ":", ",", False, False, True)
+_sorted = _json.make_encoder(None, _default, _json.encode_basestring, None, ":", ",", True, False, True)
+
+quote = _json.encode_basestring
+"""JSON string literal of a str, non-ASCII kept (as `json.dumps(s, ensure_ascii=False)`)."""
+
+
+def dumps(obj, sort_keys=False):
+    """Compact JSON text, non-ASCII kept, keys in insertion order (or sorted)."""
+    if isinstance(obj, str):
+        return quote(obj)
+    return "".join((_sorted if sort_keys else _compact)(obj, 0))

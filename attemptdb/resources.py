@@ -1,0 +1,24 @@
+"""Locate the shipped data folders (`migrations/`, `grammar/`, `spec/`, `fixtures/`).
+
+Invariant: the same names resolve in a source checkout (top-level folders beside the package)
+and in an installed wheel (the folders are package data inside `attemptdb/`). No importlib:
+this runs on the hook path.
+"""
+
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def folder(name: str) -> str:
+    inside = os.path.join(_HERE, name)
+    if os.path.isdir(inside):
+        return inside
+    beside = os.path.join(os.path.dirname(_HERE), name)
+    if os.path.isdir(beside):
+        return beside
+    raise FileNotFoundError(f"attemptdb data folder {name!r} is missing from this installation")
+
+
+def path(name: str, *parts: str) -> str:
+    return os.path.join(folder(name), *parts)

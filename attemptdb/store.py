@@ -1,0 +1,289 @@
+"""The single-file store: open/create the SQLite file, migrate it, append facts to the chain.
+
+Invariants:
+- One file in WAL mode; `PRAGMA user_version` = the last migration applied; migrations run in
+  order, each in its own transaction; a file newer than this code is refused (fail closed).
+- The device identity (`dev_`, UUIDv7) is created once per file, race-free.
+- `append` runs in one `BEGIN IMMEDIATE` transaction: duplicates (by event id, within the batch
+  and against the file) are found before anything is linked; every new row gets `source_seq`
+  (per device, strictly increasing), `hlc` (never backwards), `ingested_at`, `event_hash` and
+  `chain_hash`; projection triggers run in the same transaction.
+Only apsw and C modules are imported: `attempt capture` uses this module.
+"""
+
+import os
+import time
+
+import apsw
+
+try:
+    from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover
+    from hashlib import sha256 as _sha256
+
+from . import clock, event, ids, resources
+from .errors import AttemptError
+
+GENESIS = "0" * 64
+BUSY_TIMEOUT_S = 10.0
+APPEND_BATCH = 500
+_INSERT = (f"INSERT INTO events ({', '.join(event.COLUMNS)}, event_hash, chain_hash) "
+           f"VALUES ({', '.join('?' * (len(event.COLUMNS) + 2))})")
+
+
+def migrations() -> list[tuple[int, str]]:
+    """(number, path) of every shipped migration, in order."""
+    d = resources.folder("migrations")
+    out = []
+    for name in os.listdir(d):
+        if name.endswith(".sql") and name[:4].isdigit():
+            out.append((int(name[:4]), os.path.join(d, name)))
+    out.sort()
+    return out
+
+
+def chain_link(prev_chain: str, event_hash: str) -> str:
+    return _sha256(bytes.fromhex(prev_chain) + bytes.fromhex(event_hash)).hexdigest()
+
+
+def hash_line(line: str) -> str:
+    try:
+        data = line.encode("utf-8")
+    except UnicodeEncodeError:
+        raise event.EventError("$", "text is not valid Unicode (a lone surrogate escape)") from None
+    return _sha256(data).hexdigest()
+
+
+def _busy_handler(deadline_s: float):
+    # Retry about every millisecond: SQLite's default handler sleeps up to 100 ms between tries,
+    # which times out hooks when a writer holds the lock a little longer (DESIGN.md).
+    start = [None]
+
+    def handler(count: int) -> bool:
+        now = time.monotonic()
+        if count == 0 or start[0] is None:
+            start[0] = now
+        if now - start[0] > deadline_s:
+            return False
+        time.sleep(0.001 if count < 200 else 0.005)
+        return True
+
+    return handler
+
+
+class AppendResult:
+    """What an append did: ids (bare UUIDs) stored, and ids that were already there."""
+
+    __slots__ = ("accepted", "duplicates", "first_seq", "last_seq")
+
+    def __init__(self):
+        self.accepted: list[str] = []
+        self.duplicates: list[str] = []
+        self.first_seq = None
+        self.last_seq = None
+
+    def __repr__(self):
+        return f"AppendResult(accepted={len(self.accepted)}, duplicates={len(self.duplicates)})"
+
+
+class Store:
+    """An open AttemptDB file. `Store.open(path)` creates and migrates it when allowed."""
+
+    def __init__(self, conn: apsw.Connection, path: str, readonly: bool):
+        self.conn = conn
+        self.path = path
+        self.readonly = readonly
+        self._device_id = None
+
+    # --- opening --------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str, *, create: bool = True, readonly: bool = False,
+             capture_mode: str | None = None, busy_timeout_s: float = BUSY_TIMEOUT_S) -> "Store":
+        exists = os.path.exists(path)
+        if not exists and (readonly or not create):
+            raise AttemptError("store.missing",
+                               f"no database at {path} (run `attempt init`, or let a hook create it)")
+        if not exists:
+            d = os.path.dirname(path) or "."
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            try:  # private from the first byte: the file can hold prompts and output
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
+            except FileExistsError:
+                pass
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+        try:
+            conn = apsw.Connection(path, flags=flags)
+            conn.set_busy_handler(_busy_handler(busy_timeout_s))
+            store = cls(conn, path, readonly)
+            if not readonly:
+                conn.execute("PRAGMA synchronous=NORMAL")
+                store._migrate(capture_mode)
+            else:
+                store._check_version()
+        except apsw.NotADBError:
+            raise AttemptError("store.not_a_database", f"{path} is not an AttemptDB (SQLite) file") from None
+        except apsw.CorruptError:
+            raise AttemptError("store.corrupt", f"{path} is corrupt (SQLite reports a malformed file)") from None
+        return store
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def user_version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def _check_version(self) -> int:
+        v = self.user_version()
+        known = migrations()[-1][0]
+        if v > known:
+            raise AttemptError(
+                "store.newer_schema",
+                f"{self.path} was written by a newer AttemptDB (schema {v}; this one knows up to "
+                f"{known}); upgrade attemptdb to read it", exit_status=1)
+        return v
+
+    def _migrate(self, capture_mode: str | None):
+        v = self._check_version()
+        todo = [(n, p) for n, p in migrations() if n > v]
+        if todo or v == 0:
+            c = self.conn
+            c.execute("PRAGMA journal_mode=WAL")
+            for n, p in todo:
+                with open(p, encoding="utf-8") as f:
+                    sql = f.read()
+                c.execute("BEGIN IMMEDIATE")
+                try:
+                    if self.user_version() >= n:  # another process got here first
+                        c.execute("ROLLBACK")
+                        continue
+                    c.execute(sql)
+                    if n == todo[0][0] and v == 0:
+                        self._create_identity(capture_mode)
+                    c.execute(f"PRAGMA user_version = {n}")
+                    c.execute("COMMIT")
+                except BaseException:
+                    if not c.getautocommit():
+                        c.execute("ROLLBACK")
+                    raise
+
+    def _create_identity(self, capture_mode: str | None):
+        mode = capture_mode or "local_semantic"
+        self.conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('device_id', ?), ('created_at', ?), "
+            "('capture_mode', ?), ('last_hlc', '0')",
+            (ids.uuid7(), clock.iso(clock.now_us()), mode))
+
+    # --- identity and settings ------------------------------------------------------------
+
+    def meta(self, key: str, default=None):
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: str):
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    @property
+    def device_id(self) -> str:
+        """This file's device id, bare UUID text."""
+        if self._device_id is None:
+            self._device_id = self.meta("device_id")
+        return self._device_id
+
+    @property
+    def capture_mode(self) -> str:
+        """The stored capture mode; anything unreadable fails closed to metadata_only."""
+        mode = self.meta("capture_mode")
+        return mode if mode in event.CAPTURE_MODES else "metadata_only"
+
+    # --- the chain ------------------------------------------------------------------------
+
+    def head(self) -> tuple[int, str]:
+        """(size, chain hash of the last row); (0, GENESIS) when empty."""
+        row = self.conn.execute("SELECT seq, chain_hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return (0, GENESIS) if row is None else (row[0], row[1])
+
+    def count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM events").fetchone()[0]
+
+    def append(self, envelopes, *, now_us: int | None = None) -> AppendResult:
+        """Append canonical, valid envelopes in order, in one transaction. Duplicates are
+        reported, not stored; nothing is written if any envelope cannot be stored."""
+        res = AppendResult()
+        envs = list(envelopes)
+        if not envs:
+            return res
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            self._append_locked(envs, res, clock.now_us() if now_us is None else now_us)
+            c.execute("COMMIT")
+        except BaseException:
+            if not c.getautocommit():
+                c.execute("ROLLBACK")
+            raise
+        return res
+
+    def _existing(self, wanted: list[str]) -> set:
+        found = set()
+        c = self.conn
+        for i in range(0, len(wanted), APPEND_BATCH):
+            chunk = wanted[i:i + APPEND_BATCH]
+            q = f"SELECT event_id FROM events WHERE event_id IN ({','.join('?' * len(chunk))})"
+            found.update(r[0][3:] for r in c.execute(q, ["ev_" + x for x in chunk]))
+        return found
+
+    def _append_locked(self, envs, res: AppendResult, now: int):
+        c = self.conn
+        existing = self._existing([e["event_id"] for e in envs])
+        seen = set()
+        fresh = []
+        for e in envs:
+            eid = e["event_id"]
+            if eid in existing or eid in seen:
+                res.duplicates.append(eid)
+            else:
+                seen.add(eid)
+                fresh.append(e)
+        if not fresh:
+            return
+        size, prev = self.head()
+        last_hlc = int(self.meta("last_hlc", "0"))
+        seqs = {}
+        for dev in {e["device_id"] for e in fresh}:
+            row = c.execute("SELECT last_source_seq FROM device_clock WHERE device_id = ?",
+                            ("dev_" + dev,)).fetchone()
+            seqs[dev] = row[0] if row else 0
+        now_ms = now // 1000
+        rows = []
+        for e in fresh:
+            dev = e["device_id"]
+            if not e.get("source_seq"):
+                e["source_seq"] = seqs[dev] + 1
+            seqs[dev] = max(seqs[dev], e["source_seq"])
+            if not e.get("hlc"):
+                last_hlc = e["hlc"] = clock.hlc_next(last_hlc, now_ms)
+            else:
+                last_hlc = max(last_hlc, e["hlc"])
+            if "ingested_at" not in e:
+                e["ingested_at"] = now  # key order is irrelevant: the line is built from the row
+            event.check_storable(e)
+            row = event.to_row(e)
+            h = hash_line(event.line_from_row(row))
+            prev = chain_link(prev, h)
+            rows.append(row + (h, prev))
+            res.accepted.append(e["event_id"])
+        c.executemany(_INSERT, rows)
+        res.first_seq, res.last_seq = size + 1, size + len(rows)
+        c.executemany("INSERT INTO device_clock(device_id, last_source_seq) VALUES (?, ?) "
+                      "ON CONFLICT(device_id) DO UPDATE SET last_source_seq = "
+                      "max(last_source_seq, excluded.last_source_seq)",
+                      [("dev_" + d, s) for d, s in seqs.items()])
+        self.set_meta("last_hlc", str(last_hlc))
