@@ -1,0 +1,65 @@
+"""Shared test helpers. `../shared/` (the anchor suite, seeds) exists on developer and CI
+machines only: tests that need it use the `anchor` / `shared` fixtures, which skip with a
+clear reason elsewhere."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+ANCHOR = os.path.join(SHARED, "anchor")
+
+
+@pytest.fixture(scope="session")
+def shared():
+    if not os.path.isdir(SHARED):
+        pytest.skip(f"../shared is absent ({SHARED}): the anchor suite lives on developer/CI machines only")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def anchor(shared):
+    if not os.path.isdir(ANCHOR):
+        pytest.skip(f"anchor suite missing at {ANCHOR}")
+    return ANCHOR
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An isolated HOME / XDG tree so nothing touches the real user's files."""
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.setenv("XDG_DATA_HOME", str(h / ".local" / "share"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(h / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(h / ".config"))
+    monkeypatch.delenv("ATTEMPTDB_PATH", raising=False)
+    monkeypatch.delenv("ATTEMPTDB_KEY_DIR", raising=False)
+    return h
+
+
+@pytest.fixture
+def db(tmp_path, home):
+    """Path of a fresh (not yet created) database file."""
+    return str(tmp_path / "attempt.db")
+
+
+def attempt_cmd():
+    """How to run the `attempt` CLI in a subprocess: the installed script if it sits beside
+    this interpreter, else `python -m attemptdb`."""
+    exe = os.path.join(os.path.dirname(sys.executable), "attempt")
+    if os.path.exists(exe):
+        return [exe]
+    return [sys.executable, "-m", "attemptdb"]
+
+
+def run_attempt(args, *, input=None, env=None, cwd=None, timeout=120):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    e.setdefault("PYTHONPATH", ROOT)
+    return subprocess.run(attempt_cmd() + list(args), input=input, capture_output=True,
+                          env=e, cwd=cwd, timeout=timeout)
