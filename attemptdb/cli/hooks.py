@@ -1,0 +1,184 @@
+"""`attempt hook install|uninstall|status` and `attempt doctor` (thin layer over
+attemptdb.installer and attemptdb.doctor).
+
+Invariant: options are parsed and results rendered here, nothing else; `--json` prints
+the library's report unchanged; exit 1 when the report has a problem (a failed or refused
+config, a failed capture test, a doctor problem).
+"""
+
+import os
+import sys
+
+import click
+
+from .common import db_option, echo_json, json_option, style
+
+_WORDS = {"installed": "installed", "updated": "updated", "already_current": "already current",
+          "removed": "removed", "not_installed": "not installed", "skipped": "skipped",
+          "failed": "FAILED"}
+_WOULD = {"installed": "would install", "updated": "would update", "removed": "would remove"}
+
+
+def provider_option(f):
+    return click.option("--provider", "-p", "providers", multiple=True, metavar="P",
+                        help="Agent to act on: claude-code, codex, cursor, gemini-cli "
+                             "(repeatable; default: every detected agent).")(f)
+
+
+def dry_run_option(f):
+    return click.option("--dry-run", is_flag=True,
+                        help="Compute and show what would change; write nothing.")(f)
+
+
+def _short(path):
+    if not path:
+        return ""
+    home = os.path.expanduser("~")
+    if home and home != "/" and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home):]
+    return path
+
+
+def _print_actions(report):
+    for a in report.actions:
+        word = _WORDS.get(a.outcome, a.outcome)
+        if report.dry_run:
+            word = _WOULD.get(a.outcome, word)
+        color = {"failed": "red", "skipped": "yellow"}.get(a.outcome, "green")
+        line = f"{a.agent.label:<12} {style(word, fg=color):<16} {_short(a.config_path)}"
+        click.echo(line)
+        if a.error:
+            click.echo(f"  error[{a.error[0]}]: {a.error[1]} (file left untouched)")
+        if a.reason:
+            click.echo(f"  {a.reason}")
+        if a.added or a.removed:
+            verb = "would " if report.dry_run else ""
+            if a.removed:
+                click.echo(f"  {verb}remove entries for {len(a.removed)} event(s): {', '.join(a.removed)}")
+            if a.added:
+                click.echo(f"  {verb}subscribe {len(a.added)} event(s): {', '.join(a.added)}")
+        if a.backup:
+            click.echo(f"  backup: {_short(a.backup)}")
+        if a.settings and a.settings.get("outcome") not in (None, "unchanged"):
+            click.echo(f"  {_short(a.settings['path'])}: {a.settings['outcome']}"
+                       + (f" (backup: {_short(a.settings['backup'])})" if a.settings.get("backup") else ""))
+        for n in a.notes:
+            click.echo(f"  note: {n}")
+
+
+@click.group("hook")
+def hook_group():
+    """Install, remove or inspect AttemptDB's hooks in each agent's own config
+    (Claude Code, Codex, Cursor, Gemini CLI)."""
+
+
+@hook_group.command("install")
+@provider_option
+@dry_run_option
+@click.option("--no-verify", is_flag=True, help="Skip the capture test after installing.")
+@json_option
+@db_option
+def install_cmd(providers, dry_run, no_verify, as_json, db):
+    """Subscribe `attempt capture` to every event we capture, in each agent's config.
+
+    Idempotent (a second run changes nothing), keeps your own hooks and the file's
+    formatting, backs the file up, writes it atomically (through symlinks). Ends with a
+    capture test per agent: the written command is run with a test payload and must store
+    a capture_test event in the database (--db / ATTEMPTDB_PATH)."""
+    from ..installer import install
+    report = install.install(list(providers) or None, dry_run=dry_run, verify=not no_verify, db=db)
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        _print_actions(report)
+        if report.executable is not None:
+            click.echo(f"hook command: {report.executable.command('<agent>')} "
+                       f"(found: {report.executable.source})")
+        for t in report.capture_tests:
+            label = t["hook_id"]
+            if t["ok"]:
+                click.echo(f"capture test {label}: {style('ok', fg='green')} "
+                           f"({t['event_id']}, {t.get('ms', 0):g} ms)")
+            else:
+                click.echo(f"capture test {label}: {style('FAILED', fg='red')} "
+                           f"error[{t['error']['code']}]: {t['error']['message']}")
+    sys.exit(0 if report.ok else 1)
+
+
+@hook_group.command("uninstall")
+@provider_option
+@dry_run_option
+@json_option
+def uninstall_cmd(providers, dry_run, as_json):
+    """Remove AttemptDB's hooks (only ours) from each agent's config."""
+    from ..installer import install
+    report = install.uninstall(list(providers) or None, dry_run=dry_run)
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        _print_actions(report)
+    sys.exit(0 if report.ok else 1)
+
+
+def _print_agents(rep, *, full):
+    colors = {"delivering": "green", "installed": "green", "broken": "red", "not_installed": "yellow"}
+    for a in rep["agents"]:
+        state = a["state"]
+        extra = ""
+        if state == "installed":
+            extra = " (capture test seen)" if a["verified"] else " (no capture yet)"
+        elif state == "delivering":
+            extra = f" (last capture {a['last_capture']})"
+        det = "" if a["detected"] else " [not detected]"
+        click.echo(f"{a['agent']:<12} {style(state, fg=colors.get(state))}{extra}{det}  "
+                   f"{_short(a['config_path'])}")
+        for p in a["problems"]:
+            click.echo(f"  problem: {p}")
+        for n in a["notes"]:
+            click.echo(f"  note: {n}")
+    if full:
+        d = rep["database"]
+        if d.get("reachable"):
+            mode = d["capture_mode"] + (" (FAIL-CLOSED)" if d.get("fail_closed") else "")
+            click.echo(f"database     {_short(d['path'])}: {d['events']} events, schema "
+                       f"{d['schema']}, capture mode {mode}")
+        else:
+            click.echo(f"database     {_short(d['path'])}: "
+                       + ("not reachable" if d["exists"] else "does not exist yet"))
+        for p in rep["problems"]:
+            click.echo(f"  problem: {p}")
+        exe = rep["executable"]
+        click.echo(f"executable   {' '.join(exe['argv'])} (found: {exe['source']}; "
+                   f"`attempt` on PATH: {'yes' if rep['on_path'] else 'no'})")
+        click.echo(style("ok", fg="green") if rep["ok"] else style("problems found", fg="red"))
+
+
+@hook_group.command("status")
+@provider_option
+@json_option
+@db_option
+def status_cmd(providers, as_json, db):
+    """Show, per agent: not_installed, installed, delivering (a real capture in the last
+    7 days) or broken."""
+    from .. import doctor
+    rep = doctor.run(db, list(providers) or None)
+    if as_json:
+        echo_json({"agents": rep["agents"], "executable": rep["executable"]})
+    else:
+        _print_agents(rep, full=False)
+
+
+@click.command("doctor")
+@provider_option
+@json_option
+@db_option
+def doctor_cmd(providers, as_json, db):
+    """Check that every agent is wired, trusted and delivering, and that the database is
+    reachable with a valid capture mode. Exit 1 on any problem."""
+    from .. import doctor
+    rep = doctor.run(db, list(providers) or None)
+    if as_json:
+        echo_json(rep)
+    else:
+        _print_agents(rep, full=True)
+    sys.exit(0 if rep["ok"] else 1)

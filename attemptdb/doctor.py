@@ -1,0 +1,137 @@
+"""`attempt doctor` / `attempt hook status`: is every agent wired, and is it delivering?
+
+Invariants:
+- Each agent is in exactly one state: `not_installed` (no entries of ours), `broken` (the
+  config cannot be read, its entries are stale — another or a missing binary, missing,
+  obsolete or duplicate events, a different shape — or hooks are switched off),
+  `delivering` (a real capture — not `capture_test`, not `attrs.reconstructed` — from that
+  provider within the last 7 days, by `captured_at` in the `events` table), else
+  `installed` (configured, no recent real capture; `verified` says a capture test arrived).
+- Codex hooks not (or no longer) trusted by the user are a problem unless the agent is
+  demonstrably delivering.
+- The database is opened read-only and never created; its capture mode is the stored one,
+  and an unreadable value is reported as failing closed to `metadata_only`.
+- `ok` is false (exit 1) on any problem; nothing printed echoes config or event content.
+"""
+
+import os
+import shutil
+
+from . import clock, event, location
+from .installer import agents as agents_mod
+from .installer import codexconfig
+from .installer import state as state_mod
+from .installer.command import find_executable
+
+NOT_INSTALLED = "not_installed"
+INSTALLED = "installed"
+DELIVERING = "delivering"
+BROKEN = "broken"
+WINDOW_DAYS = 7
+_DAY_US = 86_400_000_000
+
+_ACTIVITY_SQL = """
+SELECT provider,
+       max(CASE WHEN kind <> 'capture_test'
+                 AND coalesce(CASE WHEN json_valid(attrs_json)
+                                   THEN json_extract(attrs_json, '$.reconstructed') END, 0)
+                     NOT IN (1, 'true')
+                THEN captured_at END),
+       max(CASE WHEN kind = 'capture_test' THEN captured_at END)
+FROM events
+WHERE provider IN ({})
+GROUP BY provider
+"""
+
+
+def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
+    """({path, exists, reachable, schema, events, capture_mode, fail_closed}, problems, open store)."""
+    path = location.resolve(db)
+    out = {"path": path, "exists": os.path.exists(path), "reachable": False}
+    problems = []
+    if not out["exists"]:
+        if need_db:
+            problems.append(f"no database at {path}: run `attempt hook install` (its capture "
+                            "test creates it) or `attempt init`")
+        return out, problems, None
+    from .errors import AttemptError
+    from .store import Store
+    try:
+        store = Store.open(path, readonly=True)
+        out["schema"] = store.user_version()
+        out["events"] = store.count()
+        raw = store.meta("capture_mode")
+    except AttemptError as e:
+        problems.append(f"database cannot be opened: {e.message} [{e.code}]")
+        return out, problems, None
+    except Exception as e:  # locked, corrupt, not a database …
+        problems.append(f"database cannot be read ({type(e).__name__})")
+        return out, problems, None
+    out["reachable"] = True
+    valid = raw in event.CAPTURE_MODES
+    out["capture_mode"] = raw if valid else "metadata_only"
+    out["fail_closed"] = not valid
+    if not valid:
+        problems.append("the stored capture mode is not valid: capture fails closed to metadata_only "
+                        "(set it with `attempt init --capture-mode`)")
+    return out, problems, store
+
+
+def activity(store, providers) -> dict:
+    """provider → (newest real capture, newest capture test) as ISO text or None."""
+    if store is None or not providers:
+        return {}
+    sql = _ACTIVITY_SQL.format(", ".join("?" * len(providers)))
+    try:
+        rows = store.conn.execute(sql, list(providers)).fetchall()
+    except Exception:
+        return {}
+    return {p: (real, test) for p, real, test in rows}
+
+
+def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
+    """The full report (see the module docstring)."""
+    exe = executable or find_executable()
+    now = clock.now_us() if now_us is None else now_us
+    cutoff = clock.iso(now - WINDOW_DAYS * _DAY_US)
+    states = [state_mod.inspect(a, exe) for a in agents_mod.select(providers)]
+    need_db = any(s.entries for s in states)
+    dbrep, problems, store = database_report(db, need_db)
+    try:
+        act = activity(store, [s.agent.provider for s in states])
+    finally:
+        if store is not None:
+            store.close()
+    agents_out = []
+    for s in states:
+        real, test = act.get(s.agent.provider, (None, None))
+        a = s.to_json()
+        a_problems = list(s.problems)
+        if s.config_state == state_mod.BROKEN:
+            st = BROKEN
+        elif s.config_state == state_mod.NOT_INSTALLED:
+            st = NOT_INSTALLED
+        elif real is not None and real >= cutoff:
+            st = DELIVERING
+        else:
+            st = INSTALLED
+        if s.trust is not None and s.trust != codexconfig.TRUSTED and st != NOT_INSTALLED:
+            msg = ("Codex has not trusted these hooks yet" if s.trust == codexconfig.UNTRUSTED
+                   else "Codex's trust records do not match these hooks (they changed since "
+                        "you approved them)")
+            msg += f" ({s.trust_detail}): open Codex and approve them with /hooks"
+            if st == DELIVERING:
+                a["notes"].append(msg)
+            else:
+                a_problems.append(msg)
+        if st == INSTALLED and real is not None:
+            a["notes"].append("no capture in the last 7 days")
+        a["state"] = st
+        a["problems"] = a_problems
+        a["last_capture"] = real
+        a["last_capture_test"] = test
+        a["verified"] = test is not None
+        agents_out.append(a)
+    ok = not problems and not any(a["problems"] for a in agents_out)
+    return {"ok": ok, "executable": exe.to_json(), "on_path": shutil.which("attempt") is not None,
+            "database": dbrep, "problems": problems, "agents": agents_out}

@@ -1,0 +1,149 @@
+"""The hook command written into agent configs, and recognising commands that are ours.
+
+Invariant: the command is `'<absolute path of attempt>' capture <hook-id>` (POSIX quoting:
+the path single-quoted, `'` written `'\\''`), or `'<python>' -m attemptdb capture <hook-id>`
+when no `attempt` executable exists. Recognition accepts every form any AttemptDB ever
+wrote: first token named `attempt`/`attempt.exe` followed by `capture` (or the legacy
+`hook`), `attempt-hook <provider>`, a Python interpreter running `-m attemptdb capture|hook`,
+or a command containing the legacy marker `attemptdb-hook`. Nothing else is ever ours.
+"""
+
+import os
+import shutil
+import sys
+
+from ..adapters import registry
+
+LEGACY_MARKER = "attemptdb-hook"
+VERBS = ("capture", "hook")
+_EXE_NAMES = ("attempt", "attempt.exe")
+_HOOK_BIN_NAMES = ("attempt-hook", "attempt-hook.exe")
+
+
+class Executable:
+    """How hooks run AttemptDB: `argv` (absolute paths) and where it was found (`source`:
+    running-script | environment | path | python-module)."""
+
+    __slots__ = ("argv", "source")
+
+    def __init__(self, argv, source):
+        self.argv = list(argv)
+        self.source = source
+
+    def command(self, hook_id: str) -> str:
+        return " ".join([shell_quote(self.argv[0])] + self.argv[1:] + ["capture", hook_id])
+
+    @property
+    def path(self) -> str:
+        return self.argv[0]
+
+    def to_json(self):
+        return {"argv": self.argv, "source": self.source}
+
+
+def _is_attempt_script(p: str) -> bool:
+    return os.path.basename(p) in _EXE_NAMES and os.path.isfile(p) and os.access(p, os.X_OK)
+
+
+def find_executable(argv0: str | None = None) -> Executable:
+    """The `attempt` that hooks should call: the running `attempt` script when that is what
+    runs; else the `attempt` script of this interpreter's environment; else `attempt` on PATH;
+    else this interpreter with `-m attemptdb`. Paths are absolute but symlinks are kept
+    (a pipx `~/.local/bin/attempt` link survives upgrades)."""
+    a0 = sys.argv[0] if argv0 is None else argv0
+    if a0 and _is_attempt_script(a0):
+        return Executable([os.path.abspath(a0)], "running-script")
+    beside = os.path.join(os.path.dirname(sys.executable), "attempt")
+    if _is_attempt_script(beside):
+        return Executable([os.path.abspath(beside)], "environment")
+    found = shutil.which("attempt")
+    if found:
+        return Executable([os.path.abspath(found)], "path")
+    return Executable([os.path.abspath(sys.executable), "-m", "attemptdb"], "python-module")
+
+
+def shell_quote(s: str) -> str:
+    """POSIX single-quoting: `'` becomes `'\\''`."""
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def split_command(cmd: str, limit: int = 6) -> list[str]:
+    """The first `limit` shell words of `cmd`, with '…' (and the '\\'' idiom), "…" and
+    backslash escapes undone; a leading PowerShell `& ` is dropped. Never raises."""
+    s = cmd.strip()
+    if s.startswith("& ") or s.startswith("&\t"):
+        s = s[2:].lstrip()
+    words, cur, i, n, have = [], [], 0, len(s), False
+    while i < n and len(words) < limit:
+        c = s[i]
+        if c in " \t\n":
+            if have:
+                words.append("".join(cur))
+                cur, have = [], False
+            i += 1
+        elif c == "'":
+            j = s.find("'", i + 1)
+            if j < 0:
+                cur.append(s[i + 1:])
+                i = n
+            else:
+                cur.append(s[i + 1:j])
+                i = j + 1
+            have = True
+        elif c == '"':
+            i += 1
+            while i < n and s[i] != '"':
+                if s[i] == "\\" and i + 1 < n and s[i + 1] in '"\\$`':
+                    i += 1
+                cur.append(s[i])
+                i += 1
+            i += 1
+            have = True
+        elif c == "\\" and i + 1 < n:
+            cur.append(s[i + 1])
+            i += 2
+            have = True
+        else:
+            cur.append(c)
+            i += 1
+            have = True
+    if have and len(words) < limit:
+        words.append("".join(cur))
+    return words
+
+
+def _basename(token: str) -> str:
+    return token.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _is_python(name: str) -> bool:
+    name = name.lower()
+    if name.endswith(".exe"):
+        name = name[:-4]
+    return name.startswith("python") or name == "py"
+
+
+def parse_ours(cmd) -> dict | None:
+    """If `cmd` is one of our hook commands: {"binary": path, "verb": capture|hook|None,
+    "hook_id": id or None, "form": attempt|attempt-hook|python-module|legacy-marker}."""
+    if not isinstance(cmd, str) or not cmd.strip():
+        return None
+    w = split_command(cmd)
+    if w:
+        name = _basename(w[0])
+        if name in _EXE_NAMES and len(w) >= 2 and w[1] in VERBS:
+            return {"binary": w[0], "verb": w[1], "hook_id": w[2] if len(w) > 2 else None,
+                    "form": "attempt"}
+        if name.lower() in _HOOK_BIN_NAMES and len(w) >= 2 and registry.provider_id(w[1]):
+            return {"binary": w[0], "verb": None, "hook_id": w[1], "form": "attempt-hook"}
+        if (_is_python(name) and len(w) >= 4 and w[1] == "-m" and w[2] == "attemptdb"
+                and w[3] in VERBS):
+            return {"binary": w[0], "verb": w[3], "hook_id": w[4] if len(w) > 4 else None,
+                    "form": "python-module"}
+    if LEGACY_MARKER in cmd:
+        return {"binary": w[0] if w else None, "verb": None, "hook_id": None, "form": "legacy-marker"}
+    return None
+
+
+def is_ours(cmd) -> bool:
+    return parse_ours(cmd) is not None

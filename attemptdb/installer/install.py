@@ -1,0 +1,214 @@
+"""`attempt hook install / uninstall`: apply the merge to each agent's config, safely.
+
+Invariants: per agent, the config is read, merged and written under its lock; nothing is
+written when the merge changes nothing (no write, no backup — a second install is a no-op);
+a change is backed up and written atomically through symlinks; a malformed config is
+reported as `failed` with a coded error and left untouched; `dry_run` computes everything
+and writes nothing (no lock file, no directory, no backup). Directories are created only
+for detected agents. For Codex, `config.toml` gets the minimal feature-flag edit of
+`codexconfig` (never trust state). After a real install each installed agent gets a capture
+test (see `capturetest`).
+"""
+
+import os
+
+from . import agents as agents_mod
+from . import codexconfig, fileops, jsonstyle, merge
+from .command import Executable, find_executable
+from ..errors import AttemptError
+
+FAILED = "failed"
+SKIPPED = "skipped"
+ACTIVE_OUTCOMES = (merge.INSTALLED, merge.UPDATED, merge.CURRENT)
+
+
+class Action:
+    """What happened (or would happen) to one agent's config."""
+
+    def __init__(self, agent, config_path):
+        self.agent = agent
+        self.config_path = config_path
+        self.detected = None
+        self.detected_how = None
+        self.outcome = None
+        self.reason = None
+        self.error = None            # (code, message)
+        self.backup = None
+        self.removed = []
+        self.added = []
+        self.notes = []
+        self.settings = None         # Codex config.toml: {path, outcome, backup}
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == FAILED
+
+    def to_json(self):
+        out = {"provider": self.agent.provider, "hook_id": self.agent.hook_id,
+               "agent": self.agent.label, "config_path": self.config_path,
+               "detected": self.detected, "outcome": self.outcome}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.error:
+            out["error"] = {"code": self.error[0], "message": self.error[1]}
+        if self.backup:
+            out["backup"] = self.backup
+        out["events_added"] = self.added
+        out["events_removed"] = self.removed
+        if self.settings:
+            out["settings"] = self.settings
+        out["notes"] = self.notes
+        return out
+
+
+class Report:
+    def __init__(self, operation, executable, dry_run):
+        self.operation = operation
+        self.executable = executable
+        self.dry_run = dry_run
+        self.actions: list[Action] = []
+        self.capture_tests: list[dict] = []
+
+    @property
+    def ok(self) -> bool:
+        return (not any(a.failed for a in self.actions)
+                and all(t.get("ok") for t in self.capture_tests))
+
+    def to_json(self):
+        out = {"ok": self.ok, "operation": self.operation, "dry_run": self.dry_run}
+        if self.executable is not None:
+            out["executable"] = self.executable.to_json()
+        out["actions"] = [a.to_json() for a in self.actions]
+        if self.operation == "install":
+            out["capture_tests"] = self.capture_tests
+        return out
+
+
+def _read_text(path):
+    data = fileops.read_config(path)
+    return data, (None if data is None else jsonstyle.decode(data))
+
+
+def _write(path, before, new_text, dry_run):
+    """Back up and replace (unless dry-run); returns the backup path."""
+    if dry_run:
+        return None
+    bak = fileops.backup(path, before) if before is not None else None
+    fileops.atomic_write(path, new_text.encode("utf-8"))
+    return bak
+
+
+def _edit(path, plan, dry_run):
+    """Read → plan(text) → write, under the config's lock (no lock for a dry run)."""
+    if dry_run:
+        before, text = _read_text(path)
+        res = plan(text)
+        return res, None
+    with fileops.Lock(path):
+        before, text = _read_text(path)
+        res = plan(text)
+        bak = _write(path, before, res.text, False) if res.changed else None
+    return res, bak
+
+
+def _codex_settings(agent, action, plan_fn, dry_run):
+    path = agent.settings_path()
+    out = {"path": path, "outcome": "unchanged"}
+    try:
+        if dry_run or not os.path.isdir(os.path.dirname(path)):
+            before, text = _read_text(path)
+            p = plan_fn(text)
+            bak = None
+        else:
+            with fileops.Lock(path):
+                before, text = _read_text(path)
+                p = plan_fn(text)
+                bak = None
+                if p.changed and not dry_run:
+                    if p.text == "" and before is not None:  # only our lines were in it
+                        bak = fileops.backup(path, before)
+                        fileops.remove_file(path)
+                    else:
+                        bak = _write(path, before, p.text, False)
+        if p.changed:
+            out["outcome"] = ("would change" if dry_run else "changed")
+        if bak:
+            out["backup"] = bak
+        if p.state:
+            out["hooks_feature"] = p.state
+        if p.note:
+            action.notes.append(p.note)
+        if p.error:
+            out["error"] = p.error
+    except AttemptError as e:
+        out["outcome"] = "failed"
+        out["error"] = e.code
+        action.notes.append(f"config.toml: {e.message}")
+    action.settings = out
+
+
+def _detect(agent, action):
+    found, how = agent.detect()
+    action.detected, action.detected_how = found, how
+    return found
+
+
+def install(providers=None, *, dry_run=False, executable: Executable | None = None,
+            verify=True, db=None, timeout_s=20.0) -> Report:
+    """Install our hooks for the named providers (default: every detected agent)."""
+    exe = executable or find_executable()
+    report = Report("install", exe, dry_run)
+    for agent in agents_mod.select(providers):
+        path = agent.config_path()
+        a = Action(agent, path)
+        report.actions.append(a)
+        if not _detect(agent, a):
+            a.outcome, a.reason = SKIPPED, f"{agent.label} not detected ({a.detected_how})"
+            continue
+        command = exe.command(agent.hook_id)
+        try:
+            if not dry_run:
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            res, bak = _edit(path, lambda text: merge.plan_install(agent, text, command), dry_run)
+        except AttemptError as e:
+            a.outcome, a.error = FAILED, (e.code, e.message)
+            continue
+        a.outcome, a.backup = res.outcome, bak
+        a.removed, a.added = res.removed, (res.added if res.changed else [])
+        if agent.provider == "codex":
+            _codex_settings(agent, a, codexconfig.plan_enable, dry_run)
+            if res.changed:
+                a.notes.append("Codex runs new hooks only after you trust them: open Codex and "
+                               "approve them with /hooks")
+    if verify and not dry_run:
+        from . import capturetest
+        for a in report.actions:
+            if a.outcome in ACTIVE_OUTCOMES:
+                report.capture_tests.append(
+                    capturetest.run(a.agent, exe.command(a.agent.hook_id), db=db, timeout_s=timeout_s))
+    return report
+
+
+def uninstall(providers=None, *, dry_run=False) -> Report:
+    """Remove our hooks (only ours) from the named providers' configs (default: all)."""
+    report = Report("uninstall", None, dry_run)
+    for agent in agents_mod.select(providers):
+        path = agent.config_path()
+        a = Action(agent, path)
+        report.actions.append(a)
+        _detect(agent, a)
+        if not os.path.isdir(os.path.dirname(path)):
+            a.outcome, a.reason = merge.NOT_INSTALLED, "no config"
+            continue
+        try:
+            res, bak = _edit(path, lambda text: merge.plan_uninstall(agent, text), dry_run)
+        except AttemptError as e:
+            a.outcome, a.error = FAILED, (e.code, e.message)
+            continue
+        a.outcome, a.backup, a.removed = res.outcome, bak, res.removed
+        if agent.provider == "codex":
+            _codex_settings(agent, a, codexconfig.plan_cleanup, dry_run)
+            if res.changed:
+                a.notes.append("Codex's trust records for the removed hooks stay in "
+                               "config.toml [hooks.state]; they are harmless")
+    return report

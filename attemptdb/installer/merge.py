@@ -1,0 +1,256 @@
+"""The merge algorithm: a config's text in, the text with exactly our subscriptions out.
+
+Invariants (pure functions, no I/O):
+- Validation first: the top level must be an object, `hooks` (if present) an object, each of
+  our events (if present) an array; otherwise the config is refused, never rewritten.
+- Every hook object of ours is removed from every event (nested: from each group's `hooks`,
+  a group emptied by that is dropped; flat: the objects themselves). An event array emptied
+  by this is dropped unless the event is still subscribed (it keeps its slot); on uninstall
+  an emptied `hooks` object is dropped too.
+- Install then puts one subscription per capture event where our first one was (else at
+  the end; new events at the end of `hooks`, `hooks` at the end of the document).
+- A config that already holds exactly the wanted subscriptions is left byte-for-byte alone;
+  otherwise only the spliced parts change (see jsonstyle).
+"""
+
+from . import jsonstyle
+from .agents import FLAT, NESTED, Agent
+
+INSTALLED = "installed"
+UPDATED = "updated"
+CURRENT = "already_current"
+REMOVED = "removed"
+NOT_INSTALLED = "not_installed"
+
+
+class ShapeError(jsonstyle.JSONStyleError):
+    def __init__(self, message):
+        super().__init__("installer.config_shape", message + "; refusing to modify it")
+
+
+def _same(a, b) -> bool:
+    """JSON equality (True is not 1; key order does not matter)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def parse_config(agent: Agent, text: str | None):
+    """(root node or None for a missing/blank file). Raises a coded error on malformed input."""
+    if text is None or not text.lstrip(jsonstyle.BOM).strip():
+        return None
+    root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+    validate(agent, root)
+    return root
+
+
+def validate(agent: Agent, root) -> None:
+    if root.kind != "object":
+        raise ShapeError("the top level is not a JSON object")
+    hooks = root.get("hooks")
+    if hooks is None:
+        return
+    if hooks.value.kind != "object":
+        raise ShapeError('"hooks" is not an object')
+    for ev in agent.events:
+        m = hooks.value.get(ev)
+        if m is not None and m.value.kind != "array":
+            raise ShapeError(f'"hooks.{ev}" is not an array')
+
+
+# --- finding ours -----------------------------------------------------------------------------
+
+class Found:
+    """Our hook objects in one event array: `spots` = [(group index, handler index or None)]
+    (flat: (index, None)); `first` = the array index of the first one."""
+
+    __slots__ = ("event", "spots", "first", "whole_groups")
+
+    def __init__(self, event):
+        self.event = event
+        self.spots = []
+        self.first = None
+        self.whole_groups = set()
+
+
+def _is_ours(agent, node) -> bool:
+    return node.kind == "object" and agent.is_ours_object(node.to_python())
+
+
+def find_ours(agent: Agent, root) -> dict:
+    """event name → Found, for every event array that holds something of ours."""
+    out = {}
+    hooks = root.get("hooks") if root is not None else None
+    if hooks is None or hooks.value.kind != "object":
+        return out
+    for m in hooks.value.members:
+        arr = m.value
+        if arr.kind != "array":
+            continue
+        f = Found(m.key)
+        for gi, item in enumerate(arr.items):
+            if agent.shape == FLAT:
+                if _is_ours(agent, item):
+                    f.spots.append((gi, None))
+                continue
+            inner = item.get("hooks") if item.kind == "object" else None
+            if inner is None or inner.value.kind != "array":
+                continue
+            hs = inner.value.items
+            mine = [hi for hi, h in enumerate(hs) if _is_ours(agent, h)]
+            for hi in mine:
+                f.spots.append((gi, hi))
+            if mine and len(mine) == len(hs):
+                f.whole_groups.add(gi)
+        if f.spots:
+            f.first = f.spots[0][0]
+            out[m.key] = f
+    return out
+
+
+def is_current(agent: Agent, root, command: str) -> bool:
+    """True when the config holds exactly one current subscription per capture event and
+    nothing else of ours."""
+    if root is None:
+        return False
+    if agent.base_document() and any(root.get(k) is None for k in agent.base_document()):
+        return False
+    hooks = root.get("hooks")
+    if hooks is None:
+        return False
+    found = find_ours(agent, root)
+    wanted = set(agent.events)
+    if set(found) != wanted:
+        return False
+    for ev, f in found.items():
+        if len(f.spots) != 1:
+            return False
+        gi, _ = f.spots[0]
+        arr = hooks.value.get(ev).value
+        if agent.shape == NESTED and gi not in f.whole_groups:
+            return False
+        if not _same(arr.items[gi].to_python(), agent.unit(ev, command)):
+            return False
+    return True
+
+
+# --- editing ----------------------------------------------------------------------------------
+
+class Result:
+    """What a merge would do: `text` (None = unchanged), `outcome`, the events whose entries
+    were removed / added."""
+
+    __slots__ = ("text", "outcome", "removed", "added")
+
+    def __init__(self, text, outcome, removed=(), added=()):
+        self.text = text
+        self.outcome = outcome
+        self.removed = list(removed)
+        self.added = list(added)
+
+    @property
+    def changed(self) -> bool:
+        return self.text is not None
+
+
+def _remove_one(agent, text, root) -> str | None:
+    """Remove the last (in document order) hook object of ours; None when there is none."""
+    found = find_ours(agent, root)
+    if not found:
+        return None
+    hooks = root.get("hooks").value
+    last_event = max(found, key=lambda ev: hooks.get(ev).start)
+    f = found[last_event]
+    arr = hooks.get(last_event).value
+    gi, hi = f.spots[-1]
+    if agent.shape == FLAT:
+        return jsonstyle.remove_child(text, arr, gi)
+    inner = arr.items[gi].get("hooks").value
+    if len(inner.items) == 1:  # the group held only this one: it goes with it
+        return jsonstyle.remove_child(text, arr, gi)
+    return jsonstyle.remove_child(text, inner, hi)
+
+
+def _strip_ours(agent, text, root):
+    """Text with every hook object of ours removed, plus the Found map of the original."""
+    found = find_ours(agent, root)
+    cur_text, cur_root = text, root
+    while True:
+        nxt = _remove_one(agent, cur_text, cur_root)
+        if nxt is None:
+            return cur_text, cur_root, found
+        cur_text = nxt
+        cur_root = jsonstyle.parse(cur_text, allow_comments=agent.allow_comments)
+
+
+def _drop_emptied(agent, text, root, found, keep=()):
+    """Drop event arrays that removal emptied (except events in `keep`)."""
+    for ev in reversed(list(found)):
+        if ev in keep:
+            continue
+        hooks = root.get("hooks").value
+        m = hooks.get(ev)
+        if m is not None and m.value.kind == "array" and not m.value.items:
+            text = jsonstyle.remove_member(text, hooks, ev)
+            root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+    return text, root
+
+
+def plan_install(agent: Agent, text: str | None, command: str) -> Result:
+    """Merge our subscriptions (`command`) into a config's text."""
+    root = parse_config(agent, text)
+    if root is not None and is_current(agent, root, command):
+        return Result(None, CURRENT)
+    if root is None:
+        style = jsonstyle.Style()
+        prefix = jsonstyle.BOM if text and text.startswith(jsonstyle.BOM) else ""
+        text = prefix + jsonstyle.render_document(agent.base_document(), style)
+        root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+    else:
+        style = jsonstyle.detect_style(text, root)
+    original = text
+    text, root, found = _strip_ours(agent, text, root)
+    text, root = _drop_emptied(agent, text, root, found, keep=agent.events)
+    for k, v in agent.base_document().items():  # Cursor: "version": 1 first if absent
+        if root.get(k) is None:
+            text = jsonstyle.insert_member(text, root, 0, k, v, style)
+            root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+    if root.get("hooks") is None:
+        text = jsonstyle.insert_member(text, root, None, "hooks", {}, style)
+        root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+    for ev in agent.events:
+        hooks = root.get("hooks").value
+        unit = agent.unit(ev, command)
+        m = hooks.get(ev)
+        if m is None:
+            text = jsonstyle.insert_member(text, hooks, None, ev, [unit], style)
+        else:
+            f = found.get(ev)
+            text = jsonstyle.insert_item(text, m.value, f.first if f else None, unit, style)
+        root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+    if text == original:
+        return Result(None, CURRENT)
+    outcome = UPDATED if found else INSTALLED
+    return Result(text, outcome, removed=list(found), added=list(agent.events))
+
+
+def plan_uninstall(agent: Agent, text: str | None) -> Result:
+    """Remove every subscription of ours (and what only they filled) from a config's text."""
+    root = parse_config(agent, text)
+    if root is None:
+        return Result(None, NOT_INSTALLED)
+    found = find_ours(agent, root)
+    if not found:
+        return Result(None, NOT_INSTALLED)
+    text, root, found = _strip_ours(agent, text, root)
+    text, root = _drop_emptied(agent, text, root, found)
+    hooks = root.get("hooks")
+    if hooks is not None and hooks.value.kind == "object" and not hooks.value.members:
+        text = jsonstyle.remove_member(text, root, "hooks")
+    return Result(text, REMOVED, removed=list(found))
