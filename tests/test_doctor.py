@@ -1,0 +1,246 @@
+"""attempt doctor / hook status: one state per agent (not_installed, installed, delivering,
+broken), Codex trust, database reachability and the capture mode; exit 1 on problems."""
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from attemptdb import clock, doctor, event, ids
+from attemptdb.installer import agents, codexconfig, install
+from attemptdb.installer.command import Executable
+from attemptdb.store import Store
+
+from conftest import run_attempt
+
+DAY = 86_400_000_000
+
+
+@pytest.fixture
+def exe(tmp_path):
+    p = tmp_path / "bin" / "attempt"
+    p.parent.mkdir()
+    p.write_text("#!/bin/sh\nexit 0\n")
+    p.chmod(0o755)
+    return Executable([str(p)], "test")
+
+
+def setup_agents(home, *providers):
+    for p in providers:
+        os.makedirs(os.path.dirname(agents.AGENTS[p].config_path()), exist_ok=True)
+
+
+def add_event(db, provider, kind, captured_at, attrs=None):
+    with Store.open(db) as s:
+        env = {"event_id": ids.uuid7(), "schema_version": 1, "device_id": s.device_id,
+               "observed_at": captured_at, "captured_at": captured_at, "provider": provider,
+               "adapter_version": "0.1.1", "capture_mode": "metadata_only",
+               "provider_event_name": "Test", "kind": kind,
+               "project": ids.project_identity("/p", None, s.device_id),
+               "session_id": ids.uuid7(), "provider_session_id": "s"}
+        if attrs:
+            env["attrs"] = attrs
+        env = event.canonical(env)
+        event.validate(env)
+        s.append([env])
+
+
+def agent(rep, provider):
+    return next(a for a in rep["agents"] if a["provider"] == provider)
+
+
+def test_nothing_installed_is_ok(home, db, exe):
+    rep = doctor.run(db, executable=exe)
+    assert [a["state"] for a in rep["agents"]] == ["not_installed"] * 4
+    assert rep["ok"] and rep["database"]["exists"] is False
+
+
+def test_installed_then_verified_then_delivering(home, db, exe):
+    setup_agents(home, "claude_code", "cursor")
+    install.install(["claude", "cursor"], executable=exe, verify=False)
+    rep = doctor.run(db, ["claude", "cursor"], executable=exe)
+    assert agent(rep, "claude_code")["state"] == "installed"
+    assert not rep["ok"]  # installed hooks, but no database yet
+    assert "no database" in rep["problems"][0]
+
+    now = clock.now_us()
+    add_event(db, "claude_code", "capture_test", now)
+    rep = doctor.run(db, ["claude", "cursor"], executable=exe)
+    a = agent(rep, "claude_code")
+    assert a["state"] == "installed" and a["verified"] and a["last_capture"] is None
+    assert rep["ok"], rep
+    assert rep["database"]["capture_mode"] in event.CAPTURE_MODES and rep["database"]["events"] == 1
+
+    add_event(db, "claude_code", "tool_call_finished", now - 1000, attrs={"reconstructed": True})
+    assert agent(doctor.run(db, ["claude"], executable=exe), "claude_code")["state"] == "installed"
+    add_event(db, "cursor", "session_started", now - 8 * DAY)
+    c = agent(doctor.run(db, ["cursor"], executable=exe), "cursor")
+    assert c["state"] == "installed" and "no capture in the last 7 days" in c["notes"]
+    add_event(db, "claude_code", "session_started", now - 2 * DAY)
+    rep = doctor.run(db, ["claude", "cursor"], executable=exe)
+    assert agent(rep, "claude_code")["state"] == "delivering"
+    assert agent(rep, "cursor")["state"] == "installed"
+    assert rep["ok"]
+
+
+def _rewrite(path, fn):
+    doc = json.load(open(path))
+    fn(doc)
+    open(path, "w").write(json.dumps(doc, indent=2))
+
+
+@pytest.mark.parametrize("breakage,needle", [
+    (lambda d: d.update(disableAllHooks=True), "disableAllHooks"),
+    (lambda d: d["hooks"].pop("Stop"), "missing events: Stop"),
+    (lambda d: d["hooks"]["Stop"].append(d["hooks"]["Stop"][0]), "duplicate entries: Stop"),
+    (lambda d: d["hooks"].update(WorktreeCreate=[d["hooks"]["Stop"][0]]), "no longer captured: WorktreeCreate"),
+    (lambda d: d["hooks"]["Stop"][0]["hooks"][0].update(timeout=60), "differ from what"),
+    (lambda d: d["hooks"]["Stop"][0]["hooks"][0].update(command="'/gone/attempt' capture claude-code"),
+     "does not exist: /gone/attempt"),
+])
+def test_broken_claude_configs(home, db, exe, breakage, needle):
+    setup_agents(home, "claude_code")
+    install.install(["claude"], executable=exe, verify=False)
+    add_event(db, "claude_code", "session_started", clock.now_us())
+    _rewrite(agents.AGENTS["claude_code"].config_path(), breakage)
+    rep = doctor.run(db, ["claude"], executable=exe)
+    a = agent(rep, "claude_code")
+    assert a["state"] == "broken" and not rep["ok"]
+    assert any(needle in p for p in a["problems"]), a["problems"]
+
+
+def test_another_attempt_is_broken(home, db, exe, tmp_path):
+    setup_agents(home, "cursor")
+    install.install(["cursor"], executable=exe, verify=False)
+    other = tmp_path / "other" / "attempt"
+    other.parent.mkdir()
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    a = agent(doctor.run(db, ["cursor"], executable=Executable([str(other)], "t")), "cursor")
+    assert a["state"] == "broken" and any("not this attempt" in p for p in a["problems"])
+
+
+def test_malformed_config_is_broken_without_echoing_it(home, db, exe):
+    setup_agents(home, "gemini_cli")
+    path = agents.AGENTS["gemini_cli"].config_path()
+    open(path, "w").write('{"apiKey": "canary-SECRET-42", ')
+    rep = doctor.run(db, ["gemini"], executable=exe)
+    a = agent(rep, "gemini_cli")
+    assert a["state"] == "broken" and "canary-SECRET-42" not in json.dumps(rep)
+
+
+def test_gemini_hooks_switched_off(home, db, exe):
+    setup_agents(home, "gemini_cli")
+    install.install(["gemini"], executable=exe, verify=False)
+    _rewrite(agents.AGENTS["gemini_cli"].config_path(),
+             lambda d: d.update(hooksConfig={"enabled": False}))
+    a = agent(doctor.run(db, ["gemini"], executable=exe), "gemini_cli")
+    assert a["state"] == "broken" and "hooksConfig.enabled" in a["problems"][0]
+
+
+# --- Codex ------------------------------------------------------------------------------------
+
+def test_codex_trust_hash_vector():
+    ident = ('{"event_name":"pre_tool_use","hooks":[{"async":false,'
+             '"command":"\'/opt/attempt\' capture codex","timeout":5,"type":"command"}]}')
+    want = "sha256:" + hashlib.sha256(ident.encode()).hexdigest()
+    assert codexconfig.trust_hash("PreToolUse", "'/opt/attempt' capture codex", 5) == want
+    assert codexconfig.event_label("UserPromptSubmit") == "user_prompt_submit"
+    assert codexconfig.trust_key("/h/.codex/hooks.json", "SessionEnd", 2, 0) == "/h/.codex/hooks.json:session_end:2:0"
+
+
+def _trust_all(exe, *, bad=None, disabled=None):
+    codex = agents.AGENTS["codex"]
+    doc = json.load(open(codex.config_path()))
+    base = open(codex.settings_path()).read() if os.path.exists(codex.settings_path()) else ""
+    lines = [base.split("\n[hooks.state")[0]]  # Codex rewrites its records; so do we
+    for ev, groups in doc["hooks"].items():
+        for gi, g in enumerate(groups):
+            for hi, h in enumerate(g["hooks"]):
+                key = codexconfig.trust_key(codex.config_path(), ev, gi, hi)
+                hsh = "sha256:bad" if ev == bad else codexconfig.trust_hash(ev, h["command"], h["timeout"])
+                lines.append(f'\n[hooks.state."{key}"]\ntrusted_hash = "{hsh}"\n')
+                if ev == disabled:
+                    lines.append("enabled = false\n")
+    open(codex.settings_path(), "w").write("".join(lines))
+
+
+def test_codex_untrusted_modified_trusted_disabled(home, db, exe):
+    setup_agents(home, "codex")
+    install.install(["codex"], executable=exe, verify=False)
+    add_event(db, "codex", "capture_test", clock.now_us())
+    a = agent(doctor.run(db, ["codex"], executable=exe), "codex")
+    assert a["state"] == "installed" and a["trust"] == "untrusted"
+    assert any("/hooks" in p for p in a["problems"])
+
+    _trust_all(exe, bad="Stop")
+    a = agent(doctor.run(db, ["codex"], executable=exe), "codex")
+    assert a["trust"] == "modified" and a["problems"]
+
+    install.uninstall(["codex"])
+    install.install(["codex"], executable=exe, verify=False)
+    _trust_all(exe)
+    rep = doctor.run(db, ["codex"], executable=exe)
+    a = agent(rep, "codex")
+    assert a["trust"] == "trusted" and a["problems"] == [] and rep["ok"]
+
+    install.uninstall(["codex"])
+    install.install(["codex"], executable=exe, verify=False)
+    _trust_all(exe, disabled="PreToolUse")
+    a = agent(doctor.run(db, ["codex"], executable=exe), "codex")
+    assert a["state"] == "broken" and any("disabled in Codex" in p for p in a["problems"])
+
+
+def test_codex_feature_off_is_broken(home, db, exe):
+    setup_agents(home, "codex")
+    open(agents.AGENTS["codex"].settings_path(), "w").write("[features]\nhooks = false\n")
+    install.install(["codex"], executable=exe, verify=False)
+    a = agent(doctor.run(db, ["codex"], executable=exe), "codex")
+    assert a["state"] == "broken" and any("turned off" in p for p in a["problems"])
+
+
+def test_codex_delivering_turns_trust_into_a_note(home, db, exe):
+    setup_agents(home, "codex")
+    install.install(["codex"], executable=exe, verify=False)
+    add_event(db, "codex", "tool_call_finished", clock.now_us())
+    rep = doctor.run(db, ["codex"], executable=exe)
+    a = agent(rep, "codex")
+    assert a["state"] == "delivering" and a["problems"] == [] and rep["ok"]
+    assert any("/hooks" in n for n in a["notes"])
+
+
+# --- database ---------------------------------------------------------------------------------
+
+def test_invalid_stored_capture_mode_fails_closed(home, db, exe):
+    add_event(db, "claude_code", "capture_test", clock.now_us())
+    with Store.open(db) as s:
+        s.set_meta("capture_mode", "everything please")
+    rep = doctor.run(db, executable=exe)
+    assert rep["database"]["fail_closed"] and rep["database"]["capture_mode"] == "metadata_only"
+    assert not rep["ok"] and "fails closed" in rep["problems"][0]
+
+
+def test_unreadable_database_is_a_problem(home, db, exe):
+    open(db, "wb").write(b"this is not sqlite at all" * 100)
+    rep = doctor.run(db, executable=exe)
+    assert rep["database"]["reachable"] is False and not rep["ok"]
+
+
+def test_cli_doctor_and_status(home, db):
+    setup_agents(home, "cursor")
+    env = {"HOME": str(home)}
+    p = run_attempt(["doctor", "--json", "--db", db], env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["ok"] is True
+    assert run_attempt(["hook", "install", "-p", "cursor", "--no-verify"], env=env).returncode == 0
+    p = run_attempt(["doctor", "--db", db], env=env)
+    assert p.returncode == 1 and b"no database" in p.stdout
+    add_event(db, "cursor", "session_started", clock.now_us())
+    p = run_attempt(["doctor", "--db", db, "--json"], env=env)
+    rep = json.loads(p.stdout)
+    assert p.returncode == 0 and agent(rep, "cursor")["state"] == "delivering"
+    p = run_attempt(["hook", "status", "--db", db, "--json"], env=env)
+    assert p.returncode == 0 and agent(json.loads(p.stdout), "cursor")["state"] == "delivering"
+    p = run_attempt(["hook", "status", "--db", db], env=env)
+    assert b"delivering" in p.stdout and b"Traceback" not in p.stderr
