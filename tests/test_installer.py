@@ -507,9 +507,9 @@ def test_concurrent_installs_leave_a_valid_file(home):
     path = agents.AGENTS["claude_code"].config_path()
     open(path, "wb").write(styled(REAL["claude_code"], 2, False, True))
     env = dict(os.environ, HOME=str(home))
-    procs = [subprocess.Popen([sys.executable, "-c", _RACER, ROOT, f"/opt/v{i}/attempt", "6"], env=env)
-             for i in range(3)]
-    assert [p.wait(120) for p in procs] == [0, 0, 0]
+    procs = [subprocess.Popen([sys.executable, "-c", _RACER, ROOT, f"/opt/v{i}/attempt", "12"], env=env)
+             for i in range(4)]
+    assert [p.wait(120) for p in procs] == [0] * 4
     for prov in ("claude_code", "cursor"):
         agent = agents.AGENTS[prov]
         data = open(agent.config_path(), "rb").read()

@@ -19,10 +19,14 @@ _WORDS = {"installed": "installed", "updated": "updated", "already_current": "al
 _WOULD = {"installed": "would install", "updated": "would update", "removed": "would remove"}
 
 
-def provider_option(f):
+def provider_option(f, default="every detected agent"):
     return click.option("--provider", "-p", "providers", multiple=True, metavar="P",
                         help="Agent to act on: claude-code, codex, cursor, gemini-cli "
-                             "(repeatable; default: every detected agent).")(f)
+                             f"(repeatable; default: {default}).")(f)
+
+
+def report_provider_option(f):
+    return provider_option(f, default="all four")
 
 
 def dry_run_option(f):
@@ -45,7 +49,7 @@ def _print_actions(report):
         if report.dry_run:
             word = _WOULD.get(a.outcome, word)
         color = {"failed": "red", "skipped": "yellow"}.get(a.outcome, "green")
-        line = f"{a.agent.label:<12} {style(word, fg=color):<16} {_short(a.config_path)}"
+        line = f"{a.agent.label:<12} {style(f'{word:<16}', fg=color)} {_short(a.config_path)}"
         click.echo(line)
         if a.error:
             click.echo(f"  error[{a.error[0]}]: {a.error[1]} (file left untouched)")
@@ -154,7 +158,7 @@ def _print_agents(rep, *, full):
 
 
 @hook_group.command("status")
-@provider_option
+@report_provider_option
 @json_option
 @db_option
 def status_cmd(providers, as_json, db):
@@ -169,7 +173,7 @@ def status_cmd(providers, as_json, db):
 
 
 @click.command("doctor")
-@provider_option
+@report_provider_option
 @json_option
 @db_option
 def doctor_cmd(providers, as_json, db):

@@ -14,7 +14,6 @@ user can grant it.
 import os
 
 from . import codexconfig, fileops, jsonstyle, merge
-from .agents import NESTED
 
 NOT_INSTALLED = "not_installed"
 INSTALLED = "installed"
