@@ -30,16 +30,21 @@ BROKEN = "broken"
 WINDOW_DAYS = 7
 _DAY_US = 86_400_000_000
 
-_ACTIVITY_SQL = """
-SELECT provider,
-       max(CASE WHEN kind <> 'capture_test'
-                 AND coalesce(CASE WHEN json_valid(attrs_json)
-                                   THEN json_extract(attrs_json, '$.reconstructed') END, 0)
-                     NOT IN (1, 'true')
-                THEN captured_at END),
-       max(CASE WHEN kind = 'capture_test' THEN captured_at END)
-FROM events
-WHERE provider IN ({})
+RECENT_ROWS = 20_000
+
+# newest real capture per provider (not capture_test, not reconstructed); a full scan, so
+# `activity` first looks at the newest rows only (hooks append in real time)
+_REAL_SQL = """
+SELECT provider, max(captured_at) FROM events
+WHERE provider IN ({}) AND seq > ? AND kind <> 'capture_test'
+  AND coalesce(CASE WHEN json_valid(attrs_json) THEN json_extract(attrs_json, '$.reconstructed') END, 0)
+      NOT IN (1, 'true')
+GROUP BY provider
+"""
+# capture tests are few and indexed by kind
+_TEST_SQL = """
+SELECT provider, max(captured_at) FROM events
+WHERE kind = 'capture_test' AND provider IN ({})
 GROUP BY provider
 """
 
@@ -77,16 +82,25 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
     return out, problems, store
 
 
-def activity(store, providers) -> dict:
-    """provider → (newest real capture, newest capture test) as ISO text or None."""
+def activity(store, providers, cutoff: str = "") -> dict:
+    """provider → (newest real capture, newest capture test) as ISO text or None. The newest
+    `RECENT_ROWS` rows are searched first; providers without a capture since `cutoff` there
+    are looked up in the whole table, so the answer is exact either way."""
     if store is None or not providers:
         return {}
-    sql = _ACTIVITY_SQL.format(", ".join("?" * len(providers)))
     try:
-        rows = store.conn.execute(sql, list(providers)).fetchall()
+        c = store.conn
+        head = c.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        marks = ", ".join("?" * len(providers))
+        real = dict(c.execute(_REAL_SQL.format(marks), [*providers, head - RECENT_ROWS]).fetchall())
+        rest = [p for p in providers if not (real.get(p) and real[p] >= cutoff)]
+        if rest and head > RECENT_ROWS:
+            older = dict(c.execute(_REAL_SQL.format(", ".join("?" * len(rest))), [*rest, 0]).fetchall())
+            real.update({p: v for p, v in older.items() if v is not None})
+        tests = dict(c.execute(_TEST_SQL.format(marks), list(providers)).fetchall())
     except Exception:
         return {}
-    return {p: (real, test) for p, real, test in rows}
+    return {p: (real.get(p), tests.get(p)) for p in providers if real.get(p) or tests.get(p)}
 
 
 def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
@@ -98,7 +112,7 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     need_db = any(s.entries for s in states)
     dbrep, problems, store = database_report(db, need_db)
     try:
-        act = activity(store, [s.agent.provider for s in states])
+        act = activity(store, [s.agent.provider for s in states], cutoff)
     finally:
         if store is not None:
             store.close()

@@ -244,3 +244,19 @@ def test_cli_doctor_and_status(home, db):
     assert p.returncode == 0 and agent(json.loads(p.stdout), "cursor")["state"] == "delivering"
     p = run_attempt(["hook", "status", "--db", db], env=env)
     assert b"delivering" in p.stdout and b"Traceback" not in p.stderr
+
+
+def test_activity_looks_past_the_recent_window_when_needed(home, db, exe, monkeypatch):
+    monkeypatch.setattr(doctor, "RECENT_ROWS", 2)
+    now = clock.now_us()
+    add_event(db, "gemini_cli", "session_started", now - DAY)          # old row, recent capture
+    for _ in range(3):
+        add_event(db, "claude_code", "session_started", now - 30 * DAY)
+    add_event(db, "codex", "capture_test", now - 90 * DAY)
+    with Store.open(db, readonly=True) as s:
+        act = doctor.activity(s, ["claude_code", "codex", "cursor", "gemini_cli"],
+                              clock.iso(now - 7 * DAY))
+    assert act["gemini_cli"][0] == clock.iso(now - DAY)
+    assert act["claude_code"][0] == clock.iso(now - 30 * DAY)
+    assert act["codex"] == (None, clock.iso(now - 90 * DAY))
+    assert "cursor" not in act
