@@ -157,7 +157,8 @@ def _stop_failure(d, p):
     if isinstance(p.get("stop_hook_active"), bool):
         d.attr("stop_hook_active", p["stop_hook_active"])
     error = p.get("error")
-    cls = class_token(p.get("error_type")) or class_token(p.get("matcher")) or class_token(error)
+    cls = (class_token(p.get("error_type"), bare=False) or class_token(p.get("matcher"), bare=False)
+           or class_token(error))
     message = (text(p.get("error_details")) or text(p.get("error_message")) or text(p.get("message"))
                or (error if text(error) and class_token(error) is None else None))
     d.failure(message, cls=cls)

@@ -142,7 +142,7 @@ def _post_tool_use_failure(d, p):
         return
     cls = None
     if classify_text(message)[0] == "unknown":
-        cls = class_token(p.get("failure_type"))
+        cls = class_token(p.get("failure_type"), bare=False)
     d.failure(message, cls=cls, exit_code=_exit_code(p))
 
 

@@ -79,12 +79,13 @@ def count(value) -> int | None:
     return v if v is not None and v >= 0 else None
 
 
-def class_token(value) -> str | None:
-    """A provider-supplied failure class, snake-cased, when it is a bare token."""
-    if not failures.is_token(value):
+def class_token(value, bare: bool = True) -> str | None:
+    """A provider-supplied failure class, snake-cased (`Rate Limit` → `rate_limit`). With
+    `bare`, the value must already be a bare token (no whitespace) to count as a class."""
+    if not isinstance(value, str) or (bare and not failures.is_token(value)):
         return None
     s = failures.snake(value)
-    return s if token(s) else None
+    return s if token(s, failures.TOKEN_MAX_BYTES) else None
 
 
 def output_text(value) -> str | None:

@@ -88,9 +88,8 @@ def _labelled(low: str) -> dict:
     return out
 
 
-def _summary(line: str):
-    """(passed, failed, skipped) of one recognised summary line, else None."""
-    low = line.strip().lower()
+def _summary(low: str):
+    """(passed, failed, skipped) of one recognised summary line (lowercased, stripped), else None."""
     if not low:
         return None
     if "test result:" in low:  # cargo
@@ -135,29 +134,47 @@ def _summary(line: str):
     return None
 
 
+_MARKERS = ("test result:", "tests run", "tests:", "tests ", " passing", " failing", " pending",
+            " example", "ok (", "passed!", "failed!", "\n=", "--- pass:", "--- fail:", "--- skip:")
+
+
+def _candidate_lines(low: str) -> list:
+    """The lines that contain a summary marker (found with str.find, not a Python loop over
+    every line), lowercased and stripped, in order."""
+    starts = {0} if low.startswith(("=", "--- ")) else set()
+    for marker in _MARKERS:
+        i = low.find(marker)
+        while i >= 0:
+            starts.add(i + 1 if marker[0] == "\n" else low.rfind("\n", 0, i) + 1)
+            i = low.find(marker, i + 1)
+    lines = []
+    for s in sorted(starts):
+        e = low.find("\n", s)
+        lines.append(low[s:] if e < 0 else low[s:e])
+    return lines
+
+
 def test_counts(output) -> tuple | None:
     """(passed, failed, skipped) summed over every recognised summary line, or None."""
     if not isinstance(output, str) or not output:
         return None
-    text = _strip_ansi(output[-TEST_SCAN:])
+    low = _strip_ansi(output[-TEST_SCAN:]).lower().replace("\r", "\n")
     total, matched = [0, 0, 0], False
     go = [0, 0, 0]
-    for line in text.splitlines():
+    for line in _candidate_lines(low):
+        line = line.strip()
         s = _summary(line)
         if s is not None:
             matched = True
             total[0] += s[0]
             total[1] += s[1]
             total[2] += s[2]
-            continue
-        t = line.lstrip()
-        if t.startswith("--- "):
-            if t.startswith("--- PASS:"):
-                go[0] += 1
-            elif t.startswith("--- FAIL:"):
-                go[1] += 1
-            elif t.startswith("--- SKIP:"):
-                go[2] += 1
+        elif line.startswith("--- pass:"):
+            go[0] += 1
+        elif line.startswith("--- fail:"):
+            go[1] += 1
+        elif line.startswith("--- skip:"):
+            go[2] += 1
     if matched:
         return tuple(total)
     if any(go):
