@@ -619,7 +619,8 @@ def test_importing_and_running_the_adapters_loads_no_heavy_modules():
         "print(sorted(m for m in ('re', 'json', 'uuid', 'hashlib', 'click', 'jsonschema', 'cryptography',\n"
         "    'parsimonious', 'tabulate', 'shlex') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+    # -S: no site hooks (an editable install's path finder imports re at start-up by itself)
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": ROOT}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.replace("'", '"')) == []
