@@ -6,7 +6,7 @@ Invariant: every native name in KINDS maps to its documented kind; any other nam
 `unknown` event that still keeps the common facts and, if present, the tool call.
 """
 
-from .draft import class_token, integer, text
+from .draft import class_token, exit_code_of, integer, text
 
 SESSION_KEYS = ("session_id",)
 TURN_KEYS = ("prompt_id", "turn_id")
@@ -48,15 +48,6 @@ def injected_source(prompt) -> str | None:
         if head.startswith(prefix):
             return tag
     return None
-
-
-def exit_code_of(response) -> int | None:
-    if not isinstance(response, dict):
-        return None
-    code = integer(response.get("exit_code"))
-    if code is None and isinstance(response.get("metadata"), dict):
-        code = integer(response["metadata"].get("exit_code"))
-    return code
 
 
 def normalise(d, p: dict) -> None:

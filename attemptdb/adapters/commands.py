@@ -85,6 +85,7 @@ for _sub, _words in (("pkg.test", "test t"), ("pkg.install", "install i ci add r
                      ("pkg.lint", "lint format prettier eslint biome"), ("pkg.run", "dev start serve")):
     for _w in _words.split():
         _PKG_TARGET[_w] = _sub
+del _cat, _progs, _p, _sub, _heads, _h, _words, _w
 
 
 # --- command text and segments -------------------------------------------------------------

@@ -7,7 +7,7 @@ version when the context has none; `tool_output` that arrives as JSON text is de
 """
 
 from .. import fastjson
-from .draft import class_token, count, integer, text
+from .draft import class_token, count, exit_code_of, text
 from .failures import classify_text
 
 SESSION_KEYS = ("parent_conversation_id", "conversation_id", "session_id")
@@ -24,18 +24,6 @@ KINDS = {
     "subagentStart": "subagent_started", "subagentStop": "subagent_stopped",
     "preCompact": "compaction_started",
 }
-
-
-def _exit_code(obj) -> int | None:
-    if not isinstance(obj, dict):
-        return None
-    for key in ("exit_code", "exitCode"):
-        code = integer(obj.get(key))
-        if code is not None:
-            return code
-    if isinstance(obj.get("metadata"), dict):
-        return integer(obj["metadata"].get("exit_code"))
-    return None
 
 
 def decoded_output(value):
@@ -108,7 +96,7 @@ def _shell_execution(d, p):
     tool_input = {"command": p["command"]} if "command" in p else {}
     d.tool_call("Shell", p.get("tool_use_id"), tool_input)
     d.output(p.get("output"), scan_tests=True)
-    code = _exit_code(p)
+    code = exit_code_of(p)
     if code:
         d.kind = "tool_call_failed"
         d.failure(cls="nonzero_exit", exit_code=code)
@@ -124,9 +112,9 @@ def _post_tool_use(d, p):
     _tool(d, p)
     output = decoded_output(p.get("tool_output"))
     d.output(output, scan_tests=d.tool is not None and d.tool["category"] == "shell")
-    code = _exit_code(output)
+    code = exit_code_of(output)
     if code is None:
-        code = _exit_code(p)
+        code = exit_code_of(p)
     if code:
         d.kind = "tool_call_failed"
         d.failure(cls="nonzero_exit", exit_code=code)
@@ -143,7 +131,7 @@ def _post_tool_use_failure(d, p):
     cls = None
     if classify_text(message)[0] == "unknown":
         cls = class_token(p.get("failure_type"), bare=False)
-    d.failure(message, cls=cls, exit_code=_exit_code(p))
+    d.failure(message, cls=cls, exit_code=exit_code_of(p))
 
 
 def _subagent(d, p):

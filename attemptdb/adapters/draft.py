@@ -14,7 +14,7 @@ Invariants:
   tool-call events with a call id and a real session id get the deterministic event id of §5.4.
 """
 
-from .. import ids
+from .. import clock, ids
 from . import commands, failures, paths, signals, tools
 
 ATTR_KEYS = frozenset((
@@ -88,6 +88,18 @@ def class_token(value, bare: bool = True) -> str | None:
     return s if token(s, failures.TOKEN_MAX_BYTES) else None
 
 
+def exit_code_of(obj) -> int | None:
+    """The exit code a tool result reports: `exit_code`, `exitCode` or `metadata.exit_code`."""
+    if not isinstance(obj, dict):
+        return None
+    for key in ("exit_code", "exitCode"):
+        code = integer(obj.get(key))
+        if code is not None:
+            return code
+    meta = obj.get("metadata")
+    return integer(meta.get("exit_code")) if isinstance(meta, dict) else None
+
+
 def output_text(value) -> str | None:
     """The text of a tool output worth scanning for test summaries."""
     if isinstance(value, str):
@@ -159,7 +171,8 @@ class Draft:
 
     def provider_attr(self, key: str, value) -> None:
         """A content-free provider scalar under attrs.provider (tokens, numbers, booleans)."""
-        if isinstance(value, bool) or integer(value) is not None or token(value):
+        if isinstance(value, (bool, int)) or token(value) or (
+                isinstance(value, float) and value == value and abs(value) != float("inf")):
             self.attrs.setdefault("provider", {})[key] = value
 
     def put(self, slot: str, value) -> None:
@@ -399,7 +412,6 @@ class Draft:
 
 
 def _observed(value) -> int | None:
-    from .. import clock
     us = clock.observed_from_payload(value)
     if us is None or not clock.MIN_US <= us <= clock.MAX_US:
         return None

@@ -6,7 +6,7 @@ or its `tool_response` says so (an `error` of false, null or "" is success).
 """
 
 from .. import fastjson
-from .draft import integer, text
+from .draft import exit_code_of, integer, text
 
 SESSION_KEYS = ("session_id",)
 TURN_KEYS = ()
@@ -65,9 +65,7 @@ def _after_tool(d, p):
         if response.get("status") in ("error", "failed") or response.get("success") is False:
             failed = True
         if code is None:
-            code = integer(response.get("exit_code"))
-            if code is None:
-                code = integer(response.get("exitCode"))
+            code = exit_code_of(response)
     if code:
         failed = True
     if failed:
