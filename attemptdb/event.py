@@ -58,6 +58,8 @@ class EventError(ValueError):
 
 def _is_int(v) -> bool:
     # JSON Schema "integer": any number with a zero fractional part, never a boolean
+    if type(v) is int:
+        return True
     if isinstance(v, bool):
         return False
     if isinstance(v, int):
@@ -65,14 +67,15 @@ def _is_int(v) -> bool:
     return isinstance(v, float) and v == v and v not in (float("inf"), float("-inf")) and v.is_integer()
 
 
+_KEY_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+
 def _is_x_key(k: str) -> bool:
-    if len(k) < 3 or not k.startswith("x_"):
-        return False
-    return all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in k[2:])
+    return len(k) >= 3 and k.startswith("x_") and not k[2:].strip(_KEY_CHARS)
 
 
 def _is_attr_key(k: str) -> bool:
-    return bool(k) and "a" <= k[0] <= "z" and all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in k)
+    return bool(k) and "a" <= k[0] <= "z" and not k.strip(_KEY_CHARS)
 
 
 def _need_str(obj, key, path, min_len=0):
@@ -265,114 +268,195 @@ def _p(prefix, v):
     return None if v is None else prefix + v
 
 
+_REST_ORDER = tuple(k for k in FIELD_ORDER[8:] if k not in ("attrs", "content", "raw"))
+_iso = clock.iso_fast
+
+
+class Prepared:
+    """An envelope made ready for the chain, everything but the writer's clocks: the row with
+    placeholders for source_seq, hlc and ingested_at, and the canonical line in pieces around
+    them. Preparing is pure (it can run in another process); `finish` is the writer's part."""
+
+    __slots__ = ("event_id", "device_id", "source_seq", "hlc", "ingested_at", "row", "pre", "mid", "rest")
+
+    def __init__(self, env: dict, texts: dict | None = None):
+        # texts: optional exact JSON texts of the attrs/content/raw/x_* values as received
+        # (an importer's source spans), kept verbatim instead of serialising again
+        eid, dev = env["event_id"], env["device_id"]
+        self.event_id, self.device_id = eid, dev
+        self.source_seq, self.hlc = env["source_seq"], env["hlc"]
+        self.ingested_at = env.get("ingested_at")
+        project = env["project"]
+        agent = env.get("agent") or {}
+        tool = env.get("tool") or {}
+        outcome = env.get("outcome") or {}
+        paths = env.get("paths")
+        unknown = None
+        if len(env) > 29 or any(k not in _KNOWN for k in env):
+            unknown = {k: env[k] for k in env if k not in _KNOWN} or None
+        first = paths[0] if paths else {}
+        t = texts or {}
+        attrs = env.get("attrs")
+        attrs_json = (t.get("attrs") or fastjson.dumps(attrs)) if attrs else "{}"
+        content_json = (t.get("content") or fastjson.dumps(env["content"])) if "content" in env else None
+        raw_json = (t.get("raw") or fastjson.dumps(env["raw"])) if "raw" in env else None
+        if unknown and t:
+            unknown_json = "{" + ",".join(fastjson.quote(k) + ":" + (t.get(k) or fastjson.dumps(v))
+                                          for k, v in unknown.items()) + "}"
+        else:
+            unknown_json = fastjson.dumps(unknown) if unknown else None
+        paths_full = fastjson.dumps(paths) if paths else None
+        obs, cap = env["observed_at"], env["captured_at"]
+        self.row = (
+            "ev_" + eid, env["schema_version"], "dev_" + dev, None, None, _iso(obs), _iso(cap), None,
+            env["provider"], env.get("provider_version"), env["adapter_version"], env.get("hook_version"),
+            env["capture_mode"], env["provider_event_name"], env["kind"], "prj_" + project["project_id"],
+            project["root"], project["name"], project.get("repo_remote"), project.get("branch"),
+            project.get("head"), "ses_" + env["session_id"], env["provider_session_id"],
+            env.get("provider_turn_id"), _p("tc_", env.get("span_id")), _p("tc_", env.get("parent_span_id")),
+            _p("agt_", agent.get("agent_id")), agent.get("agent_type"), _p("agt_", agent.get("parent_agent_id")),
+            agent.get("model"), agent.get("provider_agent_id"),
+            tool.get("name"), tool.get("category"), tool.get("call_id"),
+            first.get("logical"), first.get("repo_relative"),
+            fastjson.dumps([q.get("repo_relative", q["logical"]) for q in paths]) if paths else None,
+            outcome.get("status"), outcome.get("class"), outcome.get("exit_code"), env.get("duration_ms"),
+            attrs_json, content_json, raw_json, unknown_json, paths_full,
+        )
+        self.pre = f'{{"event_id":"{eid}","schema_version":{env["schema_version"]},"device_id":"{dev}",'
+        self.mid = f'"observed_at":{obs},"captured_at":{cap}'
+        rest = [fastjson.dumps({k: env[k] for k in _REST_ORDER if k in env})[1:-1]]
+        if attrs_json != "{}":
+            rest.append(',"attrs":' + attrs_json)
+        if content_json is not None:
+            rest.append(',"content":' + content_json)
+        if raw_json is not None:
+            rest.append(',"raw":' + raw_json)
+        if unknown_json is not None:
+            rest.append("," + unknown_json[1:-1])
+        rest.append("}")
+        self.rest = ",".join(("", "".join(rest)))
+
+    def finish(self, source_seq: int, hlc: int, ingested_at: int | None) -> tuple[tuple, str]:
+        """(row, canonical line) once the writer assigned the clocks."""
+        r = self.row
+        ing_text = None if ingested_at is None else _iso(ingested_at)
+        row = r[:3] + (source_seq, hlc) + r[5:7] + (ing_text,) + r[8:]
+        ing = "" if ingested_at is None else f',"ingested_at":{ingested_at}'
+        return row, f'{self.pre}"source_seq":{source_seq},"hlc":{hlc},{self.mid}{ing}{self.rest}'
+
+
 def to_row(env: dict) -> tuple:
     """The `events` row of a canonical envelope (ids prefixed, times as ISO text)."""
-    project = env["project"]
-    agent = env.get("agent") or {}
-    tool = env.get("tool") or {}
-    outcome = env.get("outcome") or {}
-    paths = env.get("paths")
-    unknown = {k: env[k] for k in env if k not in _KNOWN}
-    ing = env.get("ingested_at")
-    first = paths[0] if paths else {}
-    return (
-        "ev_" + env["event_id"], env["schema_version"], "dev_" + env["device_id"],
-        env["source_seq"], env["hlc"], clock.iso(env["observed_at"]), clock.iso(env["captured_at"]),
-        None if ing is None else clock.iso(ing), env["provider"], env.get("provider_version"),
-        env["adapter_version"], env.get("hook_version"), env["capture_mode"],
-        env["provider_event_name"], env["kind"], "prj_" + project["project_id"], project["root"],
-        project["name"], project.get("repo_remote"), project.get("branch"), project.get("head"),
-        "ses_" + env["session_id"], env["provider_session_id"], env.get("provider_turn_id"),
-        _p("tc_", env.get("span_id")), _p("tc_", env.get("parent_span_id")),
-        _p("agt_", agent.get("agent_id")), agent.get("agent_type"),
-        _p("agt_", agent.get("parent_agent_id")), agent.get("model"), agent.get("provider_agent_id"),
-        tool.get("name"), tool.get("category"), tool.get("call_id"),
-        first.get("logical"), first.get("repo_relative"),
-        None if not paths else fastjson.dumps([p.get("repo_relative", p["logical"]) for p in paths]),
-        outcome.get("status"), outcome.get("class"), outcome.get("exit_code"), env.get("duration_ms"),
-        fastjson.dumps(env.get("attrs") or {}),
-        None if "content" not in env else fastjson.dumps(env["content"]),
-        None if "raw" not in env else fastjson.dumps(env["raw"]),
-        fastjson.dumps(unknown) if unknown else None,
-        None if not paths else fastjson.dumps(paths),
-    )
+    return Prepared(env).finish(env["source_seq"], env["hlc"], env.get("ingested_at"))[0]
+
+
+def row_and_line(env: dict) -> tuple[tuple, str]:
+    """The row and the canonical line of a canonical envelope: the same text
+    `line_from_row(row)` gives (a test holds them equal)."""
+    return Prepared(env).finish(env["source_seq"], env["hlc"], env.get("ingested_at"))
 
 
 _q = fastjson.quote
 
 
-def _obj(pairs) -> str:
-    return "{" + ",".join(f'"{k}":{v}' for k, v in pairs) + "}"
+_DAYS: dict[str, int] = {}
+
+
+def _us(t: str) -> int:
+    """µs of a stored time text; ValueError unless it is exactly what clock.iso writes."""
+    day = _DAYS.get(t[:10])
+    if day is None:
+        day = clock.from_iso(t[:10] + "T00:00:00+00:00")
+        if clock.iso(day)[:10] != t[:10]:
+            raise ValueError("time text is not canonical")
+        if len(_DAYS) > 4096:
+            _DAYS.clear()
+        _DAYS[t[:10]] = day
+    if len(t) != 27 or t[10] != "T" or t[13] != ":" or t[16] != ":" or t[19] != "." or t[26] != "Z":
+        raise ValueError("time text is not canonical")
+    digits = t[11:13] + t[14:16] + t[17:19] + t[20:26]
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError("time text is not canonical")
+    h, m, sec = int(t[11:13]), int(t[14:16]), int(t[17:19])
+    if h > 23 or m > 59 or sec > 59:
+        raise ValueError("time text is not canonical")
+    return day + ((h * 60 + m) * 60 + sec) * 1_000_000 + int(t[20:26])
+
+
+def _id(text: str, prefix: str) -> str:
+    if not text.startswith(prefix):
+        raise ValueError("id prefix")
+    return text[len(prefix):]
 
 
 def line_from_row(r) -> str:
     """Canonical line assembled from a stored row (indexable by COLUMNS order), splicing the
-    stored JSON texts verbatim. The one definition of the hashed bytes."""
-    parts = [
-        f'"event_id":"{r[0][3:]}"', f'"schema_version":{r[1]}', f'"device_id":"{r[2][4:]}"',
-        f'"source_seq":{r[3]}', f'"hlc":{r[4]}',
-        f'"observed_at":{clock.from_iso(r[5])}', f'"captured_at":{clock.from_iso(r[6])}',
-    ]
+    stored JSON texts verbatim. The one definition of the hashed bytes (append and verify);
+    ValueError when a column no longer holds what the codec writes (an id prefix, a time text)."""
+    q = _q
+    p = [f'{{"event_id":"{_id(r[0], "ev_")}","schema_version":{r[1]},"device_id":"{_id(r[2], "dev_")}"'
+         f',"source_seq":{r[3]},"hlc":{r[4]},"observed_at":{_us(r[5])},"captured_at":{_us(r[6])}']
     if r[7] is not None:
-        parts.append(f'"ingested_at":{clock.from_iso(r[7])}')
-    parts.append(f'"provider":{_q(r[8])}')
+        p.append(f',"ingested_at":{_us(r[7])}')
+    p.append(',"provider":' + q(r[8]))
     if r[9] is not None:
-        parts.append(f'"provider_version":{_q(r[9])}')
-    parts.append(f'"adapter_version":{_q(r[10])}')
+        p.append(',"provider_version":' + q(r[9]))
+    p.append(',"adapter_version":' + q(r[10]))
     if r[11] is not None:
-        parts.append(f'"hook_version":{_q(r[11])}')
-    parts += [f'"capture_mode":{_q(r[12])}', f'"provider_event_name":{_q(r[13])}', f'"kind":{_q(r[14])}']
-    proj = [("project_id", f'"{r[15][4:]}"'), ("root", _q(r[16])), ("name", _q(r[17]))]
-    for k, i in (("repo_remote", 18), ("branch", 19), ("head", 20)):
-        if r[i] is not None:
-            proj.append((k, _q(r[i])))
-    parts.append('"project":' + _obj(proj))
-    parts += [f'"session_id":"{r[21][4:]}"', f'"provider_session_id":{_q(r[22])}']
+        p.append(',"hook_version":' + q(r[11]))
+    p.append(f',"capture_mode":{q(r[12])},"provider_event_name":{q(r[13])},"kind":{q(r[14])}'
+             f',"project":{{"project_id":"{_id(r[15], "prj_")}","root":{q(r[16])},"name":{q(r[17])}')
+    if r[18] is not None:
+        p.append(',"repo_remote":' + q(r[18]))
+    if r[19] is not None:
+        p.append(',"branch":' + q(r[19]))
+    if r[20] is not None:
+        p.append(',"head":' + q(r[20]))
+    p.append(f'}},"session_id":"{_id(r[21], "ses_")}","provider_session_id":{q(r[22])}')
     if r[23] is not None:
-        parts.append(f'"provider_turn_id":{_q(r[23])}')
+        p.append(',"provider_turn_id":' + q(r[23]))
     if r[24] is not None:
-        parts.append(f'"span_id":"{r[24][3:]}"')
+        p.append(f',"span_id":"{_id(r[24], "tc_")}"')
     if r[25] is not None:
-        parts.append(f'"parent_span_id":"{r[25][3:]}"')
+        p.append(f',"parent_span_id":"{_id(r[25], "tc_")}"')
     agent = []
     if r[26] is not None:
-        agent.append(("agent_id", f'"{r[26][4:]}"'))
+        agent.append(f'"agent_id":"{_id(r[26], "agt_")}"')
     if r[30] is not None:
-        agent.append(("provider_agent_id", _q(r[30])))
+        agent.append('"provider_agent_id":' + q(r[30]))
     if r[27] is not None:
-        agent.append(("agent_type", _q(r[27])))
+        agent.append('"agent_type":' + q(r[27]))
     if r[28] is not None:
-        agent.append(("parent_agent_id", f'"{r[28][4:]}"'))
+        agent.append(f'"parent_agent_id":"{_id(r[28], "agt_")}"')
     if r[29] is not None:
-        agent.append(("model", _q(r[29])))
-    parts.append('"agent":' + _obj(agent))
+        agent.append('"model":' + q(r[29]))
+    p.append(',"agent":{' + ",".join(agent) + "}")
     if r[31] is not None:
-        tool = [("name", _q(r[31])), ("category", _q(r[32]))]
+        p.append(f',"tool":{{"name":{q(r[31])},"category":{q(r[32])}')
         if r[33] is not None:
-            tool.append(("call_id", _q(r[33])))
-        parts.append('"tool":' + _obj(tool))
+            p.append(',"call_id":' + q(r[33]))
+        p.append("}")
     if r[45] is not None:
-        parts.append('"paths":' + r[45])
+        p.append(',"paths":' + r[45])
     if r[37] is not None:
-        out = [("status", _q(r[37]))]
+        p.append(',"outcome":{"status":' + q(r[37]))
         if r[38] is not None:
-            out.append(("class", _q(r[38])))
+            p.append(',"class":' + q(r[38]))
         if r[39] is not None:
-            out.append(("exit_code", str(r[39])))
-        parts.append('"outcome":' + _obj(out))
+            p.append(f',"exit_code":{int(r[39])}')
+        p.append("}")
     if r[40] is not None:
-        parts.append(f'"duration_ms":{r[40]}')
+        p.append(f',"duration_ms":{int(r[40])}')
     if r[41] != "{}":
-        parts.append('"attrs":' + r[41])
+        p.append(',"attrs":' + r[41])
     if r[42] is not None:
-        parts.append('"content":' + r[42])
+        p.append(',"content":' + r[42])
     if r[43] is not None:
-        parts.append('"raw":' + r[43])
-    if r[44] is not None:
-        inner = r[44][1:-1]
-        if inner:
-            parts.append(inner)
-    return "{" + ",".join(parts) + "}"
+        p.append(',"raw":' + r[43])
+    if r[44] is not None and len(r[44]) > 2:
+        p.append("," + r[44][1:-1])
+    p.append("}")
+    return "".join(p)
 
 
 def check_storable(env: dict) -> None:
@@ -387,3 +471,4 @@ def check_storable(env: dict) -> None:
     ec = (env.get("outcome") or {}).get("exit_code")
     if ec is not None and not -_I64 - 1 <= ec <= _I64:
         raise EventError("$.outcome.exit_code", "does not fit a signed 64-bit integer")
+

@@ -32,7 +32,18 @@ class _Context:
 
 _ctx = _Context()
 _ctx.memo = {}
-_scan = _json.make_scanner(_ctx)
+_c_scan = _json.make_scanner(_ctx)
+
+
+def _scan(text, i):
+    try:
+        return _c_scan(text, i)
+    except SystemError:
+        # The C scanner reports a syntax error through json.decoder.JSONDecodeError and only
+        # finds that class when `json.decoder` is already imported; on the error path, import
+        # it (paying the cost only when the input is bad) and scan again for the real error.
+        import json.decoder  # noqa: F401
+        return _c_scan(text, i)
 
 _WS = " \t\n\r"
 
@@ -78,3 +89,64 @@ def dumps(obj, sort_keys=False):
     if isinstance(obj, str):
         return quote(obj)
     return "".join((_sorted if sort_keys else _compact)(obj, 0))
+
+
+_scanstring = _json.scanstring
+
+
+def _ws(text, i, n):
+    while i < n and text[i] in _WS:
+        i += 1
+    return i
+
+
+def loads_object(text):
+    """Parse a JSON object and also return where each top-level member's value sits in `text`:
+    (obj, {key: (start, end)}). Lets a caller keep a member's exact source text instead of
+    serialising the parsed value again. Raises JSONError like `loads` (TypeError-free)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    n = len(text)
+    i = _ws(text, 0, n)
+    if i >= n or text[i] != "{":
+        return loads(text), None
+    obj, spans = {}, {}
+    i = _ws(text, i + 1, n)
+    try:
+        if i < n and text[i] == "}":
+            i += 1
+        else:
+            while True:
+                if i >= n or text[i] != '"':
+                    raise JSONError("Expecting property name enclosed in double quotes", i)
+                key, i = _scanstring(text, i + 1, True)
+                i = _ws(text, i, n)
+                if i >= n or text[i] != ":":
+                    raise JSONError("Expecting ':' delimiter", i)
+                i = _ws(text, i + 1, n)
+                try:
+                    value, end = _scan(text, i)
+                except StopIteration as e:
+                    raise JSONError("expected a JSON value", e.value) from None
+                obj[key] = value
+                spans[key] = (i, end)
+                i = _ws(text, end, n)
+                if i < n and text[i] == ",":
+                    i = _ws(text, i + 1, n)
+                    continue
+                if i < n and text[i] == "}":
+                    i += 1
+                    break
+                raise JSONError("Expecting ',' delimiter", i)
+    except JSONError:
+        raise
+    except ValueError as e:
+        raise JSONError(getattr(e, "msg", "malformed JSON"), getattr(e, "pos", i)) from None
+    except RecursionError:
+        raise JSONError("nested too deeply", i) from None
+    finally:
+        _ctx.memo.clear()
+    i = _ws(text, i, n)
+    if i != n:
+        raise JSONError("extra data after the JSON value", i)
+    return obj, spans

@@ -48,15 +48,9 @@ def uuid7(now_ms: int | None = None) -> str:
 
 def is_uuid(text) -> bool:
     """True for lowercase hyphenated UUID text (the wire form)."""
-    if not isinstance(text, str) or len(text) != 36:
-        return False
-    for i, c in enumerate(text):
-        if i in (8, 13, 18, 23):
-            if c != "-":
-                return False
-        elif c not in "0123456789abcdef":
-            return False
-    return True
+    return (isinstance(text, str) and len(text) == 36
+            and text[8] == text[13] == text[18] == text[23] == "-"
+            and not (text[:8] + text[9:13] + text[14:18] + text[19:23] + text[24:]).strip("0123456789abcdef"))
 
 
 def prefixed(prefix: str, bare: str | None) -> str | None:

@@ -1,0 +1,177 @@
+"""`attempt bench`: performance figures as medians and as ratios against a baseline measured
+in the same run (these machines are noisy; absolute numbers alone mislead).
+
+- ingest: import a synthetic JSONL stream into a fresh file vs a plain INSERT of the same rows
+  into a bare table (same columns, no index, no trigger, no chain) with the same batching.
+- verify: full chain verification rate.
+- capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
+  same interpreter, interleaved.
+Never used by tests as timed assertions; tests only check the JSON shape on tiny sizes.
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import event, synth
+from .store import Store
+
+BARE_TABLE = f"CREATE TABLE bare ({', '.join(event.COLUMNS)}, event_hash, chain_hash)"
+
+
+def _fresh(tmp: str, name: str) -> str:
+    path = os.path.join(tmp, name)
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+    return path
+
+
+def _baseline(path: str, rows: list, batch: int) -> float:
+    import apsw
+    conn = apsw.Connection(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(BARE_TABLE)
+    sql = f"INSERT INTO bare VALUES ({', '.join('?' * (len(event.COLUMNS) + 2))})"
+    t0 = time.perf_counter()
+    for i in range(0, len(rows), batch):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(sql, rows[i:i + batch])
+        conn.execute("COMMIT")
+    dt = time.perf_counter() - t0
+    conn.close()
+    return dt
+
+
+def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int = 1000, keep: str | None = None) -> dict:
+    """Import `events` synthetic events into a fresh file `repeat` times, interleaved with the
+    baseline; medians of both and their ratio."""
+    from .importers.jsonl import import_file
+    tmp = tempfile.mkdtemp(prefix="attempt-bench-")
+    try:
+        src = os.path.join(tmp, "events.jsonl")
+        size = synth.write_jsonl(src, events, seed)
+        rows = []
+        for env in synth.generate(events, seed):
+            env["source_seq"], env["hlc"], env["ingested_at"] = 1, 1, env["captured_at"]
+            rows.append(event.to_row(env) + ("0" * 64, "0" * 64))
+        ours, base = [], []
+        for _ in range(repeat):
+            base.append(_baseline(_fresh(tmp, "bare.db"), rows, batch))
+            path = _fresh(tmp, "attempt.db")
+            st = Store.open(path)
+            t0 = time.perf_counter()
+            rep = import_file(st, src, batch=batch)
+            ours.append(time.perf_counter() - t0)
+            st.close()
+            if rep.accepted != events:
+                raise RuntimeError(f"bench import stored {rep.accepted} of {events} events")
+        if keep:
+            shutil.copyfile(path, keep)
+        t_ours, t_base = statistics.median(ours), statistics.median(base)
+        return {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
+                "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
+                "baseline_seconds": round(t_base, 3), "baseline_rows_per_s": round(events / t_base),
+                "ratio": round(t_base / t_ours, 3)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None = None) -> dict:
+    """Full `verify` over a synthetic history (or an existing file `db`); median rate."""
+    from .importers.jsonl import import_file
+    from .verify import verify
+    tmp = tempfile.mkdtemp(prefix="attempt-bench-")
+    try:
+        if db is None:
+            db = os.path.join(tmp, "attempt.db")
+            src = os.path.join(tmp, "events.jsonl")
+            synth.write_jsonl(src, events, seed)
+            st = Store.open(db)
+            import_file(st, src)
+        else:
+            st = Store.open(db, readonly=True)
+        times = []
+        n = 0
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            rep = verify(st)
+            times.append(time.perf_counter() - t0)
+            n = rep.events
+            if not rep.ok:
+                raise RuntimeError("bench verify found a problem: " + rep.line())
+        st.close()
+        t = statistics.median(times)
+        return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+CAPTURE_PAYLOAD = {
+    "session_id": "bench-session-0001",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-src-app/bench-session-0001.jsonl",
+    "cwd": "/home/dev/src/app",
+    "permission_mode": "default",
+    "hook_event_name": "PostToolUse",
+    "tool_name": "Bash",
+    "tool_use_id": "toolu_bench_0001",
+    "tool_input": {"command": "npm test -- --runInBand src/billing/webhook.test.ts",
+                   "description": "Run the billing webhook tests"},
+    "tool_response": {
+        "stdout": ("PASS src/billing/webhook.test.ts\n  webhook\n    \u2713 accepts a signed event (12 ms)\n"
+                   "    \u2713 rejects a bad signature (3 ms)\n    \u2713 retries on 503 (41 ms)\n") * 14
+                  + "Tests: 42 passed, 42 total\nTime: 2.31 s\n",
+        "stderr": "", "interrupted": False, "isImage": False, "exit_code": 0},
+}
+
+
+def _attempt_exe() -> list[str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "attempt")
+    if os.path.exists(exe):
+        return [exe]
+    found = shutil.which("attempt")
+    return [found] if found else [sys.executable, "-m", "attemptdb"]
+
+
+def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
+    """Wall time of the installed `attempt capture claude-code` (a fresh process each run, a
+    realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`."""
+    from . import fastjson
+    data = fastjson.dumps(payload or CAPTURE_PAYLOAD).encode()
+    tmp = tempfile.mkdtemp(prefix="attempt-bench-")
+    try:
+        env = dict(os.environ, ATTEMPTDB_PATH=os.path.join(tmp, "attempt.db"))
+        cmd = _attempt_exe() + ["capture", "claude-code"]
+        base = [sys.executable, "-c", "pass"]
+        subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)  # create the file
+        cap, py = [], []
+        for i in range(runs):
+            for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+                t0 = time.perf_counter()
+                if which == 0:
+                    p = subprocess.run(cmd, input=data, env=env, capture_output=True)
+                    cap.append(time.perf_counter() - t0)
+                    if p.returncode != 0 or p.stdout:
+                        raise RuntimeError("attempt capture misbehaved during the benchmark")
+                else:
+                    subprocess.run(base, capture_output=True)
+                    py.append(time.perf_counter() - t0)
+        st = Store.open(env["ATTEMPTDB_PATH"], readonly=True)
+        stored = st.count()
+        st.close()
+        cap.sort()
+        p50, py50 = statistics.median(cap), statistics.median(py)
+        return {"runs": runs, "payload_bytes": len(data), "events_stored": stored,
+                "capture_p50_ms": round(p50 * 1000, 2),
+                "capture_p95_ms": round(cap[min(len(cap) - 1, int(0.95 * len(cap)))] * 1000, 2),
+                "python_p50_ms": round(py50 * 1000, 2), "ratio_p50": round(p50 / py50, 3),
+                "command": " ".join(cmd)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,291 @@
+"""`attempt capture PROVIDER`: the hook entrypoint. stdin payload → one stored event.
+
+Invariants (DESIGN.md invariant 4):
+- Exit status 0, nothing on stdout (Gemini CLI: the `{"decision":"allow"}` it expects), no
+  traceback, whatever arrives: a payload that cannot be read is still stored as an `unknown`
+  event with a `capture_gap` reason; a locked, unwritable or corrupt database sends the event
+  to the spool, which the next capture or read ingests.
+- Privacy before disk: the capture mode and the ingestion contract (secret redaction, attrs
+  sanitiser) are applied in this process, so neither the database nor the spool ever sees
+  what the mode forbids.
+- Lean: imports only the stdlib C modules, apsw and our own hook-path modules — never click,
+  jsonschema, cryptography, parsimonious, tabulate (a test checks `sys.modules`). Never signs.
+`--dry-run` prints the envelope the adapter produced (before ingestion) and stores nothing;
+the context flags replace what the hook would detect (the golden harness uses them).
+"""
+
+import os
+import sys
+
+STDIN_CAP = 16 * 1024 * 1024
+CAPTURE_BUSY_S = 2.0
+GEMINI_ACK = b'{"decision":"allow"}\n'
+_FLAGS = {"--capture-mode", "--project-root", "--repo-remote", "--captured-at", "--device-id",
+          "--hook-version", "--event", "--db"}
+
+USAGE = """Usage: attempt capture PROVIDER [OPTIONS] < payload.json
+
+  The hook entrypoint: read one hook payload on stdin, store it as one event.
+  Always exits 0 and prints nothing (Gemini CLI: its JSON ack).
+
+Options:
+  --dry-run              Print the envelope the adapter builds; store nothing.
+  --db PATH              Database file (env ATTEMPTDB_PATH).
+  --event NAME           Event name for payloads without hook_event_name.
+  --capture-mode M       metadata_only | local_semantic | full_sync (default: the database's).
+  --project-root PATH    Project root instead of detecting it from the payload's cwd.
+  --repo-remote URL      Git remote instead of reading .git/config.
+  --captured-at US       Capture time in microseconds since the epoch.
+  --device-id UUID       Device id instead of the database's.
+  --hook-version V       Hook version stamped on the event.
+  -h, --help             Show this message.
+"""
+
+
+class _Args:
+    def __init__(self):
+        self.provider = None
+        self.dry_run = False
+        self.opts = {}
+
+
+def _parse(argv) -> _Args:
+    a = _Args()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--dry-run":
+            a.dry_run = True
+        elif arg.split("=", 1)[0] in _FLAGS:
+            if "=" in arg:
+                k, v = arg.split("=", 1)
+            else:
+                k = arg
+                i += 1
+                v = argv[i] if i < len(argv) else None
+            a.opts[k[2:].replace("-", "_")] = v
+        elif a.provider is None and not arg.startswith("-"):
+            a.provider = arg
+        i += 1
+    return a
+
+
+def _read_stdin() -> tuple[bytes, bool]:
+    try:
+        data = sys.stdin.buffer.read(STDIN_CAP + 1)
+    except (OSError, ValueError, AttributeError):
+        return b"", False
+    if len(data) > STDIN_CAP:
+        # drain the rest so the agent's pipe never blocks on us, but keep only the cap
+        try:
+            while sys.stdin.buffer.read(1 << 20):
+                pass
+        except (OSError, ValueError):
+            pass
+        return data[:STDIN_CAP], True
+    return data, False
+
+
+def _log(message: str):
+    """One line in the hook log (never stdout, never content)."""
+    try:
+        from . import location
+        state = os.environ.get("XDG_STATE_HOME", "")
+        if not (state and os.path.isabs(state)):
+            state = os.path.join(os.path.expanduser("~"), ".local", "state")
+        d = os.path.join(state, "attemptdb")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        from . import clock
+        with open(os.path.join(d, "hook.log"), "a", encoding="utf-8") as f:
+            f.write(f"{clock.iso(clock.now_us())} {message}\n")
+        del location
+    except Exception:
+        pass
+
+
+def _project(cwd: str | None, opts: dict, device_id: str) -> tuple[dict, str]:
+    from . import gitinfo, ids
+    root = opts.get("project_root")
+    remote = opts.get("repo_remote")
+    branch = head = None
+    if root is None or remote is None:
+        info = gitinfo.git_info(root or cwd or ".")
+        if root is None:
+            root = info.root or cwd or os.getcwd()
+        if remote is None and opts.get("project_root") is None:
+            remote = info.remote
+        branch, head = info.branch, info.head
+    root = root.replace("\\", "/") if isinstance(root, str) else "."
+    project = ids.project_identity(root, remote, device_id)
+    if branch:
+        project["branch"] = branch
+    if head:
+        project["head"] = head
+    return project, root
+
+
+def _cwd(provider, payload) -> str | None:
+    from .adapters import hook_cwd
+    try:
+        cwd = hook_cwd(provider, payload)
+    except Exception:
+        cwd = None
+    return cwd or os.environ.get("CLAUDE_PROJECT_DIR") or _getcwd()
+
+
+def _getcwd():
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _open_store(path: str, mode_override):
+    from .store import Store
+    return Store.open(path, create=True, capture_mode=mode_override, busy_timeout_s=CAPTURE_BUSY_S)
+
+
+def _fallback_device() -> str:
+    """A stable per-user device id for captures made while the database cannot be read."""
+    from . import ids, location
+    path = os.path.join(location.data_dir(), "fallback-device-id")
+    try:
+        with open(path, encoding="ascii") as f:
+            dev = f.read().strip()
+        if ids.is_uuid(dev):
+            return dev
+    except (OSError, ValueError):
+        pass
+    dev = ids.uuid7()
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(dev + "\n")
+    except OSError:
+        pass
+    return dev
+
+
+def run(argv) -> int:
+    args = _parse(argv)
+    opts = args.opts
+    from . import clock, ids, location
+    from .adapters import Context, build_event, capture_mode as parse_mode, parse_payload, registry
+    data, truncated = _read_stdin()
+    payload, gap = parse_payload(data, truncated)
+    provider = args.provider or ""
+    db_path = location.resolve(opts.get("db"))
+    store = None
+    mode_override = parse_mode(opts["capture_mode"]) if opts.get("capture_mode") else None
+    if opts.get("capture_mode") and mode_override is None:
+        mode_override = "metadata_only"  # an invalid mode fails closed
+    device = opts.get("device_id")
+    store_error = None
+    if not args.dry_run:
+        try:
+            store = _open_store(db_path, mode_override)
+        except Exception as e:  # locked, unwritable, corrupt, newer schema: spool instead
+            store_error = type(e).__name__
+    if device is None:
+        if store is not None:
+            device = store.device_id
+        elif args.dry_run:
+            device = _peek_device(db_path) or ids.NIL
+        else:
+            device = _peek_device(db_path) or _fallback_device()
+    device = ids.bare(device)
+    if mode_override is not None:
+        mode = mode_override
+    elif store is not None:
+        mode = store.capture_mode
+    elif args.dry_run:
+        mode = _peek_mode(db_path) or "local_semantic"
+    else:
+        mode = "metadata_only"  # cannot read the database's setting: fail closed
+    captured = opts.get("captured_at")
+    try:
+        captured = int(captured) if captured is not None else clock.now_us()
+    except ValueError:
+        captured = clock.now_us()
+    cwd = _cwd(registry.provider_id(provider) or provider, payload) if isinstance(payload, dict) else _getcwd()
+    project, _root = _project(cwd, opts, device)
+    ctx = Context(device, mode, project, captured, hook_version=opts.get("hook_version") or _hook_version())
+    env = build_event(provider, payload, gap, ctx, event_hint=opts.get("event"), payload_bytes=len(data))
+    if args.dry_run:
+        from . import fastjson
+        sys.stdout.write(fastjson.dumps(env) + "\n")
+        sys.stdout.flush()
+        return 0
+    from . import privacy, spool
+    env = privacy.ingest(env, db_mode=mode)
+    if store is not None:
+        try:
+            spool.drain(store, db_path)
+        except Exception as e:
+            _log(f"provider={provider} err=spool_drain:{type(e).__name__}")
+        try:
+            store.append([env])
+            return 0
+        except Exception as e:
+            store_error = type(e).__name__
+    try:
+        spool.put(db_path, env)
+        _log(f"provider={provider} spooled reason={store_error}")
+    except Exception as e:
+        _log(f"provider={provider} err=lost:{type(e).__name__} after {store_error}")
+    return 0
+
+
+def _peek_device(db_path: str) -> str | None:
+    return _peek(db_path, "device_id")
+
+
+def _peek_mode(db_path: str) -> str | None:
+    return _peek(db_path, "capture_mode")
+
+
+def _peek(db_path: str, key: str):
+    if not os.path.exists(db_path):
+        return None
+    try:
+        from .store import Store
+        st = Store.open(db_path, readonly=True, busy_timeout_s=0.2)
+        try:
+            return st.meta(key)
+        finally:
+            st.close()
+    except Exception:
+        return None
+
+
+def _hook_version() -> str:
+    from . import __version__
+    return __version__
+
+
+def main(argv) -> int:
+    if "-h" in argv or "--help" in argv:
+        sys.stdout.write(USAGE)
+        return 0
+    provider = next((a for a in argv if not a.startswith("-")), None)
+    is_gemini = False
+    try:
+        from .adapters import registry
+        is_gemini = registry.provider_id(provider or "") == "gemini_cli"
+    except Exception:
+        pass
+    dry = "--dry-run" in argv
+    try:
+        run(argv)
+    except BaseException as e:  # the agent must never see us fail
+        if isinstance(e, KeyboardInterrupt):
+            return 0
+        _log(f"provider={provider} err=internal:{type(e).__name__}")
+    if is_gemini and not dry:
+        try:
+            sys.stdout.buffer.write(GEMINI_ACK)
+            sys.stdout.flush()
+        except Exception:
+            pass
+    return 0

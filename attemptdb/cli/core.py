@@ -1,0 +1,363 @@
+"""Core commands: init, capture (help), verify, checkpoint, keys, conformance, import, events,
+demo. Each parses options, calls the library, renders; nothing else."""
+
+import os
+import sys
+
+import click
+
+from .. import clock, ids, location
+from ..errors import AttemptError
+from .common import db_option, db_path, echo_json, err, json_option, open_store, style
+
+MODES = ("metadata_only", "local_semantic", "full_sync")
+
+
+def _mode(value):
+    if value is None:
+        return None
+    from ..privacy import parse_mode
+    mode = parse_mode(value)
+    if mode is None:
+        raise click.BadParameter("expected metadata_only, local_semantic or full_sync", param_hint="--capture-mode")
+    return mode
+
+
+def _ensure_key(store):
+    from .. import keys
+    key, created = keys.create(store.device_id)
+    if store.meta("public_key") != key.public_b64:
+        store.set_meta("public_key", key.public_b64)
+        store.set_meta("key_id", key.identity)
+    return key, created
+
+
+def read_store(db, *, readonly=False):
+    """Open the database for a read command: ingest the spool first, and checkpoint when due
+    (spec/checkpoint.md). Never creates the database."""
+    from .. import checkpoint, spool
+    st = open_store(db, readonly=readonly)
+    if not readonly:
+        try:
+            spool.drain(st)
+        except Exception:
+            pass
+        checkpoint.maybe_checkpoint(st)
+    return st
+
+
+@click.command("init")
+@click.option("--local", is_flag=True, help="Create ./.attemptdb/attempt.db in this directory (found by walking up).")
+@click.option("--capture-mode", "capture_mode", metavar="M",
+              help="metadata_only | local_semantic | full_sync (default local_semantic for a new database).")
+@db_option
+@json_option
+def init_cmd(local, capture_mode, db, as_json):
+    """Create the database and this device's identity (id and signing key)."""
+    mode = _mode(capture_mode)
+    if local:
+        if db:
+            raise click.UsageError("--local and --db name two different places; give one")
+        d = os.path.abspath(location.LOCAL_DIR)
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        os.chmod(d, 0o700)
+        path = os.path.join(d, location.DB_NAME)
+    else:
+        path = db_path(db)
+    existed = os.path.exists(path)
+    from ..store import Store
+    st = Store.open(path, create=True, capture_mode=mode)
+    if existed and mode and st.capture_mode != mode:
+        st.set_meta("capture_mode", mode)
+    key, _ = _ensure_key(st)
+    report = {"path": path, "created": not existed, "device_id": "dev_" + st.device_id,
+              "capture_mode": st.capture_mode, "key_id": key.identity, "events": st.count()}
+    st.close()
+    if as_json:
+        echo_json(report)
+        return
+    verb = "created" if report["created"] else "already there"
+    click.echo(f"{path}: {verb}")
+    click.echo(f"  device        {report['device_id']}")
+    click.echo(f"  capture mode  {report['capture_mode']}")
+    click.echo(f"  signing key   {report['key_id']}")
+    click.echo(f"  events        {report['events']}")
+
+
+@click.command("capture", context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+               add_help_option=False)
+@click.argument("provider", required=False)
+@click.pass_context
+def capture_cmd(ctx, provider):
+    """The hook entrypoint: one payload on stdin → one stored event (always exits 0).
+
+    Run `attempt capture --help` for its options. Agents call it through the entries
+    `attempt hook install` writes.
+    """
+    from ..capture import main
+    sys.exit(main(([provider] if provider else []) + list(ctx.args)))
+
+
+@click.command("verify")
+@db_option
+@json_option
+def verify_cmd(db, as_json):
+    """Recompute every hash and chain link and check every signed checkpoint, offline.
+
+    Prints `ok: N events, M checkpoints` (exit 0) or `problem: …` naming the first bad row
+    (exit 1).
+    """
+    from ..verify import verify
+    st = open_store(db, readonly=True)
+    rep = verify(st)
+    st.close()
+    if as_json:
+        echo_json(rep.as_dict())
+    else:
+        click.echo(style(rep.line(), fg="green" if rep.ok else "red"))
+        for p in rep.problems[1:6]:
+            click.echo(f"problem: {p['message']}")
+        for n in rep.notes:
+            click.echo(f"note: {n}", err=True)
+    sys.exit(0 if rep.ok else 1)
+
+
+@click.command("checkpoint")
+@db_option
+@json_option
+def checkpoint_cmd(db, as_json):
+    """Sign the current chain head (size + head hash) with this device's key."""
+    from .. import checkpoint
+    st = open_store(db)
+    _ensure_key(st)
+    cp = checkpoint.create(st)
+    last = checkpoint.latest(st)
+    st.close()
+    if cp is None:
+        out = {"created": False, "size": last[0] if last else 0}
+        if as_json:
+            echo_json(out)
+        else:
+            click.echo(f"checkpoint: unchanged (the chain has not grown since size {out['size']})"
+                       if last else "checkpoint: nothing to sign (no events yet)")
+        return
+    if as_json:
+        echo_json({"created": True, **cp.as_dict()})
+    else:
+        click.echo(f"checkpoint: size {cp.size}, head {cp.head[:16]}…, signed by {cp.signer}")
+
+
+@click.group("keys")
+def keys_group():
+    """This device's Ed25519 identity (id_<fingerprint>), kept outside the database."""
+
+
+@keys_group.command("init")
+@db_option
+@json_option
+def keys_init(db, as_json):
+    """Create the device's signing key if it has none (never replaces one)."""
+    from .. import keys
+    st = open_store(db, create=True)
+    key, created = _ensure_key(st)
+    path = keys.key_path(st.device_id)
+    st.close()
+    if as_json:
+        echo_json({"key_id": key.identity, "public_key": key.public_b64, "created": created, "path": path})
+    else:
+        click.echo(f"{'created' if created else 'exists'}: {key.identity} ({path}, mode 0600)")
+
+
+@keys_group.command("show")
+@db_option
+@json_option
+def keys_show(db, as_json):
+    """Print the public part of the device's key."""
+    from .. import keys
+    st = open_store(db, readonly=True)
+    key = keys.load(st.device_id)
+    device = st.device_id
+    st.close()
+    if key is None:
+        raise AttemptError("keys.missing", "this device has no signing key yet (run `attempt keys init`)", exit_status=1)
+    out = {"key_id": key.identity, "algorithm": "Ed25519", "public_key": key.public_b64,
+           "device_id": "dev_" + device, "path": keys.key_path(device)}
+    if as_json:
+        echo_json(out)
+    else:
+        click.echo(f"{key.identity}\nEd25519 {key.public_b64}\ndevice dev_{device}")
+
+
+@click.command("conformance")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@json_option
+def conformance_cmd(file, as_json):
+    """Check a JSONL stream against AttemptDB Event v1 (exit 0 COMPATIBLE, 1 otherwise)."""
+    from .. import conformance
+    if file == "-":
+        rep = conformance.check_stream(sys.stdin.buffer)
+    else:
+        rep = conformance.check_file(file)
+    if as_json:
+        echo_json(rep.as_dict())
+    else:
+        color = (lambda s, ok: style(s, fg="green" if ok else "red"))
+        click.echo(rep.render(color))
+    sys.exit(0 if rep.compatible else 1)
+
+
+@click.group("import")
+def import_group():
+    """Bring history in: canonical JSONL streams (and agents' own transcripts)."""
+
+
+@import_group.command("jsonl")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@db_option
+@json_option
+def import_jsonl(file, db, as_json):
+    """Append canonical Event v1 lines (idempotent; one transaction per 1,000 lines)."""
+    from .. import checkpoint
+    from ..importers.jsonl import import_file, import_stream
+    st = open_store(db, create=True)
+    try:
+        rep = import_stream(st, sys.stdin.buffer) if file == "-" else import_file(st, file)
+    except AttemptError as e:
+        st.close()
+        raise e
+    try:
+        checkpoint.maybe_checkpoint(st)
+    except Exception:
+        pass
+    st.close()
+    if as_json:
+        echo_json(rep.as_dict())
+    else:
+        click.echo(f"imported {rep.accepted:,} events ({rep.duplicates:,} already stored) from {rep.lines:,} lines")
+
+
+def scope_options(f):
+    """--session, --project, --since, --until, -n: the scope flags of every read command."""
+    f = click.option("-n", "--limit", type=click.IntRange(min=0), default=None, help="At most N rows (newest).")(f)
+    f = click.option("--until", metavar="T", help="Up to T (RFC 3339, YYYY-MM-DD, now, -2h, …).")(f)
+    f = click.option("--since", metavar="T", help="From T (RFC 3339, YYYY-MM-DD, today, -15m, -2h, -3d, -1w).")(f)
+    f = click.option("--project", metavar="P", help="Project name (owner/repo), prj_ id or directory.")(f)
+    f = click.option("--session", metavar="S", help="Session id (ses_…, bare or short).")(f)
+    return f
+
+
+def _time(flag, text):
+    from ..attemptql.errors import AQLError
+    from ..attemptql.resolve import resolve_time
+    try:
+        return resolve_time("text", text, clock.now_us())
+    except AQLError:
+        raise click.BadParameter("expected RFC 3339, YYYY-MM-DD, now, today or -15m/-2h/-3d/-1w",
+                                 param_hint=flag) from None
+
+
+def scope_where(conn, session, project, since, until, table="events", time_col="observed_at"):
+    """(SQL condition, params) for the scope flags."""
+    conds, params = [], []
+    if session:
+        from ..attemptql.errors import AQLError
+        from ..attemptql.resolve import resolve_id
+        try:
+            sid, _ = resolve_id(conn, "session", session, live=False)
+        except AQLError as e:
+            raise AttemptError("scope.session", e.message) from None
+        conds.append(f"{table}.session_id = ?")
+        params.append(sid)
+    if project:
+        if project.startswith("prj_"):
+            conds.append(f"{table}.project_id = ?")
+            params.append(project)
+        else:
+            p = project if "/" in project and not os.path.isdir(project) else None
+            if p is None:
+                from .. import gitinfo
+                info = gitinfo.git_info(os.path.abspath(project))
+                pid = ids.project_identity(info.root or os.path.abspath(project), info.remote, "x")["project_id"]
+                conds.append(f"({table}.project_id = ? OR {table}.project_root = ?)")
+                params += ["prj_" + pid if info.remote else "", (info.root or os.path.abspath(project)).replace("\\", "/")]
+            else:
+                conds.append(f"{table}.project_name = ?")
+                params.append(p)
+    if since:
+        conds.append(f"{table}.{time_col} >= ?")
+        params.append(clock.iso(_time("--since", since)))
+    if until:
+        conds.append(f"{table}.{time_col} <= ?")
+        params.append(clock.iso(_time("--until", until)))
+    return (" AND ".join(conds) or "1"), params
+
+
+@click.command("events")
+@scope_options
+@click.option("--kind", metavar="K1,K2", help="Only these kinds (comma-separated).")
+@click.option("--jsonl", "as_jsonl", is_flag=True, help="Print canonical Event v1 lines (what `import jsonl` reads).")
+@db_option
+@json_option
+def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_json):
+    """List the raw events (facts), oldest first."""
+    from .. import event as ev
+    st = read_store(db)
+    where, params = scope_where(st.conn, session, project, since, until)
+    if kind:
+        kinds = [k.strip() for k in kind.split(",") if k.strip()]
+        where += f" AND kind IN ({','.join('?' * len(kinds))})"
+        params += kinds
+    order = "seq" if as_jsonl else "observed_at, seq"
+    inner = f"SELECT * FROM events WHERE {where} ORDER BY {order} DESC LIMIT {limit}" if limit is not None else None
+    cols = ", ".join(ev.COLUMNS)
+    if inner:
+        sql = f"SELECT {cols} FROM ({inner}) ORDER BY {order}"
+    else:
+        sql = f"SELECT {cols} FROM events WHERE {where} ORDER BY {order}"
+    out = sys.stdout
+    rows = st.conn.execute(sql, params)
+    if as_jsonl:
+        for r in rows:
+            out.write(ev.line_from_row(r) + "\n")
+    elif as_json:
+        names = ev.COLUMNS
+        from .. import fastjson
+        out.write("[")
+        first = True
+        for r in rows:
+            obj = dict(zip(names, r))
+            obj.pop("path_objects_json", None)
+            out.write(("" if first else ",") + fastjson.dumps(obj))
+            first = False
+        out.write("]\n")
+    else:
+        n = 0
+        for r in rows:
+            n += 1
+            tool = r[31] or ""
+            outcome = r[37] or ""
+            if r[38]:
+                outcome += "/" + r[38]
+            path = r[35] or r[34] or ""
+            out.write(f"{r[5][:19].replace('T', ' ')}  {ids.short(r[21]):<12}  {r[8]:<11}  {r[14]:<20}  "
+                      f"{tool:<14}  {outcome:<24}  {path}".rstrip() + "\n")
+        if n == 0:
+            err("no events in this scope")
+    st.close()
+
+
+@click.command("demo")
+@db_option
+@json_option
+def demo_cmd(db, as_json):
+    """Build a sample history from the bundled fixtures and show what was recorded.
+
+    Uses a fresh database (default: ./attemptdb-demo.db) so your own history is untouched.
+    """
+    from ..demo import run_demo
+    path = db or os.path.abspath("attemptdb-demo.db")
+    report = run_demo(path)
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(report["text"])

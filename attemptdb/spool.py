@@ -1,0 +1,125 @@
+"""The spool: where a capture puts its event when the database cannot take it right now
+(locked, unwritable, corrupt, missing directory), so that nothing is ever lost.
+
+Layout: `<database>.spool/` beside the database file (fallback:
+`$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/` when that cannot be written),
+one file per event named `<uuid7>.event` holding its canonical line after the ingestion
+contract (so a metadata_only capture spools no content either), written to a private temp file
+and renamed into place. `drain` appends spooled events in name (= time) order; an event
+already stored is a duplicate, never a second row; a file is removed only after its event is
+committed; a file that cannot be read as an event is moved aside to `quarantine/`, not deleted.
+Only os and C modules: the hook path writes here.
+"""
+
+import os
+
+from . import event, fastjson, ids
+
+SUFFIX = ".event"
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def primary_dir(db_path: str) -> str:
+    return db_path + ".spool"
+
+
+def fallback_dir(db_path: str) -> str:
+    try:
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover
+        from hashlib import sha256
+    state = os.environ.get("XDG_STATE_HOME", "")
+    if not (state and os.path.isabs(state)):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    tag = sha256(os.path.abspath(db_path).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return os.path.join(state, "attemptdb", "spool", tag)
+
+
+def _write_in(directory: str, name: str, data: bytes) -> str:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    final = os.path.join(directory, name)
+    os.rename(tmp, final)
+    return final
+
+
+def put(db_path: str, env: dict) -> str:
+    """Spool one canonical envelope; returns the file written. Raises OSError only when
+    neither spool directory can be written."""
+    data = (event.line(env) + "\n").encode("utf-8", "surrogatepass")
+    name = ids.uuid7() + SUFFIX
+    try:
+        return _write_in(primary_dir(db_path), name, data)
+    except OSError:
+        return _write_in(fallback_dir(db_path), name, data)
+
+
+def pending(db_path: str) -> list[str]:
+    """Spooled files waiting for `db_path`, oldest first (cheap when there are none)."""
+    out = []
+    for d in (primary_dir(db_path), fallback_dir(db_path)):
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        out.extend(os.path.join(d, n) for n in names if n.endswith(SUFFIX))
+    out.sort(key=os.path.basename)
+    return out
+
+
+def _quarantine(path: str):
+    qdir = os.path.join(os.path.dirname(path), "quarantine")
+    try:
+        os.makedirs(qdir, mode=0o700, exist_ok=True)
+        os.rename(path, os.path.join(qdir, os.path.basename(path)))
+    except OSError:
+        pass
+
+
+def _read(path: str):
+    fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+    try:
+        data = b""
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    env = fastjson.loads(data.decode("utf-8"))
+    event.validate(env)
+    env = event.canonical(env)
+    event.check_storable(env)
+    return env
+
+
+def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
+    """Append every spooled event for this store; returns how many files were consumed."""
+    files = pending(db_path or store.path)[:limit]
+    if not files:
+        return 0
+    good, paths = [], []
+    for path in files:
+        try:
+            env = _read(path)
+        except FileNotFoundError:  # another process drained it
+            continue
+        except Exception:
+            _quarantine(path)
+            continue
+        good.append(env)
+        paths.append(path)
+    if good:
+        store.append(good)
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return len(paths)

@@ -1,0 +1,193 @@
+"""`attempt verify`: recompute every event hash and chain link, check every checkpoint, offline.
+
+Invariants: reads only (a read-only connection is enough); names the FIRST problem by sequence
+and event id; detects a row edited in any hashed column, deleted, inserted, reordered, the tail
+truncated below a checkpoint (in the file or the copy beside the key), a chain rewritten by
+someone without the key, and missing immutability triggers or a schema newer than the code.
+"""
+
+import os
+
+from . import checkpoint, clock, event, keys, store as store_mod
+
+_SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, event_hash, chain_hash FROM events "
+                 "WHERE seq >= ? AND seq < ? ORDER BY seq")
+_TRIGGERS = ("events_no_update", "events_no_delete")
+
+
+class Report:
+    def __init__(self):
+        self.events = 0
+        self.checkpoints = 0
+        self.problems: list[dict] = []
+        self.notes: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def problem(self, kind: str, message: str, seq=None, event_id=None):
+        self.problems.append(_problem(kind, message, seq, event_id))
+
+    def as_dict(self):
+        return {"ok": self.ok, "events": self.events, "checkpoints": self.checkpoints,
+                "problems": self.problems, "notes": self.notes}
+
+    def line(self) -> str:
+        if self.ok:
+            return f"ok: {self.events} events, {self.checkpoints} checkpoints"
+        return f"problem: {self.problems[0]['message']}"
+
+
+def check_range(path: str, lo: int, hi: int) -> tuple[int, dict | None]:
+    """Recompute event hashes and chain links of the rows with lo <= seq < hi of the file at
+    `path` (its own read-only connection: ranges run in parallel processes). Returns (rows
+    checked, the first problem or None). Each row links to the stored chain hash of the row
+    before it, whose own link is checked by the range holding it."""
+    import apsw
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return _check_rows(conn, lo, hi)
+    finally:
+        conn.close()
+
+
+def _check_rows(conn, lo: int, hi: int) -> tuple[int, dict | None]:
+    sha256 = store_mod.bulk_sha256()
+    line_from_row = event.line_from_row
+    before = conn.execute("SELECT seq, chain_hash FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+                          (lo,)).fetchone()
+    prev_seq, prev = before if before else (0, store_mod.GENESIS)
+    n = 0
+    for r in conn.execute(_SELECT_RANGE, (lo, hi)):
+        n += 1
+        seq, eid, ev_hash, ch_hash = r[0], r[1], r[-2], r[-1]
+        if seq != prev_seq + 1:
+            what = "deleted" if seq > prev_seq + 1 else "inserted"
+            return n, _problem("sequence_gap", f"row seq={seq} ({eid}) follows seq={prev_seq}: "
+                               f"a row was {what} before it", seq, eid)
+        try:
+            actual = sha256(line_from_row(r[1:-2]).encode("utf-8")).hexdigest()
+        except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError):
+            actual = None  # a column no longer holds what the codec writes (type, prefix, time)
+        if actual != ev_hash:
+            return n, _problem("event_hash", f"row seq={seq} ({eid}) does not match its event_hash: "
+                               "the row was edited", seq, eid)
+        if not isinstance(prev, str) or sha256(bytes.fromhex(prev) + bytes.fromhex(ev_hash)).hexdigest() != ch_hash:
+            return n, _problem("chain", f"row seq={seq} ({eid}) does not link to the row before it: "
+                               "rows were deleted, inserted or reordered", seq, eid)
+        prev_seq, prev = seq, ch_hash
+    return n, None
+
+
+def _problem(kind, message, seq=None, event_id=None) -> dict:
+    return {"kind": kind, "message": message, "seq": seq, "event_id": event_id}
+
+
+PARALLEL_MIN = 50_000
+
+
+def _chain(st, rep: Report, workers: int | None = None):
+    lo_hi = st.conn.execute("SELECT min(seq), max(seq), count(*) FROM events").fetchone()
+    if not lo_hi[2]:
+        return
+    first, last, total = lo_hi
+    rep.events = total
+    n = workers or (os.cpu_count() or 1)
+    if total < PARALLEL_MIN or n < 2 or st.path == ":memory:":
+        results = [_check_rows(st.conn, first, last + 1)]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        step = (last - first + n) // n
+        bounds = [(first + i * step, min(first + (i + 1) * step, last + 1)) for i in range(n)]
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as ex:
+            results = list(ex.map(check_range, [st.path] * n, *zip(*bounds)))
+    found = [p for _, p in results if p]
+    if found:
+        rep.problems.append(min(found, key=lambda p: p["seq"]))
+
+
+def _trusted_key(st, rep: Report):
+    k = keys.load(st.device_id)
+    if k is not None:
+        return k
+    recorded = st.meta("public_key")
+    if recorded:
+        rep.notes.append("no local signing key for this device: checkpoints were checked against "
+                         "the public key recorded in the file, which proves integrity only "
+                         "against accidents, not against someone who could rewrite the file")
+        return keys.from_public_b64(recorded)
+    return None
+
+
+def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, device: str):
+    if key is None:
+        rep.problem("checkpoint_unverifiable", f"checkpoint of size {cp.size} ({where}) cannot be "
+                    "verified: no key for this device")
+        return
+    if cp.origin != checkpoint.ORIGIN_PREFIX + device:
+        rep.problem("checkpoint_origin", f"checkpoint of size {cp.size} ({where}) is for another database")
+        return
+    if not checkpoint.check_signature(cp, key):
+        rep.problem("checkpoint_signature", f"checkpoint of size {cp.size} ({where}) has a bad "
+                    "signature: it was not made with this device's key")
+        return
+    n = rep.events
+    if cp.size > n:
+        rep.problem("truncated", f"the chain has {n} rows but the checkpoint of {cp.time} ({where}) "
+                    f"covers {cp.size}: rows after seq={n} were removed or the file was rolled back",
+                    n + 1 if n else None)
+        return
+    row = st.conn.execute("SELECT chain_hash FROM events WHERE seq = ?", (cp.size,)).fetchone()
+    if row is None or row[0] != cp.head:
+        rep.problem("checkpoint_mismatch", f"row seq={cp.size} does not end the chain the checkpoint "
+                    f"of {cp.time} ({where}) signed: history up to it was rewritten", cp.size)
+
+
+def verify(st) -> Report:
+    rep = Report()
+    c = st.conn
+    known = store_mod.migrations()[-1][0]
+    v = st.user_version()
+    if v > known:
+        rep.problem("migrations", f"schema version {v} is newer than this code ({known})")
+        return rep
+    if v < known:
+        rep.notes.append(f"schema version {v}; {known} after the next write (migrations pending)")
+    present = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    for t in _TRIGGERS:
+        if t not in present:
+            rep.problem("trigger_missing", f"immutability trigger {t} is missing: the events table "
+                        "can be changed without an error")
+    _chain(st, rep)
+    key = _trusted_key(st, rep)
+    device = st.device_id
+    for (note,) in c.execute("SELECT note FROM checkpoints ORDER BY size"):
+        rep.checkpoints += 1
+        try:
+            cp = checkpoint.parse(note)
+        except Exception:
+            rep.problem("checkpoint_malformed", "a stored checkpoint is not a valid signed note")
+            continue
+        _check_cp(cp, "in the file", key, st, rep, device)
+    outside = checkpoint.read_outside(device)
+    if outside is not None:
+        try:
+            cp = checkpoint.parse(outside)
+        except Exception:
+            rep.problem("checkpoint_malformed", "the checkpoint kept beside the key is not a valid signed note")
+        else:
+            _check_cp(cp, "kept beside the key", key, st, rep, device)
+    elif rep.checkpoints and keys.load(device) is not None:
+        rep.problem("checkpoint_missing", "the file has checkpoints but the copy beside the key is missing")
+    # report problems in chain order: the first bad row first
+    rep.problems.sort(key=lambda p: (p["seq"] is None, p["seq"] or 0))
+    return rep
+
+
+def bench_rate(st) -> tuple[int, float]:
+    """(events, seconds) of a full chain verification (for `attempt bench verify`)."""
+    t0 = clock.now_us()
+    rep = verify(st)
+    return rep.events, (clock.now_us() - t0) / 1e6
