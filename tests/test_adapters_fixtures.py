@@ -31,6 +31,8 @@ def payload_files():
     out = []
     for provider in sorted(os.listdir(FIXTURES)):
         d = os.path.join(FIXTURES, provider)
+        if not os.path.isdir(d):
+            continue
         for name in sorted(os.listdir(d)):
             if name.endswith(".json") and not name.endswith(".expected.json"):
                 out.append((provider, name[:-5]))

@@ -54,6 +54,8 @@ def payloads():
         if not os.path.isdir(root):
             continue
         for provider in sorted(os.listdir(root)):
+            if not os.path.isdir(os.path.join(root, provider)):
+                continue
             for name in sorted(os.listdir(os.path.join(root, provider))):
                 if name.endswith(".json") and not name.endswith(skip):
                     out.append((label, provider, os.path.join(root, provider, name)))
