@@ -144,19 +144,30 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
     """Wall time of the installed `attempt capture claude-code` (a fresh process each run, a
     realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`."""
     from . import fastjson
-    data = fastjson.dumps(payload or CAPTURE_PAYLOAD).encode()
+    template = dict(payload or CAPTURE_PAYLOAD)
+    template["tool_use_id"] = "toolu_bench_%06d"
+
+    def payload_for(i: int) -> bytes:  # a fresh call id per run: every capture stores an event
+        body = dict(template, tool_use_id=template["tool_use_id"] % i)
+        return fastjson.dumps(body).encode()
+
+    data = payload_for(0)
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
     try:
         env = dict(os.environ, ATTEMPTDB_PATH=os.path.join(tmp, "attempt.db"))
         cmd = _attempt_exe() + ["capture", "claude-code"]
         base = [sys.executable, "-c", "pass"]
         subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)  # create the file
+        n = 0
         cap, py = [], []
         for i in range(runs):
             for which in ((0, 1) if i % 2 == 0 else (1, 0)):
                 t0 = time.perf_counter()
                 if which == 0:
-                    p = subprocess.run(cmd, input=data, env=env, capture_output=True)
+                    n += 1
+                    body = payload_for(n)
+                    t0 = time.perf_counter()
+                    p = subprocess.run(cmd, input=body, env=env, capture_output=True)
                     cap.append(time.perf_counter() - t0)
                     if p.returncode != 0 or p.stdout:
                         raise RuntimeError("attempt capture misbehaved during the benchmark")
