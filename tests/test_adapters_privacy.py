@@ -236,3 +236,13 @@ def test_sentinel_canaries_never_reach_attrs(pe, content, tool_input, response):
         if mode == "metadata_only":
             text = json.dumps(env, ensure_ascii=False)
             assert not [s for s in SENTINELS if s in text] and "@" not in text and "canary7f3a" not in text
+
+
+@pytest.mark.parametrize("mode", ("metadata_only", "local_semantic"))
+def test_adapter_attrs_survive_the_ingestion_sanitiser_untouched(mode):
+    # layer 1 (the adapters) ⊆ layer 2 (ingestion): no fixture's attrs lose anything there
+    privacy = pytest.importorskip("attemptdb.privacy")
+    for label, provider, path in PAYLOADS:
+        _, env = envelope(path, provider, mode)
+        attrs = env.get("attrs", {})
+        assert privacy.sanitise_attrs(attrs) == (attrs, 0), (label, path)
