@@ -147,7 +147,10 @@ def _first_stop(s: str, start: int, table: dict, max_bytes: int) -> int:
     if not w.isascii():
         b = w.encode("utf-8", "surrogatepass")
         if len(b) > max_bytes:
-            w = b[:max_bytes].decode("utf-8", "ignore")
+            cut = max_bytes
+            while 0xC0 & b[cut] == 0x80:  # step back to the start of a character
+                cut -= 1
+            w = b[:cut].decode("utf-8", "surrogatepass")
     return start + len(w)
 
 
@@ -584,6 +587,8 @@ _AUTH_PROBE = "Authorization: "
 
 
 def _redact_member(key, v, counter: list, memo: dict):
+    """A JSON member: a secret-named key loses its whole literal value, an `authorization`
+    key its credential; anything else is redacted as a value."""
     if isinstance(v, str) and isinstance(key, str):
         if is_secret_name(key):
             t = v.strip(_UWS)
@@ -600,6 +605,7 @@ def _redact_member(key, v, counter: list, memo: dict):
 
 
 def _redact_json(v, counter: list, memo: dict):
+    # explicit loops (not comprehensions): one Python frame per nesting level
     if isinstance(v, str):
         if len(v) < 7:
             return v
@@ -613,9 +619,22 @@ def _redact_json(v, counter: list, memo: dict):
         counter[0] += n
         return out
     if isinstance(v, list):
-        return [_redact_json(x, counter, memo) for x in v]
+        items = []
+        for x in v:
+            items.append(x if isinstance(x, (int, float, bool, type(None)))
+                         else _redact_json(x, counter, memo))
+        return items
     if isinstance(v, dict):
-        return {k: _redact_member(k, x, counter, memo) for k, x in v.items()}
+        members = {}
+        for k, x in v.items():
+            if isinstance(x, str) and isinstance(k, str) and (is_secret_name(k) or
+                                                             _alower(k).endswith("authorization")):
+                members[k] = _redact_member(k, x, counter, memo)
+            elif isinstance(x, (int, float, bool, type(None))):
+                members[k] = x
+            else:
+                members[k] = _redact_json(x, counter, memo)
+        return members
     return v
 
 

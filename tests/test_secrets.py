@@ -592,3 +592,21 @@ def test_the_module_never_imports_re_or_json():
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": ROOT}, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_deeply_nested_values_are_redacted_without_failing():
+    v = "DB_PASSWORD=hunter2"
+    for i in range(300):  # 600 levels, deeper than any hook payload we keep
+        v = [{"a": v}]
+    out = secrets.redact_value(v)
+    for i in range(300):
+        out = out[0]["a"]
+    assert out == "DB_PASSWORD=" + R("generic_assignment")
+
+
+def test_the_value_cap_counts_utf8_bytes_even_with_lone_surrogates():
+    text = "PASSWORD=" + "\ud800" * 300 + "é" * 200
+    assert secrets.find(text) == [("generic_assignment", 9, 9 + 512 // 3)]
+    text = "PASSWORD=" + "a" + "é" * 300
+    (rule, a, b), = secrets.find(text)
+    assert len(text[a:b].encode()) == 511  # a two-byte character never split at the cap
