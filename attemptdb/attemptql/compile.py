@@ -1,0 +1,767 @@
+"""AST → SQLite SQL: a small table-driven generator (sqlglot style).
+
+Invariants:
+- All SQL an AttemptQL statement runs is produced here, from tables (`TARGETS`, `FILTERS`,
+  `_PRINT`, `FUNCTIONS`) and parameterised builders; values typed by the user are always bound
+  parameters, never spliced into the text. Column names are checked against the live schema
+  and printed quoted.
+- A WHERE predicate is exactly one SQL expression printed from its parse tree, wrapped in
+  parentheses and AND-ed with the statement's own conditions (the hidden-retracted filter
+  among them), so it cannot widen what SHOW returns. No subqueries, no aggregates, only the
+  scalar functions in `FUNCTIONS`.
+- Every SHOW row carries `evidence` (event ids) and `uncertainty`
+  (`{"confidence", "reason", "note"}`, a JSON object built in SQL).
+"""
+
+from dataclasses import dataclass, field
+
+from . import ast
+from .errors import AQLError
+from .resolve import (PLANNED_TABLES, planned_error, resolve_agent, resolve_id,
+                      resolve_project, resolve_time, table_exists)
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1_000_000
+DEFAULT_DEPTH = 5
+MAX_DEPTH = 100
+OPEN_WINDOW_US = 30 * 60 * 1_000_000
+WAIT_WINDOW_US = 12 * 3600 * 1_000_000
+
+CAUSAL_EDGE_KINDS = ("caused", "triggered", "blocked", "resolved", "superseded", "contradicted", "handed_off")
+TOOL_CATEGORIES = ("shell", "file_read", "file_write", "file_edit", "search", "web", "mcp", "subagent",
+                   "plan", "notebook", "other")
+
+# closed vocabularies a FOR filter value is checked against (spec/catalog-columns.json holds
+# the same lists; tests/test_catalog.py keeps them equal)
+VOCAB = {
+    ("attempts", "outcome"): ("succeeded", "failed", "abandoned", "superseded", "in_progress", "unknown"),
+    ("sessions", "state"): ("open", "stale", "closed"),
+    ("turns", "status"): ("completed", "failed", "in_progress", "unknown"),
+    ("tool_calls", "outcome_status"): ("success", "failure", "denied", "cancelled", "unknown"),
+    ("work_units", "phase"): ("explore", "plan", "implement", "debug", "verify", "review", "deliver", "blocked"),
+    ("work_units", "status"): ("open", "completed", "abandoned", "unknown"),
+    ("corrections", "status"): ("applied", "target_not_found", "target_retracted", "invalid", "content_unavailable"),
+    ("signals", "kind"): ("permission_requested", "permission_denied", "notification"),
+}
+
+LIST_COLUMNS = frozenset({
+    "evidence", "paths", "agents", "tool_call_ids", "commit_shas", "shared_paths", "sessions",
+    "turns", "attempts", "actors", "alternatives", "in_flight_tool_call_ids",
+})
+
+
+@dataclass
+class Query:
+    """One SQL statement with its bound parameters (named `:p1…` or positional `?`)."""
+    purpose: str
+    sql: str
+    params: dict | tuple = field(default_factory=dict)
+
+
+@dataclass
+class Target:
+    name: str          # AttemptQL target as the user names it (for messages)
+    table: str
+    key: str           # the id column
+    time: str | None   # primary time column (SINCE/UNTIL, since/until filters)
+    order: tuple       # default ORDER BY items: (column, direction[, NULLS LAST])
+    retracted: bool    # the table holds retracted rows flagged `retracted`
+    display: tuple     # columns the text table shows (--json shows every column)
+    condition: str | None = None   # fixed condition (FAILED / SUPERSEDED)
+    note: str = ""
+
+
+_ATT_DISPLAY = ("attempt_id", "outcome", "failure_class", "approach", "superseded_by", "paths",
+                "started_at", "evidence", "uncertainty")
+
+TARGETS = {
+    "attempts": Target("ATTEMPTS", "attempts", "attempt_id", "started_at",
+                       (("started_at", "DESC"), ("turn_index", "DESC"), ("attempt_index", "DESC"), ("attempt_id", "ASC")),
+                       True, _ATT_DISPLAY,
+                       note="attempts are tier-1 inferences from tool calls; SHOW EVIDENCE FOR <attempt_id> opens one"),
+    "failed_attempts": Target("FAILED ATTEMPTS", "attempts", "attempt_id", "started_at",
+                              (("started_at", "DESC"), ("turn_index", "DESC"), ("attempt_index", "DESC"), ("attempt_id", "ASC")),
+                              True, _ATT_DISPLAY, condition="{a}.outcome = 'failed'",
+                              note="outcome = 'failed' only: superseded attempts are retries (SHOW SUPERSEDED ATTEMPTS)"),
+    "superseded_attempts": Target("SUPERSEDED ATTEMPTS", "attempts", "attempt_id", "started_at",
+                                  (("started_at", "DESC"), ("turn_index", "DESC"), ("attempt_index", "DESC"), ("attempt_id", "ASC")),
+                                  True, ("attempt_id", "outcome", "superseded_by", "successor_outcome", "paths",
+                                         "started_at", "evidence", "uncertainty"),
+                                  condition="{a}.superseded_by IS NOT NULL",
+                                  note="each row is an attempt a later one replaced, with the successor's outcome"),
+    "sessions": Target("SESSIONS", "sessions", "session_id", "started_at",
+                       (("started_at", "DESC"), ("session_id", "ASC")), True,
+                       ("session_id", "provider", "project_name", "state", "started_at", "last_event_at",
+                        "turn_count", "tool_call_count", "failure_count", "coverage", "evidence", "uncertainty")),
+    "turns": Target("TURNS", "turns", "turn_id", "started_at",
+                    (("started_at", "DESC"), ("session_id", "ASC"), ("turn_index", "DESC")), True,
+                    ("turn_id", "session_id", "turn_index", "status", "started_at", "tool_call_count",
+                     "prompt_chars", "evidence", "uncertainty")),
+    "tool_calls": Target("TOOL CALLS", "tool_calls", "tool_call_id", "started_at",
+                         (("started_at", "DESC NULLS LAST"), ("tool_call_id", "ASC")), True,
+                         ("tool_call_id", "tool_name", "tool_category", "outcome_status", "duration_ms",
+                          "path_relative", "started_at", "evidence", "uncertainty")),
+    "handoffs": Target("HANDOFFS", "handoffs", "to_session", "handoff_at",
+                       (("handoff_at", "DESC"), ("to_session", "ASC"), ("from_session", "ASC")), False,
+                       ("from_session", "to_session", "from_provider", "to_provider", "handoff_at", "gap_ms",
+                        "shared_paths", "evidence", "uncertainty"),
+                       note="read gap_ms and shared_paths before believing a handoff: they are its evidence"),
+    "edges": Target("EDGES", "edges", "ordinal", None, (("ordinal", "ASC"),), False,
+                    ("ordinal", "edge_kind", "from_type", "from_id", "to_type", "to_id", "edge_source",
+                     "evidence", "uncertainty")),
+    "signals": Target("SIGNALS", "signals", "event_id", "raised_at", (("raised_at", "DESC"), ("event_id", "ASC")), False,
+                      ("session_id", "event_id", "kind", "raised_at", "pending", "blocking", "cleared_at",
+                       "evidence", "uncertainty")),
+    "commits": Target("COMMITS", "commits", "commit_id", "committed_at",
+                      (("committed_at", "DESC"), ("commit_id", "ASC")), False,
+                      ("commit_id", "sha", "branch", "linkage", "committed_at", "evidence", "uncertainty"),
+                      note="linkage end_event is the call's own report; next_head is weaker; unresolved has no sha"),
+    "corrections": Target("CORRECTIONS", "corrections", "event_id", "corrected_at",
+                          (("corrected_at", "DESC"), ("event_id", "ASC")), False,
+                          ("event_id", "corrected_at", "correction_type", "target", "status", "evidence", "uncertainty")),
+    "retractions": Target("RETRACTIONS", "retractions", "event_id", "retracted_at",
+                          (("retracted_at", "DESC"), ("event_id", "ASC")), False,
+                          ("event_id", "retracted_at", "target_type", "target", "reason", "retracted_events",
+                           "evidence", "uncertainty")),
+    "work_units": Target("WORK UNITS", "work_units", "work_unit_id", "started_at",
+                         (("started_at", "DESC"), ("work_unit_id", "ASC")), False,
+                         ("work_unit_id", "phase", "status", "attempt_count", "failed_attempt_count", "updated_at",
+                          "evidence", "uncertainty")),
+    "decisions": Target("DECISIONS", "decisions", "decision_id", "decided_at",
+                        (("decided_at", "DESC"), ("decision_id", "ASC")), False,
+                        ("decision_id", "kind", "selected", "decided_at", "evidence", "uncertainty")),
+    "evidence": Target("EVIDENCE", "events", "event_id", "observed_at", (("observed_at", "ASC"), ("seq", "ASC")), True,
+                       ("observed_at", "kind", "provider", "tool_name", "path_relative", "outcome_status",
+                        "event_id", "session_id")),
+}
+
+
+# --- FOR filters -------------------------------------------------------------------------
+# Each rule: (builder, argument). Builders take (ctx, filter, alias, argument) and return
+# (sql, [params]) with `?` placeholders.
+
+FILTER_KEYS = ("project", "provider", "agent", "session", "turn", "path", "outcome", "tool", "phase",
+               "status", "since", "until")
+
+
+def _text(f: ast.Filter) -> str:
+    return f.value.text
+
+
+def _loc(ctx, node):
+    return (ctx.source, node.pos, node.end)
+
+
+def _in(col, values):
+    return f"{col} IN ({', '.join('?' * len(values))})", list(values)
+
+
+def f_project(ctx, f, a, how):
+    ids = [pid for pid, _ in resolve_project(ctx.conn, _text(f), _loc(ctx, f.value))]
+    if how == "via_session":
+        sql, p = _in("s.project_id", ids)
+        return f"{a}.session_id IN (SELECT s.session_id FROM sessions s WHERE {sql})", p
+    return _in(f"{a}.project_id", ids)
+
+
+def f_provider(ctx, f, a, cols):
+    kind, value = resolve_agent(ctx.conn, _text(f), _loc(ctx, f.value))
+    if kind == "agent":
+        raise AQLError("AQL0404", "provider takes a provider name (claude_code, codex, …); use agent = 'agt_…' "
+                       "for one agent", source=ctx.source, pos=f.value.pos, end=f.value.end, label="not a provider")
+    return _provider_sql(a, cols, value)
+
+
+def _provider_sql(a, cols, value):
+    if cols == "actors":
+        return f"EXISTS (SELECT 1 FROM json_each({a}.actors) WHERE value = ?)", [value]
+    if cols == "via_session":
+        return f"{a}.session_id IN (SELECT s.session_id FROM sessions s WHERE s.provider = ?)", [value]
+    if isinstance(cols, tuple):
+        return "(" + " OR ".join(f"{a}.{c} = ?" for c in cols) + ")", [value] * len(cols)
+    return f"{a}.{cols} = ?", [value]
+
+
+def f_agent(ctx, f, a, arg):
+    agent_col, provider_cols = arg
+    kind, value = resolve_agent(ctx.conn, _text(f), _loc(ctx, f.value))
+    if kind == "provider":
+        return _provider_sql(a, provider_cols, value)
+    if agent_col is None:
+        raise AQLError("AQL0404", f"agent ids filter SESSIONS, TOOL CALLS, ATTEMPTS and SIGNALS only; "
+                       f"use a provider name for SHOW {ctx.target.name}", source=ctx.source,
+                       pos=f.value.pos, end=f.value.end, label="agent id not supported here")
+    if agent_col == "agents":
+        return f"EXISTS (SELECT 1 FROM json_each({a}.agents) WHERE value = ?)", [value]
+    return f"{a}.{agent_col} = ?", [value]
+
+
+def _entity(ctx, f, kind):
+    # filters may name retracted entities (INCLUDING RETRACTED shows their rows)
+    return resolve_id(ctx.conn, kind, _text(f), _loc(ctx, f.value), live=False)[1]
+
+
+def f_entity(ctx, f, a, arg):
+    kind, how, cols = arg
+    value = _entity(ctx, f, kind)
+    if how == "eq":
+        return f"{a}.{cols} = ?", [value]
+    if how == "either":
+        return "(" + " OR ".join(f"{a}.{c} = ?" for c in cols) + ")", [value] * len(cols)
+    return f"EXISTS (SELECT 1 FROM json_each({a}.{cols}) WHERE value = ?)", [value]
+
+
+def _glob(pattern: str) -> str:
+    out = []
+    for c in pattern:
+        if c in "?[]":
+            out.append("[" + c + "]")
+        elif c == "%":
+            out.append("*")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def f_path(ctx, f, a, col):
+    v = _text(f)
+    if "*" in v or "%" in v:
+        return f"EXISTS (SELECT 1 FROM json_each({a}.{col}) WHERE value GLOB ?)", [_glob(v)]
+    return f"EXISTS (SELECT 1 FROM json_each({a}.{col}) WHERE value = ?)", [v]
+
+
+def f_vocab(ctx, f, a, arg):
+    table, col = arg
+    v = _text(f).lower()
+    allowed = VOCAB.get((table, col))
+    if allowed and v not in allowed:
+        raise AQLError("AQL0406", f"{f.key} must be one of {', '.join(allowed)}", source=ctx.source,
+                       pos=f.value.pos, end=f.value.end, label="not in the vocabulary")
+    return f"{a}.{col} = ?", [v]
+
+
+def f_tool(ctx, f, a, arg):
+    v = _text(f)
+    if v.lower() in TOOL_CATEGORIES:
+        return f"{a}.tool_category = ?", [v.lower()]
+    return f"{a}.tool_name = ? COLLATE NOCASE", [v]
+
+
+def f_signal_status(ctx, f, a, arg):
+    v = _text(f).lower()
+    conds = {"pending": f"{a}.pending", "cleared": f"NOT {a}.pending", "blocking": f"{a}.blocking",
+             "non_blocking": f"NOT {a}.blocking"}
+    if v not in conds:
+        raise AQLError("AQL0406", "status must be one of pending, cleared, blocking, non_blocking",
+                       source=ctx.source, pos=f.value.pos, end=f.value.end, label="not in the vocabulary")
+    return conds[v], []
+
+
+def f_correction_outcome(ctx, f, a, arg):
+    v = _text(f).lower()
+    return f"{a}.outcome = ?", [v]
+
+
+def f_time(ctx, f, a, op):
+    col = ctx.target.time
+    if col is None:
+        raise AQLError("AQL0404", f"SHOW {ctx.target.name} has no time column for {f.key}", source=ctx.source,
+                       pos=f.pos, end=f.end, label="no time column")
+    v = f.value
+    us = resolve_time(v.kind, v.text, ctx.now_us, _loc(ctx, v))
+    return f"{a}.{col} {op} ?", [ctx.iso(us)]
+
+
+_TIME = {"since": (f_time, ">="), "until": (f_time, "<=")}
+_ATT = {
+    "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
+    "agent": (f_agent, ("agent_id", "provider")), "session": (f_entity, ("session", "eq", "session_id")),
+    "turn": (f_entity, ("turn", "eq", "turn_id")), "path": (f_path, "paths"),
+    "outcome": (f_vocab, ("attempts", "outcome")), "status": (f_vocab, ("attempts", "outcome")), **_TIME,
+}
+FILTERS = {
+    "attempts": _ATT, "failed_attempts": _ATT, "superseded_attempts": _ATT,
+    "sessions": {
+        "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
+        "agent": (f_agent, ("agents", "provider")), "session": (f_entity, ("session", "eq", "session_id")),
+        "outcome": (f_vocab, ("sessions", "state")), "status": (f_vocab, ("sessions", "state")), **_TIME,
+    },
+    "turns": {
+        "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
+        "agent": (f_agent, (None, "provider")), "session": (f_entity, ("session", "eq", "session_id")),
+        "turn": (f_entity, ("turn", "eq", "turn_id")),
+        "outcome": (f_vocab, ("turns", "status")), "status": (f_vocab, ("turns", "status")), **_TIME,
+    },
+    "tool_calls": {
+        "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
+        "agent": (f_agent, ("agent_id", "provider")), "session": (f_entity, ("session", "eq", "session_id")),
+        "turn": (f_entity, ("turn", "eq", "turn_id")), "path": (f_path, "paths"),
+        "outcome": (f_vocab, ("tool_calls", "outcome_status")), "status": (f_vocab, ("tool_calls", "outcome_status")),
+        "tool": (f_tool, None), **_TIME,
+    },
+    "handoffs": {
+        "project": (f_project, "project_id"), "provider": (f_provider, ("from_provider", "to_provider")),
+        "agent": (f_agent, (None, ("from_provider", "to_provider"))),
+        "session": (f_entity, ("session", "either", ("from_session", "to_session"))),
+        "turn": (f_entity, ("turn", "either", ("from_turn", "to_turn"))), "path": (f_path, "shared_paths"), **_TIME,
+    },
+    "edges": {
+        "session": (f_entity, ("session", "either", ("from_id", "to_id"))),
+        "turn": (f_entity, ("turn", "either", ("from_id", "to_id"))),
+    },
+    "signals": {
+        "project": (f_project, "via_session"), "provider": (f_provider, "via_session"),
+        "agent": (f_agent, ("agent_id", "via_session")), "session": (f_entity, ("session", "eq", "session_id")),
+        "status": (f_signal_status, None), **_TIME,
+    },
+    "commits": {
+        "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
+        "agent": (f_agent, (None, "provider")), "session": (f_entity, ("session", "eq", "session_id")),
+        "turn": (f_entity, ("turn", "eq", "turn_id")), **_TIME,
+    },
+    "corrections": {
+        "project": (f_project, "project_id"), "session": (f_entity, ("session", "eq", "session_id")),
+        "status": (f_vocab, ("corrections", "status")), "outcome": (f_correction_outcome, None), **_TIME,
+    },
+    "retractions": {"project": (f_project, "project_id"), **_TIME},
+    "work_units": {
+        "project": (f_project, "project_id"), "provider": (f_provider, "actors"),
+        "agent": (f_agent, (None, "actors")), "session": (f_entity, ("session", "contains", "sessions")),
+        "turn": (f_entity, ("turn", "contains", "turns")), "path": (f_path, "paths"),
+        "status": (f_vocab, ("work_units", "status")), "phase": (f_vocab, ("work_units", "phase")), **_TIME,
+    },
+    "decisions": {
+        "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
+        "session": (f_entity, ("session", "eq", "session_id")), "turn": (f_entity, ("turn", "eq", "turn_id")), **_TIME,
+    },
+    "evidence": {**_TIME},
+}
+
+
+# --- WHERE printer (table-driven: AST node type → printer) --------------------------------
+
+FUNCTIONS = {  # scalar functions allowed in WHERE: name → (min args, max args)
+    "abs": (1, 1), "coalesce": (2, 16), "ifnull": (2, 2), "nullif": (2, 2), "length": (1, 1),
+    "lower": (1, 1), "upper": (1, 1), "trim": (1, 2), "ltrim": (1, 2), "rtrim": (1, 2),
+    "substr": (2, 3), "substring": (2, 3), "instr": (2, 2), "replace": (3, 3), "round": (1, 2),
+    "min": (2, 16), "max": (2, 16), "date": (1, 6), "time": (1, 6), "datetime": (1, 6),
+    "julianday": (1, 6), "strftime": (2, 7), "unixepoch": (1, 6), "json_extract": (2, 8),
+    "json_array_length": (1, 2), "json_type": (1, 2), "json_valid": (1, 1), "typeof": (1, 1),
+    "iif": (3, 3), "sign": (1, 1),
+}
+_BINARY_OPS = {"OR", "AND", "=", "!=", "<", "<=", ">", ">=", "||", "+", "-", "*", "/", "%", "IS",
+               "IS NOT", "LIKE", "NOT LIKE", "GLOB", "NOT GLOB"}
+
+
+class WherePrinter:
+    """Prints a WHERE AST as SQL over one table alias, binding every literal."""
+
+    def __init__(self, ctx, alias: str, columns: set, extra: dict | None = None):
+        self.ctx = ctx
+        self.alias = alias
+        self.columns = columns
+        self.extra = extra or {}   # extra column name → SQL expression (e.g. successor_outcome)
+        self.params = []
+
+    def print(self, node) -> str:
+        return _PRINT[type(node)](self, node)
+
+    def column(self, n: ast.SqlColumn) -> str:
+        if n.name in self.extra:
+            return self.extra[n.name]
+        if n.name not in self.columns:
+            cols = ", ".join(sorted(self.columns | set(self.extra)))
+            raise AQLError("AQL0405", f"unknown column for SHOW {self.ctx.target.name}; columns: {cols}",
+                           source=self.ctx.source, pos=n.pos, end=n.end, label="unknown column")
+        return f'{self.alias}."{n.name}"'
+
+    def literal(self, n: ast.SqlLiteral) -> str:
+        if n.kind in ("string", "number"):
+            self.params.append(n.value)
+            return "?"
+        return {"null": "NULL", "true": "1", "false": "0"}[n.kind]
+
+    def unary(self, n: ast.SqlUnary) -> str:
+        return f"(NOT {self.print(n.operand)})" if n.op == "NOT" else f"(- {self.print(n.operand)})"
+
+    def binary(self, n: ast.SqlBinary) -> str:
+        if n.op not in _BINARY_OPS:  # the grammar cannot produce one; keep the printer closed anyway
+            raise AQLError("AQL0207", "operator not allowed in WHERE", source=self.ctx.source, pos=n.pos, end=n.end)
+        return f"({self.print(n.left)} {n.op} {self.print(n.right)})"
+
+    def in_list(self, n: ast.SqlIn) -> str:
+        items = ", ".join(self.print(i) for i in n.items)
+        return f"({self.print(n.operand)} {'NOT IN' if n.negated else 'IN'} ({items}))"
+
+    def between(self, n: ast.SqlBetween) -> str:
+        word = "NOT BETWEEN" if n.negated else "BETWEEN"
+        return f"({self.print(n.operand)} {word} {self.print(n.low)} AND {self.print(n.high)})"
+
+    def call(self, n: ast.SqlCall) -> str:
+        spec = FUNCTIONS.get(n.name)
+        if spec is None or n.star or not spec[0] <= len(n.args) <= spec[1]:
+            allowed = ", ".join(sorted(FUNCTIONS))
+            why = "takes a different number of arguments" if spec and not n.star else "is not allowed in WHERE"
+            raise AQLError("AQL0412", f"function {n.name} {why}; scalar functions allowed: {allowed}",
+                           source=self.ctx.source, pos=n.pos, end=n.end, label="function not allowed")
+        return f"{n.name}({', '.join(self.print(x) for x in n.args)})"
+
+
+_PRINT = {
+    ast.SqlColumn: WherePrinter.column, ast.SqlLiteral: WherePrinter.literal,
+    ast.SqlUnary: WherePrinter.unary, ast.SqlBinary: WherePrinter.binary,
+    ast.SqlIn: WherePrinter.in_list, ast.SqlBetween: WherePrinter.between,
+    ast.SqlCall: WherePrinter.call,
+}
+
+
+# --- uncertainty ---------------------------------------------------------------------------
+
+def uncertainty_sql(table: str, q: str, columns: set) -> str:
+    """The `uncertainty` JSON object of a row of `table` (alias q)."""
+    if table == "events":
+        return ("json_object('confidence', 1.0, 'reason', 'deterministic', "
+                "'note', 'an observed event: a fact, not an inference')")
+    whens = []
+    note = f"{q}.algorithm_version" if "algorithm_version" in columns else "NULL"
+    if "corrected_by" in columns:
+        whens.append(f"WHEN {q}.corrected_by IS NOT NULL THEN 'corrected'")
+    if table == "attempts":
+        whens.append(f"WHEN {q}.objective IS NULL AND EXISTS (SELECT 1 FROM turns ct WHERE ct.turn_id = {q}.turn_id "
+                     f"AND ct.prompt_chars IS NOT NULL) THEN 'content_unavailable'")
+    elif table == "turns":
+        whens.append(f"WHEN {q}.objective IS NULL AND {q}.prompt_chars IS NOT NULL THEN 'content_unavailable'")
+    reason = f"CASE {' '.join(whens)} WHEN {q}.confidence >= 1.0 THEN 'deterministic' ELSE 'heuristic' END"
+    if "corrected_by" in columns:
+        note = (f"CASE WHEN {q}.corrected_by IS NOT NULL THEN 'set by a human correction (' || {q}.corrected_by || ')' "
+                f"ELSE {note} END")
+    if table in ("attempts", "turns"):
+        note = (f"CASE WHEN ({reason}) = 'content_unavailable' THEN 'objective not captured: the capture mode "
+                f"kept content out' ELSE {note} END")
+    return f"json_object('confidence', {q}.confidence, 'reason', {reason}, 'note', {note})"
+
+
+# --- SHOW ------------------------------------------------------------------------------------
+
+@dataclass
+class ShowPlan:
+    target: Target
+    rows: Query
+    hidden: Query | None      # count of rows the hidden-retracted filter removed
+    limit: int
+    display: tuple
+    notes: list
+
+
+def order_sql(target: Target, show: ast.Show, alias: str, columns: set, ctx) -> str:
+    items = []
+    if show.order:
+        col, direction, pos, end = show.order
+        if col not in columns and not (col == "successor_outcome" and target.table == "attempts"):
+            cols = ", ".join(sorted(columns))
+            raise AQLError("AQL0405", f"unknown column for SHOW {target.name}; columns: {cols}", source=ctx.source,
+                           pos=pos, end=end, label="unknown column")
+        items.append(f'"{col}" {direction}' if alias is None else f'{alias}."{col}" {direction}')
+    for col, direction in target.order:
+        if show.order and show.order[0] == col:
+            continue
+        items.append(f'"{col}" {direction}' if alias is None else f'{alias}."{col}" {direction}')
+    return ", ".join(items)
+
+
+def compile_show(ctx, show: ast.Show) -> ShowPlan:
+    target = TARGETS[show.target]
+    ctx.target = target
+    if target.table in PLANNED_TABLES and not table_exists(ctx.conn, target.table):
+        raise planned_error(target.table.replace("_", " "), (ctx.source, show.target_pos, show.end))
+    columns = ctx.columns(target.table)
+    a = "a"
+    conds, params = [], []
+    joins = ""
+    extra_select = ""
+    extra_cols = {}
+    notes = [target.note] if target.note else []
+
+    if show.target == "evidence":
+        ev_sql, ev_params, label = evidence_source(ctx, show.ref)
+        conds.append(f"{a}.event_id IN ({ev_sql})")
+        params.extend(ev_params)
+        notes.append(f"evidence for {label}, in observation order")
+    if show.target == "superseded_attempts":
+        joins = " LEFT JOIN attempts s ON s.attempt_id = a.superseded_by"
+        extra_select = ", s.outcome AS successor_outcome"
+        extra_cols = {"successor_outcome": "s.outcome"}
+    if target.condition:
+        conds.append(target.condition.format(a=a))
+    if show.between:
+        conds_b, params_b = _between(ctx, show.between)
+        conds.append(conds_b)
+        params.extend(params_b)
+
+    rules = FILTERS.get(show.target, {})
+    for f in show.filters:
+        if f.key not in FILTER_KEYS:
+            raise AQLError("AQL0404", f"unknown filter; expected one of {', '.join(FILTER_KEYS)}", source=ctx.source,
+                           pos=f.key_pos, end=f.key_pos + len(f.key), label="unknown filter")
+        rule = rules.get(f.key)
+        if rule is None:
+            supported = ", ".join(k for k in FILTER_KEYS if k in rules) or "none"
+            raise AQLError("AQL0404", f"filter {f.key} is not supported for SHOW {target.name}; supported: {supported}",
+                           source=ctx.source, pos=f.key_pos, end=f.key_pos + len(f.key), label="not supported here")
+        builder, arg = rule
+        sql, p = builder(ctx, f, a, arg)
+        conds.append(sql)
+        params.extend(p)
+
+    for clause, op in ((show.since, ">="), (show.until, "<=")):
+        if clause is None:
+            continue
+        if target.time is None:
+            raise AQLError("AQL0404", f"SHOW {target.name} has no time column for SINCE/UNTIL", source=ctx.source,
+                           pos=clause.pos, end=clause.end, label="no time column")
+        us = resolve_time(clause.kind, clause.text, ctx.now_us, (ctx.source, clause.pos, clause.end))
+        conds.append(f"{a}.{target.time} {op} ?")
+        params.append(ctx.iso(us))
+
+    if show.where is not None:
+        printer = WherePrinter(ctx, a, columns, extra_cols)
+        conds.append("(" + printer.print(show.where) + ")")
+        params.extend(printer.params)
+
+    limit = DEFAULT_LIMIT if show.limit is None else show.limit
+    if not 1 <= limit <= MAX_LIMIT:
+        raise AQLError("AQL0410", f"LIMIT must be between 1 and {MAX_LIMIT}", source=ctx.source,
+                       pos=show.limit_pos, end=show.limit_pos + len(str(show.limit)), label="out of range")
+
+    hidden = None
+    if target.retracted and not show.including_retracted:
+        base = " AND ".join(conds) if conds else "1"
+        hidden = Query("hidden retracted rows",
+                       f"SELECT count(*) FROM {target.table} AS {a}{joins} WHERE {base} AND {a}.retracted",
+                       tuple(params))
+        conds.append(f"NOT {a}.retracted")
+    elif show.including_retracted and not target.retracted:
+        notes.append(f"{target.table} has no retracted rows; INCLUDING RETRACTED has no effect")
+
+    where = (" WHERE " + " AND ".join(conds)) if conds else ""
+    inner = (f"SELECT {a}.*{extra_select} FROM {target.table} AS {a}{joins}{where} "
+             f"ORDER BY {order_sql(target, show, a, columns, ctx)} LIMIT ?")
+    if target.table == "events":
+        outer_cols = "q.*, json_array(q.event_id) AS evidence"
+    else:
+        outer_cols = "q.*"
+    sql = (f"SELECT {outer_cols}, {uncertainty_sql(target.table, 'q', columns)} AS uncertainty "
+           f"FROM ({inner}) AS q ORDER BY {order_sql(target, show, 'q', columns | set(extra_cols), ctx)}")
+    return ShowPlan(target, Query("rows", sql, tuple(params) + (limit,)), hidden, limit,
+                    target.display + (("evidence", "uncertainty") if target.table == "events" else ()), notes)
+
+
+def _between(ctx, between):
+    f1, f2 = between
+    v = []
+    for f in (f1, f2):
+        kind, value = resolve_agent(ctx.conn, f.value.text, (ctx.source, f.value.pos, f.value.end))
+        if kind != "provider":
+            raise AQLError("AQL0404", "BETWEEN matches providers on either side of a handoff; use a provider "
+                           "name (claude_code, codex, cursor, gemini_cli)", source=ctx.source, pos=f.value.pos,
+                           end=f.value.end, label="not a provider")
+        v.append(value)
+    if v[0] == v[1]:
+        raise AQLError("AQL0402", "BETWEEN needs two different agents", source=ctx.source, pos=f2.value.pos,
+                       end=f2.value.end, label="same agent as the first")
+    return ("((a.from_provider = ? AND a.to_provider = ?) OR (a.from_provider = ? AND a.to_provider = ?))",
+            [v[0], v[1], v[1], v[0]])
+
+
+# --- evidence of an entity ----------------------------------------------------------------
+
+EVIDENCE_OF = {  # kind → SQL listing the entity's evidence event ids (one parameter: its id)
+    "attempt": "SELECT value FROM json_each((SELECT evidence FROM attempts WHERE attempt_id = ?))",
+    "turn": "SELECT value FROM json_each((SELECT evidence FROM turns WHERE turn_id = ?))",
+    "span": "SELECT value FROM json_each((SELECT evidence FROM tool_calls WHERE tool_call_id = ?))",
+    "work_unit": "SELECT value FROM json_each((SELECT evidence FROM work_units WHERE work_unit_id = ?))",
+    "session": "SELECT event_id FROM events WHERE session_id = ?",
+    "event": "SELECT ?",
+}
+
+KIND_LABEL = {"attempt": "attempt", "turn": "turn", "span": "tool call", "work_unit": "work unit",
+              "session": "session", "event": "event"}
+
+
+def resolve_subject_entity(ctx, subject: ast.Subject, allowed=None) -> tuple[str, str]:
+    """(kind, id) of an entity subject (session/attempt/turn/span/event/work_unit or a bare
+    id). Raises AQL0409 for project/agent subjects when not allowed."""
+    loc = (ctx.source, subject.pos, subject.end)
+    if subject.kind in ("project", "agent"):
+        raise AQLError("AQL0409", f"this statement takes an id (attempt, session, turn, tool call, event), "
+                       f"not a {subject.kind}", source=ctx.source, pos=subject.pos, end=subject.end,
+                       label="needs an id")
+    kind = None if subject.kind == "ref" else subject.kind
+    return resolve_id(ctx.conn, kind, subject.value, loc)
+
+
+def evidence_source(ctx, ref: ast.Subject):
+    kind, ident = resolve_subject_entity(ctx, ref)
+    return EVIDENCE_OF[kind], [ident], f"{KIND_LABEL[kind]} {ident}"
+
+
+# --- TRACE --------------------------------------------------------------------------------
+
+def trace_sql(direction: str) -> str:
+    """The recursive CTE of TRACE (named parameters :start, :depth). Rows: kind 'edge' (one
+    per edge, at the first depth it was reached) then at most one 'depth_limit' row."""
+    kinds = ", ".join(f"'{k}'" for k in CAUSAL_EDGE_KINDS)
+    seeds, steps, cut = [], [], []
+    if direction in ("UP", "BOTH"):   # toward causes: edges pointing at the node
+        seeds.append(f"SELECT 1, e.ordinal, e.from_id, '|' || :start || '|' FROM edges e "
+                     f"WHERE e.to_id = :start AND e.edge_kind IN ({kinds})")
+        steps.append(f"SELECT w.depth + 1, e.ordinal, e.from_id, w.path || w.node || '|' FROM walk w "
+                     f"JOIN edges e ON e.to_id = w.node AND e.edge_kind IN ({kinds}) "
+                     f"WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
+        cut.append(f"SELECT e.ordinal, e.evidence FROM edges e JOIN frontier f ON e.to_id = f.node "
+                   f"WHERE e.edge_kind IN ({kinds})")
+    if direction in ("DOWN", "BOTH"):  # toward consequences: edges leaving the node
+        seeds.append(f"SELECT 1, e.ordinal, e.to_id, '|' || :start || '|' FROM edges e "
+                     f"WHERE e.from_id = :start AND e.edge_kind IN ({kinds})")
+        steps.append(f"SELECT w.depth + 1, e.ordinal, e.to_id, w.path || w.node || '|' FROM walk w "
+                     f"JOIN edges e ON e.from_id = w.node AND e.edge_kind IN ({kinds}) "
+                     f"WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
+        cut.append(f"SELECT e.ordinal, e.evidence FROM edges e JOIN frontier f ON e.from_id = f.node "
+                   f"WHERE e.edge_kind IN ({kinds})")
+    return f"""WITH RECURSIVE
+walk(depth, ordinal, node, path) AS (
+  {' UNION '.join(seeds)}
+  UNION
+  {' UNION '.join(steps)}
+),
+first AS (SELECT ordinal, min(depth) AS depth FROM walk GROUP BY ordinal),
+frontier AS (SELECT DISTINCT w.node FROM walk w WHERE w.depth = :depth AND instr(w.path, '|' || w.node || '|') = 0),
+beyond AS (SELECT DISTINCT c.ordinal, c.evidence FROM ({' UNION ALL '.join(cut)}) c
+           WHERE c.ordinal NOT IN (SELECT ordinal FROM first))
+SELECT 'edge' AS row_kind, f.depth, e.edge_kind AS edge_type, e.from_type, e.from_id, e.to_type, e.to_id,
+       (SELECT max(ev.observed_at) FROM events ev WHERE ev.event_id IN (SELECT value FROM json_each(e.evidence))) AS at,
+       e.edge_source, e.evidence, e.confidence, e.algorithm_version, e.ordinal
+  FROM first f JOIN edges e ON e.ordinal = f.ordinal
+UNION ALL
+SELECT 'depth_limit', :depth + 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT json_group_array(j.value) FROM (SELECT DISTINCT j.value FROM beyond b, json_each(b.evidence) j LIMIT 50) j),
+       count(*), NULL, NULL
+  FROM beyond HAVING count(*) > 0
+ORDER BY 2, 8 DESC, 13"""
+
+
+# --- STATE --------------------------------------------------------------------------------
+
+def state_sql(scope: str, pick_open: bool) -> str:
+    """Sessions as they stood at :t (named parameters :t, :t_open, :t_wait plus the scope's).
+    One row per session in scope that started by :t; with pick_open only the sessions open at
+    :t (activity within 30 minutes, 12 hours while a blocking signal is pending)."""
+    pick = "WHERE st.status = 'open'" if pick_open else ""
+    return f"""WITH
+cand AS (
+  SELECT s.session_id, s.provider, s.project_id, s.project_name, s.coverage, s.started_at, s.ended_at,
+         (SELECT e.observed_at FROM events e WHERE e.session_id = s.session_id AND e.observed_at <= :t
+             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_activity_at
+    FROM sessions s
+   WHERE NOT s.retracted AND s.started_at <= :t{scope}
+),
+st AS (
+  SELECT c.*,
+         CASE WHEN c.ended_at IS NOT NULL AND c.ended_at <= :t THEN 'closed'
+              WHEN c.last_activity_at >= :t_open THEN 'open'
+              WHEN c.last_activity_at >= :t_wait AND EXISTS (
+                   SELECT 1 FROM signals g WHERE g.session_id = c.session_id AND g.blocking
+                      AND g.raised_at <= :t AND (g.cleared_at IS NULL OR g.cleared_at > :t)) THEN 'open'
+              ELSE 'stale' END AS status
+    FROM cand c
+),
+pick AS (SELECT * FROM st {pick}),
+att0 AS (
+  SELECT a.session_id, a.attempt_id, a.started_at, a.ended_at, a.attempt_index, a.superseded_by, a.evidence,
+         CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_outcome, a.outcome)
+              ELSE a.outcome END AS o0,
+         CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_failure_class, a.failure_class)
+              ELSE a.failure_class END AS fc0
+    FROM attempts a JOIN pick p ON a.session_id = p.session_id
+   WHERE NOT a.retracted AND a.started_at <= :t
+),
+att AS (
+  SELECT att0.*,
+         CASE WHEN att0.ended_at IS NULL OR att0.ended_at > :t THEN 'in_progress'
+              WHEN att0.o0 = 'superseded' AND coalesce((SELECT s2.started_at FROM attempts s2
+                   WHERE s2.attempt_id = att0.superseded_by), '9999') > :t THEN 'failed'
+              ELSE att0.o0 END AS outcome_t,
+         row_number() OVER (PARTITION BY att0.session_id ORDER BY att0.started_at DESC, att0.attempt_index DESC,
+                            att0.attempt_id DESC) AS rn
+    FROM att0
+),
+agg AS (
+  SELECT session_id, count(*) AS attempts, sum(outcome_t IN ('failed', 'superseded')) AS failed FROM att GROUP BY session_id
+),
+sig AS (
+  SELECT g.session_id, g.event_id, g.kind, g.raised_at, g.confidence, g.evidence,
+         row_number() OVER (PARTITION BY g.session_id ORDER BY g.raised_at DESC, g.event_id DESC) AS rn
+    FROM signals g JOIN pick p ON g.session_id = p.session_id
+   WHERE g.blocking AND g.raised_at <= :t AND (g.cleared_at IS NULL OR g.cleared_at > :t)
+),
+cur AS (
+  SELECT p.session_id,
+         (SELECT t.turn_id FROM turns t WHERE t.session_id = p.session_id AND NOT t.retracted AND t.started_at <= :t
+           ORDER BY t.started_at DESC, t.turn_index DESC LIMIT 1) AS turn_id
+    FROM pick p
+)
+SELECT 'session' AS subject_type, p.session_id AS subject_id, p.session_id, NULL AS work_unit_id, p.provider,
+       p.project_id, p.project_name, p.status, NULL AS phase, p.coverage, p.started_at, p.last_activity_at,
+       (SELECT e.event_id FROM events e WHERE e.session_id = p.session_id AND e.observed_at <= :t
+           AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_event_id,
+       tr.turn_id AS current_turn, tr.turn_index,
+       CASE WHEN tr.turn_id IS NULL THEN NULL WHEN tr.ended_at IS NULL OR tr.ended_at > :t THEN 'in_progress'
+            ELSE tr.status END AS turn_status,
+       tr.prompt_event_id,
+       (SELECT json_group_array(k.tool_call_id) FROM tool_calls k WHERE k.turn_id = tr.turn_id AND NOT k.retracted
+           AND k.started_at <= :t AND (k.finished_at IS NULL OR k.finished_at > :t)) AS in_flight_tool_call_ids,
+       coalesce(g.attempts, 0) AS attempts, coalesce(g.failed, 0) AS failed,
+       l1.attempt_id AS last_attempt, l1.outcome_t AS last_attempt_outcome,
+       CASE WHEN l1.outcome_t IN ('failed', 'superseded') THEN l1.fc0 END AS last_failure_class,
+       l1.evidence AS last_attempt_evidence, l1.ended_at AS last_attempt_ended_at,
+       l2.attempt_id AS previous_attempt, l2.ended_at AS previous_attempt_ended_at, l2.outcome_t AS previous_attempt_outcome, l2.fc0 AS previous_failure_class,
+       l2.evidence AS previous_attempt_evidence,
+       sg.event_id AS signal_event_id, sg.kind AS signal_kind, sg.raised_at AS signal_raised_at,
+       sg.confidence AS signal_confidence, sg.evidence AS signal_evidence
+  FROM pick p
+  LEFT JOIN cur ON cur.session_id = p.session_id
+  LEFT JOIN turns tr ON tr.turn_id = cur.turn_id
+  LEFT JOIN agg g ON g.session_id = p.session_id
+  LEFT JOIN att l1 ON l1.session_id = p.session_id AND l1.rn = 1
+  LEFT JOIN att l2 ON l2.session_id = p.session_id AND l2.rn = 2
+  LEFT JOIN sig sg ON sg.session_id = p.session_id AND sg.rn = 1
+ ORDER BY p.last_activity_at DESC, p.session_id"""
+
+
+def state_summary_sql(scope: str) -> str:
+    """How many sessions in scope had started by :t, how many had ended, the last event."""
+    return f"""SELECT count(*) AS started,
+       sum(s.ended_at IS NOT NULL AND s.ended_at <= :t) AS ended,
+       max((SELECT e.observed_at FROM events e WHERE e.session_id = s.session_id AND e.observed_at <= :t
+             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1)) AS last_at
+  FROM sessions s
+ WHERE NOT s.retracted AND s.started_at <= :t{scope}"""
+
+
+LAST_EVENT_SQL = ("SELECT e.event_id, e.observed_at FROM events e WHERE e.session_id = ? AND e.observed_at <= ? "
+                  "ORDER BY e.observed_at DESC, e.seq DESC LIMIT 1")
+
+
+# --- WHY ----------------------------------------------------------------------------------
+
+ATTEMPT_SQL = ("SELECT attempt_id, session_id, provider, turn_id, turn_index, attempt_index, outcome, failure_class, "
+               "approach, paths, superseded_by, corrected_by, corrected_at, inferred_outcome, evidence, confidence, "
+               "started_at, ended_at FROM attempts WHERE attempt_id = ? AND NOT retracted")
+
+FAILING_EVENT_SQL = ("SELECT e.event_id, e.observed_at, e.kind, e.tool_name FROM events e "
+                     "WHERE e.event_id IN (SELECT value FROM json_each(?)) AND (e.kind IN "
+                     "('tool_call_failed', 'permission_denied', 'turn_failed') OR e.outcome_status IN "
+                     "('failure', 'denied')) ORDER BY e.observed_at DESC, e.seq DESC LIMIT 1")
+
+SESSION_ROW_SQL = ("SELECT session_id, provider, project_name, state, coverage, last_event_id, last_event_at, "
+                   "confidence FROM sessions WHERE session_id = ?")

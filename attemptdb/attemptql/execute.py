@@ -1,0 +1,1126 @@
+"""Run one statement (AttemptQL or read-only SQL) on a read-only connection → a `Result`.
+
+Invariants:
+- `run()` takes the text of exactly one statement and returns rows or raises `AQLError`
+  (every failure coded, positional when it has a position, never a traceback, never
+  database content in a message). It never writes: the connection it is given must come from
+  `attemptdb.readonly` (authorizer + read-only open), and SQL that would write is refused.
+- Every AttemptQL row has `evidence` (a list of event ids) and `uncertainty`
+  (`{"confidence", "reason", "note"}`); reason is one of deterministic, heuristic, corrected,
+  content_unavailable, insufficient_evidence, state_mismatch, depth_limit. A row that claims
+  something without evidence is withheld and reported (AQL0601).
+- parsimonious is imported only when the text is AttemptQL.
+"""
+
+import time
+
+import apsw
+
+from .. import clock, fastjson
+from . import compile as C
+from .errors import AQLError
+from .resolve import (PLANNED_TABLES, planned_error, project_of_directory, resolve_agent, resolve_id,
+                      resolve_project, resolve_time, table_exists)
+
+DEFAULT_TIMEOUT_S = 30.0
+REASONS = ("deterministic", "heuristic", "model", "corrected", "insufficient_evidence", "content_unavailable",
+           "state_mismatch", "depth_limit")
+_NO_CLAIM = ("insufficient_evidence", "state_mismatch", "depth_limit")
+COVERAGE_CONFIDENCE = {"full": 1.0, "partial": 0.8, "minimal": 0.6, "unknown": 0.4}
+_FAILED = ("failed", "superseded")
+
+SQL_VERBS = ("SELECT", "WITH", "VALUES", "EXPLAIN", "PRAGMA")
+WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "CREATE", "DROP", "ALTER", "ATTACH", "DETACH",
+               "VACUUM", "REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")
+AQL_VERBS = ("SHOW", "WHY", "TRACE", "STATE", "DIFF", "WHAT")
+TABLE_FUNCTIONS = ("attempt_trace", "state_at", "evidence")
+
+
+class Result:
+    """Rows of one statement. `kind`: rows, explanation or empty; `display` lists the columns
+    a terminal table shows (every column goes to --json/--csv)."""
+
+    __slots__ = ("columns", "rows", "notes", "kind", "display", "language")
+
+    def __init__(self, columns, rows, notes=None, kind=None, display=None, language="attemptql"):
+        self.columns = list(columns)
+        self.rows = [tuple(r) for r in rows]
+        self.notes = list(notes or [])
+        self.kind = kind or ("rows" if self.rows else "empty")
+        self.display = [c for c in (display or self.columns) if c in self.columns]
+        self.language = language
+
+    def dicts(self) -> list[dict]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+    def __repr__(self):
+        return f"Result({len(self.rows)} rows, columns={self.columns})"
+
+
+def uncertainty(confidence, reason, note=None) -> dict:
+    assert reason in REASONS
+    return {"confidence": None if confidence is None else round(float(confidence), 4), "reason": reason,
+            "note": note}
+
+
+# --- context -----------------------------------------------------------------------------
+
+class Context:
+    """What compiling and running one statement needs: the connection, the statement text
+    (for positions), the instant `now`, the working directory (bare `project`)."""
+
+    def __init__(self, conn, source: str, now_us: int | None = None, cwd: str | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.conn = conn
+        self.source = source
+        self.now_us = clock.now_us() if now_us is None else now_us
+        self.cwd = cwd
+        self.timeout_s = timeout_s
+        self.target = None
+        self._columns = {}
+
+    def iso(self, us: int) -> str:
+        try:
+            return clock.iso(us)
+        except OverflowError:
+            raise AQLError("AQL0104", "timestamp outside years 0001-9999") from None
+
+    def columns(self, table: str) -> set:
+        if table not in self._columns:
+            self._columns[table] = {r[1] for r in self.conn.execute(f"PRAGMA table_xinfo({table})")}
+        return self._columns[table]
+
+    def fetch(self, q: C.Query):
+        """(column names, rows) of a query."""
+        return fetch(self.conn, q.sql, q.params)
+
+    def dicts(self, q: C.Query) -> list[dict]:
+        cols, rows = self.fetch(q)
+        return [dict(zip(cols, r)) for r in rows]
+
+
+def fetch(conn, sql, params=()):
+    cur = conn.cursor()
+    desc = []
+
+    def trace(cursor, statement, bindings):
+        desc.append(cursor.get_description())
+        return True
+
+    cur.exec_trace = trace
+    rows = cur.execute(sql, params).fetchall()
+    cols = [d[0] for d in desc[0]] if desc else []
+    return cols, rows
+
+
+def _loads_list(v):
+    if v is None:
+        return []
+    if isinstance(v, list):
+        return v
+    try:
+        out = fastjson.loads(v)
+    except (ValueError, TypeError):
+        return [v]
+    return out if isinstance(out, list) else [out]
+
+
+def _dedup(items):
+    seen = set()
+    out = []
+    for x in items:
+        if x is not None and x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def decode_rows(columns, rows):
+    """JSON text → Python lists/dicts for list columns and uncertainty."""
+    idx_list = [i for i, c in enumerate(columns) if c in C.LIST_COLUMNS]
+    idx_unc = [i for i, c in enumerate(columns) if c == "uncertainty"]
+    if not idx_list and not idx_unc:
+        return rows
+    out = []
+    for r in rows:
+        r = list(r)
+        for i in idx_list:
+            r[i] = _loads_list(r[i])
+        for i in idx_unc:
+            if isinstance(r[i], str):
+                try:
+                    r[i] = fastjson.loads(r[i])
+                except ValueError:
+                    pass
+        out.append(tuple(r))
+    return out
+
+
+def enforce_evidence(result: Result) -> Result:
+    """AQL0601: an inference row without evidence is withheld and reported, never rendered."""
+    if "evidence" not in result.columns or "uncertainty" not in result.columns:
+        return result
+    ie = result.columns.index("evidence")
+    iu = result.columns.index("uncertainty")
+    kept = []
+    for r in result.rows:
+        u = r[iu] if isinstance(r[iu], dict) else {}
+        if not r[ie] and u.get("reason") not in _NO_CLAIM:
+            continue
+        kept.append(r)
+    if len(kept) != len(result.rows):
+        n = len(result.rows) - len(kept)
+        result.notes.append(f"AQL0601: {n} row(s) claimed something without evidence and were withheld "
+                            "(an internal invariant violation; `attempt reproject` rebuilds the projections)")
+        result.rows = kept
+        if not kept:
+            result.kind = "empty"
+    return result
+
+
+# --- classification ------------------------------------------------------------------------
+
+def _skip_ws(text: str, i: int = 0) -> int:
+    n = len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            break
+    return i
+
+
+def _word(text: str, i: int) -> tuple[str, int]:
+    j = i
+    while j < len(text) and (text[j].isalnum() or text[j] == "_"):
+        j += 1
+    return text[i:j].upper(), j
+
+
+def classify(text: str) -> str:
+    """'sql', 'describe', 'tables', 'write' or 'attemptql' (the default)."""
+    i = _skip_ws(text)
+    w, j = _word(text, i)
+    if w in ("SELECT", "WITH", "VALUES", "PRAGMA"):
+        return "sql"
+    if w == "EXPLAIN":
+        w2, _ = _word(text, _skip_ws(text, j))
+        return "sql" if w2 in ("SELECT", "WITH", "VALUES", "QUERY", "PRAGMA") else "attemptql"
+    if w in ("DESCRIBE", "DESC"):
+        return "describe"
+    if w == "SHOW":
+        w2, _ = _word(text, _skip_ws(text, j))
+        if w2 == "TABLES":
+            return "tables"
+    if w in WRITE_VERBS:
+        return "write"
+    return "attemptql"
+
+
+# --- entry point ---------------------------------------------------------------------------
+
+def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, explain: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S, gate=None) -> Result:
+    """Run one statement. `conn` must be read-only (attemptdb.readonly)."""
+    if not isinstance(text, str):
+        raise AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN")
+    ctx = Context(conn, text, now_us, cwd, timeout_s)
+    if gate is not None:
+        gate.refused = None
+    kind = classify(text)
+    deadline = time.monotonic() + timeout_s
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 20000)
+    try:
+        if kind == "sql":
+            return run_sql(ctx, text, explain=explain, gate=gate)
+        if kind == "describe":
+            return describe(ctx, text)
+        if kind == "tables":
+            return tables(ctx)
+        if kind == "write":
+            w, _ = _word(text, _skip_ws(text))
+            raise AQLError("AQL0506", f"read-only: {w} statements are not accepted; use SELECT/WITH/VALUES/"
+                           "EXPLAIN/DESCRIBE (SQL) or SHOW/WHY/TRACE/STATE/DIFF/WHAT IS (AttemptQL)",
+                           source=text, pos=_skip_ws(text), end=_skip_ws(text) + len(w), label="writes are refused")
+        return run_attemptql(ctx, explain=explain)
+    except AQLError as e:
+        raise e.located(text)
+    except apsw.Error as e:
+        raise sqlite_error(e, gate, text) from None
+    finally:
+        conn.set_progress_handler(None)
+
+
+def sqlite_error(e: apsw.Error, gate, text: str | None = None) -> AQLError:
+    """A SQLite failure as an AQL05xx error (messages name tables/columns, never values)."""
+    if isinstance(e, apsw.InterruptError):
+        return AQLError("AQL0501", "the statement ran past its time limit and was stopped; narrow it with "
+                        "WHERE, a time range or LIMIT", source=text)
+    if isinstance(e, (apsw.AuthError, apsw.ReadOnlyError)):
+        what = (gate.refused if gate is not None and gate.refused else None) or "writing"
+        return AQLError("AQL0506", f"read-only: {what} is refused on the query connection; history is "
+                        "appended by capture, never by a query", source=text)
+    if isinstance(e, (apsw.NoMemError, apsw.TooBigError, apsw.FullError)):
+        return AQLError("AQL0502", "the statement needed too much memory and was stopped; narrow it with "
+                        "WHERE or LIMIT", source=text)
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError, apsw.IOError, apsw.CantOpenError)):
+        return AQLError("AQL0504", "the database file could not be read (SQLite reports it damaged or "
+                        "unreadable); run `attempt verify`", source=text)
+    if isinstance(e, apsw.BusyError):
+        return AQLError("AQL0501", "the database stayed locked by a writer; try again", source=text)
+    msg = str(e)
+    head, sep, tail = msg.partition(": ")
+    if sep and head.endswith("Error") and head.isidentifier():
+        msg = tail
+    for t in PLANNED_TABLES:
+        if f"no such table: {t}" in msg:
+            return planned_error(t.replace("_", " "))
+    if msg.startswith("no such table"):
+        msg += " (SHOW TABLES lists the tables; `attempt schema` describes them)"
+    if "not authorized" in msg:
+        what = (gate.refused if gate is not None and gate.refused else None) or "this statement"
+        return AQLError("AQL0506", f"read-only: {what} is refused on the query connection", source=text)
+    return AQLError("AQL0505", f"SQLite: {msg[:300]}", source=text)
+
+
+# --- plain SQL -------------------------------------------------------------------------------
+
+def split_first_statement(sql: str) -> tuple[str, str]:
+    """(first statement, the rest). Uses sqlite3_complete, so quotes, comments and
+    CREATE TRIGGER bodies are handled the way SQLite itself does."""
+    start = 0
+    while True:
+        k = sql.find(";", start)
+        if k < 0:
+            return sql, ""
+        if apsw.complete(sql[: k + 1]):
+            return sql[: k + 1], sql[k + 1:]
+        start = k + 1
+
+
+def _only_trivia(rest: str) -> bool:
+    i = _skip_ws(rest)
+    while i < len(rest) and rest[i] == ";":
+        i = _skip_ws(rest, i + 1)
+    return i >= len(rest)
+
+
+def run_sql(ctx, text: str, *, explain: bool = False, gate=None) -> Result:
+    first, rest = split_first_statement(text)
+    if not _only_trivia(rest):
+        pos = len(first) + _skip_ws(rest)
+        raise AQLError("AQL0204", "one statement per call: text follows the ';' that ended the statement",
+                       source=text, pos=pos, end=pos + 1, label="a second statement starts here")
+    i = _skip_ws(first)
+    w, j = _word(first, i)
+    notes = []
+    sql = first
+    if w == "EXPLAIN":
+        k = _skip_ws(first, j)
+        w2, j2 = _word(first, k)
+        if w2 != "QUERY":
+            sql = first[:i] + "EXPLAIN QUERY PLAN " + first[k:]
+            notes.append("EXPLAIN shows SQLite's query plan (EXPLAIN QUERY PLAN): the indexes a statement "
+                         "uses and the tables it scans")
+    elif explain:
+        sql = "EXPLAIN QUERY PLAN " + first[i:]
+    if _mentions_table_function(sql):
+        register_table_functions(ctx)
+    cols, rows = fetch(ctx.conn, sql)
+    if gate is not None and gate.refused:
+        raise AQLError("AQL0506", f"read-only: {gate.refused} is refused on the query connection", source=text)
+    if sql.lstrip().upper().startswith("EXPLAIN QUERY PLAN"):
+        return Result(["id", "parent", "detail"], rows, notes, kind="explanation", language="sql")
+    return Result(cols, rows, notes, language="sql")
+
+
+def _mentions_table_function(sql: str) -> bool:
+    low = sql.lower()
+    return any(f + "(" in low.replace(" (", "(") for f in TABLE_FUNCTIONS)
+
+
+def describe(ctx, text: str) -> Result:
+    i = _skip_ws(text)
+    _, j = _word(text, i)
+    k = _skip_ws(text, j)
+    w, j2 = _word(text, k)
+    if w == "TABLE":
+        k = _skip_ws(text, j2)
+        w, j2 = _word(text, k)
+    name = text[k:j2].lower()
+    if not name or not _only_trivia(text[j2:]):
+        raise AQLError("AQL0201", "DESCRIBE takes one table name (DESCRIBE attempts)", source=text, pos=k,
+                       end=k + 1, label="expected a table name")
+    if not table_exists(ctx.conn, name):
+        if name in PLANNED_TABLES:
+            raise planned_error(name.replace("_", " "), (text, k, j2))
+        names = ", ".join(public_tables(ctx.conn))
+        raise AQLError("AQL0307", f"unknown table; the tables are {names} (`attempt schema` describes them)",
+                       source=text, pos=k, end=j2, label="unknown table")
+    rows = [(r[1], (r[2] or "").lower(), "" if r[3] else "yes", r[5] > 0)
+            for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})") if not r[6]]
+    return Result(["column", "type", "null", "primary_key"], rows,
+                  [f"{name}: {len(rows)} columns; `attempt schema {name}` says what they mean"], language="sql")
+
+
+INTERNAL_TABLES = ("meta", "device_clock", "checkpoints")
+
+
+def public_tables(conn) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+        "AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name") if r[0] not in INTERNAL_TABLES]
+
+
+def tables(ctx) -> Result:
+    rows = []
+    for name in public_tables(ctx.conn):
+        kind = ctx.conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (name,)).fetchone()[0]
+        ncol = sum(1 for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})") if not r[6])
+        rows.append((name, kind, "fact" if name == "events" else "inference", ncol))
+    return Result(["table", "type", "layer", "columns"], rows,
+                  ["DESCRIBE <table> lists a table's columns; `attempt schema` says what they mean"], language="sql")
+
+
+# --- AttemptQL -------------------------------------------------------------------------------
+
+def run_attemptql(ctx, *, explain: bool = False) -> Result:
+    from . import ast
+    from .parse import parse
+    stmt = parse(ctx.source)
+    cmd = stmt.command
+    handler = HANDLERS[type(cmd)]
+    if stmt.explain or explain:
+        return explain_statement(ctx, stmt, handler)
+    result = handler.run(ctx, cmd)
+    return enforce_evidence(result)
+
+
+# ... subject scoping shared by STATE, WHY, DIFF, WHAT IS
+
+class Scope:
+    """Which sessions a statement looks at: SQL (on alias s) + named params + a label."""
+
+    def __init__(self, sql="", params=None, label="all projects", single=None, notes=None):
+        self.sql = sql
+        self.params = params or {}
+        self.label = label
+        self.single = single       # session id when the subject is one session
+        self.notes = notes or []
+
+
+def scope_of(ctx, subject, statement: str) -> Scope:
+    from . import ast  # noqa: F401
+    loc = (ctx.source, subject.pos, subject.end)
+    if subject.kind == "project":
+        if subject.value is None:
+            here = project_of_directory(ctx.conn, ctx.cwd)
+            if here is None:
+                return Scope(label="all projects",
+                             notes=["project: all projects (the current directory is not a captured project)"])
+            return Scope(" AND s.project_id = :p0", {"p0": here[0]}, f"project {here[1]}")
+        projects = resolve_project(ctx.conn, subject.value, loc)
+        names = {f"p{i}": pid for i, (pid, _) in enumerate(projects)}
+        label = "project " + ", ".join(sorted({n for _, n in projects}))
+        return Scope(f" AND s.project_id IN ({', '.join(':' + k for k in names)})", names, label)
+    if subject.kind == "agent":
+        kind, value = resolve_agent(ctx.conn, subject.value, loc)
+        if kind == "agent":
+            return Scope(" AND EXISTS (SELECT 1 FROM json_each(s.agents) WHERE value = :agent)", {"agent": value},
+                         f"agent {value}")
+        return Scope(" AND s.provider = :provider", {"provider": value}, f"agent {value}")
+    if subject.kind == "work_unit" or (subject.kind == "ref" and subject.value.lower().startswith("wu_")):
+        if not table_exists(ctx.conn, "work_units"):
+            raise planned_error("work units", loc)
+        raise AQLError("AQL0409", f"{statement} over a work unit is not supported yet", source=ctx.source,
+                       pos=subject.pos, end=subject.end)
+    kind, ident = C.resolve_subject_entity(ctx, subject)
+    if kind != "session":
+        if statement in ("STATE", "DIFF STATE"):
+            raise AQLError("AQL0409", f"{statement} takes a project, a session, an agent or a work unit, "
+                           f"not a {C.KIND_LABEL[kind]}", source=ctx.source, pos=subject.pos, end=subject.end,
+                           label="not a state subject")
+        ident = _session_of(ctx, kind, ident)
+    return Scope(" AND s.session_id = :session", {"session": ident}, f"session {ident}", single=ident)
+
+
+_SESSION_OF = {"attempt": "SELECT session_id FROM attempts WHERE attempt_id = ?",
+               "turn": "SELECT session_id FROM turns WHERE turn_id = ?",
+               "span": "SELECT session_id FROM tool_calls WHERE tool_call_id = ?",
+               "event": "SELECT session_id FROM events WHERE event_id = ?"}
+
+
+def _session_of(ctx, kind, ident):
+    row = ctx.conn.execute(_SESSION_OF[kind], (ident,)).fetchone()
+    return row[0]
+
+
+def state_query(ctx, scope: Scope, t_us: int, pick_open: bool) -> C.Query:
+    params = dict(scope.params)
+    params.update(t=ctx.iso(t_us), t_open=ctx.iso(t_us - C.OPEN_WINDOW_US), t_wait=ctx.iso(t_us - C.WAIT_WINDOW_US))
+    return C.Query(f"state at {ctx.iso(t_us)}", C.state_sql(scope.sql, pick_open), params)
+
+
+STATE_COLUMNS = ("subject_type", "subject_id", "session_id", "work_unit_id", "provider", "project_name", "status",
+                 "phase", "current_turn", "turn_index", "turn_status", "in_flight_tool_calls",
+                 "in_flight_tool_call_ids", "last_attempt", "last_attempt_outcome", "last_failure_class",
+                 "last_activity_at", "blocked", "block_reason", "attempts", "failed", "evidence", "uncertainty")
+STATE_DISPLAY = ("subject_type", "subject_id", "provider", "status", "phase", "turn_status", "last_attempt_outcome",
+                 "blocked", "attempts", "failed", "last_activity_at", "evidence", "uncertainty")
+
+
+def block_of(r: dict):
+    """('signal'|'repeat', reason text, confidence, evidence) when the session was blocked, else None."""
+    if r.get("signal_event_id"):
+        kind = (r.get("signal_kind") or "signal").replace("_", " ")
+        conf = r.get("signal_confidence")
+        ev = _loads_list(r.get("signal_evidence")) or [r["signal_event_id"]]
+        return ("signal", f"waiting on a {kind} raised at {r['signal_raised_at']} with no later progress observed",
+                0.65 if conf is None else conf, ev)
+    o1, o2 = r.get("last_attempt_outcome"), r.get("previous_attempt_outcome")
+    c1, c2 = r.get("last_failure_class"), r.get("previous_failure_class")
+    if o1 in _FAILED and o2 in _FAILED and c1 and c1 == c2:
+        conf = 0.7 if r.get("coverage") == "full" else 0.5
+        ev = _loads_list(r.get("last_attempt_evidence")) + _loads_list(r.get("previous_attempt_evidence"))
+        return ("repeat", f"the last two attempts both failed with {c1}: the agent is repeating itself", conf, ev)
+    return None
+
+
+def state_row(r: dict, t_iso: str) -> tuple:
+    block = block_of(r)
+    in_flight = _loads_list(r.get("in_flight_tool_call_ids"))
+    status = r["status"]
+    base = COVERAGE_CONFIDENCE.get(r.get("coverage") or "unknown", 0.4)
+    if status == "open":
+        base = min(base, 0.8)
+    elif status == "stale":
+        base = min(base, 0.7)
+    conf = block[2] if block else base
+    note = f"session state at {t_iso} inferred from the events observed by then ({r.get('coverage') or 'unknown'} coverage)"
+    if block:
+        note = f"blocked: {block[1]}"
+    evidence = _dedup([r.get("last_event_id"), r.get("prompt_event_id")] + (block[3] if block else [])
+                      + _loads_list(r.get("last_attempt_evidence")))
+    return ("session", r["session_id"], r["session_id"], None, r["provider"], r["project_name"], status, None,
+            r.get("current_turn"), r.get("turn_index"), r.get("turn_status"), len(in_flight), in_flight,
+            r.get("last_attempt"), r.get("last_attempt_outcome"), r.get("last_failure_class"),
+            r.get("last_activity_at"), 1 if block else 0, block[1] if block else None, r.get("attempts") or 0,
+            r.get("failed") or 0, evidence, uncertainty(conf, "heuristic", note))
+
+
+def _no_state_row(label_type, label_id, note, evidence=()):
+    row = [None] * len(STATE_COLUMNS)
+    row[0], row[1] = label_type, label_id
+    row[STATE_COLUMNS.index("evidence")] = list(evidence)
+    row[STATE_COLUMNS.index("uncertainty")] = uncertainty(0.0, "insufficient_evidence", note)
+    return tuple(row)
+
+
+WORK_UNITS_NOTE = "work units are not built yet (a later release): rows are sessions"
+
+
+def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
+    """(rows as dicts from state_sql, summary dict)."""
+    rows = ctx.dicts(state_query(ctx, scope, t_us, pick_open and scope.single is None))
+    summary = ctx.dicts(C.Query("summary", C.state_summary_sql(scope.sql),
+                                dict(scope.params, t=ctx.iso(t_us))))[0]
+    return rows, summary
+
+
+class StateHandler:
+    @staticmethod
+    def queries(ctx, cmd):
+        scope = scope_of(ctx, cmd.subject, "STATE")
+        t = resolve_time(cmd.at.kind, cmd.at.text, ctx.now_us, (ctx.source, cmd.at.pos, cmd.at.end))
+        return [state_query(ctx, scope, t, scope.single is None)]
+
+    @staticmethod
+    def run(ctx, cmd):
+        if cmd.known_at is not None:
+            raise AQLError("AQL0407", "AS KNOWN AT is not supported yet (planned in RFC 0004: work_units_history)",
+                           source=ctx.source, pos=cmd.known_at.pos, end=cmd.known_at.end, label="planned")
+        scope = scope_of(ctx, cmd.subject, "STATE")
+        t = resolve_time(cmd.at.kind, cmd.at.text, ctx.now_us, (ctx.source, cmd.at.pos, cmd.at.end))
+        return state_result(ctx, scope, t)
+
+
+def state_result(ctx, scope, t, *, what="STATE"):
+    t_iso = ctx.iso(t)
+    rows, summary = state_at(ctx, scope, t)
+    out = [state_row(r, t_iso) for r in rows]
+    notes = list(scope.notes)
+    started = summary.get("started") or 0
+    ended = summary.get("ended") or 0
+    open_n = sum(1 for r in rows if r["status"] == "open")
+    notes.append(f"state of {scope.label} at {t_iso}: {open_n} open session(s) of {started} started by then "
+                 f"({ended} ended; {max(0, started - ended - open_n)} silent for over 30 minutes, stale)")
+    notes.append(WORK_UNITS_NOTE)
+    if not out:
+        last = summary.get("last_at")
+        if scope.single:
+            note = f"session {scope.single} had not started by {t_iso}"
+        elif last:
+            note = f"no session was active at {t_iso}; the last event before it was observed at {last}"
+        else:
+            note = f"no events observed by {t_iso}"
+        subject_type = "session" if scope.single else "project"
+        out = [_no_state_row(subject_type, scope.single or scope.label, note)]
+    return Result(STATE_COLUMNS, out, notes, kind="explanation", display=STATE_DISPLAY)
+
+
+class WhatIsHandler:
+    @staticmethod
+    def queries(ctx, cmd):
+        scope = scope_of(ctx, cmd.subject, "WHAT IS")
+        return [state_query(ctx, scope, ctx.now_us, scope.single is None)]
+
+    @staticmethod
+    def run(ctx, cmd):
+        scope = scope_of(ctx, cmd.subject, "WHAT IS")
+        res = state_result(ctx, scope, ctx.now_us)
+        res.notes.append("WHAT IS … DOING NOW = STATE … AT now, most recently active first")
+        return res
+
+
+# ... WHY
+
+WHY_COLUMNS = ("subject_type", "subject_id", "inference_id", "edge_type", "from_type", "from_id", "kind", "at",
+               "claim", "superseded_by", "corrected_by", "evidence", "uncertainty")
+WHY_DISPLAY = ("subject_id", "inference_id", "edge_type", "from_type", "from_id", "at", "claim", "evidence",
+               "uncertainty")
+VALID_STATES = ("BLOCKED", "FAILED")
+PLANNED_STATES = ("ACTIVE", "ABANDONED", "DONE", "COMPLETED", "WAITING_ON_HUMAN", "IDLE", "SUCCEEDED")
+
+
+def _why_row(**kw):
+    return tuple(kw.get(c) for c in WHY_COLUMNS)
+
+
+class WhyHandler:
+    @staticmethod
+    def _check(ctx, cmd):
+        st = cmd.state
+        if st not in VALID_STATES:
+            if st in PLANNED_STATES:
+                raise AQLError("AQL0407", f"WHY … STATUS {st} is not supported yet (planned); supported: BLOCKED "
+                               "(session, project) and FAILED (attempt)", source=ctx.source, pos=cmd.state_pos,
+                               end=cmd.state_end, label="planned")
+            raise AQLError("AQL0401", "unknown state name; valid: BLOCKED (session, project, work unit) and "
+                           "FAILED (attempt)", source=ctx.source, pos=cmd.state_pos, end=cmd.state_end,
+                           label="unknown state")
+        s = cmd.subject
+        if s.kind == "work_unit" or (s.kind == "ref" and s.value.lower().startswith("wu_")):
+            raise planned_error("work units", (ctx.source, s.pos, s.end))
+        if st == "FAILED":
+            if s.kind in ("project", "agent", "session", "turn", "span", "event"):
+                raise AQLError("AQL0411", f"FAILED applies to an attempt; for a {s.kind} ask STATUS BLOCKED",
+                               source=ctx.source, pos=s.pos, end=s.end, label="not an attempt")
+            kind, ident = C.resolve_subject_entity(ctx, s)
+            if kind != "attempt":
+                raise AQLError("AQL0411", f"FAILED applies to an attempt, not a {C.KIND_LABEL[kind]}",
+                               source=ctx.source, pos=s.pos, end=s.end, label="not an attempt")
+            return "FAILED", ident
+        if s.kind in ("turn", "span", "event", "attempt"):
+            raise AQLError("AQL0411", f"BLOCKED applies to a session, a project or a work unit, not a "
+                           f"{C.KIND_LABEL.get(s.kind, s.kind)}; for an attempt ask STATUS FAILED",
+                           source=ctx.source, pos=s.pos, end=s.end, label="not blockable")
+        if s.kind == "ref":
+            kind, ident = C.resolve_subject_entity(ctx, s)
+            if kind != "session":
+                raise AQLError("AQL0411", f"BLOCKED applies to a session, a project or a work unit, not a "
+                               f"{C.KIND_LABEL[kind]}", source=ctx.source, pos=s.pos, end=s.end, label="not blockable")
+        return "BLOCKED", None
+
+    @classmethod
+    def queries(cls, ctx, cmd):
+        st, ident = cls._check(ctx, cmd)
+        if st == "FAILED":
+            return [C.Query("attempt", C.ATTEMPT_SQL, (ident,)),
+                    C.Query("failing event", C.FAILING_EVENT_SQL, ("[]",))]
+        scope = scope_of(ctx, cmd.subject, "WHY")
+        return [state_query(ctx, scope, ctx.now_us, scope.single is None)]
+
+    @classmethod
+    def run(cls, ctx, cmd):
+        st, ident = cls._check(ctx, cmd)
+        if st == "FAILED":
+            return cls._failed(ctx, ident)
+        return cls._blocked(ctx, scope_of(ctx, cmd.subject, "WHY"))
+
+    @staticmethod
+    def _failed(ctx, ident):
+        a = ctx.dicts(C.Query("attempt", C.ATTEMPT_SQL, (ident,)))[0]
+        ev = _loads_list(a["evidence"])
+        corrected = a.get("corrected_by")
+        if a["outcome"] not in _FAILED:
+            note = f"attempt {ident} holds outcome {a['outcome']}, not failed"
+            if corrected:
+                note += f" (set by the correction {corrected})"
+            row = _why_row(subject_type="attempt", subject_id=ident, claim=f"attempt {ident} did not fail: "
+                           f"its outcome is {a['outcome']}", corrected_by=corrected,
+                           evidence=_dedup(ev + [corrected]), uncertainty=uncertainty(a["confidence"], "state_mismatch", note))
+            return Result(WHY_COLUMNS, [row], [f"{len(ev)} evidence event(s) for attempt {ident}"],
+                          kind="explanation", display=WHY_DISPLAY)
+        fail = ctx.dicts(C.Query("failing event", C.FAILING_EVENT_SQL, (fastjson.dumps(ev),)))
+        fe = fail[0] if fail else {}
+        cls_text = a.get("failure_class") or "an unclassified failure"
+        claim = (f"attempt {ident} (turn {a.get('turn_index')} #{a.get('attempt_index')}: {a.get('approach') or 'unknown approach'}) "
+                 f"failed with {cls_text}")
+        claim += (f"; it was superseded by {a['superseded_by']}" if a.get("superseded_by")
+                  else "; no later attempt retried the same paths")
+        if fe:
+            claim += f". The failing event is {fe['event_id']} ({fe['kind']}{', ' + fe['tool_name'] if fe.get('tool_name') else ''})"
+        if corrected:
+            claim += f". A human correction ({corrected}) set this outcome; the projection inferred {a.get('inferred_outcome')}"
+        reason = "corrected" if corrected else ("deterministic" if (a["confidence"] or 0) >= 1.0 else "heuristic")
+        row = _why_row(subject_type="attempt", subject_id=ident, inference_id=ident, edge_type="failed",
+                       from_type="event" if fe else None, from_id=fe.get("event_id"), kind=fe.get("kind"),
+                       at=fe.get("observed_at") or a.get("ended_at"), claim=claim, superseded_by=a.get("superseded_by"),
+                       corrected_by=corrected, evidence=_dedup(ev + [corrected]),
+                       uncertainty=uncertainty(a["confidence"], reason, f"outcome {a['outcome']}"))
+        return Result(WHY_COLUMNS, [row], [f"{len(ev)} evidence event(s) for attempt {ident}; "
+                                           f"SHOW EVIDENCE FOR {ident} lists them"], kind="explanation",
+                      display=WHY_DISPLAY)
+
+    @staticmethod
+    def _blocked(ctx, scope):
+        now_iso = ctx.iso(ctx.now_us)
+        rows, summary = state_at(ctx, scope, ctx.now_us)
+        out = []
+        for r in rows:
+            block = block_of(r)
+            if not block:
+                continue
+            sid = r["session_id"]
+            if block[0] == "signal":
+                out.append(_why_row(subject_type="session", subject_id=sid, inference_id=r["signal_event_id"],
+                                    edge_type="blocked", from_type="event", from_id=r["signal_event_id"],
+                                    kind=r.get("signal_kind"), at=r.get("signal_raised_at"),
+                                    claim=f"session {sid} is {block[1]}", evidence=block[3],
+                                    uncertainty=uncertainty(block[2], "heuristic",
+                                                            f"session is {r['status']}; {r.get('coverage') or 'unknown'} coverage")))
+            else:
+                for att, outc, evk in (("last_attempt", "last_attempt_outcome", "last_attempt_evidence"),
+                                       ("previous_attempt", "previous_attempt_outcome", "previous_attempt_evidence")):
+                    out.append(_why_row(subject_type="session", subject_id=sid, inference_id=r[att], edge_type="failed",
+                                        from_type="attempt", from_id=r[att], kind=r[outc], at=r[att + "_ended_at"],
+                                        claim=f"session {sid} is blocked: {block[1]}",
+                                        evidence=_loads_list(r[evk]),
+                                        uncertainty=uncertainty(block[2], "heuristic",
+                                                                "repeated failure of the same class")))
+        notes = list(scope.notes)
+        notes.append(f"{len({r[1] for r in out})} blocked session(s) of {len(rows)} examined for {scope.label}; "
+                     "blocked = an uncleared permission request or input wait, or the last two attempts failing "
+                     "with the same class")
+        if not out:
+            if rows:
+                if scope.single:
+                    r = rows[0]
+                    claim = (f"session {r['session_id']} is not blocked: it is {r['status']}; last event at "
+                             f"{r.get('last_activity_at')}; last attempt outcome: {r.get('last_attempt_outcome') or 'none'}")
+                    ev = _dedup([r.get("last_event_id")])
+                else:
+                    claim = f"no blocked session among the {len(rows)} open session(s) of {scope.label}"
+                    ev = _dedup([r.get("last_event_id") for r in rows])
+                out.append(_why_row(subject_type="session" if scope.single else "project",
+                                    subject_id=scope.single or scope.label, claim=claim, evidence=ev,
+                                    uncertainty=uncertainty(0.8 if scope.single else 0.7, "state_mismatch",
+                                                            "the subject does not hold BLOCKED now")))
+            else:
+                last = summary.get("last_at")
+                note = (f"no session of {scope.label} is open now ({now_iso}); the last event was observed at {last}"
+                        if last else f"no events observed for {scope.label}")
+                out.append(_why_row(subject_type="session" if scope.single else "project",
+                                    subject_id=scope.single or scope.label, claim=note, evidence=[],
+                                    uncertainty=uncertainty(0.0, "insufficient_evidence", note)))
+        return Result(WHY_COLUMNS, out, notes, kind="explanation", display=WHY_DISPLAY)
+
+
+# ... TRACE
+
+TRACE_COLUMNS = ("depth", "edge_type", "from_type", "from_id", "to_type", "to_id", "at", "edge_source", "evidence",
+                 "uncertainty")
+
+
+class TraceHandler:
+    @staticmethod
+    def _args(ctx, cmd):
+        s = cmd.subject
+        if s.kind == "work_unit" or (s.kind == "ref" and s.value.lower().startswith("wu_")):
+            if not table_exists(ctx.conn, "work_units"):
+                raise planned_error("work units", (ctx.source, s.pos, s.end))
+        kind, ident = C.resolve_subject_entity(ctx, s)
+        depth = C.DEFAULT_DEPTH if cmd.depth is None else cmd.depth
+        if not 1 <= depth <= C.MAX_DEPTH:
+            raise AQLError("AQL0410", f"DEPTH must be between 1 and {C.MAX_DEPTH}", source=ctx.source,
+                           pos=cmd.depth_pos, end=cmd.depth_pos + len(str(cmd.depth)), label="out of range")
+        return kind, ident, depth, cmd.direction or "UP"
+
+    @classmethod
+    def queries(cls, ctx, cmd):
+        kind, ident, depth, direction = cls._args(ctx, cmd)
+        return [C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth})]
+
+    @classmethod
+    def run(cls, ctx, cmd):
+        kind, ident, depth, direction = cls._args(ctx, cmd)
+        return trace_result(ctx, kind, ident, depth, direction)
+
+
+def trace_result(ctx, kind, ident, depth, direction):
+    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth}))
+    out = []
+    edges = 0
+    for r in rows:
+        if r["row_kind"] == "edge":
+            edges += 1
+            conf = r["confidence"]
+            reason = "deterministic" if conf is not None and conf >= 1.0 else "heuristic"
+            note = f"{r['edge_source'] or 'projection'} edge ({r['algorithm_version'] or 'unversioned'})"
+            out.append((r["depth"], r["edge_type"], r["from_type"], r["from_id"], r["to_type"], r["to_id"], r["at"],
+                        r["edge_source"], _loads_list(r["evidence"]), uncertainty(conf, reason, note)))
+        else:
+            more = r["confidence"]  # the count of edges beyond the limit rides in this column
+            note = f"depth limit {depth} reached: {more} more edge(s) lie beyond; add DEPTH {min(C.MAX_DEPTH, depth * 2)} to go further"
+            out.append((r["depth"], None, None, None, None, None, None, None, _loads_list(r["evidence"]),
+                        uncertainty(None, "depth_limit", note)))
+    notes = [f"trace from {C.KIND_LABEL[kind]} {ident} (direction {direction}, depth ≤ {depth}): {edges} edge(s) "
+             f"over {', '.join(C.CAUSAL_EDGE_KINDS)}"]
+    if not out:
+        note = f"no causal edges reach {C.KIND_LABEL[kind]} {ident} (direction {direction})"
+        out.append((0, None, None, None, None, None, None, None, [], uncertainty(0.0, "insufficient_evidence", note)))
+    return Result(TRACE_COLUMNS, out, notes, kind="explanation")
+
+
+# ... DIFF
+
+DIFF_COLUMNS = ("subject_type", "subject_id", "session_id", "provider", "change", "field", "before", "after",
+                "confidence", "evidence", "uncertainty")
+DIFF_FIELDS = ("status", "current_turn", "turn_status", "in_flight_tool_calls", "last_attempt", "last_attempt_outcome",
+               "last_failure_class", "blocked", "attempts", "failed")
+
+
+def _summary(d: dict | None) -> str:
+    if d is None:
+        return "absent"
+    s = f"{d['status']}; turn {d['turn_index'] if d['turn_index'] is not None else '-'}"
+    if d["last_attempt"]:
+        s += f"; last attempt {d['last_attempt_outcome']}"
+    if d["blocked"]:
+        s += "; blocked"
+    return s
+
+
+def _text_value(v):
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return fastjson.dumps(v)
+    return str(v)
+
+
+class DiffHandler:
+    @staticmethod
+    def _args(ctx, cmd):
+        scope = scope_of(ctx, cmd.subject, "DIFF STATE") if cmd.subject is not None else Scope()
+        t1 = resolve_time(cmd.t1.kind, cmd.t1.text, ctx.now_us, (ctx.source, cmd.t1.pos, cmd.t1.end))
+        t2 = resolve_time(cmd.t2.kind, cmd.t2.text, ctx.now_us, (ctx.source, cmd.t2.pos, cmd.t2.end))
+        if t1 >= t2:
+            raise AQLError("AQL0403", "DIFF STATE needs the earlier timestamp first (t1 < t2)", source=ctx.source,
+                           pos=cmd.t1.pos, end=cmd.t2.end, label="t1 is not before t2")
+        return scope, t1, t2
+
+    @classmethod
+    def queries(cls, ctx, cmd):
+        scope, t1, t2 = cls._args(ctx, cmd)
+        return [state_query(ctx, scope, t1, scope.single is None), state_query(ctx, scope, t2, scope.single is None)]
+
+    @classmethod
+    def run(cls, ctx, cmd):
+        scope, t1, t2 = cls._args(ctx, cmd)
+        i1, i2 = ctx.iso(t1), ctx.iso(t2)
+        r1, _ = state_at(ctx, scope, t1)
+        r2, _ = state_at(ctx, scope, t2)
+        a = {r["session_id"]: dict(zip(STATE_COLUMNS, state_row(r, i1))) for r in r1}
+        b = {r["session_id"]: dict(zip(STATE_COLUMNS, state_row(r, i2))) for r in r2}
+        open1 = {r["session_id"] for r in r1 if r["status"] == "open"}
+        open2 = {r["session_id"] for r in r2 if r["status"] == "open"}
+        missing_b = [s for s in a if s not in b]
+        missing_a = [s for s in b if s not in a]
+        for missing, t, iso_t, into in ((missing_b, t2, i2, b), (missing_a, t1, i1, a)):
+            if missing:
+                names = {f"x{i}": s for i, s in enumerate(missing)}
+                sc = Scope(f" AND s.session_id IN ({', '.join(':' + k for k in names)})", names, scope.label)
+                for r in ctx.dicts(state_query(ctx, sc, t, False)):
+                    into[r["session_id"]] = dict(zip(STATE_COLUMNS, state_row(r, iso_t)))
+        rows = []
+        order = list(a) + [s for s in b if s not in a]
+        for sid in order:
+            x, y = a.get(sid), b.get(sid)
+            in1, in2 = sid in open1 or (scope.single and x), sid in open2 or (scope.single and y)
+            ux = x["uncertainty"]["confidence"] if x else None
+            uy = y["uncertainty"]["confidence"] if y else None
+            conf = min(c for c in (ux, uy) if c is not None) if (ux is not None or uy is not None) else None
+            ev = _dedup((x["evidence"] if x else []) + (y["evidence"] if y else []))
+            provider = (x or y)["provider"]
+            unc = uncertainty(conf, "heuristic", f"STATE at {i1} compared with STATE at {i2}")
+            if in1 and not in2:
+                rows.append(("session", sid, sid, provider, "removed", "presence", _summary(x), _summary(y), conf, ev, unc))
+            elif in2 and not in1:
+                rows.append(("session", sid, sid, provider, "added", "presence", _summary(x), _summary(y), conf, ev, unc))
+            elif x and y:
+                for f in DIFF_FIELDS:
+                    if x[f] != y[f]:
+                        rows.append(("session", sid, sid, provider, "changed", f, _text_value(x[f]), _text_value(y[f]),
+                                     conf, ev, unc))
+        notes = list(scope.notes) + [f"DIFF STATE of {scope.label}: {len(open1)} open session(s) at {i1}, "
+                                     f"{len(open2)} at {i2}; one row per changed field", WORK_UNITS_NOTE]
+        if not rows:
+            if not a and not b:
+                note = f"no session of {scope.label} was active at {i1} or at {i2}"
+                rows.append(("project", scope.single or scope.label, None, None, None, None, None, None, None, [],
+                             uncertainty(0.0, "insufficient_evidence", note)))
+            else:
+                notes.append(f"no state change for {scope.label} between {i1} and {i2}")
+        return Result(DIFF_COLUMNS, rows, notes, kind="explanation")
+
+
+# ... SHOW
+
+class ShowHandler:
+    @staticmethod
+    def queries(ctx, cmd):
+        plan = C.compile_show(ctx, cmd)
+        return [q for q in (plan.rows, plan.hidden) if q is not None]
+
+    @staticmethod
+    def run(ctx, cmd):
+        plan = C.compile_show(ctx, cmd)
+        cols, rows = ctx.fetch(plan.rows)
+        notes = list(plan.notes)
+        target = plan.target
+        if plan.hidden is not None:
+            n = ctx.conn.execute(plan.hidden.sql, plan.hidden.params).fetchone()[0]
+            if n:
+                notes.append(f"{n} retracted row(s) hidden; add INCLUDING RETRACTED to see them")
+        elif cmd.including_retracted and target.retracted and "retracted" in cols:
+            i = cols.index("retracted")
+            notes.append(f"including {sum(1 for r in rows if r[i])} retracted row(s) (retracted = 1)")
+        if not rows:
+            notes.append(f"no {target.name.lower()} matched")
+        elif len(rows) == plan.limit:
+            notes.append(f"showing the first {plan.limit} rows (LIMIT {plan.limit}); add LIMIT "
+                         f"{min(C.MAX_LIMIT, plan.limit * 10)} for more")
+        if target.table == "attempts" and rows and "objective" in cols:
+            i = cols.index("objective")
+            if all(r[i] is None for r in rows):
+                notes.append("objective text is unavailable (no prompt content captured; metadata_only mode?)")
+        return Result(cols, decode_rows(cols, rows), notes, display=plan.display)
+
+
+# ... EXPLAIN
+
+def explain_statement(ctx, stmt, handler) -> Result:
+    queries = handler.queries(ctx, stmt.command)
+    rows = []
+    rows.append(("statement", type(stmt.command).__name__.upper()))
+    rows.append(("ast", fastjson.dumps(stmt.command.describe())))
+    indexes = []
+    tables = set()
+    for q in queries:
+        rows.append(("sql", q.sql))
+        params = q.params if isinstance(q.params, dict) else list(q.params)
+        rows.append(("parameters", fastjson.dumps(params)))
+        plan = ctx.conn.execute("EXPLAIN QUERY PLAN " + q.sql, q.params).fetchall()
+        depth = {}
+        for pid, parent, _, detail in plan:
+            depth[pid] = depth.get(parent, -1) + 1
+            rows.append(("plan", "  " * depth[pid] + detail))
+            words = detail.split()
+            if "USING" in words:
+                k = words.index("USING")
+                rest = words[k + 1:]
+                if rest[:1] == ["AUTOMATIC"]:
+                    indexes.append("an automatic index built for this query")
+                elif "INDEX" in rest and rest.index("INDEX") + 1 < len(rest):
+                    indexes.append(rest[rest.index("INDEX") + 1])
+                elif rest[:3] == ["INTEGER", "PRIMARY", "KEY"] or rest[:2] == ["PRIMARY", "KEY"]:
+                    indexes.append("the primary key")
+            elif words[:1] == ["SCAN"] and len(words) > 1 and not words[1].startswith("("):
+                tables.add(words[1])
+    rows.append(("indexes", ", ".join(_dedup(indexes)) or "none"))
+    rows.append(("full scans", ", ".join(sorted(tables)) or "none"))
+    notes = ["EXPLAIN compiles the statement and asks SQLite for its plan; it does not run it"]
+    out = [(s, d, [], uncertainty(1.0, "deterministic", "query plan")) for s, d in rows]
+    return Result(("step", "detail", "evidence", "uncertainty"), out, notes, kind="explanation",
+                  display=("step", "detail"))
+
+
+def _handlers():
+    from . import ast
+    return {ast.Show: ShowHandler, ast.Why: WhyHandler, ast.Trace: TraceHandler, ast.State: StateHandler,
+            ast.Diff: DiffHandler, ast.WhatIs: WhatIsHandler}
+
+
+class _Lazy(dict):
+    def __missing__(self, key):
+        self.update(_handlers())
+        return dict.__getitem__(self, key)
+
+
+HANDLERS = _Lazy()
+
+
+# --- table functions for SQL users -------------------------------------------------------------
+
+def _sql_value(v):
+    if isinstance(v, (list, dict)):
+        return fastjson.dumps(v)
+    return v
+
+
+def _tf_trace(ctx, id, depth=C.DEFAULT_DEPTH, direction="UP"):
+    if not isinstance(id, str):
+        raise AQLError("AQL0105", "attempt_trace(id, depth, direction) needs an id as text")
+    d = str(direction or "UP").upper()
+    if d not in ("UP", "DOWN", "BOTH"):
+        raise AQLError("AQL0201", "attempt_trace direction must be 'UP', 'DOWN' or 'BOTH'")
+    try:
+        depth = int(depth if depth is not None else C.DEFAULT_DEPTH)
+    except (TypeError, ValueError):
+        raise AQLError("AQL0410", "attempt_trace depth must be a whole number") from None
+    if not 1 <= depth <= C.MAX_DEPTH:
+        raise AQLError("AQL0410", f"attempt_trace depth must be between 1 and {C.MAX_DEPTH}")
+    kind, ident = resolve_id(ctx.conn, None, id)
+    res = trace_result(ctx, kind, ident, depth, d)
+    return [tuple(_sql_value(v) for v in r) for r in res.rows]
+
+
+def _tf_state(ctx, ts):
+    if ts is None:
+        raise AQLError("AQL0104", "state_at(ts) needs a timestamp")
+    t = resolve_time("string", str(ts), ctx.now_us)
+    res = state_result(ctx, Scope(), t)
+    return [tuple(_sql_value(v) for v in r) for r in res.rows]
+
+
+def _tf_evidence(ctx, id):
+    if not isinstance(id, str):
+        raise AQLError("AQL0105", "evidence(id) needs an id as text")
+    from . import ast
+    show = ast.Show(0, 0, target="evidence", ref=ast.Subject(0, 0, kind="ref", value=id), limit=C.MAX_LIMIT)
+    res = ShowHandler.run(ctx, show)
+    return [tuple(_sql_value(v) for v in r) for r in res.rows], res.columns
+
+
+class _TableFunction:
+    """An eponymous virtual table used as a table-valued function: SELECT * FROM f(a, b)."""
+
+    def __init__(self, ctx, columns, params, produce):
+        self.ctx = ctx
+        self.columns = list(columns)
+        self.params = list(params)
+        self.produce = produce
+
+    def Create(self, db, modulename, dbname, tablename, *args):
+        cols = ", ".join(f'"{c}"' for c in self.columns)
+        hidden = ", ".join(f'"arg_{p}" HIDDEN' for p in self.params)
+        return f"CREATE TABLE x({cols}, {hidden})", _TFTable(self)
+
+    Connect = Create
+
+
+class _TFTable:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def BestIndex(self, constraints, orderbys):
+        n = len(self.fn.columns)
+        used = [None] * len(constraints)
+        argv = 0
+        mask = 0
+        for i in range(len(self.fn.params)):
+            for ci, (col, op) in enumerate(constraints):
+                if col == n + i and op == apsw.SQLITE_INDEX_CONSTRAINT_EQ and used[ci] is None:
+                    used[ci] = (argv, True)
+                    argv += 1
+                    mask |= 1 << i
+                    break
+        return used, mask, None, False, 10.0 if mask & 1 else 1e12
+
+    def Open(self):
+        return _TFCursor(self.fn)
+
+    def Disconnect(self):
+        pass
+
+    Destroy = Disconnect
+
+
+class _TFCursor:
+    def __init__(self, fn):
+        self.fn = fn
+        self.rows = []
+        self.args = {}
+        self.i = 0
+
+    def Filter(self, indexnum, indexname, constraintargs):
+        vals = list(constraintargs)
+        self.args = {}
+        for i, p in enumerate(self.fn.params):
+            if indexnum & (1 << i):
+                self.args[p] = vals.pop(0)
+        if self.fn.params and self.fn.params[0] not in self.args:
+            raise AQLError("AQL0505", f"the table function needs its first argument ({self.fn.params[0]})")
+        self.rows = self.fn.produce(**self.args)
+        self.i = 0
+
+    def Eof(self):
+        return self.i >= len(self.rows)
+
+    def Rowid(self):
+        return self.i
+
+    def Column(self, col):
+        if col == -1:
+            return self.i
+        n = len(self.fn.columns)
+        if col < n:
+            return self.rows[self.i][col]
+        return self.args.get(self.fn.params[col - n])
+
+    def Next(self):
+        self.i += 1
+
+    def Close(self):
+        pass
+
+
+def register_table_functions(ctx) -> None:
+    """attempt_trace(id, depth, direction), state_at(ts), evidence(id) on this connection."""
+    conn = ctx.conn
+    ev_cols = [r[1] for r in conn.execute("PRAGMA table_xinfo(events)") if not r[6]] + ["evidence", "uncertainty"]
+
+    def trace(id, depth=C.DEFAULT_DEPTH, direction="UP"):
+        return _tf_trace(ctx, id, depth, direction)
+
+    def state(ts):
+        return _tf_state(ctx, ts)
+
+    def evidence(id):
+        rows, cols = _tf_evidence(ctx, id)
+        index = [cols.index(c) for c in ev_cols]
+        return [tuple(r[i] for i in index) for r in rows]
+
+    conn.create_module("attempt_trace", _TableFunction(ctx, TRACE_COLUMNS, ("id", "depth", "direction"), trace),
+                       eponymous=True, eponymous_only=True)
+    conn.create_module("state_at", _TableFunction(ctx, STATE_COLUMNS, ("ts",), state),
+                       eponymous=True, eponymous_only=True)
+    conn.create_module("evidence", _TableFunction(ctx, ev_cols, ("id",), evidence),
+                       eponymous=True, eponymous_only=True)

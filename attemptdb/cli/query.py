@@ -1,0 +1,306 @@
+"""`attempt query`, `why`, `trace`, `handoffs`, `status` and `schema`: thin click layers over
+attemptdb.attemptql and attemptdb.catalog.
+
+Invariants: every command opens the database read-only (attemptdb.readonly: authorizer +
+read-only open), so none of them can change the file; options are turned into one AttemptQL
+statement (values quoted, never spliced raw) and run through the same engine as
+`attempt query`; table output collapses evidence to counts (`--evidence` shows the ids),
+`--json` prints rows as objects and never imports anything heavy; errors are AQL-coded.
+"""
+
+import os
+import sys
+
+import click
+
+from .common import db_option, db_path, echo_json, json_option
+
+
+def _q(value: str) -> str:
+    """An AttemptQL string literal."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _open(db):
+    from ..readonly import connect
+    return connect(db_path(db))
+
+
+def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
+    from ..attemptql import render
+    if as_json:
+        click.echo(render.json_rows(result))
+        for n in result.notes:
+            click.echo(f"note: {n}", err=True)
+        return
+    if as_csv:
+        click.echo(render.csv_text(result), nl=False)
+        return
+    width = 0
+    if sys.stdout.isatty():
+        import shutil
+        width = shutil.get_terminal_size((120, 24)).columns
+    click.echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=width))
+
+
+def _run(db, statement, *, explain=False, **emit):
+    from ..attemptql import execute
+    conn, gate = _open(db)
+    try:
+        result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
+    finally:
+        conn.close()
+    _emit(result, **emit)
+    return result
+
+
+def scope_options(f):
+    """--project, --session, --since, --until, -n: the scope flags of the read commands."""
+    f = click.option("-n", "--limit", type=click.IntRange(1, 1_000_000), default=None, metavar="N",
+                     help="At most N rows.")(f)
+    f = click.option("--until", metavar="TIME", help="Up to this time (RFC 3339, a date, -2h, now).")(f)
+    f = click.option("--since", metavar="TIME", help="From this time (RFC 3339, a date, -2h, -1d, today).")(f)
+    f = click.option("--session", metavar="ID", help="One session (ses_…, a bare UUID or ≥ 8 hex digits).")(f)
+    f = click.option("--project", metavar="NAME", help="One project (owner/repo, its last part, or prj_…).")(f)
+    return f
+
+
+def _clauses(project=None, session=None, since=None, until=None, limit=None, filters=True) -> str:
+    parts = []
+    fors = []
+    if project:
+        fors.append(f"project = {_q(project)}")
+    if session:
+        fors.append(f"session = {_q(session)}")
+    if fors and filters:
+        parts.append("FOR " + " AND ".join(fors))
+    if since:
+        parts.append(f"SINCE {_q(since)}")
+    if until:
+        parts.append(f"UNTIL {_q(until)}")
+    if limit:
+        parts.append(f"LIMIT {int(limit)}")
+    return (" " + " ".join(parts)) if parts else ""
+
+
+@click.command("query")
+@click.argument("statement")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON objects.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV (RFC 4180, with a header).")
+@click.option("--evidence", is_flag=True, help="Show evidence event ids instead of counts.")
+@click.option("--explain", is_flag=True, help="Show the AST, generated SQL and SQLite's plan; do not run.")
+@click.option("-n", "--limit", type=click.IntRange(1, 10_000_000), default=None, metavar="N",
+              help="Print at most N rows (the statement itself is not changed).")
+@db_option
+def query_cmd(statement, as_json, as_csv, evidence, explain, limit, db):
+    """Run one AttemptQL statement or one read-only SQL statement.
+
+    AttemptQL: SHOW, WHY, TRACE, STATE, DIFF, WHAT IS, EXPLAIN (RFC 0004). SQL: SELECT, WITH,
+    VALUES, EXPLAIN, DESCRIBE <table>, SHOW TABLES, and the table functions
+    attempt_trace(id, depth, direction), state_at(ts), evidence(id). Writes are refused.
+
+    \b
+    Examples:
+      attempt query "SHOW FAILED ATTEMPTS FOR project = 'attemptdb' SINCE '-7d'"
+      attempt query "WHY session ses_1a2b3c4d STATUS BLOCKED"
+      attempt query "SELECT kind, count(*) FROM events GROUP BY kind"
+    """
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv are exclusive")
+    _run(db, statement, explain=explain, as_json=as_json, as_csv=as_csv, evidence=evidence, limit=limit)
+
+
+@click.command("why")
+@click.argument("subject", required=False)
+@click.option("--project", metavar="NAME", help="Ask about this project instead of the current one.")
+@click.option("--session", metavar="ID", help="Ask about one session.")
+@click.option("--evidence", is_flag=True, help="Show evidence event ids instead of counts.")
+@json_option
+@db_option
+def why_cmd(subject, project, session, evidence, as_json, db):
+    """Why is this blocked, or why did this attempt fail?
+
+    SUBJECT: an attempt id (att_… → WHY … FAILED), a session id (ses_… → WHY session …
+    STATUS BLOCKED); without one, the current project (or --project / --session)."""
+    if subject and session:
+        raise click.UsageError("give SUBJECT or --session, not both")
+    target = subject or (session and ("ses_" + session if "_" not in session else session))
+    if target:
+        low = target.lower()
+        if low.startswith("att_"):
+            stmt = f"WHY attempt {_q(target)} STATUS FAILED"
+        elif low.startswith("ses_"):
+            stmt = f"WHY session {_q(target)} STATUS BLOCKED"
+        elif low.startswith(("wu_", "trn_", "tc_", "ev_")):
+            stmt = f"WHY {_q(target)} STATUS BLOCKED"
+        else:
+            stmt = f"WHY {_q(target)} STATUS FAILED"
+    elif project:
+        stmt = f"WHY project {_q(project)} STATUS BLOCKED"
+    else:
+        stmt = "WHY project STATUS BLOCKED"
+    _run(db, stmt, as_json=as_json, evidence=evidence)
+
+
+@click.command("trace")
+@click.argument("subject")
+@click.option("--depth", type=click.IntRange(1, 100), default=None, help="How many edges deep (default 5).")
+@click.option("--direction", type=click.Choice(["up", "down", "both"], case_sensitive=False), default=None,
+              help="up: toward causes (default); down: toward consequences; both.")
+@click.option("--evidence", is_flag=True, help="Show evidence event ids instead of counts.")
+@json_option
+@db_option
+def trace_cmd(subject, depth, direction, evidence, as_json, db):
+    """Walk the causal edges from an attempt, session, turn, tool call or event.
+
+    TRACE <id> CAUSES: one row per edge (depth, edge type, from → to, when, evidence,
+    uncertainty), cycles cut, and a depth_limit row where the walk stopped."""
+    stmt = f"TRACE {_q(subject)} CAUSES"
+    if depth:
+        stmt += f" DEPTH {int(depth)}"
+    if direction:
+        stmt += f" DIRECTION {direction.upper()}"
+    _run(db, stmt, as_json=as_json, evidence=evidence)
+
+
+@click.command("handoffs")
+@scope_options
+@click.option("--between", nargs=2, metavar="AGENT AGENT", default=None,
+              help="Only handoffs between these two agents, in either direction.")
+@click.option("--evidence", is_flag=True, help="Show evidence event ids instead of counts.")
+@json_option
+@db_option
+def handoffs_cmd(project, session, since, until, limit, between, evidence, as_json, db):
+    """Where work passed from one agent's session to another's (SHOW HANDOFFS).
+
+    Read gap_ms and shared_paths before believing a handoff: they are its evidence."""
+    stmt = "SHOW HANDOFFS"
+    if between:
+        stmt += f" BETWEEN agent = {_q(between[0])} AND agent = {_q(between[1])}"
+    stmt += _clauses(project, session, since, until, limit or 50)
+    result = _run(db, stmt, as_json=as_json, evidence=evidence)
+    if not result.rows and not as_json:
+        click.echo("note: no handoffs detected: a handoff needs two sessions from different agents in the same "
+                   "project within 30 minutes")
+
+
+# --- status ------------------------------------------------------------------------------------
+
+def status_report(conn, path: str, project: str | None = None, since: str | None = None,
+                  until: str | None = None, limit: int = 20) -> dict:
+    """Counts from the projection tables (indexed, no scan of events)."""
+    from ..attemptql.execute import public_tables
+    from ..attemptql import resolve
+    tables = set(public_tables(conn))
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if _has(conn, "meta") else {}
+    events = conn.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
+    report = {"database": path, "schema_version": conn.execute("PRAGMA user_version").fetchone()[0],
+              "capture_mode": meta.get("capture_mode"), "device_id": ("dev_" + meta["device_id"])
+              if meta.get("device_id") else None, "events": events, "size_bytes": _size(path),
+              "wal_bytes": _size(path + "-wal"), "sessions": None, "providers": [], "projects": [],
+              "warnings": []}
+    if "sessions" not in tables:
+        report["warnings"].append("the projection tables are not built in this database yet")
+        return report
+    cond, params = ["NOT retracted"], []
+    if project:
+        ids = [pid for pid, _ in resolve.resolve_project(conn, project)]
+        cond.append(f"project_id IN ({', '.join('?' * len(ids))})")
+        params += ids
+    now = None
+    for bound, op in ((since, ">="), (until, "<=")):
+        if bound:
+            from .. import clock
+            now = now or clock.now_us()
+            cond.append(f"last_event_at {op} ?")
+            params.append(clock.iso(resolve.resolve_time("string", bound, now)))
+    where = " AND ".join(cond)
+    report["sessions"] = conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
+    report["providers"] = [
+        {"provider": p, "sessions": n, "events": e or 0, "last_event_at": last}
+        for p, n, e, last in conn.execute(
+            f"SELECT provider, count(*), sum(event_count), max(last_event_at) FROM sessions WHERE {where} "
+            f"GROUP BY provider ORDER BY sum(event_count) DESC, provider", params)]
+    report["projects"] = [
+        {"project_name": name, "project_id": pid, "sessions": n, "events": e or 0, "last_event_at": last}
+        for name, pid, n, e, last in conn.execute(
+            f"SELECT project_name, project_id, count(*), sum(event_count), max(last_event_at) FROM sessions "
+            f"WHERE {where} GROUP BY project_id ORDER BY sum(event_count) DESC, project_name LIMIT ?",
+            params + [limit])]
+    for t in ("work_units", "decisions", "conflicts"):
+        if t not in tables:
+            report["warnings"].append("work units, decisions and conflicts are not built yet (a later release)")
+            break
+    return report
+
+
+def _has(conn, table):
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (table,)).fetchone() is not None
+
+
+def _size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+@click.command("status")
+@scope_options
+@json_option
+@db_option
+def status_cmd(project, session, since, until, limit, as_json, db):
+    """What this database holds: capture mode, events, sessions per agent and per project."""
+    path = db_path(db)
+    conn, _ = _open(db)
+    try:
+        rep = status_report(conn, path, project, since, until, limit or 20)
+    finally:
+        conn.close()
+    if session:
+        rep["warnings"].append("--session is ignored by status; use `attempt query \"SHOW SESSIONS FOR session = …\"`")
+    if as_json:
+        echo_json(rep)
+        return
+    click.echo(f"database      {rep['database']}")
+    click.echo(f"schema        {rep['schema_version']}")
+    click.echo(f"capture mode  {rep['capture_mode'] or 'unknown'}")
+    click.echo(f"events        {rep['events']}" + (f" · {rep['sessions']} session(s)" if rep["sessions"] is not None else ""))
+    click.echo(f"on disk       {rep['size_bytes']} bytes · {rep['wal_bytes']} bytes WAL")
+    for p in rep["providers"]:
+        click.echo(f"  {p['provider']:<12} {p['events']:>9} events  {p['sessions']:>5} sessions  last {p['last_event_at']}")
+    if rep["projects"]:
+        click.echo("projects")
+        for p in rep["projects"]:
+            click.echo(f"  {p['project_name'][:40]:<40} {p['events']:>9} events  {p['sessions']:>5} sessions")
+    for w in rep["warnings"]:
+        click.echo(f"warning: {w}", err=True)
+
+
+# --- schema ----------------------------------------------------------------------------------------
+
+@click.command("schema")
+@click.argument("table", required=False)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+              help="text (default), markdown (the layout of spec/catalog.md) or json.")
+@db_option
+def schema_cmd(table, fmt, db):
+    """The table catalog: every public table and column with its type, nullability and meaning,
+    and the query recipes, generated from the live schema (the database, or the schema this
+    version ships when there is none) plus the column documentation in spec/."""
+    from .. import catalog
+    from ..attemptql.errors import AQLError
+    path = db_path(db)
+    conn = catalog.default_connection(path)
+    try:
+        cat = catalog.build(conn, table)
+    finally:
+        conn.close()
+    if table is not None and not cat["tables"]:
+        raise AQLError("AQL0307", "unknown table; `attempt schema` lists every table")
+    if fmt == "markdown":
+        click.echo(catalog.render_markdown(cat), nl=False)
+    elif fmt == "json":
+        click.echo(catalog.render_json(cat), nl=False)
+    else:
+        click.echo(catalog.render_text(cat), nl=False)
