@@ -89,18 +89,41 @@ def _read_stdin() -> tuple[bytes, bool]:
 def _log(message: str):
     """One line in the hook log (never stdout, never content)."""
     try:
-        from . import location
+        from . import clock
         state = os.environ.get("XDG_STATE_HOME", "")
         if not (state and os.path.isabs(state)):
             state = os.path.join(os.path.expanduser("~"), ".local", "state")
         d = os.path.join(state, "attemptdb")
         os.makedirs(d, mode=0o700, exist_ok=True)
-        from . import clock
         with open(os.path.join(d, "hook.log"), "a", encoding="utf-8") as f:
             f.write(f"{clock.iso(clock.now_us())} {message}\n")
-        del location
     except Exception:
         pass
+
+
+def _last_resort(provider, nbytes: int, db_path: str | None):
+    """Something failed before an event existed: record that a payload arrived anyway (a
+    content-free `unknown` event with capture_gap adapter_error), in the database or spool."""
+    from . import ADAPTER_VERSION, clock, ids, location, spool
+    path = db_path or location.resolve(None)
+    dev = _peek_device(path) or _fallback_device()
+    now = clock.now_us()
+    name = provider if isinstance(provider, str) and provider else "unknown"
+    slug = "".join(c if c.isalnum() else "_" for c in name.lower())[:64] or "unknown"
+    env = {"event_id": ids.uuid7(), "schema_version": 1, "device_id": dev, "source_seq": 0, "hlc": 0,
+           "observed_at": now, "captured_at": now, "provider": slug, "adapter_version": ADAPTER_VERSION,
+           "capture_mode": "metadata_only", "provider_event_name": "unknown", "kind": "unknown",
+           "project": ids.project_identity("/", None, dev), "session_id": ids.session_id(slug, "unknown"),
+           "provider_session_id": "unknown", "agent": {},
+           "attrs": {"capture_gap": "adapter_error", "x_attemptdb_payload_bytes": nbytes}}
+    try:
+        from .store import Store
+        st = Store.open(path, create=True, busy_timeout_s=CAPTURE_BUSY_S)
+        st.append([env])
+        return
+    except Exception:
+        pass
+    spool.put(path, env)
 
 
 def _project(cwd: str | None, opts: dict, device_id: str) -> tuple[dict, str]:
@@ -167,20 +190,27 @@ def _fallback_device() -> str:
     return dev
 
 
+_seen = {"bytes": 0, "db": None}
+
+
 def run(argv) -> int:
     args = _parse(argv)
     opts = args.opts
     from . import clock, ids, location
     from .adapters import Context, build_event, capture_mode as parse_mode, parse_payload, registry
     data, truncated = _read_stdin()
+    _seen["bytes"] = len(data)
     payload, gap = parse_payload(data, truncated)
     provider = args.provider or ""
     db_path = location.resolve(opts.get("db"))
+    _seen["db"] = db_path
     store = None
     mode_override = parse_mode(opts["capture_mode"]) if opts.get("capture_mode") else None
     if opts.get("capture_mode") and mode_override is None:
         mode_override = "metadata_only"  # an invalid mode fails closed
     device = opts.get("device_id")
+    if device is not None and not ids.is_uuid(ids.bare(device)):
+        device = None  # a malformed override must not cost the event: use the database's
     store_error = None
     if not args.dry_run:
         try:
@@ -282,6 +312,11 @@ def main(argv) -> int:
         if isinstance(e, KeyboardInterrupt):
             return 0
         _log(f"provider={provider} err=internal:{type(e).__name__}")
+        if not dry:
+            try:
+                _last_resort(provider, _seen["bytes"], _seen["db"])
+            except Exception as e2:
+                _log(f"provider={provider} err=lost:{type(e2).__name__}")
     if is_gemini and not dry:
         try:
             sys.stdout.buffer.write(GEMINI_ACK)
