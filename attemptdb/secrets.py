@@ -619,12 +619,14 @@ def _redact_json(v, counter: list, memo: dict):
         counter[0] += n
         return out
     if isinstance(v, list):
+        before = counter[0]
         items = []
         for x in v:
             items.append(x if isinstance(x, (int, float, bool, type(None)))
                          else _redact_json(x, counter, memo))
-        return items
+        return v if counter[0] == before else items
     if isinstance(v, dict):
+        before = counter[0]
         members = {}
         for k, x in v.items():
             if isinstance(x, str) and isinstance(k, str) and (is_secret_name(k) or
@@ -634,12 +636,13 @@ def _redact_json(v, counter: list, memo: dict):
                 members[k] = x
             else:
                 members[k] = _redact_json(x, counter, memo)
-        return members
+        return v if counter[0] == before else members
     return v
 
 
 def redact_value(v, counter: list | None = None, memo: dict | None = None):
-    """A copy of a JSON value with every string redacted; members whose name says secret
+    """A JSON value with every string redacted — the value itself (the same object) when
+    nothing was, so callers can keep its serialised text — where members whose name says secret
     (`{"password": "hunter2"}`) lose their whole literal value, `authorization` members their
     credential. `counter[0]` accumulates the number of spans replaced; pass the same `memo`
     dict to several calls to scan a long string that occurs in several places only once."""

@@ -1,0 +1,78 @@
+"""`attempt bench`: the performance harness (figures as medians and ratios against a baseline
+measured in the same run). Thin layer over attemptdb.bench and attemptdb.bench_query."""
+
+import click
+
+from .common import echo_json, json_option
+
+
+def _show(result: dict, as_json: bool):
+    if as_json:
+        echo_json(result)
+        return
+    for k, v in result.items():
+        if isinstance(v, list):
+            click.echo(f"{k}:")
+            for item in v:
+                click.echo("  " + ", ".join(f"{a}={b}" for a, b in item.items()))
+        else:
+            click.echo(f"{k:<22}{v}")
+
+
+@click.group("bench")
+def bench_group():
+    """Measure capture, ingest, verify and query speed (medians; ratios against a baseline
+    measured in the same run, because these machines are noisy)."""
+
+
+@bench_group.command("ingest")
+@click.option("--events", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Synthetic events to import.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Runs of each side; medians are reported.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Generator seed.")
+@json_option
+def bench_ingest(events, repeat, seed, as_json):
+    """`attempt import` of a synthetic stream into a fresh file vs a plain INSERT of the same
+    rows into a bare table (events_per_s, baseline_rows_per_s, ratio)."""
+    from .. import bench
+    _show(bench.ingest(events, seed=seed, repeat=repeat), as_json)
+
+
+@bench_group.command("verify")
+@click.option("--events", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="Synthetic events to build and verify.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--file", "db", type=click.Path(exists=True, dir_okay=False),
+              help="Verify this existing database instead of a synthetic one.")
+@json_option
+def bench_verify(events, repeat, db, as_json):
+    """Full chain verification rate (events, events_per_s)."""
+    from .. import bench
+    _show(bench.verify_rate(events, repeat=repeat, db=db), as_json)
+
+
+@bench_group.command("capture")
+@click.option("--runs", type=click.IntRange(min=2), default=60, show_default=True,
+              help="Captures (each a fresh process), interleaved with `python -c pass`.")
+@json_option
+def bench_capture(runs, as_json):
+    """The installed `attempt capture` on a realistic 2-4 KB payload vs `python -c pass`
+    (capture_p50_ms, capture_p95_ms, python_p50_ms, ratio_p50)."""
+    from .. import bench
+    _show(bench.capture(runs), as_json)
+
+
+@bench_group.command("query")
+@click.option("--events", type=click.IntRange(min=1), default=1_450_000, show_default=True,
+              help="Size of the synthetic history (the original's workload shape).")
+@click.option("--reuse", type=click.Path(dir_okay=False),
+              help="Keep the built history in FILE and reuse it when it exists.")
+@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Fresh processes per statement; medians are reported.")
+@json_option
+def bench_query(events, reuse, runs, as_json):
+    """Each benchmark statement as a fresh process vs `attempt --version` (wall_ms, ratio,
+    peak_rss_mb)."""
+    from .. import bench_query as bq
+    _show(bq.run(events=events, reuse=reuse, runs=runs), as_json)
