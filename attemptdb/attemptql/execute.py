@@ -211,7 +211,7 @@ def classify(text: str) -> str:
         return "sql"
     if w == "EXPLAIN":
         w2, _ = _word(text, _skip_ws(text, j))
-        return "sql" if w2 in ("SELECT", "WITH", "VALUES", "QUERY", "PRAGMA") else "attemptql"
+        return "attemptql" if w2 in AQL_VERBS else "sql"
     if w in ("DESCRIBE", "DESC"):
         return "describe"
     if w == "SHOW":

@@ -724,7 +724,7 @@ class ASTBuilder(NodeVisitor):
         return ("is", "IS NOT" if _present(node.children[1]) else "IS", ch[3])
 
     def visit_sql_in(self, node, ch):
-        return ("in", _present(node.children[0]), tuple(ch[4]))
+        return ("in", _present(node.children[0]), tuple(ch[5]))
 
     def visit_sql_list(self, node, ch):
         items = [ch[0]]

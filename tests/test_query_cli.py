@@ -1,0 +1,110 @@
+"""`attempt query`, `why`, `trace`, `handoffs`, `status`, `schema` as a user runs them."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from conftest import run_attempt
+from test_attemptql_scenario import A1, A2, A3, S1, S2, S3, build  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def scen(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("cli") / "scenario.db")
+    build(path)
+    return path
+
+
+def attempt(args, db, **kw):
+    p = run_attempt(list(args) + ["--db", db], **kw)
+    assert b"Traceback" not in p.stderr, p.stderr.decode()
+    return p
+
+
+def test_query_table_collapses_evidence_to_counts(scen, home):
+    p = attempt(["query", "SHOW FAILED ATTEMPTS"], scen)
+    assert p.returncode == 0, p.stderr.decode()
+    out = p.stdout.decode()
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["attempt_id", "outcome", "failure_class"]
+    assert "1 event" in out and "ev_" not in out
+    assert "(2 rows)" in out and "note: 1 retracted row(s) hidden" in out
+    p = attempt(["query", "SHOW FAILED ATTEMPTS", "--evidence"], scen)
+    assert "ev_" in p.stdout.decode()
+
+
+def test_query_json_prints_rows_as_objects(scen, home):
+    p = attempt(["query", "SHOW EVIDENCE FOR " + A1, "--json"], scen)
+    rows = json.loads(p.stdout)
+    assert [r["kind"] for r in rows] == ["prompt_submitted", "tool_call_failed"]
+    assert rows[0]["evidence"] == [rows[0]["event_id"]]
+    assert rows[0]["uncertainty"]["reason"] == "deterministic"
+    p = attempt(["query", "SELECT count(*) AS n FROM attempts", "--json"], scen)
+    assert json.loads(p.stdout) == [{"n": 8}]
+
+
+def test_query_csv(scen, home):
+    p = attempt(["query", "SHOW HANDOFFS", "--csv"], scen)
+    rows = list(csv.reader(io.StringIO(p.stdout.decode())))
+    assert rows[0][:2] == ["from_session", "to_session"] and rows[1][0] == S3
+    assert json.loads(rows[1][rows[0].index("uncertainty")])["reason"] == "heuristic"
+
+
+def test_query_explain_flag(scen, home):
+    p = attempt(["query", "SHOW FAILED ATTEMPTS", "--explain"], scen)
+    out = p.stdout.decode()
+    assert p.returncode == 0 and "sql" in out and "plan" in out and "indexes" in out
+
+
+def test_query_errors_are_rendered_with_code_and_caret(scen, home):
+    p = attempt(["query", "WHAT IS project 'acme/widget' NOW"], scen)
+    assert p.returncode == 2
+    err = p.stderr.decode().splitlines()
+    assert err[0] == "error[AQL0102]: expected DOING after subject"
+    assert err[1] == "  --> query:1:31"
+    assert err[4].endswith("^^^ expected 'DOING'")
+
+
+def test_why_trace_handoffs(scen, home):
+    p = attempt(["why", A3, "--json"], scen)
+    rows = json.loads(p.stdout)
+    assert rows[0]["subject_id"] == A3 and rows[0]["edge_type"] == "failed"
+    p = attempt(["why", S2[:12]], scen)
+    assert p.returncode == 0 and "blocked" in p.stdout.decode()
+    p = attempt(["why", "--project", "acme/widget", "--json"], scen)
+    rows = json.loads(p.stdout)  # the scenario lies in the past: nothing is open now
+    assert [r["uncertainty"]["reason"] for r in rows] == ["insufficient_evidence"]
+    assert "last event was observed at" in rows[0]["claim"]
+    p = attempt(["trace", A2, "--depth", "1", "--json"], scen)
+    rows = json.loads(p.stdout)
+    assert rows[0]["from_id"] == A1 and rows[-1]["uncertainty"]["reason"] == "depth_limit"
+    p = attempt(["handoffs", "--json"], scen)
+    assert json.loads(p.stdout)[0]["to_session"] == S1
+    p = attempt(["handoffs", "--between", "codex", "cursor"], scen)
+    assert p.returncode == 0 and "no handoffs detected" in p.stdout.decode()
+    p = attempt(["handoffs", "--project", "nowhere"], scen)
+    assert p.returncode == 2 and b"AQL0303" in p.stderr
+
+
+def test_status(scen, home):
+    p = attempt(["status", "--json"], scen)
+    rep = json.loads(p.stdout)
+    assert rep["events"] == 13 and rep["sessions"] == 4
+    assert {x["provider"] for x in rep["providers"]} == {"claude_code", "codex", "cursor", "gemini_cli"}
+    p = attempt(["status", "--project", "other", "--json"], scen)
+    assert json.loads(p.stdout)["sessions"] == 1
+    p = attempt(["status"], scen)
+    assert p.returncode == 0 and "capture mode" in p.stdout.decode()
+
+
+def test_missing_database_is_a_coded_error(home, tmp_path):
+    p = run_attempt(["query", "SHOW SESSIONS", "--db", str(tmp_path / "nope.db")])
+    assert p.returncode == 2 and b"error[store.missing]" in p.stderr
+
+
+def test_every_command_has_help(home):
+    for cmd in ("query", "why", "trace", "handoffs", "status", "schema"):
+        p = run_attempt([cmd, "--help"])
+        assert p.returncode == 0 and b"Usage:" in p.stdout, cmd
