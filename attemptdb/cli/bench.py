@@ -42,7 +42,8 @@ def bench_ingest(events, repeat, seed, as_json):
 @bench_group.command("verify")
 @click.option("--events", type=click.IntRange(min=1), default=100_000, show_default=True,
               help="Synthetic events to build and verify.")
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Verifications; the median is reported.")
 @click.option("--file", "db", type=click.Path(exists=True, dir_okay=False),
               help="Verify this existing database instead of a synthetic one.")
 @json_option

@@ -1,0 +1,124 @@
+"""CLI conventions: --version, help text and --help on every command, --json where data is
+printed, NO_COLOR, exit statuses, and never a traceback."""
+
+import json
+import os
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from attemptdb import __version__
+from attemptdb.cli.main import COMMANDS, cli
+
+from conftest import run_attempt
+
+NO_JSON = {"capture", "schema"}  # capture prints nothing; schema has --format json
+
+
+def _leaves(group, prefix=()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        path = prefix + (name,)
+        yield path, cmd
+        if isinstance(cmd, click.Group):
+            yield from _leaves(cmd, path)
+
+
+ALL = list(_leaves(cli))
+
+
+def test_every_registered_command_loads():
+    loaded = {p[0] for p, _ in ALL}
+    assert loaded == set(COMMANDS), f"commands that fail to load: {set(COMMANDS) - loaded}"
+
+
+@pytest.mark.parametrize("path,cmd", ALL, ids=[" ".join(p) for p, _ in ALL])
+def test_every_command_has_help(path, cmd):
+    assert (cmd.help or "").strip(), f"`attempt {' '.join(path)}` has no help text"
+    for p in cmd.params:
+        if isinstance(p, click.Option) and not p.hidden:
+            assert (p.help or "").strip(), f"`attempt {' '.join(path)} {p.opts[0]}` has no help text"
+    r = CliRunner().invoke(cli, list(path) + ["--help"])
+    assert r.exit_code == 0, r.output
+    assert "Usage:" in r.output
+
+
+@pytest.mark.parametrize("path,cmd", [(p, c) for p, c in ALL if not isinstance(c, click.Group)],
+                         ids=[" ".join(p) for p, c in ALL if not isinstance(c, click.Group)])
+def test_data_commands_take_json(path, cmd):
+    if path[0] in NO_JSON:
+        return
+    names = {o for p in cmd.params for o in getattr(p, "opts", [])}
+    assert "--json" in names, f"`attempt {' '.join(path)}` prints data but has no --json"
+
+
+def test_version_and_capture_help(home):
+    r = run_attempt(["--version"])
+    assert r.returncode == 0 and r.stdout.decode().strip() == f"attempt {__version__}"
+    r = run_attempt(["capture", "--help"])
+    assert r.returncode == 0 and b"--dry-run" in r.stdout
+
+
+def test_missing_database_is_a_coded_error_not_a_traceback(tmp_path, home):
+    r = run_attempt(["events", "--db", str(tmp_path / "none.db")])
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert err.startswith("error[store.missing]") and "Traceback" not in err
+    assert r.stdout == b""
+
+
+def test_bad_usage_exits_2(home):
+    r = run_attempt(["events", "--since", "yesterday-ish"])
+    assert r.returncode == 2 and b"Traceback" not in r.stderr
+    r = run_attempt(["no-such-command"])
+    assert r.returncode == 2
+
+
+def test_unexpected_errors_print_one_line_and_a_report(tmp_path, home, monkeypatch):
+    # a database file that is really a directory: apsw raises something we do not map
+    bad = tmp_path / "dir.db"
+    bad.mkdir()
+    r = run_attempt(["verify", "--db", str(bad)])
+    err = r.stderr.decode()
+    assert r.returncode in (1, 2) and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    if "error[internal]" in err:
+        report = err.split("full report: ")[1].rstrip(")\n")
+        assert os.path.exists(report)
+
+
+def test_no_color_and_non_tty_output_has_no_escape_codes(tmp_path, home):
+    db = str(tmp_path / "a.db")
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    r = run_attempt(["verify", "--db", db], env={"NO_COLOR": "1"})
+    assert r.returncode == 0 and b"\x1b[" not in r.stdout
+    assert r.stdout.decode().startswith("ok: 0 events")
+
+
+def test_init_json_and_keys(tmp_path, home):
+    db = str(tmp_path / "a.db")
+    r = run_attempt(["init", "--db", db, "--capture-mode", "metadata", "--json"])
+    info = json.loads(r.stdout)
+    assert info["created"] and info["capture_mode"] == "metadata_only"
+    assert info["device_id"].startswith("dev_") and info["key_id"].startswith("id_")
+    show = json.loads(run_attempt(["keys", "show", "--db", db, "--json"]).stdout)
+    assert show["key_id"] == info["key_id"] and show["algorithm"] == "Ed25519"
+    key_file = show["path"]
+    assert os.stat(key_file).st_mode & 0o077 == 0
+    assert run_attempt(["init", "--db", db, "--capture-mode", "bogus"]).returncode == 2
+
+
+def test_init_local_is_found_by_walking_up(tmp_path, home):
+    proj = tmp_path / "proj"
+    (proj / "sub" / "deeper").mkdir(parents=True)
+    r = run_attempt(["init", "--local", "--json"], cwd=str(proj))
+    info = json.loads(r.stdout)
+    assert info["path"] == str(proj / ".attemptdb" / "attempt.db")
+    r = run_attempt(["verify", "--json"], cwd=str(proj / "sub" / "deeper"))
+    assert json.loads(r.stdout)["ok"]
+    # a group-writable .attemptdb is not trusted: the walk ignores it (and the default is used)
+    os.chmod(proj / ".attemptdb", 0o770)
+    from attemptdb import location
+    assert location.find_local(str(proj / "sub")) is None

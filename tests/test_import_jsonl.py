@@ -1,0 +1,122 @@
+"""`attempt import jsonl` and `attempt events --jsonl`: exact round trips, idempotence, batches."""
+
+import io
+import json
+
+import pytest
+
+from attemptdb import event, synth
+from attemptdb.errors import AttemptError
+from attemptdb.importers import jsonl
+from attemptdb.store import Store
+
+from conftest import run_attempt
+
+
+def _stream(n, seed=11):
+    return "".join(event.line(e) + "\n" for e in synth.generate(n, seed=seed)).encode()
+
+
+def _hashes(path):
+    st = Store.open(path, readonly=True)
+    out = [r[0] for r in st.conn.execute("SELECT event_hash FROM events ORDER BY seq")]
+    st.close()
+    return out
+
+
+def test_round_trip_through_the_cli_is_exact(tmp_path, home):
+    a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_stream(300))
+    assert run_attempt(["import", "jsonl", str(src), "--db", a]).returncode == 0
+    out1 = run_attempt(["events", "--jsonl", "--db", a])
+    assert out1.returncode == 0
+    exported = tmp_path / "out.jsonl"
+    exported.write_bytes(out1.stdout)
+    assert run_attempt(["import", "jsonl", str(exported), "--db", b]).returncode == 0
+    out2 = run_attempt(["events", "--jsonl", "--db", b])
+    assert out2.stdout == out1.stdout  # same envelopes, byte for byte
+    assert _hashes(a) == _hashes(b)  # same hashes, same chain
+    lines = out1.stdout.decode().splitlines()
+    assert len(lines) == 300
+    first = json.loads(lines[0])
+    assert first["source_seq"] == 1 and first["hlc"] > 0 and "ingested_at" in first
+
+
+def test_import_is_idempotent(tmp_path, home):
+    db = str(tmp_path / "a.db")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_stream(120))
+    r1 = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"])
+    r2 = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"])
+    assert json.loads(r1.stdout) == {"lines": 120, "accepted": 120, "duplicates": 0}
+    assert json.loads(r2.stdout) == {"lines": 120, "accepted": 0, "duplicates": 120}
+
+
+@pytest.mark.parametrize("bad,why", [
+    (b"{not json", "malformed JSON"),
+    (b'{"event_id": "x"}', "is required"),
+    (b"\xff\xfe\x00garbage", "not UTF-8"),
+    (b"[1, 2, 3]", "must be a JSON object"),
+])
+def test_bad_line_is_named_and_its_batch_is_not_half_written(tmp_path, home, bad, why):
+    db = str(tmp_path / "a.db")
+    good = _stream(25).splitlines()
+    data = b"\n".join(good[:12] + [bad] + good[12:]) + b"\n"
+    st = Store.open(db)
+    with pytest.raises(AttemptError) as e:
+        jsonl.import_stream(st, io.BytesIO(data), batch=10)
+    assert e.value.code == "import.bad_line"
+    assert "line 13" in e.value.message and why in e.value.message
+    assert st.count() == 10  # the first batch; nothing of lines 11-20
+    st.close()
+    r = run_attempt(["import", "jsonl", "-", "--db", str(tmp_path / "b.db")], input=data)
+    assert r.returncode == 2 and b"line 13" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_error_messages_never_echo_content(tmp_path, home):
+    secret = "CANARY_IMPORT_SECRET_9d1e"
+    env = next(synth.generate(1, seed=2))
+    env["kind"] = secret
+    st = Store.open(str(tmp_path / "a.db"))
+    with pytest.raises(AttemptError) as e:
+        jsonl.import_stream(st, io.BytesIO((json.dumps(env) + "\n").encode()))
+    assert secret not in str(e.value)
+
+
+def test_pipeline_and_single_process_store_the_same_envelopes(tmp_path, home):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_stream(2500, seed=5))
+    rows = []
+    for name, pipe in (("one.db", False), ("two.db", True)):
+        st = Store.open(str(tmp_path / name))
+        rep = jsonl.import_file(st, str(src), pipeline=pipe, batch=400)
+        assert rep.accepted == 2500
+        rows.append(st.conn.execute(
+            f"SELECT {', '.join(c for c in event.COLUMNS if c not in ('ingested_at', 'hlc'))} "
+            "FROM events ORDER BY seq").fetchall())
+        st.close()
+    assert rows[0] == rows[1]
+
+
+def test_pipeline_reports_a_bad_line_too(tmp_path, home):
+    good = _stream(30).splitlines()
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(good[:25] + [b"{oops"] + good[25:]) + b"\n")
+    st = Store.open(str(tmp_path / "a.db"))
+    with pytest.raises(AttemptError) as e:
+        jsonl.import_file(st, str(src), pipeline=True, batch=10)
+    assert "line 26" in e.value.message
+    assert st.count() == 20
+
+
+def test_metadata_only_database_clamps_imported_content(tmp_path, home):
+    db = str(tmp_path / "m.db")
+    Store.open(db, capture_mode="metadata_only").close()
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_stream(40))
+    assert run_attempt(["import", "jsonl", str(src), "--db", db]).returncode == 0
+    st = Store.open(db, readonly=True)
+    n = st.conn.execute("SELECT count(*) FROM events WHERE content_json IS NOT NULL OR raw_json IS NOT NULL "
+                        "OR capture_mode != 'metadata_only'").fetchone()[0]
+    assert n == 0

@@ -1,0 +1,169 @@
+"""The single-file store: creation, migrations, identity, append semantics, immutability."""
+
+import json
+import os
+import sqlite3
+
+import apsw
+import pytest
+
+from attemptdb import event, ids, store as store_mod, synth
+from attemptdb.errors import AttemptError
+from attemptdb.store import Store
+
+
+def _events(n, seed=7, **kw):
+    return list(synth.generate(n, seed=seed, **kw))
+
+
+def test_create_sets_wal_version_identity_and_private_mode(db):
+    st = Store.open(db)
+    assert st.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert st.user_version() == store_mod.migrations()[-1][0]
+    dev = st.device_id
+    assert ids.is_uuid(dev) and dev[14] == "7"  # UUIDv7
+    assert st.capture_mode == "local_semantic"
+    st.close()
+    assert os.stat(db).st_mode & 0o077 == 0
+    again = Store.open(db)
+    assert again.device_id == dev  # created once per file
+    again.close()
+
+
+def test_capture_mode_stored_and_unreadable_fails_closed(db):
+    st = Store.open(db, capture_mode="metadata_only")
+    assert st.capture_mode == "metadata_only"
+    st.set_meta("capture_mode", "everything please")
+    assert st.capture_mode == "metadata_only"
+    st.close()
+
+
+def test_newer_schema_is_refused(db):
+    st = Store.open(db)
+    st.conn.execute("PRAGMA user_version = 999")
+    st.close()
+    with pytest.raises(AttemptError) as e:
+        Store.open(db)
+    assert e.value.code == "store.newer_schema"
+    with pytest.raises(AttemptError):
+        Store.open(db, readonly=True)
+
+
+def test_missing_and_garbage_files_are_coded_errors(tmp_path):
+    with pytest.raises(AttemptError) as e:
+        Store.open(str(tmp_path / "nope.db"), create=False)
+    assert e.value.code == "store.missing"
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(AttemptError) as e:
+        Store.open(str(junk))
+    assert e.value.code == "store.not_a_database"
+
+
+def test_migrations_are_idempotent_and_race_free(db):
+    a = Store.open(db)
+    b = Store.open(db)  # a second opener finds everything applied
+    assert a.user_version() == b.user_version()
+    assert a.device_id == b.device_id
+    n = a.conn.execute("SELECT count(*) FROM meta WHERE key = 'device_id'").fetchone()[0]
+    assert n == 1
+
+
+def test_append_assigns_clocks_hashes_and_dedups(db):
+    st = Store.open(db)
+    envs = _events(50, device_id=st.device_id)
+    res = st.append(envs)
+    assert len(res.accepted) == 50 and not res.duplicates
+    rows = st.conn.execute("SELECT seq, source_seq, hlc, ingested_at FROM events ORDER BY seq").fetchall()
+    assert [r[0] for r in rows] == list(range(1, 51))
+    assert [r[1] for r in rows] == list(range(1, 51))
+    hlcs = [r[2] for r in rows]
+    assert hlcs == sorted(hlcs) and len(set(hlcs)) == 50
+    assert all(r[3].endswith("Z") and len(r[3]) == 27 for r in rows)
+    again = st.append(envs[:10] + envs[:10])
+    assert not again.accepted and len(again.duplicates) == 20
+    assert st.count() == 50
+    # within one batch, the second copy of an id is the duplicate
+    fresh = _events(3, seed=99, device_id=st.device_id)
+    res = st.append([fresh[0], fresh[1], fresh[0], fresh[2]])
+    assert res.accepted == [fresh[0]["event_id"], fresh[1]["event_id"], fresh[2]["event_id"]]
+    assert res.duplicates == [fresh[0]["event_id"]]
+
+
+def test_given_clocks_are_kept_and_own_sequence_continues(db):
+    st = Store.open(db)
+    other = ids.derive("dev_", "other-machine")
+    envs = _events(5, seed=3, device_id=other)
+    for i, e in enumerate(envs):
+        e["source_seq"], e["hlc"], e["ingested_at"] = 100 + i, (1_787_904_000_000 << 16) + i, e["captured_at"]
+    st.append(envs)
+    got = st.conn.execute("SELECT source_seq FROM events ORDER BY seq").fetchall()
+    assert [g[0] for g in got] == [100, 101, 102, 103, 104]
+    mine = _events(2, seed=4, device_id=st.device_id)
+    st.append(mine)
+    own = st.conn.execute("SELECT source_seq, hlc FROM events WHERE device_id = ? ORDER BY seq",
+                          ("dev_" + st.device_id,)).fetchall()
+    assert [o[0] for o in own] == [1, 2]
+    assert own[0][1] > (1_787_904_000_000 << 16) + 4  # the clock observed the imported ones
+
+
+def test_events_are_immutable_except_retracted_going_up(db):
+    st = Store.open(db)
+    st.append(_events(3, device_id=st.device_id))
+    for sql in ("UPDATE events SET kind = 'unknown' WHERE seq = 1",
+                "UPDATE events SET attrs_json = '{}' WHERE seq = 2",
+                "DELETE FROM events WHERE seq = 3",
+                "UPDATE events SET retracted = 2 WHERE seq = 1"):
+        with pytest.raises(apsw.ConstraintError):
+            st.conn.execute(sql)
+    assert st.count() == 3
+    # the same holds for the plain sqlite3 module (not only apsw)
+    st.close()
+    con = sqlite3.connect(db)
+    with pytest.raises(sqlite3.IntegrityError):
+        con.execute("DELETE FROM events")
+    con.close()
+
+
+def test_unknown_top_level_x_fields_survive(db):
+    st = Store.open(db)
+    env = _events(1, device_id=st.device_id)[0]
+    env["x_acme_trace"] = {"span": [1, 2, {"deep": "é"}]}
+    env["x_b"] = "second"
+    st.append([env])
+    row = st.conn.execute(f"SELECT {', '.join(event.COLUMNS)} FROM events").fetchone()
+    back = json.loads(event.line_from_row(row))
+    assert back["x_acme_trace"] == env["x_acme_trace"] and back["x_b"] == "second"
+    assert list(back)[-2:] == ["x_acme_trace", "x_b"]
+
+
+def test_unstorable_envelopes_are_refused_whole(db):
+    st = Store.open(db)
+    good, bad = _events(2, device_id=st.device_id)
+    bad["observed_at"] = 10 ** 20  # far beyond year 9999
+    with pytest.raises(event.EventError):
+        st.append([good, bad])
+    assert st.count() == 0  # nothing of the batch was written
+
+
+def test_readonly_connection_cannot_write(db):
+    Store.open(db).close()
+    ro = Store.open(db, readonly=True)
+    with pytest.raises(apsw.ReadOnlyError):
+        ro.conn.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
+
+
+def test_row_line_and_prepared_agree_on_awkward_text(db):
+    st = Store.open(db)
+    env = _events(1, device_id=st.device_id)[0]
+    weird = 'q"\\\n\t\x00\x1f\x7f\u2028\u2029 é 😀 </script>'
+    env["provider_session_id"] = weird
+    env["session_id"] = ids.session_id(env["provider"], weird)
+    env["project"] = dict(env["project"], root="/tmp/" + weird, name=weird)
+    env["attrs"] = {"hook_event_name": weird[:3]}
+    env["content"] = {"prompt": weird}
+    st.append([env])
+    row = st.conn.execute(f"SELECT {', '.join(event.COLUMNS)}, event_hash FROM events").fetchone()
+    line = event.line_from_row(row[:-1])
+    assert store_mod.hash_line(line) == row[-1]
+    assert json.loads(line)["provider_session_id"] == weird
