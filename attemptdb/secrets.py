@@ -609,13 +609,10 @@ def _redact_json(v, counter: list, memo: dict):
     if isinstance(v, str):
         if len(v) < 7:
             return v
-        if len(v) > 256:  # tool output is often stored twice (content and raw): scan it once
-            hit = memo.get(v)
-            if hit is None:
-                hit = memo[v] = redact(v)
-            out, n = hit
-        else:
-            out, n = redact(v)
+        hit = memo.get(v)  # content and raw carry the same strings: scan each text once
+        if hit is None:
+            hit = memo[v] = redact(v)
+        out, n = hit
         counter[0] += n
         return out
     if isinstance(v, list):
