@@ -257,32 +257,28 @@ def _time(flag, text):
 
 
 def scope_where(conn, session, project, since, until, table="events", time_col="observed_at"):
-    """(SQL condition, params) for the scope flags."""
+    """(SQL condition, params) for the scope flags (ids, names and times resolved the way
+    AttemptQL resolves them)."""
+    from ..attemptql.errors import AQLError
+    from ..attemptql import resolve
     conds, params = [], []
-    if session:
-        from ..attemptql.errors import AQLError
-        from ..attemptql.resolve import resolve_id
-        try:
-            sid, _ = resolve_id(conn, "session", session, live=False)
-        except AQLError as e:
-            raise AttemptError("scope.session", e.message) from None
-        conds.append(f"{table}.session_id = ?")
-        params.append(sid)
-    if project:
-        if project.startswith("prj_"):
-            conds.append(f"{table}.project_id = ?")
-            params.append(project)
-        else:
-            p = project if "/" in project and not os.path.isdir(project) else None
-            if p is None:
-                from .. import gitinfo
-                info = gitinfo.git_info(os.path.abspath(project))
-                pid = ids.project_identity(info.root or os.path.abspath(project), info.remote, "x")["project_id"]
-                conds.append(f"({table}.project_id = ? OR {table}.project_root = ?)")
-                params += ["prj_" + pid if info.remote else "", (info.root or os.path.abspath(project)).replace("\\", "/")]
+    try:
+        if session:
+            sid, _ = resolve.resolve_id(conn, "session", session, live=False)
+            conds.append(f"{table}.session_id = ?")
+            params.append(sid)
+        if project:
+            if os.path.isdir(project):
+                found = resolve.project_of_directory(conn, project)
+                if found is None:
+                    raise AttemptError("scope.project", f"no sessions recorded for the repository at {project}")
+                pids = [found[0]]
             else:
-                conds.append(f"{table}.project_name = ?")
-                params.append(p)
+                pids = [pid for pid, _ in resolve.resolve_project(conn, project)]
+            conds.append(f"{table}.project_id IN ({','.join('?' * len(pids))})")
+            params += pids
+    except AQLError as e:
+        raise AttemptError("scope.unresolved", e.message) from None
     if since:
         conds.append(f"{table}.{time_col} >= ?")
         params.append(clock.iso(_time("--since", since)))
