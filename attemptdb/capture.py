@@ -101,6 +101,22 @@ def _log(message: str):
         pass
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _why(e: BaseException) -> str:
+    """`ErrorType@module.py:line` of the innermost frame of ours that the exception passed
+    through: enough to diagnose from the hook log, never the message (it may quote content)."""
+    where = None
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name.startswith(_PACKAGE_DIR):
+            where = f"{name[len(_PACKAGE_DIR) + 1:]}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return f"{type(e).__name__}@{where}" if where else type(e).__name__
+
+
 def _last_resort(provider, nbytes: int, db_path: str | None):
     """Something failed before an event existed: record that a payload arrived anyway (a
     content-free `unknown` event with capture_gap adapter_error), in the database or spool."""
@@ -216,7 +232,7 @@ def run(argv) -> int:
         try:
             store = _open_store(db_path, mode_override)
         except Exception as e:  # locked, unwritable, corrupt, newer schema: spool instead
-            store_error = type(e).__name__
+            store_error = _why(e)
     if device is None:
         if store is not None:
             device = store.device_id
@@ -253,17 +269,17 @@ def run(argv) -> int:
         try:
             spool.drain(store, db_path)
         except Exception as e:
-            _log(f"provider={provider} err=spool_drain:{type(e).__name__}")
+            _log(f"provider={provider} err=spool_drain:{_why(e)}")
         try:
             store.append([env])
             return 0
         except Exception as e:
-            store_error = type(e).__name__
+            store_error = _why(e)
     try:
         spool.put(db_path, env)
         _log(f"provider={provider} spooled reason={store_error}")
     except Exception as e:
-        _log(f"provider={provider} err=lost:{type(e).__name__} after {store_error}")
+        _log(f"provider={provider} err=lost:{_why(e)} after {store_error}")
     return 0
 
 
@@ -311,12 +327,12 @@ def main(argv) -> int:
     except BaseException as e:  # the agent must never see us fail
         if isinstance(e, KeyboardInterrupt):
             return 0
-        _log(f"provider={provider} err=internal:{type(e).__name__}")
+        _log(f"provider={provider} err=internal:{_why(e)}")
         if not dry:
             try:
                 _last_resort(provider, _seen["bytes"], _seen["db"])
             except Exception as e2:
-                _log(f"provider={provider} err=lost:{type(e2).__name__}")
+                _log(f"provider={provider} err=lost:{_why(e2)}")
     if is_gemini and not dry:
         try:
             sys.stdout.buffer.write(GEMINI_ACK)

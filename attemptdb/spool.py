@@ -3,17 +3,23 @@
 
 Layout: `<database>.spool/` beside the database file (fallback:
 `$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/` when that cannot be written),
-one file per event named `<uuid7>.event` holding its canonical line after the ingestion
-contract (so a metadata_only capture spools no content either), written to a private temp file
-and renamed into place. `drain` appends spooled events in name (= time) order; an event
-already stored is a duplicate, never a second row; a file is removed only after its event is
-committed; a file that cannot be read as an event is moved aside to `quarantine/`, not deleted.
+one file per event named `<unix ns, 19 digits>-<uuid7>.event` holding its canonical line after
+the ingestion contract (so a metadata_only capture spools no content either), written to a
+private temp file and renamed into place. `drain` appends spooled events in name (= time)
+order; an event already stored is a duplicate, never a second row; a file is removed only after
+its event is committed; a file that cannot be read as an event, or whose event the store
+refuses, is moved aside to `quarantine/` (never deleted, never blocking the rest); a database
+error stops the drain and leaves every file for the next one.
 Only os and C modules: the hook path writes here.
 """
 
 import os
+import time
+
+import apsw
 
 from . import event, fastjson, ids
+from .errors import AttemptError
 
 SUFFIX = ".event"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -52,7 +58,8 @@ def put(db_path: str, env: dict) -> str:
     """Spool one canonical envelope; returns the file written. Raises OSError only when
     neither spool directory can be written."""
     data = (event.line(env) + "\n").encode("utf-8", "surrogatepass")
-    name = ids.uuid7() + SUFFIX
+    # a uuid7 alone orders only by millisecond; the ns prefix keeps one hook's events in order
+    name = f"{time.time_ns():019d}-{ids.uuid7()}{SUFFIX}"
     try:
         return _write_in(primary_dir(db_path), name, data)
     except OSError:
@@ -99,12 +106,29 @@ def _read(path: str):
     return env
 
 
+EVENT_REFUSED = (ValueError, TypeError, AttemptError)  # EventError and UnicodeError included
+"""What the store raises about one envelope itself: quarantine that one."""
+ROW_REFUSED = (apsw.ConstraintError, apsw.TooBigError, apsw.MismatchError)
+"""What SQLite may raise about one row (a trigger's abort, a size limit) — or about every row
+when the schema itself is wrong; told apart by whether any other event went in."""
+
+
+def _unlink(path: str):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
-    """Append every spooled event for this store; returns how many files were consumed."""
+    """Append every spooled event for this store; returns how many files were consumed
+    (stored, already stored, or quarantined). A database error (locked, read-only, …) is
+    raised with every unconsumed file left in place."""
     files = pending(db_path or store.path)[:limit]
     if not files:
         return 0
     good, paths = [], []
+    consumed = 0
     for path in files:
         try:
             env = _read(path)
@@ -112,14 +136,39 @@ def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
             continue
         except Exception:
             _quarantine(path)
+            consumed += 1
             continue
         good.append(env)
         paths.append(path)
-    if good:
+    if not good:
+        return consumed
+    try:
         store.append(good)
+    except EVENT_REFUSED + ROW_REFUSED:
+        return consumed + _one_by_one(store, good, paths)
     for path in paths:
+        _unlink(path)
+    return consumed + len(paths)
+
+
+def _one_by_one(store, envs, paths) -> int:
+    """The batch was refused: append each event alone so that one bad entry cannot hold back
+    the rest. Row errors are the event's fault only if some other event went in; when every
+    event fails that way the database is at fault and every file stays for later."""
+    stored, row_refused = 0, []
+    for env, path in zip(envs, paths):
         try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+            store.append([env])
+        except EVENT_REFUSED:
+            _quarantine(path)
+            continue
+        except ROW_REFUSED as e:
+            row_refused.append((path, e))
+            continue
+        _unlink(path)
+        stored += 1
+    if row_refused and stored == 0:
+        raise row_refused[0][1]
+    for path, _e in row_refused:
+        _quarantine(path)
     return len(paths)
