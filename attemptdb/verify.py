@@ -1,17 +1,23 @@
 """`attempt verify`: recompute every event hash and chain link, check every checkpoint, offline.
 
 Invariants: reads only (a read-only connection is enough); names the FIRST problem by sequence
-and event id; detects a row edited in any hashed column, deleted, inserted, reordered, the tail
-truncated below a checkpoint (in the file or the copy beside the key), a chain rewritten by
-someone without the key, and missing immutability triggers or a schema newer than the code.
+and event id; detects a row edited in any stored column but `retracted` (hashed columns by the
+event hash; the path columns derived from the hashed paths by recomputing them; the unused
+`content_ref`/`raw_ref` must stay NULL), deleted, inserted, reordered, the tail truncated below
+a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
+key (named by the first checkpoint it breaks), and missing immutability triggers or a schema
+newer than the code. Without any checkpoint a consistent rewrite cannot be seen: a note says so.
 """
 
 import os
 
-from . import checkpoint, clock, event, keys, store as store_mod
+from . import checkpoint, clock, event, fastjson, ids, keys, store as store_mod
 
-_SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, event_hash, chain_hash FROM events "
-                 "WHERE seq >= ? AND seq < ? ORDER BY seq")
+_NCOL = len(event.COLUMNS)
+_SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, content_ref, raw_ref, event_hash, chain_hash "
+                 "FROM events WHERE seq >= ? AND seq < ? ORDER BY seq")
+_I_LOGICAL, _I_RELATIVE, _I_PATHS, _I_OBJECTS = (event.COLUMNS.index(c) for c in (
+    "path_logical", "path_relative", "paths_json", "path_objects_json"))
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
 
@@ -55,9 +61,9 @@ def check_range(path: str, lo: int, hi: int) -> tuple[int, dict | None]:
 def _check_rows(conn, lo: int, hi: int) -> tuple[int, dict | None]:
     sha256 = store_mod.bulk_sha256()
     line_from_row = event.line_from_row
-    before = conn.execute("SELECT seq, chain_hash FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+    before = conn.execute("SELECT seq, chain_hash, event_id FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
                           (lo,)).fetchone()
-    prev_seq, prev = before if before else (0, store_mod.GENESIS)
+    prev_seq, prev, prev_eid = before if before else (0, store_mod.GENESIS, None)
     n = 0
     for r in conn.execute(_SELECT_RANGE, (lo, hi)):
         n += 1
@@ -67,17 +73,48 @@ def _check_rows(conn, lo: int, hi: int) -> tuple[int, dict | None]:
             return n, _problem("sequence_gap", f"row seq={seq} ({eid}) follows seq={prev_seq}: "
                                f"a row was {what} before it", seq, eid)
         try:
-            actual = sha256(line_from_row(r[1:-2]).encode("utf-8")).hexdigest()
+            actual = sha256(line_from_row(r[1:_NCOL + 1]).encode("utf-8")).hexdigest()
         except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError):
             actual = None  # a column no longer holds what the codec writes (type, prefix, time)
         if actual != ev_hash:
             return n, _problem("event_hash", f"row seq={seq} ({eid}) does not match its event_hash: "
                                "the row was edited", seq, eid)
-        if not isinstance(prev, str) or sha256(bytes.fromhex(prev) + bytes.fromhex(ev_hash)).hexdigest() != ch_hash:
-            return n, _problem("chain", f"row seq={seq} ({eid}) does not link to the row before it: "
-                               "rows were deleted, inserted or reordered", seq, eid)
-        prev_seq, prev = seq, ch_hash
+        if r[_I_OBJECTS + 1] is not None or r[_I_LOGICAL + 1] is not None or r[_I_RELATIVE + 1] is not None \
+                or r[_I_PATHS + 1] is not None or r[_NCOL + 1] is not None or r[_NCOL + 2] is not None:
+            if not _derived_ok(r):
+                return n, _problem("derived_column", f"row seq={seq} ({eid}) has path or reference columns "
+                                   "that do not follow from its hashed content: the row was edited", seq, eid)
+        try:
+            link = sha256(bytes.fromhex(prev) + bytes.fromhex(ev_hash)).hexdigest()
+        except (ValueError, TypeError):  # the row before holds no hex chain hash (edited)
+            link = None
+        if link is None or link != ch_hash:
+            return n, _problem("chain", f"row seq={seq} ({eid}) does not link to the row before it "
+                               f"(seq={prev_seq}, {prev_eid}): rows were deleted, inserted or reordered",
+                               seq, eid)
+        prev_seq, prev, prev_eid = seq, ch_hash, eid
     return n, None
+
+
+def _derived_ok(r) -> bool:
+    """The columns stored beside the hashed ones hold what the codec derives (event.Prepared):
+    the first path's logical / repo_relative text, the display list of every path, and NULL
+    content_ref / raw_ref (nothing writes them)."""
+    if r[_NCOL + 1] is not None or r[_NCOL + 2] is not None:
+        return False
+    objects = r[_I_OBJECTS + 1]
+    derived = (r[_I_LOGICAL + 1], r[_I_RELATIVE + 1], r[_I_PATHS + 1])
+    if objects is None:
+        return derived == (None, None, None)
+    try:
+        paths = fastjson.loads(objects)
+        first = paths[0]
+        if derived[0] != first["logical"] or derived[1] != first.get("repo_relative"):
+            return False
+        return isinstance(derived[2], str) and \
+            fastjson.loads(derived[2]) == [q.get("repo_relative", q["logical"]) for q in paths]
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
+        return False
 
 
 def _problem(kind, message, seq=None, event_id=None) -> dict:
@@ -121,28 +158,37 @@ def _trusted_key(st, rep: Report):
     return None
 
 
-def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, device: str):
+def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, device: str,
+              proven: int = 0) -> bool:
+    """Check one checkpoint; True when it holds. `proven`: the largest size an earlier
+    checkpoint already proved, so a mismatch is narrowed to the rows after it."""
     if key is None:
         rep.problem("checkpoint_unverifiable", f"checkpoint of size {cp.size} ({where}) cannot be "
                     "verified: no key for this device")
-        return
+        return False
     if cp.origin != checkpoint.ORIGIN_PREFIX + device:
         rep.problem("checkpoint_origin", f"checkpoint of size {cp.size} ({where}) is for another database")
-        return
+        return False
     if not checkpoint.check_signature(cp, key):
         rep.problem("checkpoint_signature", f"checkpoint of size {cp.size} ({where}) has a bad "
                     "signature: it was not made with this device's key")
-        return
+        return False
     n = rep.events
     if cp.size > n:
-        rep.problem("truncated", f"the chain has {n} rows but the checkpoint of {cp.time} ({where}) "
-                    f"covers {cp.size}: rows after seq={n} were removed or the file was rolled back",
-                    n + 1 if n else None)
-        return
-    row = st.conn.execute("SELECT chain_hash FROM events WHERE seq = ?", (cp.size,)).fetchone()
+        last = st.conn.execute("SELECT event_id FROM events WHERE seq = ?", (n,)).fetchone() if n else None
+        after = f" after row seq={n} ({last[0]})" if last else ""
+        rep.problem("truncated", f"rows seq={n + 1}..{cp.size} are missing{after}: the checkpoint of "
+                    f"{cp.time} ({where}) covers {cp.size} rows, the chain has {n}; the tail was removed "
+                    "or the file was rolled back", n + 1)
+        return False
+    row = st.conn.execute("SELECT chain_hash, event_id FROM events WHERE seq = ?", (cp.size,)).fetchone()
     if row is None or row[0] != cp.head:
-        rep.problem("checkpoint_mismatch", f"row seq={cp.size} does not end the chain the checkpoint "
-                    f"of {cp.time} ({where}) signed: history up to it was rewritten", cp.size)
+        eid = row[1] if row else None
+        span = f"between seq={proven + 1} and seq={cp.size}" if proven else f"up to seq={cp.size}"
+        rep.problem("checkpoint_mismatch", f"row seq={cp.size} ({eid}) does not end the chain the checkpoint "
+                    f"of {cp.time} ({where}) signed: history {span} was rewritten", cp.size, eid)
+        return False
+    return True
 
 
 def verify(st) -> Report:
@@ -161,8 +207,14 @@ def verify(st) -> Report:
             rep.problem("trigger_missing", f"immutability trigger {t} is missing: the events table "
                         "can be changed without an error")
     _chain(st, rep)
-    key = _trusted_key(st, rep)
     device = st.device_id
+    if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
+        rep.problem("identity", "the file's device identity (meta device_id) is missing or not a UUID: "
+                    "its checkpoints cannot be checked")
+        rep.problems.sort(key=lambda p: (p["seq"] is None, p["seq"] or 0))
+        return rep
+    key = _trusted_key(st, rep)
+    proven = 0
     for (note,) in c.execute("SELECT note FROM checkpoints ORDER BY size"):
         rep.checkpoints += 1
         try:
@@ -170,7 +222,8 @@ def verify(st) -> Report:
         except Exception:
             rep.problem("checkpoint_malformed", "a stored checkpoint is not a valid signed note")
             continue
-        _check_cp(cp, "in the file", key, st, rep, device)
+        if _check_cp(cp, "in the file", key, st, rep, device, proven):
+            proven = max(proven, cp.size)
     outside = checkpoint.read_outside(device)
     if outside is not None:
         try:
@@ -178,9 +231,12 @@ def verify(st) -> Report:
         except Exception:
             rep.problem("checkpoint_malformed", "the checkpoint kept beside the key is not a valid signed note")
         else:
-            _check_cp(cp, "kept beside the key", key, st, rep, device)
+            _check_cp(cp, "kept beside the key", key, st, rep, device, proven if proven < cp.size else 0)
     elif rep.checkpoints and keys.load(device) is not None:
         rep.problem("checkpoint_missing", "the file has checkpoints but the copy beside the key is missing")
+    if rep.events and not rep.checkpoints and outside is None:
+        rep.notes.append("no signed checkpoint yet: a consistent rewrite of the whole chain would not "
+                         "be detected (`attempt checkpoint` signs the head)")
     # report problems in chain order: the first bad row first
     rep.problems.sort(key=lambda p: (p["seq"] is None, p["seq"] or 0))
     return rep
