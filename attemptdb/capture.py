@@ -105,7 +105,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def _why(e: BaseException) -> str:
-    """`ErrorType@module.py:line` of the innermost frame of ours that the exception passed
+    """`ErrorType(module.py:line)` of the innermost frame of ours that the exception passed
     through: enough to diagnose from the hook log, never the message (it may quote content)."""
     where = None
     tb = e.__traceback__
@@ -114,7 +114,7 @@ def _why(e: BaseException) -> str:
         if name.startswith(_PACKAGE_DIR):
             where = f"{name[len(_PACKAGE_DIR) + 1:]}:{tb.tb_lineno}"
         tb = tb.tb_next
-    return f"{type(e).__name__}@{where}" if where else type(e).__name__
+    return f"{type(e).__name__}({where})" if where else type(e).__name__
 
 
 def _last_resort(provider, nbytes: int, db_path: str | None):
@@ -206,7 +206,10 @@ def _fallback_device() -> str:
     return dev
 
 
-_seen = {"bytes": 0, "db": None}
+_seen = {"bytes": 0, "db": None, "store": None}
+"""What the last capture in this process read and opened. Holding the open store here keeps
+its connection alive past `run`, so the launcher's `os._exit` leaves before the close-time
+WAL checkpoint (an fsync) instead of paying for it when `run`'s locals are freed."""
 
 
 def run(argv) -> int:
@@ -230,7 +233,7 @@ def run(argv) -> int:
     store_error = None
     if not args.dry_run:
         try:
-            store = _open_store(db_path, mode_override)
+            store = _seen["store"] = _open_store(db_path, mode_override)
         except Exception as e:  # locked, unwritable, corrupt, newer schema: spool instead
             store_error = _why(e)
     if device is None:
@@ -254,6 +257,8 @@ def run(argv) -> int:
         captured = int(captured) if captured is not None else clock.now_us()
     except ValueError:
         captured = clock.now_us()
+    if not clock.MIN_US <= captured <= clock.MAX_US:
+        captured = clock.now_us()  # the store could not hold it: the event must not pay for that
     cwd = _cwd(registry.provider_id(provider) or provider, payload) if isinstance(payload, dict) else _getcwd()
     project, _root = _project(cwd, opts, device)
     ctx = Context(device, mode, project, captured, hook_version=opts.get("hook_version") or _hook_version())

@@ -369,3 +369,26 @@ def test_capture_help_goes_to_stdout_and_stores_nothing(db):
     p = run_attempt(["capture", "--help"])
     assert p.returncode == 0 and p.stdout.startswith(b"Usage: attempt capture PROVIDER")
     assert not os.path.exists(db)
+
+
+def test_a_capture_leaves_its_commit_in_the_wal(db):
+    """The launcher leaves with os._exit so that no close-time checkpoint (an fsync) runs on
+    the hook path: the committed event stays in the WAL for the next writer to fold in."""
+    p = run_attempt(["init", "--db", db])
+    assert p.returncode == 0 and not os.path.exists(db + "-wal")  # a clean close folds the WAL
+    assert_silent(capture(db, "claude-code", PROMPT))
+    assert os.path.getsize(db + "-wal") > 0
+    assert len(stored(db)) == 1
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "253402300800000000", "-99999999999999999999"])
+def test_an_out_of_range_captured_at_never_costs_the_event(db, home, value):
+    """A --captured-at the store cannot hold (outside years 0001-9999) is replaced by the
+    capture time, like a malformed one: the event is stored, not spooled nor quarantined."""
+    assert_silent(capture(db, "claude-code", PROMPT))
+    assert_silent(capture(db, "claude-code", tool_payload(), "--captured-at", value))
+    rows = stored(db)
+    assert [r["kind"] for r in rows] == ["prompt_submitted", "tool_call_finished"]
+    assert rows[1]["captured_at"][:4] == rows[0]["captured_at"][:4]
+    assert spool_files(db, home) == []
+    verify_ok(db, 2)

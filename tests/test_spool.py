@@ -403,3 +403,22 @@ def test_concurrent_captures_drain_a_full_spool_exactly_once(db, home):
     assert {e["event_id"] for e in envs} <= {r["event_id"][len("ev_"):] for r in rows}
     assert spool_files(db, home) == []
     verify_ok(db, len(rows))
+
+
+def test_a_database_from_a_newer_attemptdb_is_never_written(db, home):
+    """A file whose schema is newer than this code is refused (fail closed): the capture
+    spools instead and leaves the file byte for byte as it was."""
+    assert_silent(capture(db, "claude-code", PROMPT))
+    conn = apsw.Connection(db)
+    conn.execute("PRAGMA user_version = 9999")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with open(db, "rb") as f:
+        before = f.read()
+    assert_silent(capture(db, "claude-code", tool_payload("toolu_spooled")))
+    assert len(spool_files(db, home)) == 1
+    with open(db, "rb") as f:
+        assert f.read() == before
+    p = run_attempt(["events", "--db", db])
+    assert p.returncode != 0 and b"store.newer_schema" in p.stderr and b"Traceback" not in p.stderr
+    assert len(spool_files(db, home)) == 1
