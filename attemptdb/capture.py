@@ -86,6 +86,14 @@ def _read_stdin() -> tuple[bytes, bool]:
     return data, False
 
 
+def _label(provider) -> str:
+    """The provider as the hook log names it: what the agent's config passed, reduced to
+    `[A-Za-z0-9_-]`, at most 64 characters, so a line is always one line."""
+    if not isinstance(provider, str) or not provider:
+        return "none"
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "?" for c in provider[:64])
+
+
 def _log(message: str):
     """One line in the hook log (never stdout, never content)."""
     try:
@@ -274,7 +282,7 @@ def run(argv) -> int:
         try:
             spool.drain(store, db_path)
         except Exception as e:
-            _log(f"provider={provider} err=spool_drain:{_why(e)}")
+            _log(f"provider={_label(provider)} err=spool_drain:{_why(e)}")
         try:
             store.append([env])
             return 0
@@ -282,9 +290,9 @@ def run(argv) -> int:
             store_error = _why(e)
     try:
         spool.put(db_path, env)
-        _log(f"provider={provider} spooled reason={store_error}")
+        _log(f"provider={_label(provider)} spooled reason={store_error}")
     except Exception as e:
-        _log(f"provider={provider} err=lost:{_why(e)} after {store_error}")
+        _log(f"provider={_label(provider)} err=lost:{_why(e)} after {store_error}")
     return 0
 
 
@@ -332,12 +340,12 @@ def main(argv) -> int:
     except BaseException as e:  # the agent must never see us fail
         if isinstance(e, KeyboardInterrupt):
             return 0
-        _log(f"provider={provider} err=internal:{_why(e)}")
+        _log(f"provider={_label(provider)} err=internal:{_why(e)}")
         if not dry:
             try:
                 _last_resort(provider, _seen["bytes"], _seen["db"])
             except Exception as e2:
-                _log(f"provider={provider} err=lost:{_why(e2)}")
+                _log(f"provider={_label(provider)} err=lost:{_why(e2)}")
     if is_gemini and not dry:
         try:
             sys.stdout.buffer.write(GEMINI_ACK)

@@ -392,3 +392,40 @@ def test_an_out_of_range_captured_at_never_costs_the_event(db, home, value):
     assert rows[1]["captured_at"][:4] == rows[0]["captured_at"][:4]
     assert spool_files(db, home) == []
     verify_ok(db, 2)
+
+
+FAULT_DRIVER = r"""
+import sys
+sys.path[:0] = [sys.argv[1]]
+from attemptdb import capture, privacy
+
+def broken(*a, **k):  # a fault injected after the payload was read, before an event exists
+    raise RuntimeError("CANARY_FAULT_3b1d secret detail")
+
+privacy.ingest = broken
+sys.exit(capture.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("provider, ack", [("claude-code", b""), ("gemini-cli", b'{"decision":"allow"}\n')])
+def test_an_internal_failure_still_records_a_content_free_gap_event(db, home, provider, ack):
+    data = as_bytes({"session_id": "s-fault", "hook_event_name": "UserPromptSubmit", "prompt": "CANARY_PROMPT_fault"})
+    p = subprocess.run([sys.executable, "-c", FAULT_DRIVER, ROOT, provider, "--db", db], input=data,
+                       capture_output=True, timeout=60)
+    assert_silent(p, stdout=ack)
+    (row,) = stored(db)
+    assert row["kind"] == "unknown" and row["attrs"]["capture_gap"] == "adapter_error"
+    assert row["attrs"]["x_attemptdb_payload_bytes"] == len(data)
+    assert row["content"] is None and row["raw"] is None and row["capture_mode"] == "metadata_only"
+    log = (home / ".local" / "state" / "attemptdb" / "hook.log").read_text()
+    assert "err=internal:RuntimeError(" in log
+    assert "CANARY" not in log and "secret detail" not in log
+    verify_ok(db, 1)
+
+
+def test_the_hook_log_is_one_line_per_problem_whatever_the_provider_name(db, home):
+    os.mkdir(db)  # every capture spools and logs why
+    assert_silent(capture(db, "evil\nprovider=claude-code err=forged", PROMPT))
+    lines = (home / ".local" / "state" / "attemptdb" / "hook.log").read_text().splitlines()
+    assert len(lines) == 1 and "spooled reason=CantOpenError(" in lines[0]
+    assert "\n" not in lines[0] and lines[0].count("provider=") == 1
