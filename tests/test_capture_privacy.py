@@ -86,17 +86,32 @@ def leaks(data: bytes, secrets) -> list:
     return out + [s for s in SENTINELS if s.encode() in data]
 
 
+LOCAL = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
+DOMAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-")
+
+
 def email_shaped(data: bytes) -> list:
-    """`local@domain`-shaped byte runs (binary page structure may hold a lone 0x40 byte)."""
-    ok = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-"
+    """`local@domain.tld`-shaped byte runs. (A bare 0x40 byte is everywhere in SQLite's page
+    and record headers, so "no @ at all" is checked on stored text values instead.)"""
     hits, i = [], data.find(b"@")
     while i != -1:
-        before, after = data[max(0, i - 2):i], data[i + 1:i + 4]
-        if len(before) == 2 and len(after) == 3 and all(c in ok for c in before) and \
-                all(c in ok for c in after) and b"." in data[i + 1:i + 64].split(b"\x00")[0]:
-            hits.append(data[max(0, i - 16):i + 16])
+        a = i
+        while a > 0 and data[a - 1] in LOCAL:
+            a -= 1
+        b = i + 1
+        while b < len(data) and data[b] in DOMAIN:
+            b += 1
+        labels = data[i + 1:b].split(b".")
+        if a < i and len(labels) >= 2 and all(labels[:2]):
+            hits.append(data[a:b])
         i = data.find(b"@", i + 1)
     return hits
+
+
+def test_the_email_detector_finds_emails_and_ignores_page_bytes():
+    assert email_shaped(b"\x00x canary.7f3a@example.invalid\x01") == [b"canary.7f3a@example.invalid"]
+    assert email_shaped(b'"a\\u0040b"') == [] and email_shaped(b"x@y.z") == [b"x@y.z"]
+    assert email_shaped(b"lay_requests@CREATE TABLE t (a.b)\x00\x02@ \x93r@\x07") == []
 
 
 def files_under(*roots):
