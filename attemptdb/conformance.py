@@ -4,8 +4,12 @@ Six checks, each a line of the report: Envelope, Identity, Temporal, Causality, 
 Extensions. Rules a stream cannot exercise (tool-call pairing, sequence gaps, order in a
 single-event stream) are notes, never failures.
 
-Invariants: reads any bytes without crashing (binary, truncated, huge lines); names problems by
-line number and rule, never by content; the verdict is COMPATIBLE exactly when no check failed.
+Invariants: reads any bytes without crashing (binary, truncated, huge lines: a line longer than
+MAX_LINE bytes is reported and skipped without being held in memory); names problems by line
+number and rule, never by content (a key is echoed only when it is a short plain identifier);
+the verdict is COMPATIBLE exactly when no check failed, and a stream without a single event
+fails Envelope. The report prints the seed-000 layout (header, six checks, verdict); notes
+follow the verdict, so a stream that exercises every rule prints exactly that layout.
 """
 
 from . import event, fastjson, ids, privacy
@@ -19,6 +23,10 @@ CHECKS = (
     ("Extensions", "attrs on the allowlist or x_-namespaced; values content-free"),
 )
 MAX_LISTED = 20
+MAX_LINE = 64 << 20  # bytes; a longer line is an Envelope problem, read past in chunks
+_CHUNK = 1 << 20
+_SAFE_KEY = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_SAFE_PATH = _SAFE_KEY | frozenset("$.[]")
 _SELF_SESSION_KINDS = ("correction", "retraction")  # carry the session they are about
 
 
@@ -30,7 +38,7 @@ class Report:
         self.counts = {name: 0 for name, _ in CHECKS}
         self.notes: list[str] = []
 
-    def fail(self, check: str, line: int, message: str):
+    def fail(self, check: str, line: int | None, message: str):
         self.counts[check] += 1
         if len(self.problems[check]) < MAX_LISTED:
             self.problems[check].append({"line": line, "message": message})
@@ -58,13 +66,32 @@ class Report:
             else:
                 first = self.problems[name][0]
                 more = f" (+{n - 1} more)" if n > 1 else ""
-                out.append(f"{name:<20}{color(chr(0x2717), False)}   line {first['line']}: {first['message']}{more}")
+                where = "" if first["line"] is None else f"line {first['line']}: "
+                out.append(f"{name:<20}{color(chr(0x2717), False)}   {where}{first['message']}{more}")
+        out.append("")
+        out.append("COMPATIBLE" if self.compatible else "NOT COMPATIBLE")
         if self.notes:
             out.append("")
             out.extend(f"note: {n}" for n in self.notes)
-        out.append("")
-        out.append("COMPATIBLE" if self.compatible else "NOT COMPATIBLE")
         return "\n".join(out)
+
+
+def _safe_key(k) -> bool:
+    return isinstance(k, str) and 0 < len(k) <= 64 and all(c in _SAFE_KEY for c in k)
+
+
+def _event_error(e: event.EventError) -> str:
+    """The validator's message with its JSON path, unless the path holds a key that is not a
+    short plain identifier (keys are input: they may hold text or terminal escapes)."""
+    path = e.path
+    if len(path) > 160 or not all(c in _SAFE_PATH for c in path):
+        cut = 0
+        while cut < len(path) and path[cut] in _SAFE_PATH and cut < 160:
+            cut += 1
+        head = path[:cut]
+        head = head[:max(head.rfind("."), head.rfind("["), 1)]
+        path = head + ".<key>"
+    return f"{path}: {e.message}"
 
 
 def _check_event(env: dict, line: int, rep: Report, devices: dict, spans: set,
@@ -105,7 +132,7 @@ def _check_event(env: dict, line: int, rep: Report, devices: dict, spans: set,
     for k in attrs:
         if not privacy.key_allowed(k):
             rep.fail("Extensions", line, f"attrs key '{k}' is neither allowlisted nor x_-namespaced"
-                     if k.isascii() and len(k) <= 64 else "an attrs key is neither allowlisted nor x_-namespaced")
+                     if _safe_key(k) else "an attrs key is neither allowlisted nor x_-namespaced")
             break
     else:
         _, drops = privacy.sanitise_attrs(attrs)
@@ -122,15 +149,39 @@ def _check_event(env: dict, line: int, rep: Report, devices: dict, spans: set,
             starts[key] = 1
 
 
-def check_stream(stream) -> Report:
-    """Run every rule over a binary stream of JSONL."""
+def _lines(stream, max_line: int):
+    """(line number, bytes or None when longer than max_line) for every line of a binary
+    stream; an over-long line is consumed in chunks, never held whole."""
+    lineno = 0
+    while True:
+        raw = stream.readline(max_line + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > max_line and not raw.endswith(b"\n"):
+            while True:
+                rest = stream.readline(_CHUNK)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield lineno, None
+            continue
+        yield lineno, raw
+
+
+def check_stream(stream, *, max_line: int | None = None) -> Report:
+    """Run every rule over a binary stream of JSONL (anything with `readline`)."""
     rep = Report()
     seen_ids: dict = {}
     devices: dict = {}
     spans: set = set()
     parents: list = []
     starts: dict = {}
-    for lineno, raw in enumerate(stream, 1):
+    limit = MAX_LINE if max_line is None else max_line
+    for lineno, raw in _lines(stream, limit):
+        if raw is None:
+            rep.lines += 1
+            rep.fail("Envelope", lineno, f"longer than {limit:,} bytes (not read)")
+            continue
         raw = raw.rstrip(b"\r\n")
         if not raw.strip():
             continue
@@ -148,7 +199,7 @@ def check_stream(stream) -> Report:
         try:
             event.validate(obj)
         except event.EventError as e:
-            rep.fail("Envelope", lineno, str(e))
+            rep.fail("Envelope", lineno, _event_error(e))
             continue
         rep.events += 1
         eid = obj["event_id"]
@@ -160,6 +211,8 @@ def check_stream(stream) -> Report:
     for line, parent in parents:
         if parent not in spans:
             rep.fail("Causality", line, "parent_span_id does not resolve to a span_id in the stream")
+    if rep.events == 0 and not rep.counts["Envelope"]:
+        rep.fail("Envelope", None, "the stream holds no event")
     _notes(rep, devices, starts, parents)
     return rep
 
