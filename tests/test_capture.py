@@ -1,11 +1,14 @@
 """`attempt capture` end to end (issue 3 §4): real `attempt` subprocesses fed on stdin, real
 database files, nothing mocked.
 
-Proves: a tool call captured twice (a hook registered twice) is one event while two identical
-prompts are two; 64 simultaneous captures on one fresh file all land, chained and numbered
-1..64; the hook path imports none of the heavy or slow modules (checked in an interpreter
-started with -S, so no site hook such as the editable-install finder imports `re` for us);
-`--dry-run` prints one envelope, stores nothing and honours every context flag.
+Proves: a tool call captured twice (a hook registered twice, one after the other or at the
+same moment) is one event while two identical prompts are two; 64 simultaneous captures on one
+fresh file all land, chained and numbered 1..64, and a capture waits out a short lock; the hook
+path imports none of the heavy or slow modules (checked in an interpreter started with -S, so
+no site hook such as the editable-install finder imports `re` for us); `--dry-run` prints one
+envelope, stores nothing and honours every context flag; a malformed or out-of-range flag never
+costs the event; an internal failure still leaves a content-free gap event; the hook log stays
+one line per problem; the committed event is left in the WAL (no close-time checkpoint).
 
 The helpers at the top are shared with tests/test_capture_*.py and tests/test_spool.py.
 """
@@ -108,7 +111,20 @@ def test_the_same_tool_call_captured_twice_is_one_event(db):
     # the start of the same call is another fact, not a duplicate of the completion
     assert_silent(capture(db, "claude-code", tool_payload(event="PreToolUse")))
     assert [r["kind"] for r in stored(db)] == ["tool_call_finished", "tool_call_started"]
-    verify_ok(db, 2)
+    # the twins may also arrive at the same moment
+    twin = as_bytes(tool_payload("toolu_twin"))
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ROOT))
+    procs = [subprocess.Popen(attempt_cmd() + ["capture", "claude-code", "--db", db], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(4)]
+    for p in procs:  # all four are running before any of them gets its payload
+        p.stdin.write(twin)
+        p.stdin.close()
+    assert [(p.wait(timeout=60), p.stdout.read(), p.stderr.read()) for p in procs] == [(0, b"", b"")] * 4
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert [r["tool_call_id"] for r in stored(db)] == ["toolu_capture_1", "toolu_capture_1", "toolu_twin"]
+    verify_ok(db, 3)
 
 
 def test_two_prompts_with_identical_text_are_two_events(db):
