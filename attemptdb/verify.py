@@ -96,25 +96,39 @@ def _check_rows(conn, lo: int, hi: int) -> tuple[int, dict | None]:
     return n, None
 
 
+_DERIVED: dict = {}
+
+
+def _derive_paths(objects: str):
+    """(path_logical, path_relative, paths_json) as event.Prepared derives them from the
+    hashed path objects; None when the text is not a list of path objects. Memoised: the
+    same files are touched again and again."""
+    got = _DERIVED.get(objects)
+    if got is None:
+        try:
+            paths = fastjson.loads(objects)
+            first = paths[0]
+            got = (first["logical"], first.get("repo_relative"),
+                   fastjson.dumps([q.get("repo_relative", q["logical"]) for q in paths]))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
+            got = False
+        if len(_DERIVED) > 8192:
+            _DERIVED.clear()
+        _DERIVED[objects] = got
+    return got or None
+
+
 def _derived_ok(r) -> bool:
     """The columns stored beside the hashed ones hold what the codec derives (event.Prepared):
-    the first path's logical / repo_relative text, the display list of every path, and NULL
-    content_ref / raw_ref (nothing writes them)."""
+    the first path's logical / repo_relative text, the display list of every path (the exact
+    text the codec writes), and NULL content_ref / raw_ref (nothing writes them)."""
     if r[_NCOL + 1] is not None or r[_NCOL + 2] is not None:
         return False
     objects = r[_I_OBJECTS + 1]
     derived = (r[_I_LOGICAL + 1], r[_I_RELATIVE + 1], r[_I_PATHS + 1])
     if objects is None:
         return derived == (None, None, None)
-    try:
-        paths = fastjson.loads(objects)
-        first = paths[0]
-        if derived[0] != first["logical"] or derived[1] != first.get("repo_relative"):
-            return False
-        return isinstance(derived[2], str) and \
-            fastjson.loads(derived[2]) == [q.get("repo_relative", q["logical"]) for q in paths]
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
-        return False
+    return isinstance(objects, str) and derived == _derive_paths(objects)
 
 
 def _problem(kind, message, seq=None, event_id=None) -> dict:

@@ -338,6 +338,13 @@ def test_tail_truncated_below_the_checkpoint(chain, capsys):
 
 
 @needs_shell
+def test_every_row_deleted(chain, capsys):
+    tamper(chain, "DELETE FROM events")
+    rep = expect_problem(chain, capsys, 1, kind="truncated")
+    assert "rows seq=1..120 are missing" in rep["problems"][0]["message"]
+
+
+@needs_shell
 def test_truncated_with_the_files_checkpoints_deleted_too(chain, capsys):
     tamper(chain, "DELETE FROM events WHERE seq > 100")
     tamper(chain, "DELETE FROM checkpoints", triggers=CP_TRIGGERS)
