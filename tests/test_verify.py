@@ -617,3 +617,33 @@ def test_parallel_ranges_report_the_first_problem_across_ranges(tmp_path, home, 
     build_large(db2, 3000)
     tamper(db2, "UPDATE events SET chain_hash = 'zz' WHERE seq = 1000")
     expect_problem(db2, capsys, 1000, eid_at(db2, 1000), kind="chain")
+
+
+# --- files verify cannot read ---------------------------------------------------------------------
+
+def test_not_a_database_missing_and_newer_files_are_coded_errors(tmp_path, home, capsys):
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(bytes(range(256)) * 16)
+    code, out, err = verify_cli(str(garbage), capsys)
+    assert code == 2 and out == "" and err.startswith("error[store.not_a_database]")
+    code, out, err = verify_cli(str(tmp_path / "missing.db"), capsys)
+    assert code == 2 and err.startswith("error[store.missing]")
+    assert not (tmp_path / "missing.db").exists()  # verify never creates a file
+
+
+@needs_shell
+def test_a_newer_schema_is_refused(chain, capsys):
+    shell(chain, "PRAGMA user_version = 999")
+    code, out, err = verify_cli(chain, capsys)
+    assert code == 1 and err.startswith("error[store.newer_schema]")
+
+
+@needs_shell
+@pytest.mark.xfail(strict=True, reason="cli/core.py events_cmd lets line_from_row's ValueError on a tampered "
+                   "row escape as error[internal] (exit 2) instead of a coded error naming the row")
+def test_exporting_a_tampered_row_is_a_coded_error(chain, capsys):
+    tamper(chain, "UPDATE events SET observed_at = 'garbage' WHERE seq = 3")
+    capsys.readouterr()
+    code = run(["events", "--jsonl", "--db", chain])
+    _, err = capsys.readouterr()
+    assert "error[internal]" not in err and "seq=3" in err and code == 1
