@@ -11,6 +11,18 @@ from attemptdb.attemptql.errors import CODES, RANGES, AQLError
 from attemptdb.attemptql.parse import parse
 
 
+@pytest.fixture(autouse=True, scope="module")
+def private_cache(tmp_path_factory):
+    """The grammar cache goes to a temporary directory, never the real ~/.cache."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 def err(text) -> AQLError:
     with pytest.raises(AQLError) as e:
         parse(text)
@@ -245,3 +257,48 @@ def test_fuzz_mutated_statements(base, data):
 def test_deeply_nested_where_is_refused_with_a_code():
     e = err("SHOW ATTEMPTS WHERE " + "(" * 400 + "1" + ")" * 400)
     assert e.code in ("AQL0208",) or e.code.startswith("AQL02")
+
+
+# --- the cached grammar parses exactly like a freshly built one ---------------------------
+
+BAD = ["WHAT IS project 'attemptdb' NOW", "SHOW ATTEMPTS FOO", "SHOW FAILED", "STATE project AT",
+       "SHOWW ATTEMPTS", "SHOW ATTEMPTS WHERE x IN (SELECT 1)", "TRACE att_01234567 CAUSES DEPTH",
+       "show attemptsx", "SHOW ATTEMPTS LIMIT 5 extra", "why session ses_01a04762 status"]
+
+
+def test_cached_grammar_is_equivalent_to_a_fresh_build(tmp_path, monkeypatch):
+    from attemptdb.attemptql import parse as P
+    import parsimonious
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    fresh = P.Rules(parsimonious.Grammar(P.grammar_text()))
+    stored = P._load_grammar()          # builds, converts patterns, stores
+    loaded = P._load_grammar()          # loads the pickle: keyword and lazy patterns
+    assert isinstance(loaded["DOING"].re, P.KeywordPattern)
+    assert isinstance(loaded["string"].re, P.LazyPattern)
+    assert os.listdir(tmp_path / "attemptdb")[0].startswith("attemptql-")
+    outcomes = []
+    for rules in (fresh, stored, loaded):
+        monkeypatch.setattr(P, "_GRAMMAR", rules)
+        monkeypatch.setattr(P, "_DESCENDANTS", None)
+        got = []
+        for text in VALID:
+            got.append(P.parse(text).command.describe())
+        for text in BAD:
+            with pytest.raises(AQLError) as e:
+                P.parse(text)
+            got.append(str(e.value))
+        outcomes.append(got)
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
+def test_a_damaged_or_foreign_cache_is_rebuilt(tmp_path, monkeypatch):
+    from attemptdb.attemptql import parse as P
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    P._load_grammar()
+    (f,) = list((tmp_path / "attemptdb").iterdir())
+    f.write_bytes(b"not a pickle")
+    g = P._load_grammar()
+    assert "statement" in g and f.read_bytes() != b"not a pickle"
+    os.chmod(f, 0o666)  # world-writable: never trusted, rebuilt
+    g = P._load_grammar()
+    assert "statement" in g

@@ -13,8 +13,6 @@ Invariants:
   (`{"confidence", "reason", "note"}`, a JSON object built in SQL).
 """
 
-from dataclasses import dataclass, field
-
 from . import ast
 from .errors import AQLError
 from .resolve import (PLANNED_TABLES, planned_error, resolve_agent, resolve_id,
@@ -50,25 +48,27 @@ LIST_COLUMNS = frozenset({
 })
 
 
-@dataclass
 class Query:
     """One SQL statement with its bound parameters (named `:p1…` or positional `?`)."""
-    purpose: str
-    sql: str
-    params: dict | tuple = field(default_factory=dict)
+
+    __slots__ = ("purpose", "sql", "params")
+
+    def __init__(self, purpose: str, sql: str, params=()):
+        self.purpose = purpose
+        self.sql = sql
+        self.params = params
 
 
-@dataclass
 class Target:
-    name: str          # AttemptQL target as the user names it (for messages)
-    table: str
-    key: str           # the id column
-    time: str | None   # primary time column (SINCE/UNTIL, since/until filters)
-    order: tuple       # default ORDER BY items: (column, direction[, NULLS LAST])
-    retracted: bool    # the table holds retracted rows flagged `retracted`
-    display: tuple     # columns the text table shows (--json shows every column)
-    condition: str | None = None   # fixed condition (FAILED / SUPERSEDED)
-    note: str = ""
+    """One SHOW target: its table, id column, primary time column (SINCE/UNTIL), default
+    ORDER BY items, whether the table holds retracted rows, the columns a terminal shows, a
+    fixed condition (FAILED/SUPERSEDED) and the note that says what the table is."""
+
+    __slots__ = ("name", "table", "key", "time", "order", "retracted", "display", "condition", "note")
+
+    def __init__(self, name, table, key, time, order, retracted, display, condition=None, note=""):
+        self.name, self.table, self.key, self.time, self.order = name, table, key, time, order
+        self.retracted, self.display, self.condition, self.note = retracted, display, condition, note
 
 
 _ATT_DISPLAY = ("attempt_id", "outcome", "failure_class", "approach", "superseded_by", "paths",
@@ -443,14 +443,15 @@ def uncertainty_sql(table: str, q: str, columns: set) -> str:
 
 # --- SHOW ------------------------------------------------------------------------------------
 
-@dataclass
 class ShowPlan:
-    target: Target
-    rows: Query
-    hidden: Query | None      # count of rows the hidden-retracted filter removed
-    limit: int
-    display: tuple
-    notes: list
+    """A compiled SHOW: the rows query, the count of rows the hidden-retracted filter removed
+    (or None), the limit, the display columns and the notes."""
+
+    __slots__ = ("target", "rows", "hidden", "limit", "display", "notes")
+
+    def __init__(self, target, rows, hidden, limit, display, notes):
+        self.target, self.rows, self.hidden, self.limit, self.display, self.notes = \
+            target, rows, hidden, limit, display, notes
 
 
 def order_sql(target: Target, show: ast.Show, alias: str, columns: set, ctx) -> str:
@@ -607,28 +608,32 @@ def evidence_source(ctx, ref: ast.Subject):
 
 # --- TRACE --------------------------------------------------------------------------------
 
-def trace_sql(direction: str) -> str:
+def trace_sql(direction: str, materialize: bool = False) -> str:
     """The recursive CTE of TRACE (named parameters :start, :depth). Rows: kind 'edge' (one
-    per edge, at the first depth it was reached) then at most one 'depth_limit' row."""
+    per edge, at the first depth it was reached) then at most one 'depth_limit' row. The
+    causal edges are read once through the CTE `ce`: inlined for a stored `edges` table (index
+    lookups on from_id/to_id), materialized when `edges` is a view (SQLite would otherwise
+    expand the view at every reference)."""
     kinds = ", ".join(f"'{k}'" for k in CAUSAL_EDGE_KINDS)
     seeds, steps, cut = [], [], []
     if direction in ("UP", "BOTH"):   # toward causes: edges pointing at the node
-        seeds.append(f"SELECT 1, e.ordinal, e.from_id, '|' || :start || '|' FROM edges e "
-                     f"WHERE e.to_id = :start AND e.edge_kind IN ({kinds})")
-        steps.append(f"SELECT w.depth + 1, e.ordinal, e.from_id, w.path || w.node || '|' FROM walk w "
-                     f"JOIN edges e ON e.to_id = w.node AND e.edge_kind IN ({kinds}) "
-                     f"WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
-        cut.append(f"SELECT e.ordinal, e.evidence FROM edges e JOIN frontier f ON e.to_id = f.node "
-                   f"WHERE e.edge_kind IN ({kinds})")
+        seeds.append("SELECT 1, e.ordinal, e.from_id, '|' || :start || '|' FROM ce e WHERE e.to_id = :start")
+        steps.append("SELECT w.depth + 1, e.ordinal, e.from_id, w.path || w.node || '|' FROM walk w "
+                     "JOIN ce e ON e.to_id = w.node "
+                     "WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
+        cut.append("SELECT e.ordinal, e.evidence FROM ce e JOIN frontier f ON e.to_id = f.node")
     if direction in ("DOWN", "BOTH"):  # toward consequences: edges leaving the node
-        seeds.append(f"SELECT 1, e.ordinal, e.to_id, '|' || :start || '|' FROM edges e "
-                     f"WHERE e.from_id = :start AND e.edge_kind IN ({kinds})")
-        steps.append(f"SELECT w.depth + 1, e.ordinal, e.to_id, w.path || w.node || '|' FROM walk w "
-                     f"JOIN edges e ON e.from_id = w.node AND e.edge_kind IN ({kinds}) "
-                     f"WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
-        cut.append(f"SELECT e.ordinal, e.evidence FROM edges e JOIN frontier f ON e.from_id = f.node "
-                   f"WHERE e.edge_kind IN ({kinds})")
+        seeds.append("SELECT 1, e.ordinal, e.to_id, '|' || :start || '|' FROM ce e WHERE e.from_id = :start")
+        steps.append("SELECT w.depth + 1, e.ordinal, e.to_id, w.path || w.node || '|' FROM walk w "
+                     "JOIN ce e ON e.from_id = w.node "
+                     "WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
+        cut.append("SELECT e.ordinal, e.evidence FROM ce e JOIN frontier f ON e.from_id = f.node")
+    hint = "MATERIALIZED" if materialize else "NOT MATERIALIZED"
     return f"""WITH RECURSIVE
+ce AS {hint} (
+  SELECT ordinal, edge_kind, from_type, from_id, to_type, to_id, evidence, confidence, edge_source, algorithm_version
+    FROM edges WHERE edge_kind IN ({kinds})
+),
 walk(depth, ordinal, node, path) AS (
   {' UNION '.join(seeds)}
   UNION
@@ -641,7 +646,7 @@ beyond AS (SELECT DISTINCT c.ordinal, c.evidence FROM ({' UNION ALL '.join(cut)}
 SELECT 'edge' AS row_kind, f.depth, e.edge_kind AS edge_type, e.from_type, e.from_id, e.to_type, e.to_id,
        (SELECT max(ev.observed_at) FROM events ev WHERE ev.event_id IN (SELECT value FROM json_each(e.evidence))) AS at,
        e.edge_source, e.evidence, e.confidence, e.algorithm_version, e.ordinal
-  FROM first f JOIN edges e ON e.ordinal = f.ordinal
+  FROM first f JOIN ce e ON e.ordinal = f.ordinal
 UNION ALL
 SELECT 'depth_limit', :depth + 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT json_group_array(j.value) FROM (SELECT DISTINCT j.value FROM beyond b, json_each(b.evidence) j LIMIT 50) j),

@@ -765,7 +765,7 @@ class TraceHandler:
     @classmethod
     def queries(cls, ctx, cmd):
         kind, ident, depth, direction = cls._args(ctx, cmd)
-        return [C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth})]
+        return [C.Query("trace", C.trace_sql(direction, _edges_is_view(ctx)), {"start": ident, "depth": depth})]
 
     @classmethod
     def run(cls, ctx, cmd):
@@ -773,8 +773,13 @@ class TraceHandler:
         return trace_result(ctx, kind, ident, depth, direction)
 
 
+def _edges_is_view(ctx) -> bool:
+    row = ctx.conn.execute("SELECT type FROM sqlite_schema WHERE name = 'edges'").fetchone()
+    return bool(row) and row[0] == "view"
+
+
 def trace_result(ctx, kind, ident, depth, direction):
-    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth}))
+    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction, _edges_is_view(ctx)), {"start": ident, "depth": depth}))
     out = []
     edges = 0
     for r in rows:

@@ -15,15 +15,73 @@ Invariants:
 import os
 import pickle
 import stat
+import sys
 from collections import defaultdict
 
-import parsimonious
-from parsimonious.exceptions import ParseError
-from parsimonious.nodes import Node, NodeVisitor
-
 from .. import resources
-from . import ast
 from .errors import AQLError
+
+
+def _import_parsimonious_core():
+    """Import parsimonious's expressions, nodes and exceptions — all a pickled grammar and a
+    NodeVisitor need — without paying for what they do not need.
+
+    Measured on these machines (a warm `attempt query` process, budget ~2× `attempt --version`
+    ≈ 100 ms): `import parsimonious` costs ~18 ms, of which ~8 ms is parsimonious/__init__
+    building parsimonious's own rule grammar and ~8 ms is the third-party `regex` module. So
+    the package is registered without running its __init__ (the stub completes itself by
+    running the real __init__ the first time anything asks it for a name it lacks, e.g.
+    `parsimonious.Grammar`), and when nothing has imported `regex` yet, parsimonious falls
+    back to the standard `re` (its own documented fallback) for the expressions this module
+    compiles. Any surprise falls back to the ordinary import."""
+    if "parsimonious.expressions" in sys.modules:
+        return
+    if "parsimonious" not in sys.modules:
+        try:
+            from importlib.machinery import PathFinder
+            spec = PathFinder.find_spec("parsimonious")
+            if spec is None or not spec.submodule_search_locations or not spec.origin:
+                raise ImportError("parsimonious is not a regular package here")
+            stub = type(sys)("parsimonious")
+            stub.__path__ = list(spec.submodule_search_locations)
+            stub.__file__ = spec.origin
+            stub.__spec__ = spec
+            stub.__package__ = "parsimonious"
+
+            def complete(name):
+                init = stub.__dict__.pop("__getattr__", None)  # run the real __init__ once
+                if init is not None:
+                    with open(spec.origin, encoding="utf-8") as f:
+                        exec(compile(f.read(), spec.origin, "exec"), stub.__dict__)
+                try:
+                    return stub.__dict__[name]
+                except KeyError:
+                    raise AttributeError(name) from None
+
+            stub.__getattr__ = complete
+            sys.modules["parsimonious"] = stub
+        except Exception:
+            sys.modules.pop("parsimonious", None)
+            import parsimonious  # noqa: F401
+            return
+    blocked = "regex" not in sys.modules
+    if blocked:
+        sys.modules["regex"] = None  # `import regex` raises ImportError: parsimonious uses `re`
+    try:
+        import parsimonious.exceptions  # noqa: F401
+        import parsimonious.expressions  # noqa: F401
+        import parsimonious.nodes  # noqa: F401
+    finally:
+        if blocked and sys.modules.get("regex", 0) is None:
+            del sys.modules["regex"]
+
+
+_import_parsimonious_core()
+
+from parsimonious.exceptions import ParseError  # noqa: E402
+from parsimonious.nodes import Node, NodeVisitor  # noqa: E402
+
+from . import ast  # noqa: E402
 
 try:
     from _sha256 import sha256 as _sha256
@@ -35,6 +93,90 @@ MAX_INTEGER = 10 ** 9
 
 _GRAMMAR = None
 _DESCENDANTS = None
+
+
+class Rules(dict):
+    """The compiled grammar: rule name → parsimonious Expression (what `parsimonious.Grammar`
+    holds, without its class: unpickling this needs only parsimonious.expressions)."""
+
+
+class LazyPattern:
+    """A regular expression compiled on first use. The cached grammar holds these instead of
+    compiled patterns: unpickling ~110 compiled patterns recompiles every one (~10 ms), while
+    a statement only ever tries a few dozen of them."""
+
+    def __init__(self, pattern: str, flags: int):
+        self.pattern = pattern
+        self.flags = flags
+
+    def __getattr__(self, name):  # match, search, groups, …: compile once, then delegate
+        if name.startswith("__"):
+            raise AttributeError(name)
+        import re
+        compiled = re.compile(self.pattern, self.flags)
+        self.match = compiled.match
+        self.search = compiled.search
+        return getattr(compiled, name)
+
+    def __reduce__(self):
+        return (LazyPattern, (self.pattern, self.flags))
+
+
+class _Span:
+    __slots__ = ("start", "end")
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def span(self):
+        return self.start, self.end
+
+
+class KeywordPattern(LazyPattern):
+    """A keyword rule (`~r"WORD(?![A-Za-z0-9_])"i`) matched without the regex engine."""
+
+    def __init__(self, pattern: str, flags: int):
+        super().__init__(pattern, flags)
+        self.word = pattern.split("(", 1)[0]
+
+    def match(self, text, pos=0):
+        end = pos + len(self.word)
+        if text[pos:end].upper() != self.word:
+            return None
+        if end < len(text) and (text[end] == "_" or (text[end].isascii() and text[end].isalnum())):
+            return None
+        return _Span(pos, end)
+
+    def __reduce__(self):
+        return (KeywordPattern, (self.pattern, self.flags))
+
+
+_KEYWORD_TAIL = "(?![A-Za-z0-9_])"
+
+
+def _is_keyword(pattern) -> bool:
+    import re
+    word, _, tail = pattern.pattern.partition("(")
+    return ("(" + tail == _KEYWORD_TAIL and word.isupper() and word.replace("_", "").isalpha()
+            and bool(pattern.flags & re.IGNORECASE))
+
+
+def _lazy_patterns(rules: Rules) -> None:
+    seen = set()
+    stack = list(rules.values())
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        pattern = getattr(e, "re", None)
+        if pattern is not None and hasattr(pattern, "pattern") and not isinstance(pattern, LazyPattern):
+            e.re = (KeywordPattern if _is_keyword(pattern) else LazyPattern)(pattern.pattern, pattern.flags)
+            ident = getattr(e, "identity_tuple", None)
+            if isinstance(ident, tuple) and len(ident) == 2 and ident[1] is pattern:  # it holds the pattern too
+                e.identity_tuple = (ident[0], e.re)
+        stack.extend(getattr(e, "members", ()) or ())
+
 
 # --- grammar loading ----------------------------------------------------------------------
 
@@ -62,30 +204,39 @@ def grammar_text() -> str:
         return f.read()
 
 
-def grammar():
-    """The compiled AttemptQL grammar (parsimonious.Grammar), built or loaded once."""
+def grammar() -> Rules:
+    """The compiled AttemptQL grammar (rule name → Expression), built or loaded once."""
     global _GRAMMAR
     if _GRAMMAR is None:
         _GRAMMAR = _load_grammar()
     return _GRAMMAR
 
 
-def _load_grammar():
+def _cache_key(text: str) -> str:
+    exprs = sys.modules["parsimonious.expressions"]
+    engine = getattr(getattr(exprs, "re", None), "__name__", "?")
+    version = getattr(sys.modules.get("parsimonious"), "__dict__", {}).get("__version__", "")
+    return _sha256(f"{exprs.__file__}|{version}|{engine}|{pickle.HIGHEST_PROTOCOL}|{sys.version_info[:2]}|{text}"
+                   .encode()).hexdigest()[:24]
+
+
+def _load_grammar() -> Rules:
     text = grammar_text()
-    key = _sha256(f"{parsimonious.__file__}|{getattr(parsimonious, '__version__', '')}|"
-                  f"{pickle.HIGHEST_PROTOCOL}|{text}".encode()).hexdigest()[:24]
     d = _cache_dir()
-    path = os.path.join(d, f"attemptql-{key}.pickle")
-    if os.environ.get("ATTEMPTDB_GRAMMAR_CACHE", "1") != "0" and _private(d, True) and _private(path, False):
+    path = os.path.join(d, f"attemptql-{_cache_key(text)}.pickle")
+    use_cache = os.environ.get("ATTEMPTDB_GRAMMAR_CACHE", "1") != "0"
+    if use_cache and _private(d, True) and _private(path, False):
         try:
             with open(path, "rb") as f:
                 g = pickle.load(f)
-            if isinstance(g, parsimonious.Grammar) and "statement" in g:
+            if isinstance(g, Rules) and "statement" in g:
                 return g
         except Exception:  # a damaged cache is rebuilt, never trusted
             pass
-    g = parsimonious.Grammar(text)
-    if os.environ.get("ATTEMPTDB_GRAMMAR_CACHE", "1") != "0":
+    import parsimonious
+    g = Rules(parsimonious.Grammar(text))
+    if use_cache:
+        _lazy_patterns(g)
         _store_grammar(g, d, path)
     return g
 

@@ -13,7 +13,6 @@ Invariants:
 import os
 
 from .. import clock, ids
-from ..adapters import registry
 from .errors import AQLError
 
 MIN_SHORT_HEX = 8
@@ -210,6 +209,7 @@ def resolve_project(conn, name: str, loc=None) -> list[tuple[str, str]]:
 def resolve_agent(conn, name: str, loc=None) -> tuple[str, str]:
     """('provider', provider id) or ('agent', agt_ id) for an agent name as typed: a provider
     id or display name ('claude-code', 'Claude Code'), or an agt_ id."""
+    from ..adapters import registry  # only statements naming an agent pay for the adapters
     n = name.strip()
     if n.lower().startswith("agt_"):
         prefix, hexpart, ok = split_id(n)

@@ -1,0 +1,184 @@
+"""`attempt bench query`: the read surface as a user meets it — each statement a fresh
+`attempt query … --json` process against a synthetic history, timed against `attempt --version`
+in the same run, with the peak RSS of every process.
+
+Invariants: the figures are medians of interleaved runs (statement, version, statement, …) and
+ratios against the version baseline measured in the same run, never timed assertions in
+tests; the JSON is exactly {"events", "version_wall_ms", "statements": [{"statement",
+"wall_ms", "ratio", "peak_rss_mb"}]} (a statement that fails carries one more key, "error",
+and is measured once); `reuse` keeps the built history in a file and reuses it
+when it already holds the asked-for number of events.
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import synth
+from .errors import AttemptError
+
+GROUP_BY_RECIPE = ("SELECT failure_class, count(*) AS failures FROM attempts WHERE outcome = 'failed' "
+                   "AND retracted = false GROUP BY failure_class ORDER BY failures DESC")
+
+
+def _attempt_exe() -> list[str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "attempt")
+    if os.path.exists(exe):
+        return [exe]
+    found = shutil.which("attempt")
+    return [found] if found else [sys.executable, "-m", "attemptdb"]
+
+
+def _bytecode():
+    """An installed package carries its bytecode; a source checkout run with
+    PYTHONDONTWRITEBYTECODE would compile every module in every process and time that instead."""
+    import compileall
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    try:
+        compileall.compile_dir(pkg, quiet=2)
+    except OSError:
+        pass
+
+
+def build_history(path: str, events: int, seed: int = 1) -> int:
+    """A database at `path` holding `events` synthetic events (the original's workload shape,
+    reference/inference.md §5), imported through the real ingest path. Returns the count."""
+    from .importers.jsonl import import_file
+    from .store import Store
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+    d = os.path.dirname(os.path.abspath(path))
+    fd, src = tempfile.mkstemp(prefix="attempt-bench-", suffix=".jsonl", dir=d)
+    os.close(fd)
+    try:
+        synth.write_jsonl(src, events, seed)
+        store = Store.open(path)
+        try:
+            import_file(store, src)
+            return store.count()
+        finally:
+            store.close()
+    finally:
+        os.unlink(src)
+
+
+def _count(path: str) -> int:
+    from .store import Store
+    try:
+        store = Store.open(path, readonly=True)
+    except AttemptError:
+        return -1
+    try:
+        return store.count()
+    finally:
+        store.close()
+
+
+def subjects(path: str) -> dict:
+    """Real ids and a time to put into the statements: the most recently active session, the
+    attempt at the end of the longest supersession chain seen, the middle of the history."""
+    from .readonly import connect
+    conn, _ = connect(path)
+    try:
+        session = conn.execute("SELECT session_id FROM sessions WHERE NOT retracted "
+                               "ORDER BY last_event_at DESC LIMIT 1").fetchone()
+        attempt = (conn.execute("SELECT attempt_id FROM attempts WHERE supersedes IS NOT NULL AND NOT retracted "
+                                "ORDER BY started_at DESC LIMIT 1").fetchone()
+                   or conn.execute("SELECT attempt_id FROM attempts WHERE NOT retracted "
+                                   "ORDER BY started_at DESC LIMIT 1").fetchone())
+        middle = conn.execute("SELECT observed_at FROM events WHERE seq = (SELECT (max(seq) + 1) / 2 FROM events)"
+                              ).fetchone()
+    finally:
+        conn.close()
+    if not (session and attempt and middle):
+        raise AttemptError("bench.empty", "the benchmark history has no sessions or attempts to query")
+    return {"session": session[0], "attempt": attempt[0], "at": middle[0]}
+
+
+def statements(s: dict) -> list[str]:
+    return [
+        "SHOW FAILED ATTEMPTS",
+        "SHOW SESSIONS",
+        f"WHY session {s['session']} STATUS BLOCKED",
+        f"TRACE attempt {s['attempt']} CAUSES DEPTH 10",
+        f"STATE project AT '{s['at']}'",
+        GROUP_BY_RECIPE,
+    ]
+
+
+def _timed(cmd: list[str], env: dict, sink) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MiB, exit status) of one fresh process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss / 1024.0, p.returncode
+
+
+def run(events: int = 1_450_000, reuse: str | None = None, runs: int = 5, seed: int = 1) -> dict:
+    tmp = tempfile.mkdtemp(prefix="attempt-bench-query-")
+    try:
+        path = reuse or os.path.join(tmp, "history.db")
+        if not (reuse and os.path.exists(path) and _count(path) == events):
+            build_history(path, events, seed)
+        n = _count(path)
+        _bytecode()
+        env = dict(os.environ, ATTEMPTDB_PATH=path)
+        exe = _attempt_exe()
+        stmts = statements(subjects(path))
+        version = []
+        per = {s: ([], []) for s in stmts}
+        failed = {}
+        with open(os.devnull, "wb") as sink:
+            _timed(exe + ["--version"], env, sink)  # warm the file cache and the grammar cache
+            for s in stmts:  # a statement that fails (e.g. past its time limit) is measured once
+                wall, rss, status = _timed(exe + ["query", s, "--json"], env, sink)
+                if status != 0:
+                    failed[s] = status
+                    per[s][0].append(wall)
+                    per[s][1].append(rss)
+            for i in range(runs):
+                for s in (stmts if i % 2 == 0 else list(reversed(stmts))):
+                    wall, _, _ = _timed(exe + ["--version"], env, sink)
+                    version.append(wall)
+                    if s in failed:
+                        continue
+                    wall, rss, _ = _timed(exe + ["query", s, "--json"], env, sink)
+                    per[s][0].append(wall)
+                    per[s][1].append(rss)
+        v = statistics.median(version)
+        out = []
+        for s in stmts:
+            row = {"statement": s, "wall_ms": round(statistics.median(per[s][0]) * 1000, 1),
+                   "ratio": round(statistics.median(per[s][0]) / v, 2), "peak_rss_mb": round(max(per[s][1]), 1)}
+            if s in failed:
+                row["error"] = f"exit status {failed[s]}"
+            out.append(row)
+        return {"events": n, "version_wall_ms": round(v * 1000, 1), "statements": out}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def work_ms(path: str, statement: str, repeat: int = 5) -> float:
+    """Median in-process time of one statement (no process start-up): the "ms of work"."""
+    from .attemptql import execute
+    from .readonly import connect
+    conn, gate = connect(path)
+    try:
+        execute.run(conn, statement, gate=gate)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            execute.run(conn, statement, gate=gate)
+            times.append(time.perf_counter() - t0)
+        return round(statistics.median(times) * 1000, 2)
+    finally:
+        conn.close()
