@@ -199,9 +199,14 @@ class Store:
 
     @property
     def device_id(self) -> str:
-        """This file's device id, bare UUID text."""
+        """This file's device id, bare UUID text. A file whose identity is not a UUID is
+        refused: the id names key and checkpoint files, so it must never be a path."""
         if self._device_id is None:
-            self._device_id = self.meta("device_id")
+            dev = self.meta("device_id")
+            if not ids.is_uuid(dev):
+                raise AttemptError("store.identity", f"{self.path} has no valid device identity "
+                                   "(meta.device_id is not a UUID)", exit_status=1)
+            self._device_id = dev
         return self._device_id
 
     @property

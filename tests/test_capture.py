@@ -263,14 +263,7 @@ CASES = {
 }
 
 
-MALFORMED_JSON_IMPORTS = pytest.mark.xfail(strict=True, reason=(
-    "attemptdb/fastjson.py (not ours): on malformed JSON the C scanner wants json.decoder for "
-    "its error and fastjson._scan imports it (json + re, ~8 ms); fix: raise JSONError without "
-    "that import on the hook path (e.g. a loads(..., exact_errors=False) default)"))
-
-
-@pytest.mark.parametrize("case", [c if c != "not_json" else pytest.param(c, marks=MALFORMED_JSON_IMPORTS)
-                                  for c in sorted(CASES)] + ["spooled"])
+@pytest.mark.parametrize("case", sorted(CASES) + ["spooled"])
 def test_capture_imports_nothing_heavy(case, tmp_path, db):
     provider, payload = CASES.get(case, ("claude-code", tool_payload()))
     if case == "spooled":

@@ -486,9 +486,6 @@ def test_a_bad_device_identity_is_a_problem_not_a_path(chain, capsys, value):
 
 
 @needs_shell
-@pytest.mark.xfail(strict=True, reason="store.py/keys.py/checkpoint.py use meta device_id unchecked as a file "
-                   "name: a hostile database makes `attempt keys init` / `attempt checkpoint` write "
-                   "<anything>.key and <anything>.checkpoint outside the key directory")
 def test_hostile_device_id_never_leaves_the_key_directory(chain, tmp_path):
     target = tmp_path / "escaped"
     keydir = os.path.join(os.environ["XDG_DATA_HOME"], "attemptdb", "keys")
@@ -639,8 +636,6 @@ def test_a_newer_schema_is_refused(chain, capsys):
 
 
 @needs_shell
-@pytest.mark.xfail(strict=True, reason="cli/core.py events_cmd lets line_from_row's ValueError on a tampered "
-                   "row escape as error[internal] (exit 2) instead of a coded error naming the row")
 def test_exporting_a_tampered_row_is_a_coded_error(chain, capsys):
     tamper(chain, "UPDATE events SET observed_at = 'garbage' WHERE seq = 3")
     capsys.readouterr()

@@ -103,7 +103,7 @@ def parse_payload(data, truncated: bool = False) -> tuple:
     if not text or text.isspace():
         return None, "empty_payload"
     try:
-        obj = fastjson.loads(text)
+        obj = fastjson.loads(text, exact_errors=False)  # never import json/re on the hook path
     except (ValueError, RecursionError):
         return None, "invalid_json"
     if ("NaN" in text or "Infinity" in text) and _has_nonfinite(obj):

@@ -314,7 +314,12 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
     rows = st.conn.execute(sql, params)
     if as_jsonl:
         for r in rows:
-            out.write(ev.line_from_row(r) + "\n")
+            try:
+                line = ev.line_from_row(r)
+            except (ValueError, TypeError, AttributeError):
+                raise AttemptError("events.row_unreadable", f"row seq={_seq(st, r[0])} ({r[0]}) no longer holds "
+                                   "what the writer stored; run `attempt verify`", exit_status=1) from None
+            out.write(line + "\n")
     elif as_json:
         names = ev.COLUMNS
         from .. import fastjson
@@ -340,6 +345,11 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
         if n == 0:
             err("no events in this scope")
     st.close()
+
+
+def _seq(st, event_id):
+    row = st.conn.execute("SELECT seq FROM events WHERE event_id = ?", (event_id,)).fetchone()
+    return row[0] if row else "?"
 
 
 @click.command("demo")
