@@ -608,65 +608,64 @@ def evidence_source(ctx, ref: ast.Subject):
 
 # --- TRACE --------------------------------------------------------------------------------
 
-def trace_sql(direction: str, materialize: bool = False) -> str:
-    """The recursive CTE of TRACE (named parameters :start, :depth). Rows: kind 'edge' (one
-    per edge, at the first depth it was reached) then at most one 'depth_limit' row. The
-    causal edges are read once through the CTE `ce`: inlined for a stored `edges` table (index
-    lookups on from_id/to_id), materialized when `edges` is a view (SQLite would otherwise
-    expand the view at every reference)."""
+_EDGE_COLS = "e.edge_kind, e.from_type, e.from_id, e.to_type, e.to_id, e.evidence, e.confidence, e.edge_source, e.algorithm_version"
+
+
+def trace_sql(direction: str) -> str:
+    """The recursive CTE of TRACE (named parameters :start, :depth): one row per edge reached,
+    at the first depth it was reached (kind 'edge'), then the edges one level past the limit
+    (kind 'beyond': what the depth limit cut; the executor folds them into one `depth_limit`
+    row with their evidence).
+
+    The walk carries each edge's columns along and is read exactly once (a view-backed
+    `edges` expanded twice is refused by SQLite as nested too deep). A node already on the
+    path is not expanded again: cycles are cut, the closing edge is shown once."""
     kinds = ", ".join(f"'{k}'" for k in CAUSAL_EDGE_KINDS)
-    seeds, steps, cut = [], [], []
+    seeds, steps = [], []
     if direction in ("UP", "BOTH"):   # toward causes: edges pointing at the node
-        seeds.append("SELECT 1, e.ordinal, e.from_id, '|' || :start || '|' FROM ce e WHERE e.to_id = :start")
-        steps.append("SELECT w.depth + 1, e.ordinal, e.from_id, w.path || w.node || '|' FROM walk w "
-                     "JOIN ce e ON e.to_id = w.node "
-                     "WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
-        cut.append("SELECT e.ordinal, e.evidence FROM ce e JOIN frontier f ON e.to_id = f.node")
+        seeds.append(f"SELECT 1, e.ordinal, e.from_id, '|' || :start || '|', {_EDGE_COLS} FROM edges e "
+                     f"WHERE e.to_id = :start AND e.edge_kind IN ({kinds})")
+        steps.append(f"SELECT w.depth + 1, e.ordinal, e.from_id, w.path || w.node || '|', {_EDGE_COLS} FROM walk w "
+                     f"JOIN edges e ON e.to_id = w.node AND e.edge_kind IN ({kinds}) "
+                     f"WHERE w.depth <= :depth AND instr(w.path, '|' || w.node || '|') = 0")
     if direction in ("DOWN", "BOTH"):  # toward consequences: edges leaving the node
-        seeds.append("SELECT 1, e.ordinal, e.to_id, '|' || :start || '|' FROM ce e WHERE e.from_id = :start")
-        steps.append("SELECT w.depth + 1, e.ordinal, e.to_id, w.path || w.node || '|' FROM walk w "
-                     "JOIN ce e ON e.from_id = w.node "
-                     "WHERE w.depth < :depth AND instr(w.path, '|' || w.node || '|') = 0")
-        cut.append("SELECT e.ordinal, e.evidence FROM ce e JOIN frontier f ON e.from_id = f.node")
-    hint = "MATERIALIZED" if materialize else "NOT MATERIALIZED"
+        seeds.append(f"SELECT 1, e.ordinal, e.to_id, '|' || :start || '|', {_EDGE_COLS} FROM edges e "
+                     f"WHERE e.from_id = :start AND e.edge_kind IN ({kinds})")
+        steps.append(f"SELECT w.depth + 1, e.ordinal, e.to_id, w.path || w.node || '|', {_EDGE_COLS} FROM walk w "
+                     f"JOIN edges e ON e.from_id = w.node AND e.edge_kind IN ({kinds}) "
+                     f"WHERE w.depth <= :depth AND instr(w.path, '|' || w.node || '|') = 0")
     return f"""WITH RECURSIVE
-ce AS {hint} (
-  SELECT ordinal, edge_kind, from_type, from_id, to_type, to_id, evidence, confidence, edge_source, algorithm_version
-    FROM edges WHERE edge_kind IN ({kinds})
-),
-walk(depth, ordinal, node, path) AS (
+walk(depth, ordinal, node, path, edge_kind, from_type, from_id, to_type, to_id, evidence, confidence,
+     edge_source, algorithm_version) AS (
   {' UNION '.join(seeds)}
   UNION
   {' UNION '.join(steps)}
-),
-first AS (SELECT ordinal, min(depth) AS depth FROM walk GROUP BY ordinal),
-frontier AS (SELECT DISTINCT w.node FROM walk w WHERE w.depth = :depth AND instr(w.path, '|' || w.node || '|') = 0),
-beyond AS (SELECT DISTINCT c.ordinal, c.evidence FROM ({' UNION ALL '.join(cut)}) c
-           WHERE c.ordinal NOT IN (SELECT ordinal FROM first))
-SELECT 'edge' AS row_kind, f.depth, e.edge_kind AS edge_type, e.from_type, e.from_id, e.to_type, e.to_id,
-       (SELECT max(ev.observed_at) FROM events ev WHERE ev.event_id IN (SELECT value FROM json_each(e.evidence))) AS at,
-       e.edge_source, e.evidence, e.confidence, e.algorithm_version, e.ordinal
-  FROM first f JOIN ce e ON e.ordinal = f.ordinal
-UNION ALL
-SELECT 'depth_limit', :depth + 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       (SELECT json_group_array(j.value) FROM (SELECT DISTINCT j.value FROM beyond b, json_each(b.evidence) j LIMIT 50) j),
-       count(*), NULL, NULL
-  FROM beyond HAVING count(*) > 0
-ORDER BY 2, 8 DESC, 13"""
+)
+SELECT CASE WHEN r.first_depth <= :depth THEN 'edge' ELSE 'beyond' END AS row_kind, r.first_depth AS depth,
+       r.edge_kind AS edge_type, r.from_type, r.from_id, r.to_type, r.to_id,
+       (SELECT max(ev.observed_at) FROM events ev WHERE ev.event_id IN (SELECT value FROM json_each(r.evidence))) AS at,
+       r.edge_source, r.evidence, r.confidence, r.algorithm_version, r.ordinal
+  FROM (SELECT w.*, min(w.depth) AS first_depth FROM walk w GROUP BY w.ordinal) r
+ ORDER BY 2, 8 DESC, 13"""
 
 
 # --- STATE --------------------------------------------------------------------------------
 
-def state_sql(scope: str, pick_open: bool) -> str:
-    """Sessions as they stood at :t (named parameters :t, :t_open, :t_wait plus the scope's).
-    One row per session in scope that started by :t; with pick_open only the sessions open at
-    :t (activity within 30 minutes, 12 hours while a blocking signal is pending)."""
+# STATE at :t is five queries, each reading one projection table once (a public table may be a
+# view over the projection's facts; SQLite refuses a statement that expands deep views many
+# times). The executor joins their rows by session.
+
+def state_sessions_sql(scope: str, pick_open: bool) -> str:
+    """Sessions in scope that had started by :t, with their status at :t: closed (ended by
+    :t), open (activity within 30 minutes before :t, 12 hours while a blocking signal was
+    pending) or stale. Named parameters :t, :t_open, :t_wait plus the scope's."""
     pick = "WHERE st.status = 'open'" if pick_open else ""
-    return f"""WITH
-cand AS (
+    return f"""WITH cand AS (
   SELECT s.session_id, s.provider, s.project_id, s.project_name, s.coverage, s.started_at, s.ended_at,
          (SELECT e.observed_at FROM events e WHERE e.session_id = s.session_id AND e.observed_at <= :t
-             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_activity_at
+             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_activity_at,
+         (SELECT e.event_id FROM events e WHERE e.session_id = s.session_id AND e.observed_at <= :t
+             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_event_id
     FROM sessions s
    WHERE NOT s.retracted AND s.started_at <= :t{scope}
 ),
@@ -679,68 +678,36 @@ st AS (
                       AND g.raised_at <= :t AND (g.cleared_at IS NULL OR g.cleared_at > :t)) THEN 'open'
               ELSE 'stale' END AS status
     FROM cand c
-),
-pick AS (SELECT * FROM st {pick}),
-att0 AS (
-  SELECT a.session_id, a.attempt_id, a.started_at, a.ended_at, a.attempt_index, a.superseded_by, a.evidence,
-         CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_outcome, a.outcome)
-              ELSE a.outcome END AS o0,
-         CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_failure_class, a.failure_class)
-              ELSE a.failure_class END AS fc0
-    FROM attempts a JOIN pick p ON a.session_id = p.session_id
-   WHERE NOT a.retracted AND a.started_at <= :t
-),
-att AS (
-  SELECT att0.*,
-         CASE WHEN att0.ended_at IS NULL OR att0.ended_at > :t THEN 'in_progress'
-              WHEN att0.o0 = 'superseded' AND coalesce((SELECT s2.started_at FROM attempts s2
-                   WHERE s2.attempt_id = att0.superseded_by), '9999') > :t THEN 'failed'
-              ELSE att0.o0 END AS outcome_t,
-         row_number() OVER (PARTITION BY att0.session_id ORDER BY att0.started_at DESC, att0.attempt_index DESC,
-                            att0.attempt_id DESC) AS rn
-    FROM att0
-),
-agg AS (
-  SELECT session_id, count(*) AS attempts, sum(outcome_t IN ('failed', 'superseded')) AS failed FROM att GROUP BY session_id
-),
-sig AS (
-  SELECT g.session_id, g.event_id, g.kind, g.raised_at, g.confidence, g.evidence,
-         row_number() OVER (PARTITION BY g.session_id ORDER BY g.raised_at DESC, g.event_id DESC) AS rn
-    FROM signals g JOIN pick p ON g.session_id = p.session_id
-   WHERE g.blocking AND g.raised_at <= :t AND (g.cleared_at IS NULL OR g.cleared_at > :t)
-),
-cur AS (
-  SELECT p.session_id,
-         (SELECT t.turn_id FROM turns t WHERE t.session_id = p.session_id AND NOT t.retracted AND t.started_at <= :t
-           ORDER BY t.started_at DESC, t.turn_index DESC LIMIT 1) AS turn_id
-    FROM pick p
 )
-SELECT 'session' AS subject_type, p.session_id AS subject_id, p.session_id, NULL AS work_unit_id, p.provider,
-       p.project_id, p.project_name, p.status, NULL AS phase, p.coverage, p.started_at, p.last_activity_at,
-       (SELECT e.event_id FROM events e WHERE e.session_id = p.session_id AND e.observed_at <= :t
-           AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_event_id,
-       tr.turn_id AS current_turn, tr.turn_index,
-       CASE WHEN tr.turn_id IS NULL THEN NULL WHEN tr.ended_at IS NULL OR tr.ended_at > :t THEN 'in_progress'
-            ELSE tr.status END AS turn_status,
-       tr.prompt_event_id,
-       (SELECT json_group_array(k.tool_call_id) FROM tool_calls k WHERE k.turn_id = tr.turn_id AND NOT k.retracted
-           AND k.started_at <= :t AND (k.finished_at IS NULL OR k.finished_at > :t)) AS in_flight_tool_call_ids,
-       coalesce(g.attempts, 0) AS attempts, coalesce(g.failed, 0) AS failed,
-       l1.attempt_id AS last_attempt, l1.outcome_t AS last_attempt_outcome,
-       CASE WHEN l1.outcome_t IN ('failed', 'superseded') THEN l1.fc0 END AS last_failure_class,
-       l1.evidence AS last_attempt_evidence, l1.ended_at AS last_attempt_ended_at,
-       l2.attempt_id AS previous_attempt, l2.ended_at AS previous_attempt_ended_at, l2.outcome_t AS previous_attempt_outcome, l2.fc0 AS previous_failure_class,
-       l2.evidence AS previous_attempt_evidence,
-       sg.event_id AS signal_event_id, sg.kind AS signal_kind, sg.raised_at AS signal_raised_at,
-       sg.confidence AS signal_confidence, sg.evidence AS signal_evidence
-  FROM pick p
-  LEFT JOIN cur ON cur.session_id = p.session_id
-  LEFT JOIN turns tr ON tr.turn_id = cur.turn_id
-  LEFT JOIN agg g ON g.session_id = p.session_id
-  LEFT JOIN att l1 ON l1.session_id = p.session_id AND l1.rn = 1
-  LEFT JOIN att l2 ON l2.session_id = p.session_id AND l2.rn = 2
-  LEFT JOIN sig sg ON sg.session_id = p.session_id AND sg.rn = 1
- ORDER BY p.last_activity_at DESC, p.session_id"""
+SELECT * FROM st {pick} ORDER BY st.last_activity_at DESC, st.session_id"""
+
+
+STATE_ATTEMPTS_SQL = """SELECT a.session_id, a.attempt_id, a.started_at, a.ended_at, a.attempt_index, a.superseded_by,
+       a.evidence,
+       CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_outcome, a.outcome)
+            ELSE a.outcome END AS outcome,
+       CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_failure_class, a.failure_class)
+            ELSE a.failure_class END AS failure_class
+  FROM attempts a
+ WHERE a.session_id IN (SELECT value FROM json_each(:sessions)) AND NOT a.retracted AND a.started_at <= :t
+ ORDER BY a.session_id, a.started_at, a.attempt_index, a.attempt_id"""
+
+STATE_SIGNALS_SQL = """SELECT g.session_id, g.event_id, g.kind, g.raised_at, g.confidence, g.evidence
+  FROM signals g
+ WHERE g.session_id IN (SELECT value FROM json_each(:sessions)) AND g.blocking AND g.raised_at <= :t
+   AND (g.cleared_at IS NULL OR g.cleared_at > :t)
+ ORDER BY g.session_id, g.raised_at, g.event_id"""
+
+STATE_TURNS_SQL = """SELECT t.session_id, t.turn_id, t.turn_index, t.started_at, t.ended_at, t.status, t.prompt_event_id
+  FROM turns t
+ WHERE t.session_id IN (SELECT value FROM json_each(:sessions)) AND NOT t.retracted AND t.started_at <= :t
+ ORDER BY t.session_id, t.started_at, t.turn_index"""
+
+STATE_IN_FLIGHT_SQL = """SELECT k.turn_id, k.tool_call_id
+  FROM tool_calls k
+ WHERE k.turn_id IN (SELECT value FROM json_each(:turns)) AND NOT k.retracted AND k.started_at <= :t
+   AND (k.finished_at IS NULL OR k.finished_at > :t)
+ ORDER BY k.turn_id, k.started_at, k.tool_call_id"""
 
 
 def state_summary_sql(scope: str) -> str:

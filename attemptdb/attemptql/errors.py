@@ -81,8 +81,9 @@ class AQLError(AttemptError):
                  exit_status: int | None = None):
         if code not in CODES:  # a programming error: keep the contract honest
             raise ValueError(f"unknown AQL code {code}")
-        if exit_status is None:
-            exit_status = 1 if code.startswith(("AQL05", "AQL06")) else 2
+        if exit_status is None:  # a refused or malformed statement is bad input (2); a statement
+            # that could not finish (time, memory, an unreadable file) or broke an invariant is 1
+            exit_status = 1 if code.startswith(("AQL06", "AQL0501", "AQL0502", "AQL0503", "AQL0504")) else 2
         super().__init__(code, message, exit_status=exit_status)
         self.source = source
         self.pos = pos

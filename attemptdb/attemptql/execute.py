@@ -464,7 +464,80 @@ def _session_of(ctx, kind, ident):
 def state_query(ctx, scope: Scope, t_us: int, pick_open: bool) -> C.Query:
     params = dict(scope.params)
     params.update(t=ctx.iso(t_us), t_open=ctx.iso(t_us - C.OPEN_WINDOW_US), t_wait=ctx.iso(t_us - C.WAIT_WINDOW_US))
-    return C.Query(f"state at {ctx.iso(t_us)}", C.state_sql(scope.sql, pick_open), params)
+    return C.Query(f"sessions at {ctx.iso(t_us)}", C.state_sessions_sql(scope.sql, pick_open), params)
+
+
+def state_queries(ctx, scope: Scope, t_us: int, pick_open: bool) -> list:
+    """Every query STATE runs (for EXPLAIN); the per-session ones with an empty id list."""
+    t = ctx.iso(t_us)
+    return [state_query(ctx, scope, t_us, pick_open),
+            C.Query("attempts", C.STATE_ATTEMPTS_SQL, {"t": t, "sessions": "[]"}),
+            C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": "[]"}),
+            C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": "[]"}),
+            C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "turns": "[]"})]
+
+
+def _group(rows, key="session_id"):
+    out = {}
+    for r in rows:
+        out.setdefault(r[key], []).append(r)
+    return out
+
+
+def _states(ctx, sessions: list[dict], t_us: int) -> list[dict]:
+    """Complete the session rows with their turn, attempts (outcomes as known at t), pending
+    signal and in-flight calls at t."""
+    if not sessions:
+        return sessions
+    t = ctx.iso(t_us)
+    ids = fastjson.dumps([r["session_id"] for r in sessions])
+    attempts = _group(ctx.dicts(C.Query("attempts", C.STATE_ATTEMPTS_SQL, {"t": t, "sessions": ids})))
+    signals = _group(ctx.dicts(C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": ids})))
+    turns = _group(ctx.dicts(C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": ids})))
+    current = {sid: ts[-1] for sid, ts in turns.items()}
+    in_flight = _group(ctx.dicts(C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL,
+                                         {"t": t, "turns": fastjson.dumps([x["turn_id"] for x in current.values()])})),
+                       key="turn_id")
+    for r in sessions:
+        sid = r["session_id"]
+        atts = attempts.get(sid, [])
+        started = {a["attempt_id"]: a["started_at"] for a in atts}
+        for a in atts:  # outcomes as they were known at t
+            if a["ended_at"] is None or a["ended_at"] > t:
+                a["outcome_t"] = "in_progress"
+            elif a["outcome"] == "superseded" and (a["superseded_by"] not in started or started[a["superseded_by"]] > t):
+                a["outcome_t"] = "failed"  # the retry had not started yet: at t it read as a failure
+            else:
+                a["outcome_t"] = a["outcome"]
+        r["attempts"] = len(atts)
+        r["failed"] = sum(1 for a in atts if a["outcome_t"] in _FAILED)
+        last = atts[-1] if atts else {}
+        prev = atts[-2] if len(atts) > 1 else {}
+        r["last_attempt"] = last.get("attempt_id")
+        r["last_attempt_outcome"] = last.get("outcome_t")
+        r["last_failure_class"] = last.get("failure_class") if last.get("outcome_t") in _FAILED else None
+        r["last_attempt_evidence"] = last.get("evidence")
+        r["last_attempt_ended_at"] = last.get("ended_at")
+        r["previous_attempt"] = prev.get("attempt_id")
+        r["previous_attempt_outcome"] = prev.get("outcome_t")
+        r["previous_failure_class"] = prev.get("failure_class")
+        r["previous_attempt_evidence"] = prev.get("evidence")
+        r["previous_attempt_ended_at"] = prev.get("ended_at")
+        sig = signals.get(sid, [])
+        g = sig[-1] if sig else {}
+        r["signal_event_id"] = g.get("event_id")
+        r["signal_kind"] = g.get("kind")
+        r["signal_raised_at"] = g.get("raised_at")
+        r["signal_confidence"] = g.get("confidence")
+        r["signal_evidence"] = g.get("evidence")
+        tr = current.get(sid)
+        r["current_turn"] = tr["turn_id"] if tr else None
+        r["turn_index"] = tr["turn_index"] if tr else None
+        r["turn_status"] = None if not tr else (
+            "in_progress" if tr["ended_at"] is None or tr["ended_at"] > t else tr["status"])
+        r["prompt_event_id"] = tr["prompt_event_id"] if tr else None
+        r["in_flight_tool_call_ids"] = [k["tool_call_id"] for k in in_flight.get(r["current_turn"], [])]
+    return sessions
 
 
 STATE_COLUMNS = ("subject_type", "subject_id", "session_id", "work_unit_id", "provider", "project_name", "status",
@@ -526,8 +599,8 @@ WORK_UNITS_NOTE = "work units are not built yet (a later release): rows are sess
 
 
 def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
-    """(rows as dicts from state_sql, summary dict)."""
-    rows = ctx.dicts(state_query(ctx, scope, t_us, pick_open and scope.single is None))
+    """(one dict per session as it stood at t, summary dict)."""
+    rows = _states(ctx, ctx.dicts(state_query(ctx, scope, t_us, pick_open and scope.single is None)), t_us)
     summary = ctx.dicts(C.Query("summary", C.state_summary_sql(scope.sql),
                                 dict(scope.params, t=ctx.iso(t_us))))[0]
     return rows, summary
@@ -538,7 +611,7 @@ class StateHandler:
     def queries(ctx, cmd):
         scope = scope_of(ctx, cmd.subject, "STATE")
         t = resolve_time(cmd.at.kind, cmd.at.text, ctx.now_us, (ctx.source, cmd.at.pos, cmd.at.end))
-        return [state_query(ctx, scope, t, scope.single is None)]
+        return state_queries(ctx, scope, t, scope.single is None)
 
     @staticmethod
     def run(ctx, cmd):
@@ -578,7 +651,7 @@ class WhatIsHandler:
     @staticmethod
     def queries(ctx, cmd):
         scope = scope_of(ctx, cmd.subject, "WHAT IS")
-        return [state_query(ctx, scope, ctx.now_us, scope.single is None)]
+        return state_queries(ctx, scope, ctx.now_us, scope.single is None)
 
     @staticmethod
     def run(ctx, cmd):
@@ -644,7 +717,7 @@ class WhyHandler:
             return [C.Query("attempt", C.ATTEMPT_SQL, (ident,)),
                     C.Query("failing event", C.FAILING_EVENT_SQL, ("[]",))]
         scope = scope_of(ctx, cmd.subject, "WHY")
-        return [state_query(ctx, scope, ctx.now_us, scope.single is None)]
+        return state_queries(ctx, scope, ctx.now_us, scope.single is None)
 
     @classmethod
     def run(cls, ctx, cmd):
@@ -765,7 +838,7 @@ class TraceHandler:
     @classmethod
     def queries(cls, ctx, cmd):
         kind, ident, depth, direction = cls._args(ctx, cmd)
-        return [C.Query("trace", C.trace_sql(direction, _edges_is_view(ctx)), {"start": ident, "depth": depth})]
+        return [C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth})]
 
     @classmethod
     def run(cls, ctx, cmd):
@@ -773,28 +846,26 @@ class TraceHandler:
         return trace_result(ctx, kind, ident, depth, direction)
 
 
-def _edges_is_view(ctx) -> bool:
-    row = ctx.conn.execute("SELECT type FROM sqlite_schema WHERE name = 'edges'").fetchone()
-    return bool(row) and row[0] == "view"
-
-
 def trace_result(ctx, kind, ident, depth, direction):
-    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction, _edges_is_view(ctx)), {"start": ident, "depth": depth}))
+    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth}))
     out = []
-    edges = 0
+    beyond, cut_evidence = 0, []
     for r in rows:
-        if r["row_kind"] == "edge":
-            edges += 1
-            conf = r["confidence"]
-            reason = "deterministic" if conf is not None and conf >= 1.0 else "heuristic"
-            note = f"{r['edge_source'] or 'projection'} edge ({r['algorithm_version'] or 'unversioned'})"
-            out.append((r["depth"], r["edge_type"], r["from_type"], r["from_id"], r["to_type"], r["to_id"], r["at"],
-                        r["edge_source"], _loads_list(r["evidence"]), uncertainty(conf, reason, note)))
-        else:
-            more = r["confidence"]  # the count of edges beyond the limit rides in this column
-            note = f"depth limit {depth} reached: {more} more edge(s) lie beyond; add DEPTH {min(C.MAX_DEPTH, depth * 2)} to go further"
-            out.append((r["depth"], None, None, None, None, None, None, None, _loads_list(r["evidence"]),
-                        uncertainty(None, "depth_limit", note)))
+        if r["row_kind"] != "edge":
+            beyond += 1
+            cut_evidence.extend(_loads_list(r["evidence"]))
+            continue
+        conf = r["confidence"]
+        reason = "deterministic" if conf is not None and conf >= 1.0 else "heuristic"
+        note = f"{r['edge_source'] or 'projection'} edge ({r['algorithm_version'] or 'unversioned'})"
+        out.append((r["depth"], r["edge_type"], r["from_type"], r["from_id"], r["to_type"], r["to_id"], r["at"],
+                    r["edge_source"], _loads_list(r["evidence"]), uncertainty(conf, reason, note)))
+    edges = len(out)
+    if beyond:
+        note = (f"depth limit {depth} reached: {beyond} more edge(s) lie beyond; add DEPTH "
+                f"{min(C.MAX_DEPTH, depth * 2)} to go further")
+        out.append((depth + 1, None, None, None, None, None, None, None, _dedup(cut_evidence)[:50],
+                    uncertainty(None, "depth_limit", note)))
     notes = [f"trace from {C.KIND_LABEL[kind]} {ident} (direction {direction}, depth ≤ {depth}): {edges} edge(s) "
              f"over {', '.join(C.CAUSAL_EDGE_KINDS)}"]
     if not out:
@@ -844,7 +915,7 @@ class DiffHandler:
     @classmethod
     def queries(cls, ctx, cmd):
         scope, t1, t2 = cls._args(ctx, cmd)
-        return [state_query(ctx, scope, t1, scope.single is None), state_query(ctx, scope, t2, scope.single is None)]
+        return state_queries(ctx, scope, t1, scope.single is None) + state_queries(ctx, scope, t2, scope.single is None)
 
     @classmethod
     def run(cls, ctx, cmd):
@@ -862,7 +933,7 @@ class DiffHandler:
             if missing:
                 names = {f"x{i}": s for i, s in enumerate(missing)}
                 sc = Scope(f" AND s.session_id IN ({', '.join(':' + k for k in names)})", names, scope.label)
-                for r in ctx.dicts(state_query(ctx, sc, t, False)):
+                for r in _states(ctx, ctx.dicts(state_query(ctx, sc, t, False)), t):
                     into[r["session_id"]] = dict(zip(STATE_COLUMNS, state_row(r, iso_t)))
         rows = []
         order = list(a) + [s for s in b if s not in a]
