@@ -373,3 +373,25 @@ def test_fuzz_engine_yields_only_coded_errors(db, base, edits):
     except AQLError as e:
         assert e.code in CODES
         e.render()
+
+
+def test_a_claim_without_evidence_is_withheld_and_reported():
+    u = execute.uncertainty
+    r = execute.Result(["subject_id", "evidence", "uncertainty"], [
+        ("a", ["ev_1"], u(0.7, "heuristic")),
+        ("b", [], u(0.7, "heuristic")),                    # an inference citing nothing
+        ("c", [], u(0.0, "insufficient_evidence", "nothing to cite")),
+    ])
+    execute.enforce_evidence(r)
+    assert [row[0] for row in r.rows] == ["a", "c"]
+    assert any(n.startswith("AQL0601:") for n in r.notes)
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("SELECT 1", "sql"), ("  with x as (select 1) select * from x", "sql"), ("VALUES (1)", "sql"),
+    ("-- c\nEXPLAIN SELECT 1", "sql"), ("EXPLAIN QUERY PLAN SELECT 1", "sql"), ("EXPLAIN DELETE FROM x", "sql"),
+    ("EXPLAIN SHOW ATTEMPTS", "attemptql"), ("/* c */ SHOW TABLES", "tables"), ("DESCRIBE attempts", "describe"),
+    ("SHOW SESSIONS", "attemptql"), ("DROP TABLE events", "write"), ("PRAGMA table_info(events)", "sql"),
+])
+def test_classify(text, kind):
+    assert execute.classify(text) == kind

@@ -78,12 +78,25 @@ def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None)
     return "\n\n".join(blocks)
 
 
+def listing(result) -> str:
+    """EXPLAIN: one `step  detail` line per row, details in full (SQL keeps its lines)."""
+    i, j = result.columns.index("step"), result.columns.index("detail")
+    w = max(len(str(r[i])) for r in result.rows)
+    lines = []
+    for r in result.rows:
+        detail = "\n".join(_clean(x) for x in str(r[j]).split("\n"))
+        lines.append(f"{r[i]:<{w}}  " + detail.replace("\n", "\n" + " " * (w + 2)))
+    return "\n".join(lines)
+
+
 def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
-    """The terminal form: a table (or vertical records for explanations), the row count and
-    the notes."""
+    """The terminal form: a table (or vertical records for explanations, a listing for
+    EXPLAIN), the row count and the notes."""
     out = []
     if not result.rows:
         out.append("(no rows)")
+    elif result.display == ["step", "detail"]:
+        out.append(listing(result))
     elif result.kind == "explanation":
         out.append(vertical(result, evidence_ids=evidence_ids, max_rows=max_rows))
         out.append("")
