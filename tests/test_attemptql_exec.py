@@ -395,3 +395,21 @@ def test_a_claim_without_evidence_is_withheld_and_reported():
 ])
 def test_classify(text, kind):
     assert execute.classify(text) == kind
+
+
+def test_bare_project_means_the_repository_of_the_working_directory(tmp_path):
+    import apsw
+    from attemptdb import ids
+    from attemptdb.attemptql.resolve import project_of_directory
+    repo = tmp_path / "widget"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:Acme/Widget.git\n')
+    pid = "prj_" + ids.project_identity(str(repo), "git@github.com:Acme/Widget.git", ids.NIL)["project_id"]
+    conn = apsw.Connection(str(tmp_path / "p.db"))
+    conn.execute("CREATE TABLE sessions (session_id, project_id, project_name)")
+    conn.execute("INSERT INTO sessions VALUES ('ses_x', ?, 'acme/widget')", (pid,))
+    assert project_of_directory(conn, str(repo / "src")) == (pid, "acme/widget")
+    assert project_of_directory(conn, str(tmp_path)) is None
+    r = execute.run(conn, "SHOW TABLES")  # the connection works for other statements too
+    assert "sessions" in [x[0] for x in r.rows]

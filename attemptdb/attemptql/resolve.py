@@ -10,8 +10,6 @@ Invariants:
 - Lookups are index range scans on the id columns (prefix → [lo, hi) text range).
 """
 
-import os
-
 from .. import clock, ids
 from .errors import AQLError
 
@@ -236,55 +234,16 @@ def resolve_agent(conn, name: str, loc=None) -> tuple[str, str]:
 
 
 def project_of_directory(conn, cwd: str | None) -> tuple[str, str] | None:
-    """(project_id, project_name) of the git repository holding `cwd`, when this database has
-    sessions for it; None otherwise (then a bare `project` means every project)."""
+    """(project_id, project_name) of the repository holding `cwd` — derived exactly as capture
+    derives it (attemptdb.gitinfo + ids.project_identity) — when this database has sessions
+    for it; None otherwise (then a bare `project` means every project)."""
     if not cwd:
         return None
-    d = os.path.abspath(cwd)
-    root = None
-    for _ in range(64):
-        if os.path.exists(os.path.join(d, ".git")):
-            root = d
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    if root is None:
-        return None
-    remote = _origin_url(os.path.join(root, ".git"))
-    candidates = []
-    norm = ids.normalise_remote(remote) if remote else None
-    if norm:
-        candidates.append("prj_" + ids.derive("prj_", "remote", norm))
-    for pid in candidates:
-        row = conn.execute("SELECT project_id, project_name FROM sessions WHERE project_id = ? LIMIT 1",
-                           (pid,)).fetchone()
-        if row:
-            return row[0], row[1]
-    name = os.path.basename(root)
-    row = conn.execute("SELECT project_id, project_name FROM sessions WHERE project_name = ? "
-                       "GROUP BY project_id ORDER BY count(*) DESC LIMIT 2", (name,)).fetchall()
-    if len(row) == 1:
-        return row[0][0], row[0][1]
-    return None
-
-
-def _origin_url(git_dir: str) -> str | None:
-    cfg = os.path.join(git_dir, "config")
-    if not os.path.isfile(cfg):
-        return None
-    try:
-        with open(cfg, encoding="utf-8", errors="replace") as f:
-            text = f.read(65536)
-    except OSError:
-        return None
-    section = None
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("["):
-            section = s
-        elif section and section.replace(" ", "").lower() == '[remote"origin"]' and s.startswith("url"):
-            _, _, v = s.partition("=")
-            return v.strip()
-    return None
+    from .. import gitinfo
+    root, remote = gitinfo.git_info(cwd)[:2]
+    row = conn.execute("SELECT value FROM meta WHERE key = 'device_id'").fetchone() \
+        if table_exists(conn, "meta") else None
+    device = row[0] if row else ids.NIL
+    pid = "prj_" + ids.project_identity(root, remote, device)["project_id"]
+    row = conn.execute("SELECT project_id, project_name FROM sessions WHERE project_id = ? LIMIT 1", (pid,)).fetchone()
+    return (row[0], row[1]) if row else None
