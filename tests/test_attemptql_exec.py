@@ -413,3 +413,11 @@ def test_bare_project_means_the_repository_of_the_working_directory(tmp_path):
     assert project_of_directory(conn, str(tmp_path)) is None
     r = execute.run(conn, "SHOW TABLES")  # the connection works for other statements too
     assert "sessions" in [x[0] for x in r.rows]
+
+
+def test_oversized_statements_are_refused_with_a_code(db):
+    assert fails(db, "SELECT 1 WHERE " + " OR ".join(["1 = 1"] * 120000)).code == "AQL0208"
+    assert fails(db, "SHOW ATTEMPTS WHERE " + " OR ".join(["outcome = 'x'"] * 6000)).code == "AQL0208"
+    assert run(db, "SHOW ATTEMPTS WHERE " + " OR ".join(["outcome = 'x'"] * 500)).rows == []  # printed flat
+    assert fails(db, "SHOW ATTEMPTS WHERE " + " OR ".join(["outcome = 'x'"] * 2000)).code.startswith("AQL0")
+    assert fails(db, "EXPLAIN SHOW ATTEMPTS WHERE " + " OR ".join(["outcome = 'x'"] * 2000)).code.startswith("AQL0")

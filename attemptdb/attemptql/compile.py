@@ -387,6 +387,14 @@ class WherePrinter:
     def binary(self, n: ast.SqlBinary) -> str:
         if n.op not in _BINARY_OPS:  # the grammar cannot produce one; keep the printer closed anyway
             raise AQLError("AQL0207", "operator not allowed in WHERE", source=self.ctx.source, pos=n.pos, end=n.end)
+        if n.op in ("AND", "OR"):  # a long a OR b OR c … chain is printed flat, not recursively
+            operands = []
+            node = n
+            while isinstance(node, ast.SqlBinary) and node.op == n.op:
+                operands.append(node.right)
+                node = node.left
+            operands.append(node)
+            return "(" + f" {n.op} ".join(self.print(x) for x in reversed(operands)) + ")"
         return f"({self.print(n.left)} {n.op} {self.print(n.right)})"
 
     def in_list(self, n: ast.SqlIn) -> str:

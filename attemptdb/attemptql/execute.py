@@ -253,6 +253,9 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
         raise e.located(text)
     except apsw.Error as e:
         raise sqlite_error(e, gate, text) from None
+    except RecursionError:
+        raise AQLError("AQL0208", "the statement nests too deeply to run safely; simplify it (IN (...) "
+                       "instead of long OR chains)", source=text) from None
     finally:
         conn.set_progress_handler(None)
 
@@ -311,7 +314,13 @@ def _only_trivia(rest: str) -> bool:
     return i >= len(rest)
 
 
+MAX_SQL_CHARS = 512 * 1024
+
+
 def run_sql(ctx, text: str, *, explain: bool = False, gate=None) -> Result:
+    if len(text) > MAX_SQL_CHARS:
+        raise AQLError("AQL0208", f"the statement is too large to run safely (more than {MAX_SQL_CHARS} "
+                       "characters); split it, or use IN (...) / GROUP BY instead of long OR chains", source=None)
     first, rest = split_first_statement(text)
     if not _only_trivia(rest):
         pos = len(first) + _skip_ws(rest)
