@@ -1,0 +1,23 @@
+"""Projections: sessions, turns, tool calls, attempts, signals, commits, corrections,
+retractions, handoffs and edges, derived from the fact log inside the SQLite file.
+
+Invariant: the projection state is a pure function of the set of fact events. SQL triggers
+(migrations 0002–0005) keep it current in the append's own transaction, whatever order events
+arrive in; this package only reads it, writes Correction/Retraction events through
+`Store.append`, and can rebuild it from nothing (`rebuild.reproject`) to prove the point.
+The rules and every deliberate difference from the original are in spec/projections.md.
+"""
+
+ALGORITHM_VERSION = "tier1-v5-sql1"
+
+PUBLIC_VIEWS = ("sessions", "turns", "tool_calls", "attempts", "signals", "edges", "handoffs",
+                "commits", "corrections", "retractions")
+"""The catalog names this package maintains (seed 003), all views over the *_facts tables."""
+
+FACT_TABLES = ("session_facts", "turn_facts", "tool_call_facts", "attempt_facts", "signal_facts",
+               "commit_facts", "correction_facts", "retraction_facts")
+"""The stored projection state (one row set per projection session, plus the meta events)."""
+
+CHECKPOINT_TABLES = ("snap_points", "snap_sessions", "snap_turns", "snap_calls", "snap_attempts",
+                     "snap_signals", "snap_commits")
+"""Per-session checkpoints taken before each human prompt (turn-local re-derivation)."""

@@ -1,0 +1,204 @@
+"""Rebuilding the projections from the fact log, and comparing states.
+
+Invariant: `reproject` derives every *_facts and checkpoint row from `events` alone (the same
+apply trigger the incremental path uses, fed every fact event in sort order) and reports each
+row the incremental state had that the rebuild does not, and vice versa — none is expected.
+`events.retracted` can only go 0 -> 1: a missing mark is set, an extra one is only reported.
+"""
+
+import time
+
+from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS
+
+STATE_TABLES = FACT_TABLES + CHECKPOINT_TABLES
+META_TABLES = ("correction_facts", "retraction_facts")
+
+_REPLAY_ALL = """
+INSERT OR REPLACE INTO project_queue
+  SELECT 1, p.* FROM project_input p
+  WHERE p.kind NOT IN ('correction', 'retraction', 'capture_test') AND p.telemetry = 0
+    AND NOT EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = p.event_id AND r.target_type = 'event')
+  ORDER BY p.gsid, p.ekey
+"""
+
+# events that a Retraction removes: named directly, in a named session, or a call event of a
+# named attempt (spec/projections.md §7)
+_SHOULD_BE_RETRACTED = """
+SELECT e.event_id FROM events e JOIN retraction_facts r ON r.target = e.event_id AND r.target_type = 'event'
+ WHERE e.kind NOT IN ('correction', 'retraction')
+UNION
+SELECT e.event_id FROM retraction_facts r JOIN events e ON e.session_id = r.target
+ WHERE r.target_type = 'session' AND e.kind NOT IN ('correction', 'retraction')
+UNION
+SELECT c.start_event_id FROM retraction_facts r JOIN attempt_facts a ON a.attempt_id = r.target
+  JOIN tool_call_facts c ON c.attempt_key = a.group_key WHERE r.target_type = 'attempt' AND c.start_event_id IS NOT NULL
+UNION
+SELECT c.end_event_id FROM retraction_facts r JOIN attempt_facts a ON a.attempt_id = r.target
+  JOIN tool_call_facts c ON c.attempt_key = a.group_key WHERE r.target_type = 'attempt' AND c.end_event_id IS NOT NULL
+"""
+
+
+def table_rows(conn, table: str, portable: bool = False) -> list[tuple]:
+    """Every row of `table` (or view), sorted: a comparable, order-free snapshot. `portable`
+    drops the arrival-assigned parts (hlc, source_seq) of stored sort keys, for comparing two
+    files that received the same events in different orders."""
+    rows = conn.execute(f"SELECT * FROM {table}").fetchall()
+    if portable:
+        rows = [tuple(_portable(v) for v in r) for r in rows]
+    return sorted(rows, key=_sort_key)
+
+
+def _portable(v):
+    # ekey = observed_at (27) | hlc (20) | source_seq (20) | event_id
+    if isinstance(v, str) and len(v) > 70 and v[27:28] == "|" and v[48:49] == "|" and v[69:70] == "|":
+        return v[:27] + "|" + v[70:]
+    return v
+
+
+def _sort_key(row):
+    return tuple((0, "") if v is None else (1, v) if isinstance(v, str) else (2, str(v)) for v in row)
+
+
+def dump(conn, tables=STATE_TABLES, portable: bool = False) -> dict:
+    return {t: table_rows(conn, t, portable) for t in tables}
+
+
+def dump_views(conn, views=PUBLIC_VIEWS) -> dict:
+    return {v: table_rows(conn, v) for v in views}
+
+
+def retracted_events(conn) -> set:
+    return {r[0] for r in conn.execute("SELECT event_id FROM events WHERE retracted = 1")}
+
+
+def diff(before: dict, after: dict, limit: int = 5) -> dict:
+    """{table: {"only_before": n, "only_after": n, "examples": [...]}} for tables that differ."""
+    out = {}
+    for t in sorted(set(before) | set(after)):
+        b, a = before.get(t, []), after.get(t, [])
+        if b == a:
+            continue
+        sb, sa = _multiset(b), _multiset(a)
+        only_b = [r for r in sb if sb[r] > sa.get(r, 0)]
+        only_a = [r for r in sa if sa[r] > sb.get(r, 0)]
+        out[t] = {"only_before": len(only_b), "only_after": len(only_a),
+                  "examples": [("incremental", list(r[:3])) for r in only_b[:limit]]
+                              + [("rebuild", list(r[:3])) for r in only_a[:limit]]}
+    return out
+
+
+def _multiset(rows):
+    m = {}
+    for r in rows:
+        m[r] = m.get(r, 0) + 1
+    return m
+
+
+class Report:
+    """What a reproject found: `differences` ({table: summary}), `missing_marks` (events that
+    should be retracted and were not; now set), `extra_marks` (marked, no longer covered)."""
+
+    def __init__(self):
+        self.differences = {}
+        self.missing_marks = []
+        self.extra_marks = []
+        self.events = 0
+        self.sessions = 0
+        self.seconds = 0.0
+        self.written = False
+
+    @property
+    def clean(self) -> bool:
+        return not self.differences and not self.missing_marks
+
+    def as_dict(self) -> dict:
+        return {"clean": self.clean, "events": self.events, "sessions": self.sessions,
+                "seconds": round(self.seconds, 3), "written": self.written,
+                "differences": self.differences,
+                "missing_retracted_marks": len(self.missing_marks),
+                "extra_retracted_marks": len(self.extra_marks)}
+
+
+def rebuild_locked(conn) -> None:
+    """Delete and re-derive every projection row (caller holds a write transaction)."""
+    for t in STATE_TABLES:
+        conn.execute(f"DELETE FROM {t}")
+    conn.execute("INSERT INTO correction_facts (event_id, ekey, corrected_at, session_id, project_id, "
+                 "correction_type, target_type, target, outcome, failure_class, note, note_chars, invalid) "
+                 "SELECT event_id, ekey, corrected_at, session_id, project_id, correction_type, target_type, "
+                 "target, outcome, failure_class, note, note_chars, invalid FROM correction_input")
+    conn.execute("INSERT INTO retraction_facts (event_id, ekey, retracted_at, session_id, project_id, "
+                 "target_type, target, reason, note, note_chars) SELECT event_id, ekey, retracted_at, "
+                 "session_id, project_id, target_type, target, reason, note, note_chars FROM retraction_input")
+    conn.execute("DELETE FROM projection_dirty")
+    conn.execute("UPDATE projection_control SET paused = 0 WHERE id = 1")
+    conn.execute(_REPLAY_ALL)
+
+
+def reproject(conn, *, write: bool = True) -> Report:
+    """Rebuild every projection from `events` and compare with the incremental state. With
+    `write=False` nothing changes (the rebuild is rolled back)."""
+    rep = Report()
+    t0 = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        before = dump(conn)
+        rebuild_locked(conn)
+        after = dump(conn)
+        rep.differences = diff(before, after)
+        should = {r[0] for r in conn.execute(_SHOULD_BE_RETRACTED) if r[0] is not None}
+        marked = retracted_events(conn)
+        rep.missing_marks = sorted(should - marked)
+        rep.extra_marks = sorted(marked - should)
+        for eid in rep.missing_marks:
+            conn.execute("UPDATE events SET retracted = 1 WHERE event_id = ? AND retracted = 0", (eid,))
+        rep.events = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+        rep.sessions = conn.execute("SELECT count(*) FROM session_facts").fetchone()[0]
+        conn.execute("COMMIT" if write else "ROLLBACK")
+        rep.written = write
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+# --- deferred projection (bulk imports) ---------------------------------------------------
+
+def pause(conn) -> None:
+    """Stop projecting on append; appends only note their sessions until `resume`."""
+    conn.execute("UPDATE projection_control SET paused = 1 WHERE id = 1")
+
+
+def resume(conn) -> int:
+    """Project again, re-deriving every session touched while paused. Returns how many."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("UPDATE projection_control SET paused = 0 WHERE id = 1")
+        dirty = conn.execute("SELECT session_id, raw_session_id, project_id FROM projection_dirty").fetchall()
+        for sid, raw, prj in dirty:
+            conn.execute("INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, "
+                         "project_id, from_key) VALUES (1, ?, ?, ?, '')", (sid, raw, prj))
+        conn.execute("DELETE FROM projection_dirty")
+        conn.execute("COMMIT")
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    return len(dirty)
+
+
+class paused:
+    """`with rebuild.paused(store.conn): store.append(...)` — bulk appends project once, at the end."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.replayed = 0
+
+    def __enter__(self):
+        pause(self.conn)
+        return self
+
+    def __exit__(self, *exc):
+        self.replayed = resume(self.conn)
