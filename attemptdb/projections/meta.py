@@ -172,3 +172,182 @@ def check_note(text):
     if len(text) > 4096:
         raise AttemptError("meta.note", "a note is at most 4096 characters")
     return text
+
+
+# --- appending inside a transaction we control --------------------------------------------
+
+def _append_uncommitted(store, env: dict, now_us: int) -> None:
+    """Append one envelope inside the caller's open write transaction (the dry run rolls it
+    back). Uses the store's locked append: the same checks, chain and triggers as `append`."""
+    from ..store import AppendResult
+    event.check_storable(env)
+    res = AppendResult()
+    store._append_locked([event.Prepared(env)], res, now_us)
+    if not res.accepted:
+        raise AttemptError("meta.duplicate", "this event is already in the log")
+
+
+_COUNTS = (
+    ("sessions", "SELECT count(*) FROM sessions WHERE NOT retracted"),
+    ("turns", "SELECT count(*) FROM turns WHERE NOT retracted"),
+    ("tool_calls", "SELECT count(*) FROM tool_calls WHERE NOT retracted"),
+    ("attempts", "SELECT count(*) FROM attempts WHERE NOT retracted"),
+    ("handoffs", "SELECT count(*) FROM handoffs"),
+    ("signals", "SELECT count(*) FROM signals"),
+    ("retracted_events", "SELECT count(*) FROM events WHERE retracted = 1"),
+)
+_ATTEMPT_FIELDS = ("outcome", "failure_class", "objective", "note", "corrected_by", "superseded_by",
+                   "supersedes", "retracted")
+_TURN_FIELDS = ("objective", "corrected_by", "tool_call_count", "retracted")
+
+
+def _snapshot(conn, session_id: str) -> dict:
+    from .read import rows
+    snap = {"counts": {k: conn.execute(q).fetchone()[0] for k, q in _COUNTS}}
+    for r in rows(conn, "SELECT * FROM attempts WHERE session_id = ?", (session_id,)):
+        snap[("attempt", r["attempt_id"])] = {f: r[f] for f in _ATTEMPT_FIELDS}
+    for r in rows(conn, "SELECT * FROM turns WHERE session_id = ?", (session_id,)):
+        snap[("turn", r["turn_id"])] = {f: r[f] for f in _TURN_FIELDS}
+    return snap
+
+
+def _changes(before: dict, after: dict) -> tuple[list, dict]:
+    """(field changes of attempts/turns, count changes) between two snapshots."""
+    changes = []
+    for key in sorted(set(before) | set(after), key=str):
+        if key == "counts":
+            continue
+        b, a = before.get(key, {}), after.get(key, {})
+        for f in (_ATTEMPT_FIELDS if key[0] == "attempt" else _TURN_FIELDS):
+            if b.get(f) != a.get(f):
+                changes.append({"entity": key[1], "field": f, "before": b.get(f), "after": a.get(f)})
+    counts = {k: {"before": before["counts"][k], "after": after["counts"][k]}
+              for k in before["counts"] if before["counts"][k] != after["counts"][k]}
+    return changes, counts
+
+
+def correct(store, target_text: str, *, outcome=None, failure_class=None, note=None,
+            dry_run: bool = False, now_us: int | None = None) -> dict:
+    """Write (or, with dry_run, only try) a Correction of an attempt or turn. Refused unless the
+    projection would apply it. Returns what was (or would be) written and what changed."""
+    conn = store.conn
+    target = resolve(conn, target_text, ("att_", "trn_"))
+    outcome = parse_outcome(outcome)
+    failure_class = check_class(failure_class)
+    note = check_note(note)
+    if target.startswith("att_"):
+        if outcome is None and note is None:
+            raise AttemptError("correct.nothing", "give --outcome and/or --note for an attempt")
+        if failure_class is not None and outcome is None:
+            raise AttemptError("correct.class_needs_outcome", "--failure-class needs --outcome")
+        ctype = "attempt_outcome" if outcome else "attempt_note"
+    else:
+        if outcome is not None or failure_class is not None:
+            raise AttemptError("correct.turn_fields", "a turn takes only --note (it becomes the turn's objective)")
+        if note is None:
+            raise AttemptError("correct.nothing", "give --note: it becomes the turn's objective")
+        ctype = "turn_objective"
+    now = clock.now_us() if now_us is None else now_us
+    mode = store.capture_mode
+    env = correction_envelope(target=target, session=target_session(conn, target), outcome=outcome,
+                              failure_class=failure_class, note=note, device_id=store.device_id,
+                              capture_mode=mode, observed_at=now, correction_type=ctype)
+    sid = target_session(conn, target)["session_id"]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        before = _snapshot(conn, sid)
+        _append_uncommitted(store, env, now)
+        status = conn.execute("SELECT status FROM corrections WHERE event_id = ?",
+                              ("ev_" + env["event_id"],)).fetchone()[0]
+        after = _snapshot(conn, sid)
+        changes, _ = _changes(before, after)
+        write = status == "applied" and not dry_run
+        conn.execute("COMMIT" if write else "ROLLBACK")
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    if status != "applied":
+        raise AttemptError("correct.not_applied",
+                           f"the projection would not apply this correction (status: {status})", exit_status=1)
+    return {"event_id": "ev_" + env["event_id"], "kind": "correction", "correction_type": ctype,
+            "target": target, "outcome": outcome, "failure_class": failure_class,
+            "note_chars": len(note) if note else None, "note_stored": bool(note) and mode != "metadata_only",
+            "capture_mode": mode, "status": status, "written": write, "dry_run": dry_run,
+            "changes": changes}
+
+
+def describe_target(conn, target: str, target_type: str) -> dict:
+    """What a retraction would remove, in content-free terms."""
+    from .read import rows
+    if target_type == "session":
+        r = rows(conn, "SELECT provider, project_name, started_at, ended_at, state, event_count, turn_count "
+                       "FROM sessions WHERE session_id IN (SELECT session_id FROM session_facts "
+                       "WHERE raw_session_id = ?) ORDER BY started_at LIMIT 1", (target,))
+        d = r[0] if r else {}
+        d["attempts"] = conn.execute("SELECT count(*) FROM attempts WHERE session_id IN (SELECT session_id "
+                                     "FROM session_facts WHERE raw_session_id = ?)", (target,)).fetchone()[0]
+        return d
+    if target_type == "attempt":
+        r = rows(conn, "SELECT turn_index, attempt_index, outcome, approach, tool_call_count, session_id "
+                       "FROM attempts WHERE attempt_id = ?", (target,))
+        return r[0] if r else {}
+    r = rows(conn, "SELECT provider, kind, tool_name, observed_at, session_id FROM events WHERE event_id = ?",
+             (target,))
+    return r[0] if r else {}
+
+
+def retract(store, *, session=None, attempt=None, event_id=None, reason: str, note=None,
+            dry_run: bool = False, now_us: int | None = None) -> dict:
+    """Write (or, with dry_run, only try) a Retraction of one session, attempt or event."""
+    conn = store.conn
+    given = [(k, v) for k, v in (("session", session), ("attempt", attempt), ("event", event_id)) if v]
+    if len(given) != 1:
+        raise AttemptError("retract.target", "give exactly one of --session, --attempt, --event")
+    target_type, text = given[0]
+    prefix = {"session": "ses_", "attempt": "att_", "event": "ev_"}[target_type]
+    target = resolve(conn, text if text.lower().startswith(prefix) else prefix + text, (prefix,))
+    reason = parse_reason(reason)
+    note = check_note(note)
+    already = conn.execute("SELECT 1 FROM retraction_facts WHERE target = ? AND target_type = ?",
+                           (target, target_type)).fetchone()
+    if already:
+        raise AttemptError("retract.already", f"{target_type} {target} is already retracted")
+    if target_type == "event":
+        kind = conn.execute("SELECT kind FROM events WHERE event_id = ?", (target,)).fetchone()
+        if kind and kind[0] in ("correction", "retraction"):
+            raise AttemptError("retract.meta_event",
+                               "a correction or retraction cannot be retracted (the audit trail stays)")
+        if conn.execute("SELECT retracted FROM events WHERE event_id = ?", (target,)).fetchone()[0]:
+            raise AttemptError("retract.already", f"event {target} is already retracted")
+    now = clock.now_us() if now_us is None else now_us
+    where = target_session(conn, target if target_type != "session" else
+                           conn.execute("SELECT session_id FROM session_facts WHERE raw_session_id = ? "
+                                        "ORDER BY started_at LIMIT 1", (target,)).fetchone()[0])
+    if target_type == "session":
+        where = dict(where, session_id=target)
+    env = retraction_envelope(target=target, target_type=target_type, session=where, reason=reason,
+                              note=note, device_id=store.device_id, capture_mode=store.capture_mode,
+                              observed_at=now)
+    description = describe_target(conn, target, target_type)
+    sid = where["session_id"] if target_type != "session" else conn.execute(
+        "SELECT session_id FROM session_facts WHERE raw_session_id = ? ORDER BY started_at LIMIT 1",
+        (target,)).fetchone()[0]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        before = _snapshot(conn, sid)
+        _append_uncommitted(store, env, now)
+        row = conn.execute("SELECT matched, retracted_events FROM retractions WHERE event_id = ?",
+                           ("ev_" + env["event_id"],)).fetchone()
+        after = _snapshot(conn, sid)
+        changes, counts = _changes(before, after)
+        write = not dry_run
+        conn.execute("COMMIT" if write else "ROLLBACK")
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    return {"event_id": "ev_" + env["event_id"], "kind": "retraction", "target_type": target_type,
+            "target": target, "reason": reason, "note_chars": len(note) if note else None,
+            "matched": bool(row[0]), "retracted_events": row[1], "description": description,
+            "written": write, "dry_run": dry_run, "changes": changes, "counts": counts}

@@ -1,0 +1,334 @@
+"""`attempt timeline`, `failures`, `correct`, `retract`, `reproject`: option parsing and rendering
+over attemptdb.projections (the library does the work).
+
+Invariant: output is data on stdout, messages on stderr; every string that came from an agent
+(objectives, approaches, paths) is cleaned of control characters before it reaches a terminal;
+`--json` prints the same data as one JSON document.
+"""
+
+import sys
+
+import click
+
+from .. import fastjson, ids
+from ..errors import AttemptError
+from .common import db_option, echo_json, err, json_option, style
+from .core import read_store, scope_options, scope_where
+
+PROVIDERS = {"claude_code": "Claude Code", "codex": "Codex", "cursor": "Cursor", "gemini_cli": "Gemini CLI",
+             "attemptdb": "AttemptDB"}
+OUTCOME_MARKS = {"succeeded": ("✓", "green"), "failed": ("✗", "red"), "superseded": ("↻", "yellow"),
+                 "abandoned": ("…", "bright_black"), "in_progress": ("▶", "cyan"), "unknown": ("?", None)}
+TURN_STATUS = {"completed": "completed", "failed": "failed", "in_progress": "in progress",
+               "unknown": "no stop seen"}
+
+
+def _sessions_scope(conn, session, project, since, until):
+    """(condition over the sessions view aliased s, params) for the scope flags: ids and
+    projects resolved like every other read command; --since/--until select sessions active in
+    the window."""
+    cond, params = scope_where(conn, session, project, None, None, table="s")
+    if since:
+        c, p = scope_where(conn, None, None, since, None, table="s", time_col="last_event_at")
+        cond, params = f"({cond}) AND ({c})", params + p
+    if until:
+        c, p = scope_where(conn, None, None, None, until, table="s", time_col="started_at")
+        cond, params = f"({cond}) AND ({c})", params + p
+    return cond, params
+
+
+def _short(x):
+    return ids.short(x) if x else "-"
+
+
+# --- timeline -----------------------------------------------------------------------------
+
+@click.command("timeline")
+@scope_options
+@click.option("--tools", is_flag=True, help="One line per tool call under each turn.")
+@click.option("--all", "show_all", is_flag=True, help="Include sessions with no prompt and no tool call.")
+@db_option
+@json_option
+def timeline_cmd(session, project, since, until, limit, tools, show_all, db, as_json):
+    """Sessions → turns → attempts: what each agent tried and how it ended.
+
+    Newest sessions first (10 unless -n). Each attempt shows its outcome, failure class, approach,
+    paths touched, duration and confidence; attempts are inferences: `attempt why <att_id>` shows
+    the evidence.
+    """
+    from ..projections import read
+    st = read_store(db)
+    try:
+        cond, params = _sessions_scope(st.conn, session, project, since, until)
+        data = read.timeline(st.conn, cond, params, limit=10 if limit is None else limit,
+                             show_all=show_all, tools=tools)
+    finally:
+        st.close()
+    if as_json:
+        echo_json(data)
+        return
+    _render_timeline(data, tools)
+
+
+def _render_timeline(data: dict, tools: bool):
+    from ..projections.read import clean, duration_text, local_time
+    out = []
+    c = data["counts"]
+    if not data["sessions"]:
+        out.append(f"no sessions yet ({data['events']} events). Work with a coding agent whose hooks "
+                   "call `attempt capture`, then look again;")
+        out.append("check wiring with `attempt doctor`.")
+        click.echo("\n".join(out))
+        return
+    out.append(f"{c['sessions']} session(s), {c['turns']} turn(s), {c['attempts']} attempt(s), "
+               f"{c['handoffs']} handoff(s) from {data['events']} events  "
+               + style(f"[inference {data['algorithm_version']}]", fg="bright_black"))
+    for s in data["sessions"]:
+        end = {"closed": local_time(s["ended_at"], "%H:%M"), "open": "open", "stale": "stale"}[s["state"]]
+        out.append("")
+        out.append(style("▌ ", fg="blue") + style(PROVIDERS.get(s["provider"], clean(s["provider"], 20)), bold=True)
+                   + f"  {clean(s['project_name'], 40)}  {local_time(s['started_at'])} → {end}  "
+                   f"{s['coverage']} coverage  {s['turn_count']} turns · {s['tool_call_count']} tool calls · "
+                   f"{s['failure_count']} failures  " + style(_short(s["session_id"]), fg="bright_black"))
+        for t in s["turns"]:
+            if t["objective"]:
+                what = clean(t["objective"], 70)
+            elif t["prompt_event_id"] and t["prompt_chars"] is not None:
+                what = f"(prompt, {t['prompt_chars']} chars, content not captured)"
+            elif t["prompt_event_id"]:
+                what = "(prompt)"
+            else:
+                what = "(activity before the first prompt)"
+            out.append(f"  {local_time(t['started_at'], '%H:%M:%S')} turn {t['turn_index']}  "
+                       f"{TURN_STATUS.get(t['status'], t['status'])}  {what}")
+            for a in t["attempts"]:
+                mark, color = OUTCOME_MARKS.get(a["outcome"], ("?", None))
+                paths = fastjson.loads(a["paths"] or "[]")
+                line = (f"    {style(_short(a['attempt_id']), fg='bright_black')} "
+                        f"{style(mark + ' ' + a['outcome'].replace('_', ' '), fg=color)}"
+                        + (f" [{clean(a['failure_class'], 24)}]" if a["failure_class"] else "")
+                        + f" {clean(a['approach'], 60)}  ({len(paths)} path{'s' if len(paths) != 1 else ''})")
+                dur = duration_text(a["started_at"], a["ended_at"])
+                if dur:
+                    line += f"  {dur}"
+                line += f"  conf {a['confidence']:.1f}"
+                if a["superseded_by"]:
+                    line += f" → {_short(a['superseded_by'])}"
+                out.append(line)
+                shas = fastjson.loads(a["commit_shas"] or "[]")
+                if shas:
+                    out.append("      ⎇ committed " + " ".join(clean(x, 7)[:7] for x in shas))
+            if tools:
+                for tc in t.get("tool_calls", []):
+                    status = tc["outcome_status"] or "in flight"
+                    p = fastjson.loads(tc["paths"] or "[]")
+                    out.append(f"      · {clean(tc['tool_name'], 16):16s} {clean(status, 10):10s} "
+                               f"{(str(tc['duration_ms']) + 'ms') if tc['duration_ms'] is not None else '':>8s} "
+                               f"{clean(p[0] if p else '', 50)}")
+    if data["more_sessions"]:
+        out.append("")
+        out.append(f"({data['more_sessions']} more session(s); use --limit N or --session ID)")
+    for h in data["handoffs"]:
+        shared = fastjson.loads(h["shared_paths"] or "[]")
+        out.append(f"⇄ handoff {_short(h['from_session'])} → {_short(h['to_session'])} at "
+                   f"{local_time(h['handoff_at'], '%H:%M:%S')} after {h['gap_ms'] / 1000:.0f}s gap, "
+                   f"{len(shared)} shared path(s), conf {h['confidence']:.1f}")
+    click.echo("\n".join(out))
+
+
+# --- failures -----------------------------------------------------------------------------
+
+@click.command("failures")
+@scope_options
+@db_option
+@json_option
+def failures_cmd(session, project, since, until, limit, db, as_json):
+    """Failed and superseded attempts, newest first (50 unless -n)."""
+    from ..projections import read
+    st = read_store(db)
+    try:
+        cond, params = _sessions_scope(st.conn, session, project, since, until)
+        data = read.failures(st.conn, cond, params, limit=50 if limit is None else limit)
+    finally:
+        st.close()
+    if as_json:
+        echo_json(data)
+        return
+    rows = data["failures"]
+    if not rows:
+        click.echo(f"no failed or superseded attempts among {data['attempts_considered']} attempt(s) "
+                   f"({data['algorithm_version']})")
+        return
+    from tabulate import tabulate
+    table = [[ids.short(r["attempt_id"]), r["provider"], read.clean(r["project_name"], 30),
+              read.local_time(r["started_at"], "%Y-%m-%d %H:%M:%S"), r["outcome"],
+              read.clean(r["failure_class"], 24), read.clean(r["approach"], 50),
+              ids.short(r["superseded_by"]) if r["superseded_by"] else "", f"{r['confidence']:.1f}"]
+             for r in rows]
+    click.echo(tabulate(table, headers=["attempt", "provider", "project", "started", "outcome",
+                                        "class", "approach", "superseded_by", "conf"]))
+    err("attempts are Tier 1 inferences; run `attempt trace <att_id>` or `attempt why <att_id>` "
+        "for the evidence")
+
+
+# --- correct / retract ----------------------------------------------------------------------
+
+def _render_changes(changes, counts=None):
+    from ..projections.read import clean
+    lines = []
+    if counts:
+        for k, v in counts.items():
+            lines.append(f"  {k:44s} {'count':18s} {v['before']} → {v['after']}")
+    for ch in changes:
+        lines.append(f"  {ch['entity']:44s} {ch['field']:18s} {clean(ch['before'], 40) or '-'} → "
+                     f"{clean(ch['after'], 40) or '-'}")
+    return lines
+
+
+@click.command("correct")
+@click.argument("target")
+@click.option("--outcome", metavar="O", help="succeeded | failed | abandoned | superseded (an attempt).")
+@click.option("--failure-class", "failure_class", metavar="C", help="A failure class token (needs --outcome).")
+@click.option("--note", metavar="TEXT", help="A note (attempt), or the turn's objective (turn). Content: "
+                                             "not stored under metadata_only.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@db_option
+@json_option
+def correct_cmd(target, outcome, failure_class, note, dry_run, db, as_json):
+    """Correct an inference: an attempt's outcome or note (att_…), a turn's objective (trn_…).
+
+    Writes a Correction event into the target's session; the projections apply the latest one
+    and keep the inferred value beside it (inferred_outcome, inferred_objective).
+    """
+    from ..projections import meta
+    st = read_store(db)
+    try:
+        res = meta.correct(st, target, outcome=outcome, failure_class=failure_class, note=note,
+                           dry_run=dry_run)
+    finally:
+        st.close()
+    if as_json:
+        echo_json(res)
+        return
+    lines = [f"{'would write' if dry_run else 'wrote'} correction {res['event_id']} "
+             f"({res['correction_type']} on {res['target']})"]
+    if note and not res["note_stored"]:
+        lines.append(f"note text not stored (capture mode {res['capture_mode']}); note_chars kept")
+    if res["changes"]:
+        lines.append("projection changes:")
+        lines += _render_changes(res["changes"])
+    else:
+        lines.append("projection unchanged (the target may already carry this value)")
+    if dry_run:
+        lines.append("(dry run — nothing was written)")
+    click.echo("\n".join(lines))
+
+
+@click.command("retract")
+@click.option("--session", metavar="ID", help="Retract a whole session (ses_…).")
+@click.option("--attempt", metavar="ID", help="Retract one attempt and its tool calls (att_…).")
+@click.option("--event", "event_id", metavar="ID", help="Retract one fact event (ev_…).")
+@click.option("--reason", required=True, metavar="R",
+              help="benchmark | test | duplicate | mistaken_import | privacy | revoked | other")
+@click.option("--note", metavar="TEXT", help="Why, for the audit trail (content: not stored under metadata_only).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--dry-run", is_flag=True, help="Show what would leave the projections; write nothing.")
+@db_option
+@json_option
+def retract_cmd(session, attempt, event_id, reason, note, yes, dry_run, db, as_json):
+    """Remove a session, attempt or event from every projection. The facts stay in the log; the
+    Retraction is itself a fact and cannot be undone."""
+    from ..projections import meta
+    if as_json and not (yes or dry_run):
+        raise click.UsageError("--json needs --yes or --dry-run (there is no prompt to answer)")
+    st = read_store(db)
+    try:
+        preview = meta.retract(st, session=session, attempt=attempt, event_id=event_id, reason=reason,
+                               note=note, dry_run=True)
+        if dry_run:
+            res = preview
+        else:
+            if not as_json:
+                _render_retraction(preview, final=False)
+            if not yes:
+                if not sys.stdin.isatty():
+                    raise AttemptError("retract.unconfirmed", "refusing to retract without confirmation; "
+                                       "pass --yes (or run in a terminal and type `retract`)", exit_status=1)
+                answer = click.prompt("type `retract` to write the retraction", default="", show_default=False)
+                if answer.strip() != "retract":
+                    raise AttemptError("retract.aborted", "not confirmed; nothing was written", exit_status=1)
+            res = meta.retract(st, session=session, attempt=attempt, event_id=event_id, reason=reason,
+                               note=note, dry_run=False)
+    finally:
+        st.close()
+    if as_json:
+        echo_json(res)
+        return
+    if dry_run:
+        _render_retraction(res, final=False)
+        click.echo("(dry run — nothing was written)")
+    else:
+        click.echo(f"wrote retraction {res['event_id']} ({res['target_type']} {res['target']})")
+        click.echo("undo is not possible: retractions are facts too; a wrong one can only be documented "
+                   "with `attempt correct`")
+
+
+def _render_retraction(res, final: bool):
+    from ..projections.read import clean, local_time
+    d = res["description"]
+    if res["target_type"] == "session":
+        what = (f"session {res['target']}: {PROVIDERS.get(d.get('provider'), clean(d.get('provider'), 20))}, "
+                f"{clean(d.get('project_name'), 40)}, {d.get('event_count', 0)} events, {d.get('turn_count', 0)} "
+                f"turns, {d.get('attempts', 0)} attempts, {local_time(d.get('started_at'))} → "
+                f"{local_time(d.get('ended_at')) if d.get('ended_at') else d.get('state', 'open')}")
+    elif res["target_type"] == "attempt":
+        what = (f"attempt {res['target']}: turn {d.get('turn_index')} #{d.get('attempt_index')}, "
+                f"{d.get('outcome')}, {clean(d.get('approach'), 60)}, {d.get('tool_call_count')} tool calls")
+    else:
+        what = (f"event {res['target']}: {clean(d.get('provider'), 20)} {d.get('kind')} "
+                f"{clean(d.get('tool_name') or '', 20)} at {local_time(d.get('observed_at'), '%Y-%m-%d %H:%M:%S')}")
+    lines = [f"retract {what}", f"reason  {res['reason']}",
+             f"effect  {res['retracted_events']} fact event(s) leave every projection and the sanitized "
+             "export; the events stay in the log"]
+    ch = _render_changes(res["changes"], res["counts"])
+    if ch:
+        lines.append("projection changes:")
+        lines += ch
+    click.echo("\n".join(lines))
+
+
+# --- reproject ----------------------------------------------------------------------------
+
+@click.command("reproject")
+@click.option("--check", is_flag=True, help="Compare only: rebuild inside a transaction and roll it back.")
+@db_option
+@json_option
+def reproject_cmd(check, db, as_json):
+    """Rebuild every projection from the events and report any difference with the state the
+    triggers maintained (none is expected). Exit 1 when something differed."""
+    from ..projections import rebuild
+    st = read_store(db)
+    try:
+        rep = rebuild.reproject(st.conn, write=not check)
+    finally:
+        st.close()
+    d = rep.as_dict()
+    if as_json:
+        echo_json(d)
+    else:
+        verb = "checked" if check else "rebuilt"
+        click.echo(f"{verb} projections from {rep.events} events ({rep.sessions} sessions) in {rep.seconds:.2f}s")
+        if rep.clean:
+            click.echo("ok: the incremental state equals a rebuild from the events")
+        else:
+            for table, info in rep.differences.items():
+                click.echo(f"differs: {table}: {info['only_before']} row(s) only in the incremental state, "
+                           f"{info['only_after']} only in the rebuild")
+            if rep.missing_marks:
+                click.echo(f"differs: events.retracted: {len(rep.missing_marks)} event(s) were not marked "
+                           f"retracted{'' if check else ' (now marked)'}")
+        if rep.extra_marks:
+            click.echo(f"note: {len(rep.extra_marks)} event(s) stay marked retracted though no retraction "
+                       "covers them now (marks only go 0 → 1)")
+    if not rep.clean:
+        sys.exit(1)
