@@ -221,7 +221,7 @@ def verify(st) -> Report:
             rep.problem("trigger_missing", f"immutability trigger {t} is missing: the events table "
                         "can be changed without an error")
     _chain(st, rep)
-    device = st.device_id
+    device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it
     if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
         rep.problem("identity", "the file's device identity (meta device_id) is missing or not a UUID: "
                     "its checkpoints cannot be checked")
