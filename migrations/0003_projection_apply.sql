@@ -434,18 +434,30 @@ BEGIN
       AND (NEW.kind = 'permission_requested'
            OR (NEW.kind = 'notification' AND NEW.ntype IN ('permission_prompt', 'idle_prompt', 'agent_needs_input')));
 
-  -- L. A call event joining an attempt a Retraction already removed leaves the projections too.
+  -- L. Call events of an attempt a Retraction names leave the projections too (the attempt may
+  --    only now carry the retracted id: its failing end just arrived, or a call just joined).
   UPDATE events SET retracted = 1
-  WHERE event_id = (SELECT NEW.event_id
-                    WHERE NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-                      AND EXISTS (SELECT 1 FROM retraction_facts))
-    AND retracted = 0
-    AND EXISTS (SELECT 1 FROM retraction_facts r
-                WHERE r.target_type = 'attempt'
-                  AND r.target = (SELECT a.attempt_id FROM session_facts s
-                                  JOIN tool_call_facts c ON c.tool_call_id = s.ev_call_id
-                                  JOIN attempt_facts a ON a.group_key = c.attempt_key
-                                  WHERE s.session_id = NEW.gsid));
+  WHERE retracted = 0
+    AND event_id IN (
+      SELECT c.start_event_id FROM tool_call_facts c
+      WHERE c.attempt_key = (SELECT a.group_key FROM session_facts s
+                             JOIN tool_call_facts k ON k.tool_call_id = s.ev_call_id
+                             JOIN attempt_facts a ON a.group_key = k.attempt_key
+                             WHERE s.session_id = NEW.gsid
+                               AND NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
+                               AND EXISTS (SELECT 1 FROM retraction_facts)
+                               AND EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = a.attempt_id
+                                           AND r.target_type = 'attempt'))
+      UNION ALL
+      SELECT c.end_event_id FROM tool_call_facts c
+      WHERE c.attempt_key = (SELECT a.group_key FROM session_facts s
+                             JOIN tool_call_facts k ON k.tool_call_id = s.ev_call_id
+                             JOIN attempt_facts a ON a.group_key = k.attempt_key
+                             WHERE s.session_id = NEW.gsid
+                               AND NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
+                               AND EXISTS (SELECT 1 FROM retraction_facts)
+                               AND EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = a.attempt_id
+                                           AND r.target_type = 'attempt')));
 END;
 
 -- Re-derive one projection session: restore the checkpoint taken before its current turn's

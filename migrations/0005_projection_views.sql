@@ -508,21 +508,42 @@ JOIN (SELECT v.turn_id, v.first_event_id, v.last_event_id,
 WHERE NOT s.retracted AND (s.prompt_count > 0 OR s.calls > 0);
 
 CREATE VIEW handoff_candidates AS
-SELECT r.turn_id AS to_turn, r.session_id AS to_session, r.provider AS to_provider,
-  r.project_id AS project_id, r.begins AS handoff_at, r.begin_event_id AS to_event,
-  g.turn_id AS from_turn, g.session_id AS from_session, g.provider AS from_provider,
-  g.span_end AS giver_end, g.last_event_id AS giver_last_event,
-  (gs.ended_at IS NOT NULL AND gs.ended_at <= r.begins) AS giver_ended,
-  gs.ended_at AS giver_ended_at, gs.end_event_id AS giver_end_event
-FROM (SELECT sp.*,
-             max(sp.span_end || ' ' || sp.turn_id) OVER (
-               PARTITION BY sp.project_id ORDER BY sp.begins, sp.session_id, sp.span_start, sp.turn_id
-               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
-      FROM handoff_spans sp) r
-JOIN handoff_spans g ON g.turn_id = substr(r.prior, 29)
-JOIN session_facts gs ON gs.session_id = g.session_id
-WHERE r.prior IS NOT NULL AND substr(r.prior, 1, 27) <= r.begins
-  AND g.session_id <> r.session_id AND g.provider <> r.provider;
+SELECT c.*,
+  (c.giver_end_event IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM project_input p
+                   WHERE p.raw_sid = c.giver_raw AND p.gsid = c.from_session
+                     AND p.at <= c.handoff_at AND p.ekey > c.giver_end_key
+                     AND (p.kind IN ('session_started', 'tool_call_started', 'permission_requested') OR p.human_prompt = 1)
+                     AND NOT EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = p.event_id AND r.target_type = 'event'))
+  ) AS giver_ended,
+  substr(c.giver_end_key, 1, 27) AS giver_ended_at
+FROM (
+  SELECT r.turn_id AS to_turn, r.session_id AS to_session, r.provider AS to_provider,
+    r.project_id AS project_id, r.begins AS handoff_at, r.begin_event_id AS to_event,
+    g.turn_id AS from_turn, g.session_id AS from_session, g.provider AS from_provider,
+    g.span_end AS giver_end, g.last_event_id AS giver_last_event, gs.raw_session_id AS giver_raw,
+    -- the giving session's last end observed by the time the receiver began (a later resume
+    -- before that instant means it had not ended)
+    (SELECT p.ekey FROM project_input p
+      WHERE p.raw_sid = gs.raw_session_id AND p.gsid = gs.session_id AND p.kind = 'session_ended'
+        AND p.at <= r.begins
+        AND NOT EXISTS (SELECT 1 FROM retraction_facts x WHERE x.target = p.event_id AND x.target_type = 'event')
+      ORDER BY p.ekey DESC LIMIT 1) AS giver_end_key,
+    (SELECT p.event_id FROM project_input p
+      WHERE p.raw_sid = gs.raw_session_id AND p.gsid = gs.session_id AND p.kind = 'session_ended'
+        AND p.at <= r.begins
+        AND NOT EXISTS (SELECT 1 FROM retraction_facts x WHERE x.target = p.event_id AND x.target_type = 'event')
+      ORDER BY p.ekey DESC LIMIT 1) AS giver_end_event
+  FROM (SELECT sp.*,
+               max(sp.span_end || ' ' || sp.turn_id) OVER (
+                 PARTITION BY sp.project_id ORDER BY sp.begins, sp.session_id, sp.span_start, sp.turn_id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
+        FROM handoff_spans sp) r
+  JOIN handoff_spans g ON g.turn_id = substr(r.prior, 29)
+  JOIN session_facts gs ON gs.session_id = g.session_id
+  WHERE r.prior IS NOT NULL AND substr(r.prior, 1, 27) <= r.begins
+    AND g.session_id <> r.session_id AND g.provider <> r.provider
+) c;
 
 CREATE VIEW handoff_judged AS
 SELECT c.*,
