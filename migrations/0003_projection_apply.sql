@@ -463,8 +463,9 @@ END;
 -- Re-derive one projection session: restore the checkpoint taken before its current turn's
 -- prompt when `from_key` (the earliest event that changed) sorts after that prompt, else drop
 -- the whole session; then re-apply its events from there in sort order.
--- A request is acted on only when the session has applied something at or after from_key.
--- Written with INSERT OR REPLACE on rid = 1: the table holds at most the last request.
+-- A request is acted on only when the session has applied something at or after from_key
+-- (from_key '' = rebuild the whole session, e.g. after a paused bulk import). Written with
+-- INSERT OR REPLACE on rid = 1: the table holds at most the last request.
 CREATE TABLE replay_requests (
   rid            INTEGER PRIMARY KEY,
   session_id     TEXT NOT NULL,
@@ -475,7 +476,8 @@ CREATE TABLE replay_requests (
 
 CREATE TRIGGER project_replay_session AFTER INSERT ON replay_requests
 WHEN (SELECT paused FROM projection_control WHERE id = 1) = 0
- AND EXISTS (SELECT 1 FROM session_facts WHERE session_id = NEW.session_id AND last_key >= NEW.from_key)
+ AND (NEW.from_key = ''
+      OR EXISTS (SELECT 1 FROM session_facts WHERE session_id = NEW.session_id AND last_key >= NEW.from_key))
 BEGIN
   -- a checkpoint at or after from_key is useless: drop it, which selects the full replay
   DELETE FROM snap_points WHERE session_id = NEW.session_id AND snap_key >= NEW.from_key;

@@ -27,7 +27,9 @@ def _sessions_scope(conn, session, project, since, until):
     """(condition over the sessions view aliased s, params) for the scope flags: ids and
     projects resolved like every other read command; --since/--until select sessions active in
     the window."""
-    cond, params = scope_where(conn, session, project, None, None, table="s")
+    cond, params = scope_where(conn, None, project, None, None, table="s")
+    if session:
+        cond, params = f"({cond}) AND s.session_id = ?", params + [_session_id(conn, session)]
     if since:
         c, p = scope_where(conn, None, None, since, None, table="s", time_col="last_event_at")
         cond, params = f"({cond}) AND ({c})", params + p
@@ -35,6 +37,17 @@ def _sessions_scope(conn, session, project, since, until):
         c, p = scope_where(conn, None, None, None, until, table="s", time_col="started_at")
         cond, params = f"({cond}) AND ({c})", params + p
     return cond, params
+
+
+def _session_id(conn, text: str) -> str:
+    """The full ses_ id a --session value names (resolved as AttemptQL resolves ids)."""
+    from ..attemptql import resolve
+    from ..attemptql.errors import AQLError
+    try:
+        found = resolve.resolve_id(conn, "session", text, live=False)
+    except AQLError as e:
+        raise AttemptError("scope.unresolved", e.message) from None
+    return next(x for x in found if isinstance(x, str) and x.startswith("ses_"))
 
 
 def _short(x):

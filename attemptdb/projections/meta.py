@@ -236,10 +236,10 @@ def correct(store, target_text: str, *, outcome=None, failure_class=None, note=N
     failure_class = check_class(failure_class)
     note = check_note(note)
     if target.startswith("att_"):
-        if outcome is None and note is None:
-            raise AttemptError("correct.nothing", "give --outcome and/or --note for an attempt")
         if failure_class is not None and outcome is None:
             raise AttemptError("correct.class_needs_outcome", "--failure-class needs --outcome")
+        if outcome is None and note is None:
+            raise AttemptError("correct.nothing", "give --outcome and/or --note for an attempt")
         ctype = "attempt_outcome" if outcome else "attempt_note"
     else:
         if outcome is not None or failure_class is not None:
