@@ -659,9 +659,11 @@ SELECT CASE WHEN r.first_depth <= :depth THEN 'edge' ELSE 'beyond' END AS row_ki
 
 # --- STATE --------------------------------------------------------------------------------
 
-# STATE at :t is five queries, each reading one projection table once (a public table may be a
+# STATE at :t is six queries, each reading one projection table once (a public table may be a
 # view over the projection's facts; SQLite refuses a statement that expands deep views many
-# times). The executor joins their rows by session.
+# times), and each looking rows up by the key the projection indexes: sessions, then attempts
+# and turns by session, evidence by attempt id, tool calls by the ids their turn lists. The
+# executor joins their rows by session.
 
 def state_sessions_sql(scope: str, pick_open: bool) -> str:
     """Sessions in scope that had started by :t, with their status at :t: closed (ended by
@@ -691,7 +693,6 @@ SELECT * FROM st {pick} ORDER BY st.last_activity_at DESC, st.session_id"""
 
 
 STATE_ATTEMPTS_SQL = """SELECT a.session_id, a.attempt_id, a.started_at, a.ended_at, a.attempt_index, a.superseded_by,
-       a.evidence,
        CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_outcome, a.outcome)
             ELSE a.outcome END AS outcome,
        CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_failure_class, a.failure_class)
@@ -700,36 +701,26 @@ STATE_ATTEMPTS_SQL = """SELECT a.session_id, a.attempt_id, a.started_at, a.ended
  WHERE a.session_id IN (SELECT value FROM json_each(:sessions)) AND NOT a.retracted AND a.started_at <= :t
  ORDER BY a.session_id, a.started_at, a.attempt_index, a.attempt_id"""
 
+STATE_EVIDENCE_SQL = """SELECT a.attempt_id, a.evidence FROM attempts a
+ WHERE a.attempt_id IN (SELECT value FROM json_each(:attempts))"""
+
 STATE_SIGNALS_SQL = """SELECT g.session_id, g.event_id, g.kind, g.raised_at, g.confidence, g.evidence
   FROM signals g
  WHERE g.session_id IN (SELECT value FROM json_each(:sessions)) AND g.blocking AND g.raised_at <= :t
    AND (g.cleared_at IS NULL OR g.cleared_at > :t)
  ORDER BY g.session_id, g.raised_at, g.event_id"""
 
-STATE_TURNS_SQL = """SELECT t.session_id, t.turn_id, t.turn_index, t.started_at, t.ended_at, t.status, t.prompt_event_id
+STATE_TURNS_SQL = """SELECT t.session_id, t.turn_id, t.turn_index, t.started_at, t.ended_at, t.status, t.prompt_event_id,
+       t.tool_call_ids
   FROM turns t
  WHERE t.session_id IN (SELECT value FROM json_each(:sessions)) AND NOT t.retracted AND t.started_at <= :t
  ORDER BY t.session_id, t.started_at, t.turn_index"""
 
 STATE_IN_FLIGHT_SQL = """SELECT k.turn_id, k.tool_call_id
   FROM tool_calls k
- WHERE k.turn_id IN (SELECT value FROM json_each(:turns)) AND NOT k.retracted AND k.started_at <= :t
+ WHERE k.tool_call_id IN (SELECT value FROM json_each(:calls)) AND NOT k.retracted AND k.started_at <= :t
    AND (k.finished_at IS NULL OR k.finished_at > :t)
  ORDER BY k.turn_id, k.started_at, k.tool_call_id"""
-
-
-def state_summary_sql(scope: str) -> str:
-    """How many sessions in scope had started by :t, how many had ended, the last event."""
-    return f"""SELECT count(*) AS started,
-       sum(s.ended_at IS NOT NULL AND s.ended_at <= :t) AS ended,
-       max((SELECT e.observed_at FROM events e WHERE e.session_id = s.session_id AND e.observed_at <= :t
-             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1)) AS last_at
-  FROM sessions s
- WHERE NOT s.retracted AND s.started_at <= :t{scope}"""
-
-
-LAST_EVENT_SQL = ("SELECT e.event_id, e.observed_at FROM events e WHERE e.session_id = ? AND e.observed_at <= ? "
-                  "ORDER BY e.observed_at DESC, e.seq DESC LIMIT 1")
 
 
 # --- WHY ----------------------------------------------------------------------------------

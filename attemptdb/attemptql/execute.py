@@ -481,9 +481,10 @@ def state_queries(ctx, scope: Scope, t_us: int, pick_open: bool) -> list:
     t = ctx.iso(t_us)
     return [state_query(ctx, scope, t_us, pick_open),
             C.Query("attempts", C.STATE_ATTEMPTS_SQL, {"t": t, "sessions": "[]"}),
+            C.Query("attempt evidence", C.STATE_EVIDENCE_SQL, {"attempts": "[]"}),
             C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": "[]"}),
             C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": "[]"}),
-            C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "turns": "[]"})]
+            C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "calls": "[]"})]
 
 
 def _group(rows, key="session_id"):
@@ -504,9 +505,12 @@ def _states(ctx, sessions: list[dict], t_us: int) -> list[dict]:
     signals = _group(ctx.dicts(C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": ids})))
     turns = _group(ctx.dicts(C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": ids})))
     current = {sid: ts[-1] for sid, ts in turns.items()}
+    calls = [c for x in current.values() for c in _loads_list(x["tool_call_ids"])]
     in_flight = _group(ctx.dicts(C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL,
-                                         {"t": t, "turns": fastjson.dumps([x["turn_id"] for x in current.values()])})),
-                       key="turn_id")
+                                         {"t": t, "calls": fastjson.dumps(calls)})), key="turn_id") if calls else {}
+    wanted = [a["attempt_id"] for atts in attempts.values() for a in atts[-2:]]
+    evidence = {r["attempt_id"]: r["evidence"] for r in ctx.dicts(
+        C.Query("attempt evidence", C.STATE_EVIDENCE_SQL, {"attempts": fastjson.dumps(wanted)}))} if wanted else {}
     for r in sessions:
         sid = r["session_id"]
         atts = attempts.get(sid, [])
@@ -525,12 +529,12 @@ def _states(ctx, sessions: list[dict], t_us: int) -> list[dict]:
         r["last_attempt"] = last.get("attempt_id")
         r["last_attempt_outcome"] = last.get("outcome_t")
         r["last_failure_class"] = last.get("failure_class") if last.get("outcome_t") in _FAILED else None
-        r["last_attempt_evidence"] = last.get("evidence")
+        r["last_attempt_evidence"] = evidence.get(last.get("attempt_id"))
         r["last_attempt_ended_at"] = last.get("ended_at")
         r["previous_attempt"] = prev.get("attempt_id")
         r["previous_attempt_outcome"] = prev.get("outcome_t")
         r["previous_failure_class"] = prev.get("failure_class")
-        r["previous_attempt_evidence"] = prev.get("evidence")
+        r["previous_attempt_evidence"] = evidence.get(prev.get("attempt_id"))
         r["previous_attempt_ended_at"] = prev.get("ended_at")
         sig = signals.get(sid, [])
         g = sig[-1] if sig else {}
@@ -608,11 +612,13 @@ WORK_UNITS_NOTE = "work units are not built yet (a later release): rows are sess
 
 
 def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
-    """(one dict per session as it stood at t, summary dict)."""
-    rows = _states(ctx, ctx.dicts(state_query(ctx, scope, t_us, pick_open and scope.single is None)), t_us)
-    summary = ctx.dicts(C.Query("summary", C.state_summary_sql(scope.sql),
-                                dict(scope.params, t=ctx.iso(t_us))))[0]
-    return rows, summary
+    """(one dict per session as it stood at t — the open ones, or every one when the scope is
+    a single session or pick_open is false — and a summary of all sessions started by t)."""
+    every = ctx.dicts(state_query(ctx, scope, t_us, False))
+    summary = {"started": len(every), "ended": sum(1 for r in every if r["status"] == "closed"),
+               "last_at": max((r["last_activity_at"] for r in every if r["last_activity_at"]), default=None)}
+    picked = every if (scope.single or not pick_open) else [r for r in every if r["status"] == "open"]
+    return _states(ctx, picked, t_us), summary
 
 
 class StateHandler:
