@@ -42,6 +42,8 @@ CREATE TABLE session_facts (
   failure_count       INTEGER NOT NULL DEFAULT 0,  -- calls ending failure/denied + turn_failed
   head                TEXT,            -- last non-null repo HEAD seen
   cur_turn_id         TEXT,
+  turn_last_event_id  TEXT,            -- last event attributed to the current turn (copied to
+  turn_last_at        TEXT,            --   the turn row when the next prompt closes it)
   ev_call_id          TEXT,            -- tool call touched by the event being applied
   ev_prev_head        TEXT             -- HEAD before the event being applied
 ) WITHOUT ROWID;
@@ -70,8 +72,8 @@ CREATE TABLE turn_facts (
   stop_event_id   TEXT,
   prompt_chars    INTEGER,
   first_event_id  TEXT NOT NULL,
-  last_event_id   TEXT NOT NULL,
-  last_at         TEXT NOT NULL,       -- time of the last event attributed to the turn
+  last_event_id   TEXT NOT NULL,       -- of a closed turn; the current turn's is on its session
+  last_at         TEXT NOT NULL,       --   row (session_facts.turn_last_*); the views combine
   start_key       TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX turn_facts_session ON turn_facts (session_id, turn_index);
@@ -230,8 +232,9 @@ CREATE INDEX snap_commits_session ON snap_commits (session_id);
 -- Deferred projection (bulk imports): while `paused` = 1 the events trigger only records the
 -- touched sessions; attemptdb.projections.resume() replays them.
 CREATE TABLE projection_control (
-  id     INTEGER PRIMARY KEY CHECK (id = 1),
-  paused INTEGER NOT NULL DEFAULT 0
+  id           INTEGER PRIMARY KEY CHECK (id = 1),
+  paused       INTEGER NOT NULL DEFAULT 0,
+  mark_session TEXT                    -- see project_mark_retracted_calls (0003)
 );
 INSERT INTO projection_control (id, paused) VALUES (1, 0);
 CREATE TABLE projection_dirty (

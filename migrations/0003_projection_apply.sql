@@ -168,36 +168,26 @@ BEGIN
                                        WHERE s.session_id = NEW.gsid AND t.ended_at IS NULL)))))
              AND (agent_id IS NULL OR NEW.agent_id IS NULL OR agent_id = NEW.agent_id)));
 
-  -- B. Checkpoint before a human prompt: everything events after the prompt can still change.
-  DELETE FROM snap_points WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  DELETE FROM snap_sessions WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  DELETE FROM snap_turns WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  DELETE FROM snap_calls WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  DELETE FROM snap_attempts WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  DELETE FROM snap_signals WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  DELETE FROM snap_commits WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  INSERT INTO snap_points (session_id, snap_key) SELECT NEW.gsid, NEW.ekey WHERE NEW.human_prompt = 1;
-  INSERT INTO snap_sessions SELECT * FROM session_facts WHERE session_id = NEW.gsid AND NEW.human_prompt = 1;
-  INSERT INTO snap_turns SELECT t.* FROM session_facts s JOIN turn_facts t ON t.turn_id = s.cur_turn_id
-    WHERE s.session_id = NEW.gsid AND NEW.human_prompt = 1;
-  INSERT INTO snap_calls SELECT * FROM tool_call_facts
-    WHERE session_id = NEW.gsid AND end_event_id IS NULL AND NEW.human_prompt = 1;
-  -- attempts holding a still-open call (the only earlier attempts a later event can change:
-  -- a late failure ends them)
-  INSERT INTO snap_attempts SELECT a.* FROM attempt_facts a
-    WHERE a.group_key IN (SELECT c.attempt_key FROM snap_calls c WHERE c.session_id = NEW.gsid)
-      AND NEW.human_prompt = 1;
-  INSERT INTO snap_signals SELECT * FROM signal_facts
-    WHERE session_id = NEW.gsid AND cleared_at IS NULL AND NEW.human_prompt = 1;
-  INSERT INTO snap_commits SELECT * FROM commit_facts
-    WHERE session_id = NEW.gsid AND linkage = 'unresolved' AND NEW.human_prompt = 1;
+  -- B. Checkpoint before a human prompt (project_checkpoint below copies the state; for any
+  --    other event the guarded UPDATE matches no row).
+  INSERT OR IGNORE INTO snap_points (session_id, snap_key) SELECT NEW.gsid, '' WHERE NEW.human_prompt = 1;
+  UPDATE snap_points SET snap_key = NEW.ekey WHERE session_id = (SELECT NEW.gsid WHERE NEW.human_prompt = 1);
 
   -- C. Turn boundaries owned by the previous state: a human prompt or the session's end closes
   --    the current turn when nothing stopped it (status unknown).
-  UPDATE turn_facts SET status = 'unknown', ended_at = NEW.at
-  WHERE (NEW.human_prompt = 1 OR NEW.kind = 'session_ended')
-    AND turn_id = (SELECT cur_turn_id FROM session_facts WHERE session_id = NEW.gsid)
-    AND ended_at IS NULL;
+  --    A prompt also hands the closing turn its last attributed event.
+  UPDATE turn_facts SET
+    status = CASE WHEN ended_at IS NULL THEN 'unknown' ELSE status END,
+    ended_at = coalesce(ended_at, NEW.at),
+    last_event_id = CASE WHEN NEW.human_prompt = 1
+                         THEN coalesce((SELECT turn_last_event_id FROM session_facts WHERE session_id = NEW.gsid), last_event_id)
+                         ELSE last_event_id END,
+    last_at = CASE WHEN NEW.human_prompt = 1
+                   THEN coalesce((SELECT turn_last_at FROM session_facts WHERE session_id = NEW.gsid), last_at)
+                   ELSE last_at END
+  WHERE turn_id = (SELECT cur_turn_id FROM session_facts
+                   WHERE session_id = NEW.gsid AND (NEW.human_prompt = 1 OR NEW.kind = 'session_ended'))
+    AND (ended_at IS NULL OR NEW.human_prompt = 1);
 
   -- D. The session row: counters, first/last, start/end/resume, agents, HEAD, and the context
   --    of this event (its turn, the tool call it opens or closes).
@@ -239,6 +229,8 @@ BEGIN
                                                   'turn_stopped', 'turn_failed', 'permission_denied')
           THEN 'trn_' || substr(NEW.gsid, 5)
         ELSE cur_turn_id END,
+    turn_last_event_id = CASE WHEN NEW.kind IN ('session_started', 'session_ended') THEN turn_last_event_id ELSE NEW.event_id END,
+    turn_last_at = CASE WHEN NEW.kind IN ('session_started', 'session_ended') THEN turn_last_at ELSE NEW.at END,
     call_seq = call_seq + (NEW.kind = 'tool_call_started'),
     failure_count = failure_count + (NEW.kind = 'turn_failed')
       + (NEW.kind IN ('tool_call_finished', 'tool_call_failed')
@@ -276,8 +268,8 @@ BEGIN
       AND NOT EXISTS (SELECT 1 FROM session_agents WHERE session_id = NEW.gsid AND agent_id = NEW.agent_id);
 
   -- E. Turns: a human prompt opens one (index 1, 2, …); activity before any prompt opens the
-  --    implicit turn 0; stops end the current turn (a later stop moves the end); every event
-  --    but session start/end is attributed to the current turn.
+  --    implicit turn 0; stops end the current turn (a later stop moves the end). Every event but
+  --    session start/end is attributed to the current turn (session_facts.turn_last_*, above).
   INSERT INTO turn_prompts (turn_id, session_id, objective)
     SELECT 'trn_' || NEW.uid, NEW.gsid, NEW.objective WHERE NEW.human_prompt = 1 AND NEW.objective IS NOT NULL;
   INSERT OR IGNORE INTO turn_facts (turn_id, session_id, turn_index, started_at, status,
@@ -294,14 +286,12 @@ BEGIN
            OR (s.prompt_count = 0 AND NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed',
                                                    'turn_stopped', 'turn_failed', 'permission_denied')));
   UPDATE turn_facts SET
-    last_event_id = NEW.event_id,
-    last_at = NEW.at,
-    stop_event_id = CASE WHEN NEW.kind IN ('turn_stopped', 'turn_failed') THEN NEW.event_id ELSE stop_event_id END,
-    ended_at = CASE WHEN NEW.kind IN ('turn_stopped', 'turn_failed') THEN NEW.at ELSE ended_at END,
-    status = CASE NEW.kind WHEN 'turn_stopped' THEN 'completed' WHEN 'turn_failed' THEN 'failed' ELSE status END,
-    failure_class = CASE NEW.kind WHEN 'turn_stopped' THEN NULL WHEN 'turn_failed' THEN NEW.turn_class ELSE failure_class END
-  WHERE turn_id = (SELECT cur_turn_id FROM session_facts WHERE session_id = NEW.gsid)
-    AND NEW.kind NOT IN ('session_started', 'session_ended');
+    stop_event_id = NEW.event_id,
+    ended_at = NEW.at,
+    status = CASE NEW.kind WHEN 'turn_stopped' THEN 'completed' ELSE 'failed' END,
+    failure_class = CASE NEW.kind WHEN 'turn_stopped' THEN NULL ELSE NEW.turn_class END
+  WHERE turn_id = (SELECT cur_turn_id FROM session_facts
+                   WHERE session_id = NEW.gsid AND NEW.kind IN ('turn_stopped', 'turn_failed'));
 
   -- F. A new call (a start, or an end nothing was waiting for) joins its agent's current attempt
   --    in the turn, unless that attempt has failed and this call began strictly after the
@@ -436,6 +426,42 @@ BEGIN
 
   -- L. Call events of an attempt a Retraction names leave the projections too (the attempt may
   --    only now carry the retracted id: its failing end just arrived, or a call just joined).
+  --    project_mark_retracted_calls does it; the guarded UPDATE matches no row unless some
+  --    attempt is retracted at all.
+  UPDATE projection_control SET mark_session = NEW.gsid
+  WHERE id = (SELECT 1 WHERE NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
+                         AND EXISTS (SELECT 1 FROM retraction_facts WHERE target_type = 'attempt'));
+END;
+
+-- Re-derive one projection session: restore the checkpoint taken before its current turn's
+-- prompt when `from_key` (the earliest event that changed) sorts after that prompt, else drop
+-- the whole session; then re-apply its events from there in sort order.
+-- The checkpoint a human prompt takes before it is applied (see B above): the session row, its
+-- closing turn, its open calls and the attempts holding them, its pending signals and
+-- unresolved commits — everything an event after the prompt can still change.
+CREATE TRIGGER project_checkpoint AFTER UPDATE OF snap_key ON snap_points
+BEGIN
+  DELETE FROM snap_sessions WHERE session_id = NEW.session_id;
+  DELETE FROM snap_turns WHERE session_id = NEW.session_id;
+  DELETE FROM snap_calls WHERE session_id = NEW.session_id;
+  DELETE FROM snap_attempts WHERE session_id = NEW.session_id;
+  DELETE FROM snap_signals WHERE session_id = NEW.session_id;
+  DELETE FROM snap_commits WHERE session_id = NEW.session_id;
+  INSERT INTO snap_sessions SELECT * FROM session_facts WHERE session_id = NEW.session_id;
+  INSERT INTO snap_turns SELECT t.* FROM session_facts s JOIN turn_facts t ON t.turn_id = s.cur_turn_id
+    WHERE s.session_id = NEW.session_id;
+  INSERT INTO snap_calls SELECT * FROM tool_call_facts WHERE session_id = NEW.session_id AND end_event_id IS NULL;
+  INSERT INTO snap_attempts SELECT a.* FROM attempt_facts a
+    WHERE a.group_key IN (SELECT c.attempt_key FROM snap_calls c WHERE c.session_id = NEW.session_id);
+  INSERT INTO snap_signals SELECT * FROM signal_facts WHERE session_id = NEW.session_id AND cleared_at IS NULL;
+  INSERT INTO snap_commits SELECT * FROM commit_facts WHERE session_id = NEW.session_id AND linkage = 'unresolved';
+END;
+
+-- Marks the start/end events of every call of the attempt that holds the call just applied in
+-- session NEW.mark_session, when a Retraction names that attempt (see L above).
+CREATE TRIGGER project_mark_retracted_calls AFTER UPDATE OF mark_session ON projection_control
+WHEN NEW.mark_session IS NOT NULL
+BEGIN
   UPDATE events SET retracted = 1
   WHERE retracted = 0
     AND event_id IN (
@@ -443,9 +469,7 @@ BEGIN
       WHERE c.attempt_key = (SELECT a.group_key FROM session_facts s
                              JOIN tool_call_facts k ON k.tool_call_id = s.ev_call_id
                              JOIN attempt_facts a ON a.group_key = k.attempt_key
-                             WHERE s.session_id = NEW.gsid
-                               AND NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-                               AND EXISTS (SELECT 1 FROM retraction_facts)
+                             WHERE s.session_id = NEW.mark_session
                                AND EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = a.attempt_id
                                            AND r.target_type = 'attempt'))
       UNION ALL
@@ -453,16 +477,11 @@ BEGIN
       WHERE c.attempt_key = (SELECT a.group_key FROM session_facts s
                              JOIN tool_call_facts k ON k.tool_call_id = s.ev_call_id
                              JOIN attempt_facts a ON a.group_key = k.attempt_key
-                             WHERE s.session_id = NEW.gsid
-                               AND NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-                               AND EXISTS (SELECT 1 FROM retraction_facts)
+                             WHERE s.session_id = NEW.mark_session
                                AND EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = a.attempt_id
                                            AND r.target_type = 'attempt')));
 END;
 
--- Re-derive one projection session: restore the checkpoint taken before its current turn's
--- prompt when `from_key` (the earliest event that changed) sorts after that prompt, else drop
--- the whole session; then re-apply its events from there in sort order.
 -- A request is acted on only when the session has applied something at or after from_key
 -- (from_key '' = rebuild the whole session, e.g. after a paused bulk import). Written with
 -- INSERT OR REPLACE on rid = 1: the table holds at most the last request.

@@ -194,7 +194,13 @@ SELECT t.turn_id, t.session_id, s.provider, s.project_id, s.project_name, t.turn
   CASE WHEN x.correction_id IS NOT NULL AND NOT x.blanked
        THEN (SELECT objective FROM turn_prompts WHERE turn_id = t.turn_id) END AS inferred_objective,
   x.session_retracted AS retracted
-FROM turn_facts t
+FROM (SELECT f.turn_id, f.session_id, f.turn_index, f.started_at, f.ended_at, f.status, f.failure_class,
+             f.prompt_event_id, f.stop_event_id, f.prompt_chars, f.first_event_id,
+             CASE WHEN g.cur_turn_id = f.turn_id THEN coalesce(g.turn_last_event_id, f.last_event_id)
+                  ELSE f.last_event_id END AS last_event_id,
+             CASE WHEN g.cur_turn_id = f.turn_id THEN coalesce(g.turn_last_at, f.last_at)
+                  ELSE f.last_at END AS last_at, f.start_key
+      FROM turn_facts f JOIN session_facts g ON g.session_id = f.session_id) t
 JOIN session_facts s ON s.session_id = t.session_id
 JOIN turn_text x ON x.turn_id = t.turn_id;
 
