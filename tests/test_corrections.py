@@ -265,3 +265,19 @@ def test_envelopes_are_valid_event_v1(demo):
         assert "content" not in env
     finally:
         st.close()
+
+
+def test_retract_a_session_by_its_projection_id(tmp_path):
+    """A provider that sent no session id gets one session per project; the id the views show
+    retracts the raw session (every project's share of it)."""
+    path = str(tmp_path / "u.db")
+    b = scenario.build(scenario.load("unknown_session_per_project"))
+    st = Store.open(path)
+    st.append(b.events)
+    st.close()
+    shown = b.ref("sesu", "claude_code:default")
+    res = run("retract", "--session", shown, "--reason", "test", "--yes", "--json", "--db", path)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["target"] == "ses_" + __import__("attemptdb.ids", fromlist=["x"]).session_id("claude_code", "unknown")
+    assert {r["retracted"] for r in one(path, "SELECT retracted FROM sessions")} == {1}

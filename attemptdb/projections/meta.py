@@ -85,8 +85,12 @@ _LOOKUPS = {
              "SELECT session_id FROM attempt_base WHERE attempt_id = ?"),
     "trn_": ("turn", "SELECT turn_id FROM turn_facts WHERE turn_id GLOB ? LIMIT 6",
              "SELECT session_id FROM turn_facts WHERE turn_id = ?"),
-    "ses_": ("session", "SELECT DISTINCT raw_session_id FROM session_facts WHERE raw_session_id GLOB ? LIMIT 6",
-             "SELECT session_id FROM session_facts WHERE raw_session_id = ? ORDER BY started_at LIMIT 1"),
+    # a session is named by its raw id (what events carry) or its projection id (what the views
+    # show: they differ for a provider that sent no session id); either resolves to the raw id
+    "ses_": ("session", "SELECT DISTINCT raw_session_id FROM session_facts WHERE raw_session_id GLOB ?1 "
+                        "OR session_id GLOB ?1 LIMIT 6",
+             "SELECT session_id FROM session_facts WHERE session_id = ?1 OR raw_session_id = ?1 "
+             "ORDER BY started_at, session_id LIMIT 1"),
     "ev_": ("event", "SELECT event_id FROM events WHERE event_id GLOB ? LIMIT 6", None),
 }
 
