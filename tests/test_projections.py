@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attemptdb import adapters, clock, ids, resources
+from attemptdb import adapters, clock, ids
 from attemptdb.cli.main import cli
 from attemptdb.projections import ALGORITHM_VERSION, rebuild, scenario
 from attemptdb.projections.read import clean, rows
