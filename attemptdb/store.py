@@ -124,7 +124,9 @@ class Store:
             conn.set_busy_handler(_busy_handler(busy_timeout_s))
             store = cls(conn, path, readonly)
             if not readonly:
-                conn.execute("PRAGMA synchronous=NORMAL")
+                # temp_store=MEMORY: each append touches a dozen pages and SQLite copies them into
+                # a statement journal, which otherwise spills to a temp file past 64 KiB
+                conn.execute("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY")
                 store._migrate(capture_mode)
             else:
                 store._check_version()
