@@ -500,19 +500,19 @@ FROM retraction_facts rf;
 CREATE VIEW handoff_spans AS
 SELECT t.turn_id AS turn_id, t.session_id AS session_id, s.provider AS provider, s.project_id AS project_id,
   t.started_at AS span_start,
-  max(t.started_at, tv.last_at) AS span_end,
+  max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END) AS span_end,
   CASE WHEN t.turn_index = (SELECT min(f.turn_index) FROM turn_facts f WHERE f.session_id = t.session_id)
        THEN min(s.started_at, t.started_at) ELSE t.started_at END AS begins,
   CASE WHEN t.turn_index = (SELECT min(f.turn_index) FROM turn_facts f WHERE f.session_id = t.session_id)
-       THEN s.first_event_id ELSE tv.first_event_id END AS begin_event_id,
-  tv.last_event_id AS last_event_id
+       THEN s.first_event_id ELSE t.first_event_id END AS begin_event_id,
+  CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_event_id, t.last_event_id) ELSE t.last_event_id END AS last_event_id
 FROM turn_facts t
-JOIN session_rows s ON s.session_id = t.session_id
-JOIN (SELECT v.turn_id, v.first_event_id, v.last_event_id,
-             coalesce((SELECT observed_at FROM events WHERE event_id = v.last_event_id), '') AS last_at
-      FROM turns v) tv ON tv.turn_id = t.turn_id
-WHERE NOT s.retracted AND (s.prompt_count > 0 OR s.calls > 0);
+JOIN session_facts s ON s.session_id = t.session_id
+WHERE (s.prompt_count > 0 OR s.call_seq > 0)
+  AND NOT EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = s.raw_session_id AND r.target_type = 'session');
 
+-- Receivers on a quiet project, each with the one giver considered: the span whose end is the
+-- latest among those sorted before it (a window over the project's spans, then key lookups).
 CREATE VIEW handoff_candidates AS
 SELECT c.*,
   (c.giver_end_event IS NOT NULL
@@ -526,8 +526,11 @@ SELECT c.*,
 FROM (
   SELECT r.turn_id AS to_turn, r.session_id AS to_session, r.provider AS to_provider,
     r.project_id AS project_id, r.begins AS handoff_at, r.begin_event_id AS to_event,
-    g.turn_id AS from_turn, g.session_id AS from_session, g.provider AS from_provider,
-    g.span_end AS giver_end, g.last_event_id AS giver_last_event, gs.raw_session_id AS giver_raw,
+    gt.turn_id AS from_turn, gt.session_id AS from_session, gs.provider AS from_provider,
+    substr(r.prior, 1, 27) AS giver_end,
+    CASE WHEN gs.cur_turn_id = gt.turn_id THEN coalesce(gs.turn_last_event_id, gt.last_event_id)
+         ELSE gt.last_event_id END AS giver_last_event,
+    gs.raw_session_id AS giver_raw,
     -- the giving session's last end observed by the time the receiver began (a later resume
     -- before that instant means it had not ended)
     (SELECT p.ekey FROM project_input p
@@ -545,10 +548,10 @@ FROM (
                  PARTITION BY sp.project_id ORDER BY sp.begins, sp.session_id, sp.span_start, sp.turn_id
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
         FROM handoff_spans sp) r
-  JOIN handoff_spans g ON g.turn_id = substr(r.prior, 29)
-  JOIN session_facts gs ON gs.session_id = g.session_id
+  JOIN turn_facts gt ON gt.turn_id = substr(r.prior, 29)
+  JOIN session_facts gs ON gs.session_id = gt.session_id
   WHERE r.prior IS NOT NULL AND substr(r.prior, 1, 27) <= r.begins
-    AND g.session_id <> r.session_id AND g.provider <> r.provider
+    AND gt.session_id <> r.session_id AND gs.provider <> r.provider
 ) c;
 
 CREATE VIEW handoff_judged AS
@@ -566,18 +569,17 @@ SELECT c.*,
      ORDER BY p)) AS shared
 FROM handoff_candidates c;
 
-CREATE VIEW handoff_scored AS
-SELECT j.*,
-  ((CAST(strftime('%s', j.handoff_at) AS INTEGER) * 1000000 + CAST(substr(j.handoff_at, 21, 6) AS INTEGER))
-   - (CAST(strftime('%s', j.giver_last) AS INTEGER) * 1000000 + CAST(substr(j.giver_last, 21, 6) AS INTEGER))) / 1000 AS gap,
-  json_array_length(j.shared) AS n_shared,
-  json_extract(j.shared, '$[0]') AS first_shared
-FROM handoff_judged j;
-
 CREATE VIEW handoffs AS
-SELECT from_session, to_session, from_provider, to_provider, project_id, from_turn, to_turn,
-  handoff_at, gap_ms, shared_paths, evidence, confidence, algorithm_version
-FROM (
+WITH scored AS MATERIALIZED (
+  -- each candidate judged once: the shared-path subquery is expensive and read several times
+  SELECT j.*,
+    ((CAST(strftime('%s', j.handoff_at) AS INTEGER) * 1000000 + CAST(substr(j.handoff_at, 21, 6) AS INTEGER))
+     - (CAST(strftime('%s', j.giver_last) AS INTEGER) * 1000000 + CAST(substr(j.giver_last, 21, 6) AS INTEGER))) / 1000 AS gap,
+    json_array_length(j.shared) AS n_shared,
+    json_extract(j.shared, '$[0]') AS first_shared
+  FROM handoff_judged j
+),
+hv AS MATERIALIZED (
   SELECT h.from_session, h.to_session, h.from_provider, h.to_provider, h.project_id, h.from_turn,
     h.to_turn, h.handoff_at, h.gap AS gap_ms, h.shared AS shared_paths,
     (SELECT json_group_array(x) FROM (
@@ -610,9 +612,12 @@ FROM (
                 ELSE 0.6 END
          WHEN h.gap <= 300000 THEN 0.5 END AS confidence,
     'tier1-v5-sql1' AS algorithm_version
-  FROM handoff_scored h
+  FROM scored h
   WHERE h.gap >= 0
-) hv
+)
+SELECT from_session, to_session, from_provider, to_provider, project_id, from_turn, to_turn,
+  handoff_at, gap_ms, shared_paths, evidence, confidence, algorithm_version
+FROM hv
 WHERE confidence IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM json_each(hv.evidence) q JOIN events e ON e.event_id = q.value WHERE e.retracted = 1)
 ORDER BY handoff_at, to_session, from_session, to_turn;
@@ -638,9 +643,10 @@ SELECT 'evidence_for', 'event', q.value, 'attempt', a.attempt_id, json_array(q.v
 UNION ALL
 SELECT 'superseded', 'attempt', a.attempt_id, 'attempt', a.superseded_by,
        json_array(coalesce(f.fail_event_id, (SELECT stop_event_id FROM turn_facts WHERE turn_id = a.turn_id)), j.first_event_id),
-       CASE WHEN l.supersede_kind = 'passed_check' THEN min(a.confidence, 0.6) ELSE a.confidence END, 'projection'
+       CASE WHEN (SELECT l.supersede_kind FROM attempt_supersede_link l WHERE l.group_key = f.group_key) = 'passed_check'
+            THEN min(a.confidence, 0.6) ELSE a.confidence END, 'projection'
   FROM attempts a JOIN attempt_facts f ON f.attempt_id = a.attempt_id
-  JOIN attempt_supersede_link l ON l.group_key = f.group_key JOIN attempt_facts j ON j.group_key = l.superseded_key
+  JOIN attempt_facts j ON j.attempt_id = a.superseded_by
   WHERE NOT a.retracted AND a.superseded_by IS NOT NULL
 UNION ALL
 SELECT 'caused', 'event', coalesce(f.fail_event_id, (SELECT stop_event_id FROM turn_facts WHERE turn_id = a.turn_id)),
@@ -648,7 +654,7 @@ SELECT 'caused', 'event', coalesce(f.fail_event_id, (SELECT stop_event_id FROM t
        json_array(coalesce(f.fail_event_id, (SELECT stop_event_id FROM turn_facts WHERE turn_id = a.turn_id)), j.first_event_id),
        min(a.confidence, 0.6), 'projection'
   FROM attempts a JOIN attempt_facts f ON f.attempt_id = a.attempt_id
-  JOIN attempt_supersede_link l ON l.group_key = f.group_key JOIN attempt_facts j ON j.group_key = l.superseded_key
+  JOIN attempt_facts j ON j.attempt_id = a.superseded_by
   WHERE NOT a.retracted AND a.superseded_by IS NOT NULL
 UNION ALL
 SELECT 'handed_off', 'session', h.from_session, 'session', h.to_session, h.evidence, h.confidence, 'projection'
@@ -658,15 +664,15 @@ SELECT 'triggered', 'event', t.prompt_event_id, 'attempt', a.attempt_id, json_ar
   FROM attempts a JOIN turn_facts t ON t.turn_id = a.turn_id
   WHERE NOT a.retracted AND t.prompt_event_id IS NOT NULL
 UNION ALL
-SELECT 'caused', 'event', fe.ev, 'attempt', a.attempt_id, json_array(fe.ev), a.confidence, 'derived'
-  FROM attempts a
-  JOIN (SELECT b.attempt_id AS attempt_id,
-               coalesce((SELECT c.end_event_id FROM tool_call_facts c
-                          WHERE c.attempt_key = b.group_key AND c.outcome_status IN ('failure', 'denied')
+SELECT 'caused', 'event', fe.ev, 'attempt', fe.attempt_id, json_array(fe.ev), fe.confidence, 'derived'
+  FROM (SELECT a.attempt_id AS attempt_id, a.confidence AS confidence,
+               coalesce((SELECT c.end_event_id FROM attempt_facts b JOIN tool_call_facts c ON c.attempt_key = b.group_key
+                          WHERE b.attempt_id = a.attempt_id AND c.outcome_status IN ('failure', 'denied')
                           ORDER BY c.finished_at DESC, c.call_ord DESC LIMIT 1),
-                        (SELECT t.stop_event_id FROM turn_facts t WHERE t.turn_id = b.turn_id AND t.status = 'failed')) AS ev
-        FROM attempt_base b) fe ON fe.attempt_id = a.attempt_id
-  WHERE NOT a.retracted AND a.outcome IN ('failed', 'superseded') AND fe.ev IS NOT NULL
+                        (SELECT t.stop_event_id FROM turn_facts t WHERE t.turn_id = a.turn_id AND t.status = 'failed')) AS ev
+        FROM attempts a
+        WHERE NOT a.retracted AND a.outcome IN ('failed', 'superseded')) fe
+  WHERE fe.ev IS NOT NULL
 UNION ALL
 SELECT 'blocked', 'event', g.event_id, 'session', g.session_id, json_array(g.event_id), g.confidence, 'derived'
   FROM signals g WHERE g.pending AND g.blocking;

@@ -90,6 +90,6 @@ def test_scenario_attempts_through_timeline_command(tmp_path, name, monkeypatch)
             assert w.get("session_id") not in sessions, w["attempt_id"]
             continue
         for col, v in w.items():
-            assert scenario._equal(got[col], v), (w["attempt_id"], col, got[col], v)
+            assert scenario.equal(got[col], v), (w["attempt_id"], col, got[col], v)
     for aid, a in shown.items():
         assert not a["retracted"], aid

@@ -225,7 +225,7 @@ def compare(table: str, want: list[dict], got: list[dict], exact_count: bool = T
         for col, v in w.items():
             if col not in r:
                 problems.append(f"{table} {k}: no column {col!r}")
-            elif not _equal(r[col], v):
+            elif not equal(r[col], v):
                 problems.append(f"{table} {k}: {col} = {r[col]!r}, expected {v!r}")
     if exact_count:
         wanted = {_key(table, w) for w in want}
@@ -235,7 +235,7 @@ def compare(table: str, want: list[dict], got: list[dict], exact_count: bool = T
     return problems
 
 
-def _equal(actual, want) -> bool:
+def equal(actual, want) -> bool:
     if isinstance(want, (list, dict)) and isinstance(actual, str):
         try:
             actual = fastjson.loads(actual)
