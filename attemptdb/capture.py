@@ -193,25 +193,8 @@ def _open_store(path: str, mode_override):
 
 
 def _fallback_device() -> str:
-    """A stable per-user device id for captures made while the database cannot be read."""
-    from . import ids, location
-    path = os.path.join(location.data_dir(), "fallback-device-id")
-    try:
-        with open(path, encoding="ascii") as f:
-            dev = f.read().strip()
-        if ids.is_uuid(dev):
-            return dev
-    except (OSError, ValueError):
-        pass
-    dev = ids.uuid7()
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(dev + "\n")
-    except OSError:
-        pass
-    return dev
+    from .spool import fallback_device
+    return fallback_device()
 
 
 _seen = {"bytes": 0, "db": None, "store": None}

@@ -120,6 +120,49 @@ def _unlink(path: str):
         pass
 
 
+FALLBACK_DEVICE_FILE = "fallback-device-id"
+
+
+def fallback_device(create: bool = True) -> str | None:
+    """The stable per-user device id a capture stamps on an event when it cannot read the
+    database's own identity (the file is locked mid-creation, unreadable, corrupt)."""
+    from . import location
+    path = os.path.join(location.data_dir(), FALLBACK_DEVICE_FILE)
+    try:
+        with open(path, encoding="ascii") as f:
+            dev = f.read().strip()
+        if ids.is_uuid(dev):
+            return dev
+    except (OSError, ValueError):
+        pass
+    if not create:
+        return None
+    dev = ids.uuid7()
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(dev + "\n")
+    except FileExistsError:  # another capture won the race: use its id
+        return fallback_device(create=False) or dev
+    except OSError:
+        pass
+    return dev
+
+
+def _adopt_identity(env: dict, fallback: str | None, device: str) -> dict:
+    """A spooled event stamped with the fallback device was captured on this machine while the
+    database's identity could not be read: it takes the database's device id (and the project
+    id derived from it, for a project known only by its root) as it is ingested."""
+    if fallback is None or env["device_id"] != fallback or fallback == device:
+        return env
+    env = dict(env, device_id=device)
+    proj = env["project"]
+    if proj["project_id"] == ids.derive("prj_", "root", fallback, proj["root"]):
+        env["project"] = dict(proj, project_id=ids.derive("prj_", "root", device, proj["root"]))
+    return env
+
+
 def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
     """Append every spooled event for this store; returns how many files were consumed
     (stored, already stored, or quarantined). A database error (locked, read-only, …) is
@@ -142,6 +185,8 @@ def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
         paths.append(path)
     if not good:
         return consumed
+    fallback = fallback_device(create=False)
+    good = [_adopt_identity(e, fallback, store.device_id) for e in good]
     try:
         store.append(good)
     except EVENT_REFUSED + ROW_REFUSED:

@@ -160,27 +160,28 @@ class Store:
 
     def _migrate(self, capture_mode: str | None):
         v = self._check_version()
-        todo = [(n, p) for n, p in migrations() if n > v]
-        if todo or v == 0:
-            c = self.conn
-            c.execute("PRAGMA journal_mode=WAL")
+        if not [n for n, _ in migrations() if n > v] and v != 0:
+            return
+        c = self.conn
+        c.execute("PRAGMA journal_mode=WAL")
+        # every pending migration in one transaction: concurrent first openers (64 hooks on a
+        # fresh file) see either nothing or the whole schema and its identity, never a part
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            v = self._check_version()  # another process may have migrated while we waited
+            todo = [(n, p) for n, p in migrations() if n > v]
             for n, p in todo:
                 with open(p, encoding="utf-8") as f:
-                    sql = f.read()
-                c.execute("BEGIN IMMEDIATE")
-                try:
-                    if self.user_version() >= n:  # another process got here first
-                        c.execute("ROLLBACK")
-                        continue
-                    c.execute(sql)
-                    if n == todo[0][0] and v == 0:
-                        self._create_identity(capture_mode)
-                    c.execute(f"PRAGMA user_version = {n}")
-                    c.execute("COMMIT")
-                except BaseException:
-                    if not c.getautocommit():
-                        c.execute("ROLLBACK")
-                    raise
+                    c.execute(f.read())
+            if v == 0:
+                self._create_identity(capture_mode)
+            if todo:
+                c.execute(f"PRAGMA user_version = {todo[-1][0]}")
+            c.execute("COMMIT")
+        except BaseException:
+            if not c.getautocommit():
+                c.execute("ROLLBACK")
+            raise
 
     def _create_identity(self, capture_mode: str | None):
         mode = capture_mode or "local_semantic"
@@ -235,6 +236,19 @@ class Store:
             event.check_storable(e)
             items.append(event.Prepared(e))
         return self.append_prepared(items, now_us=now_us)
+
+    def append_uncommitted(self, envelopes, *, now_us: int | None = None) -> AppendResult:
+        """`append` inside the caller's own open write transaction (`BEGIN IMMEDIATE`): the same
+        checks, chain and triggers, committed or rolled back by the caller (dry runs)."""
+        if self.conn.getautocommit():
+            raise AttemptError("store.no_transaction", "append_uncommitted needs an open write transaction")
+        items = []
+        for e in envelopes:
+            event.check_storable(e)
+            items.append(event.Prepared(e))
+        res = AppendResult()
+        self._append_locked(items, res, clock.now_us() if now_us is None else now_us)
+        return res
 
     def append_prepared(self, items, *, now_us: int | None = None) -> AppendResult:
         """Append `event.Prepared` items (the pure part of an append may run elsewhere)."""

@@ -422,3 +422,21 @@ def test_a_database_from_a_newer_attemptdb_is_never_written(db, home):
     p = run_attempt(["events", "--db", db])
     assert p.returncode != 0 and b"store.newer_schema" in p.stderr and b"Traceback" not in p.stderr
     assert len(spool_files(db, home)) == 1
+
+
+def test_a_spooled_event_stamped_with_the_fallback_device_takes_the_database_identity(tmp_path, home):
+    """Captured while the file's identity was unreadable: on ingest the event takes the
+    database's device id, and a root-derived project id follows it (one file, one device)."""
+    from attemptdb import ids, spool as spool_mod, synth
+    from attemptdb.store import Store
+    db = str(tmp_path / "identity.db")
+    st = Store.open(db)
+    fallback = spool_mod.fallback_device()
+    assert fallback != st.device_id
+    env = next(synth.generate(1, seed=5, device_id=fallback))
+    env["project"] = ids.project_identity("/work/somewhere", None, fallback)
+    spool_mod.put(db, env)
+    assert spool_mod.drain(st) == 1
+    row = st.conn.execute("SELECT device_id, project_id FROM events").fetchone()
+    assert row == ("dev_" + st.device_id, "prj_" + ids.derive("prj_", "root", st.device_id, "/work/somewhere"))
+    assert st.conn.execute("SELECT count(DISTINCT device_id) FROM events").fetchone()[0] == 1

@@ -264,7 +264,7 @@ def scope_where(conn, session, project, since, until, table="events", time_col="
     conds, params = [], []
     try:
         if session:
-            sid, _ = resolve.resolve_id(conn, "session", session, live=False)
+            _, sid = resolve.resolve_id(conn, "session", session, live=False)
             conds.append(f"{table}.session_id = ?")
             params.append(sid)
         if project:

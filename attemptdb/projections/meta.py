@@ -183,10 +183,7 @@ def check_note(text):
 def _append_uncommitted(store, env: dict, now_us: int) -> None:
     """Append one envelope inside the caller's open write transaction (the dry run rolls it
     back). Uses the store's locked append: the same checks, chain and triggers as `append`."""
-    from ..store import AppendResult
-    event.check_storable(env)
-    res = AppendResult()
-    store._append_locked([event.Prepared(env)], res, now_us)
+    res = store.append_uncommitted([env], now_us=now_us)
     if not res.accepted:
         raise AttemptError("meta.duplicate", "this event is already in the log")
 
