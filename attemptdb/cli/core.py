@@ -355,7 +355,8 @@ def _seq(st, event_id):
 @click.command("demo")
 @db_option
 @json_option
-def demo_cmd(db, as_json):
+@click.pass_context
+def demo_cmd(ctx, db, as_json):
     """Build a sample history from the bundled fixtures and show what was recorded.
 
     Uses a fresh database (default: ./attemptdb-demo.db) so your own history is untouched.
@@ -367,3 +368,7 @@ def demo_cmd(db, as_json):
         echo_json(report)
         return
     click.echo(report["text"])
+    from .projections import timeline_cmd
+    click.echo("\nWhat the agents tried (attempt timeline):\n")
+    ctx.invoke(timeline_cmd, db=path, session=None, project=None, since=None, until=None, limit=None,
+               tools=False, show_all=False, as_json=False)
