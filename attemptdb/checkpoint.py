@@ -154,11 +154,13 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
     return parse(note)
 
 
-def due(store, now_us: int | None = None) -> bool:
-    """The documented schedule: a checkpoint is due when the chain grew by GROW_EVENTS since
-    the last one, or grew at all and the last one is older than GROW_SECONDS (or absent)."""
-    size, _ = store.head()
-    last = latest(store)
+def due(conn, now_us: int | None = None) -> bool:
+    """The documented schedule, read on any connection (read-only is enough): a checkpoint is
+    due when the chain grew by GROW_EVENTS since the last one, or grew at all and the last one
+    is older than GROW_SECONDS (or there is none)."""
+    row = conn.execute("SELECT seq FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+    size = row[0] if row else 0
+    last = conn.execute("SELECT size, created_at FROM checkpoints ORDER BY size DESC LIMIT 1").fetchone()
     if size == 0:
         return False
     if last is None:
@@ -172,10 +174,21 @@ def due(store, now_us: int | None = None) -> bool:
     return now - clock.from_iso(last[1]) >= GROW_SECONDS * 1_000_000
 
 
+def signable(conn) -> bool:
+    """A checkpoint is due and this device holds its key (no cryptography import)."""
+    if not due(conn):
+        return False
+    dev = conn.execute("SELECT value FROM meta WHERE key = 'device_id'").fetchone()
+    from . import ids
+    if not dev or not ids.is_uuid(dev[0]):
+        return False
+    return os.path.exists(os.path.join(location.key_dir(), f"{dev[0]}.key"))
+
+
 def maybe_checkpoint(store) -> Checkpoint | None:
     """Called by imports and read commands: sign when due and a key exists; never fails the
     command (a read-only or locked file simply skips)."""
-    if store.readonly or not due(store):
+    if store.readonly or not due(store.conn):
         return None
     from . import keys  # cryptography is imported only when a signature is due
     key = keys.load(store.device_id)

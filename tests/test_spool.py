@@ -440,3 +440,19 @@ def test_a_spooled_event_stamped_with_the_fallback_device_takes_the_database_ide
     row = st.conn.execute("SELECT device_id, project_id FROM events").fetchone()
     assert row == ("dev_" + st.device_id, "prj_" + ids.derive("prj_", "root", st.device_id, "/work/somewhere"))
     assert st.conn.execute("SELECT count(DISTINCT device_id) FROM events").fetchone()[0] == 1
+
+
+def test_a_query_command_ingests_the_spool_and_signs_a_due_checkpoint(db, home):
+    """`attempt query` reads through a read-only connection; before it reads, the spool is
+    ingested and a due checkpoint signed (spec/checkpoint.md), through a short writable open."""
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    st = Store.open(db)
+    env = envelope(st.device_id)
+    st.close()
+    spool.put(db, env)
+    r = run_attempt(["query", "--db", db, "--json", "SELECT count(*) AS n FROM events"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [{"n": 1}]
+    assert spool.pending(db) == []
+    st = Store.open(db, readonly=True)
+    assert st.conn.execute("SELECT size FROM checkpoints").fetchall() == [(1,)]

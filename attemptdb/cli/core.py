@@ -32,6 +32,26 @@ def _ensure_key(store):
     return key, created
 
 
+def housekeeping(path: str, conn) -> None:
+    """Before a read on a read-only connection `conn`: when the spool holds events or a
+    checkpoint is due, open the file for writing just long enough to ingest and sign
+    (spec/checkpoint.md). Nothing to do costs a directory listing and two indexed reads; any
+    failure (read-only file, lock) leaves the read to go on."""
+    from .. import checkpoint, spool
+    try:
+        if not (spool.pending(path) or checkpoint.signable(conn)):
+            return
+        from ..store import Store
+        st = Store.open(path, create=False)
+        try:
+            spool.drain(st)
+            checkpoint.maybe_checkpoint(st)
+        finally:
+            st.close()
+    except Exception:
+        pass
+
+
 def read_store(db, *, readonly=False):
     """Open the database for a read command: ingest the spool first, and checkpoint when due
     (spec/checkpoint.md). Never creates the database."""

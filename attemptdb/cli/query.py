@@ -23,7 +23,11 @@ def _q(value: str) -> str:
 
 def _open(db):
     from ..readonly import connect
-    return connect(db_path(db))
+    from .core import housekeeping
+    path = db_path(db)
+    conn = connect(path)
+    housekeeping(path, conn)
+    return conn
 
 
 def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
