@@ -324,7 +324,8 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
         where += f" AND kind IN ({','.join('?' * len(kinds))})"
         params += kinds
     order = "seq" if as_jsonl else "observed_at, seq"
-    inner = f"SELECT * FROM events WHERE {where} ORDER BY {order} DESC LIMIT {limit}" if limit is not None else None
+    newest = "seq DESC" if as_jsonl else "observed_at DESC, seq DESC"
+    inner = f"SELECT * FROM events WHERE {where} ORDER BY {newest} LIMIT {limit}" if limit is not None else None
     cols = ", ".join(ev.COLUMNS)
     if inner:
         sql = f"SELECT {cols} FROM ({inner}) ORDER BY {order}"

@@ -1,0 +1,54 @@
+"""`attempt events`: the facts, oldest first, with the scope flags every read command shares."""
+
+import json
+
+from conftest import run_attempt
+
+
+def _demo(tmp_path):
+    db = str(tmp_path / "demo.db")
+    r = run_attempt(["demo", "--db", db, "--json"])
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+def _rows(db, *flags):
+    r = run_attempt(["events", "--db", db, "--json", *flags])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_scope_flags_filter_the_facts(tmp_path, home):
+    db = _demo(tmp_path)
+    every = _rows(db)
+    assert len(every) == 31
+    assert [e["observed_at"] for e in every] == sorted(e["observed_at"] for e in every)
+    codex = next(e for e in every if e["provider"] == "codex")
+    short = codex["session_id"][:12]  # ses_ + 8 hex digits
+    mine = _rows(db, "--session", short)
+    assert mine and {e["session_id"] for e in mine} == {codex["session_id"]}
+    assert len(_rows(db, "--project", "acme/shop")) == 31
+    assert len(_rows(db, "--project", "shop")) == 31  # the repository part of owner/repo
+    last3 = _rows(db, "-n", "3")
+    assert [e["event_id"] for e in last3] == [e["event_id"] for e in every[-3:]]
+    middle = every[10]["observed_at"]
+    assert all(e["observed_at"] >= middle for e in _rows(db, "--since", middle))
+    assert all(e["observed_at"] <= middle for e in _rows(db, "--until", middle))
+    kinds = _rows(db, "--kind", "tool_call_failed,permission_requested")
+    assert sorted(e["kind"] for e in kinds) == ["permission_requested", "tool_call_failed", "tool_call_failed"]
+    assert "path_objects_json" not in every[0] and "event_hash" not in every[0]
+
+
+def test_unresolvable_scope_is_a_coded_error(tmp_path, home):
+    db = _demo(tmp_path)
+    for flags in (["--session", "ses_ffffffff"], ["--project", "nobody/nothing"]):
+        r = run_attempt(["events", "--db", db, *flags])
+        assert r.returncode == 2 and r.stderr.decode().startswith("error[scope.unresolved]"), r.stderr
+
+
+def test_table_output_is_one_line_per_event(tmp_path, home):
+    db = _demo(tmp_path)
+    r = run_attempt(["events", "--db", db, "--kind", "tool_call_failed"], env={"NO_COLOR": "1"})
+    lines = r.stdout.decode().splitlines()
+    assert len(lines) == 2 and all("tool_call_failed" in ln and "claude_code" in ln for ln in lines)
+    assert any("string_mismatch" in ln for ln in lines)
