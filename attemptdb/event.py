@@ -279,9 +279,7 @@ class Prepared:
 
     __slots__ = ("event_id", "device_id", "source_seq", "hlc", "ingested_at", "row", "pre", "mid", "rest")
 
-    def __init__(self, env: dict, texts: dict | None = None):
-        # texts: optional exact JSON texts of the attrs/content/raw/x_* values as received
-        # (an importer's source spans), kept verbatim instead of serialising again
+    def __init__(self, env: dict):
         eid, dev = env["event_id"], env["device_id"]
         self.event_id, self.device_id = eid, dev
         self.source_seq, self.hlc = env["source_seq"], env["hlc"]
@@ -295,16 +293,11 @@ class Prepared:
         if len(env) > 29 or any(k not in _KNOWN for k in env):
             unknown = {k: env[k] for k in env if k not in _KNOWN} or None
         first = paths[0] if paths else {}
-        t = texts or {}
         attrs = env.get("attrs")
-        attrs_json = (t.get("attrs") or fastjson.dumps(attrs)) if attrs else "{}"
-        content_json = (t.get("content") or fastjson.dumps(env["content"])) if "content" in env else None
-        raw_json = (t.get("raw") or fastjson.dumps(env["raw"])) if "raw" in env else None
-        if unknown and t:
-            unknown_json = "{" + ",".join(fastjson.quote(k) + ":" + (t.get(k) or fastjson.dumps(v))
-                                          for k, v in unknown.items()) + "}"
-        else:
-            unknown_json = fastjson.dumps(unknown) if unknown else None
+        attrs_json = fastjson.dumps(attrs) if attrs else "{}"
+        content_json = fastjson.dumps(env["content"]) if "content" in env else None
+        raw_json = fastjson.dumps(env["raw"]) if "raw" in env else None
+        unknown_json = fastjson.dumps(unknown) if unknown else None
         paths_full = fastjson.dumps(paths) if paths else None
         obs, cap = env["observed_at"], env["captured_at"]
         self.row = (
@@ -324,17 +317,21 @@ class Prepared:
         )
         self.pre = f'{{"event_id":"{eid}","schema_version":{env["schema_version"]},"device_id":"{dev}",'
         self.mid = f'"observed_at":{obs},"captured_at":{cap}'
-        rest = [fastjson.dumps({k: env[k] for k in _REST_ORDER if k in env})[1:-1]]
-        if attrs_json != "{}":
-            rest.append(',"attrs":' + attrs_json)
-        if content_json is not None:
-            rest.append(',"content":' + content_json)
-        if raw_json is not None:
-            rest.append(',"raw":' + raw_json)
-        if unknown_json is not None:
-            rest.append("," + unknown_json[1:-1])
-        rest.append("}")
-        self.rest = ",".join(("", "".join(rest)))
+        # the scalar head after the clocks; attrs/content/raw/x_* are spliced from the row's
+        # texts in `finish`, so the large parts exist once (cheap to ship between processes)
+        self.rest = "," + fastjson.dumps({k: env[k] for k in _REST_ORDER if k in env})[1:-1]
+
+    def as_tuple(self) -> tuple:
+        """Plain data (str/int/None/tuples only: marshal-able) for another process."""
+        return (self.event_id, self.device_id, self.source_seq, self.hlc, self.ingested_at,
+                self.row, self.pre, self.mid, self.rest)
+
+    @classmethod
+    def from_tuple(cls, t: tuple) -> "Prepared":
+        p = cls.__new__(cls)
+        (p.event_id, p.device_id, p.source_seq, p.hlc, p.ingested_at,
+         p.row, p.pre, p.mid, p.rest) = t
+        return p
 
     def finish(self, source_seq: int, hlc: int, ingested_at: int | None) -> tuple[tuple, str]:
         """(row, canonical line) once the writer assigned the clocks."""
@@ -342,7 +339,17 @@ class Prepared:
         ing_text = None if ingested_at is None else _iso(ingested_at)
         row = r[:3] + (source_seq, hlc) + r[5:7] + (ing_text,) + r[8:]
         ing = "" if ingested_at is None else f',"ingested_at":{ingested_at}'
-        return row, f'{self.pre}"source_seq":{source_seq},"hlc":{hlc},{self.mid}{ing}{self.rest}'
+        parts = [self.pre, f'"source_seq":{source_seq},"hlc":{hlc},', self.mid, ing, self.rest]
+        if r[41] != "{}":
+            parts.append(',"attrs":' + r[41])
+        if r[42] is not None:
+            parts.append(',"content":' + r[42])
+        if r[43] is not None:
+            parts.append(',"raw":' + r[43])
+        if r[44] is not None and len(r[44]) > 2:
+            parts.append("," + r[44][1:-1])
+        parts.append("}")
+        return row, "".join(parts)
 
 
 def to_row(env: dict) -> tuple:

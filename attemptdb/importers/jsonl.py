@@ -9,8 +9,8 @@ line pieces) in a second process while this one links and writes: the two cores 
 both work, and the result is byte-identical to the single-process path.
 """
 
+import marshal
 import os
-import pickle
 
 from .. import event, fastjson
 from ..errors import AttemptError
@@ -31,16 +31,14 @@ class ImportReport:
         return {"lines": self.lines, "accepted": self.accepted, "duplicates": self.duplicates}
 
 
-def parse_line(raw: bytes, lineno: int, spans: dict | None = None) -> dict:
-    """One JSONL line → a valid canonical envelope, or AttemptError naming the line. When
-    `spans` is a dict it receives {key: (value, source text)} for the members whose source
-    text may be kept verbatim (attrs, content, raw, x_*)."""
+def parse_line(raw: bytes, lineno: int) -> dict:
+    """One JSONL line → a valid canonical envelope, or AttemptError naming the line."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise AttemptError("import.bad_line", f"line {lineno}: not UTF-8 (byte {e.start})") from None
     try:
-        obj, where = fastjson.loads_object(text)
+        obj = fastjson.loads(text)
     except (ValueError, RecursionError) as e:
         pos = getattr(e, "pos", None)
         where = f" at character {pos}" if isinstance(pos, int) else ""
@@ -51,16 +49,7 @@ def parse_line(raw: bytes, lineno: int, spans: dict | None = None) -> dict:
         event.check_storable(env)
     except event.EventError as e:
         raise AttemptError("import.bad_line", f"line {lineno}: {e}") from None
-    if spans is not None and where:
-        for k, (a, b) in where.items():
-            if k in ("attrs", "content", "raw") or k.startswith("x_"):
-                spans[k] = (obj[k], text[a:b])
     return env
-
-
-def _texts(env: dict, spans: dict) -> dict:
-    """Source texts of the members the ingestion contract left untouched (same object)."""
-    return {k: text for k, (value, text) in spans.items() if env.get(k) is value}
 
 
 def _lines(stream):
@@ -74,10 +63,9 @@ def _prepared_batches(stream, ingest, batch):
     """Yield lists of event.Prepared; an AttemptError for a bad line is raised when reached."""
     pending = []
     for lineno, raw in _lines(stream):
-        spans = {}
-        env = ingest(parse_line(raw, lineno, spans))
+        env = ingest(parse_line(raw, lineno))
         try:
-            pending.append(event.Prepared(env, _texts(env, spans)))
+            pending.append(event.Prepared(env))
         except (event.EventError, UnicodeEncodeError) as e:
             raise AttemptError("import.bad_line", f"line {lineno}: {e}") from None
         if len(pending) >= batch:
@@ -120,12 +108,12 @@ def _from_child(stream, ingest, batch):
         recv.close()
         try:
             for items in _prepared_batches(stream, ingest, batch):
-                send.send_bytes(pickle.dumps(("batch", [_pack(p) for p in items]), 5))
-            send.send_bytes(pickle.dumps(("done", None)))
+                send.send_bytes(marshal.dumps(("batch", [p.as_tuple() for p in items])))
+            send.send_bytes(marshal.dumps(("done", None)))
         except AttemptError as e:
-            send.send_bytes(pickle.dumps(("error", (e.code, e.message))))
+            send.send_bytes(marshal.dumps(("error", (e.code, e.message))))
         except BaseException as e:  # reported by the parent as an internal failure
-            send.send_bytes(pickle.dumps(("crash", type(e).__name__)))
+            send.send_bytes(marshal.dumps(("crash", type(e).__name__)))
         finally:
             send.close()
 
@@ -135,11 +123,11 @@ def _from_child(stream, ingest, batch):
     try:
         while True:
             try:
-                kind, payload = pickle.loads(recv.recv_bytes())
+                kind, payload = marshal.loads(recv.recv_bytes())
             except EOFError:
                 raise AttemptError("import.worker", "the import worker stopped unexpectedly") from None
             if kind == "batch":
-                yield [_unpack(t) for t in payload]
+                yield [event.Prepared.from_tuple(t) for t in payload]
             elif kind == "done":
                 return
             elif kind == "error":
@@ -151,20 +139,6 @@ def _from_child(stream, ingest, batch):
         proc.join(timeout=5)
         if proc.is_alive():
             proc.kill()
-
-
-_SLOTS = event.Prepared.__slots__
-
-
-def _pack(p):
-    return tuple(getattr(p, s) for s in _SLOTS)
-
-
-def _unpack(t):
-    p = event.Prepared.__new__(event.Prepared)
-    for s, v in zip(_SLOTS, t):
-        setattr(p, s, v)
-    return p
 
 
 def import_file(store, path: str, **kw) -> ImportReport:
