@@ -247,18 +247,30 @@ def _declared_in_code(s: str, i: int) -> bool:
 
 # --- the rules ------------------------------------------------------------------------------
 
-def _token_at(s: str, i: int):
-    """Issuer formats at `i`: (rule, start, end) or None."""
+MAX_TOKEN = 8192
+"""Longest Authorization credential the header rule reads (the other rules read whole runs:
+with the dead-run memo of `find`, every run is scanned a bounded number of times)."""
+
+
+def _token_at(s: str, i: int, dead: dict | None = None):
+    """Issuer formats at `i`: (rule, start, end) or None. `dead` remembers, per rule, where
+    a run that already failed ends: a later start inside that run ends it at the same place
+    and fails the same way, so it is not scanned again (hostile `eyJeyJeyJ…` stays linear)."""
     n = len(s)
     if i >= n:
         return None
+    if dead is None:
+        dead = {}
     c = s[i]
     for rule, prefix, mn in _PREFIX_BY_FIRST.get(c, ()):
         if s.startswith(prefix, i):
+            if i < dead.get(prefix, -1):
+                continue
             j = i + len(prefix)
             e = _run_end(s, j, _B64ISH)
             if e - j >= mn:
                 return (rule, i, e)
+            dead[prefix] = e
     if c == "-":
         if s.startswith(_PEM_BEGIN, i):
             for begin, end_marker in _PEM:
@@ -266,7 +278,7 @@ def _token_at(s: str, i: int):
                     k = s.find(end_marker, i)
                     return ("private_key", i, n if k < 0 else k + len(end_marker))
         return None
-    if c == "e" and s.startswith("eyJ", i):
+    if c == "e" and s.startswith("eyJ", i) and i >= dead.get("eyJ", -1):
         j = _run_end(s, i, _B64URL)
         if j - i >= 10 and j < n and s[j] == "." and s.startswith("eyJ", j + 1):
             k = _run_end(s, j + 1, _B64URL)
@@ -274,13 +286,15 @@ def _token_at(s: str, i: int):
                 e = _run_end(s, k + 1, _B64URL)
                 if e - k - 1 >= 10:
                     return ("jwt", i, e)
-    if c == "s" and s.startswith("sk-", i):
-        e = _run_end(s, i + 3, _ALNUM)
+        dead["eyJ"] = j
+    if c == "s" and s.startswith("sk-", i) and i >= dead.get("sk-", -1):
+        e = _run_end(s, i + 3, _ALNUM, 201)
         tail = e - i - 3
         if 32 <= tail <= 200 and (e >= n or s[e] not in "-_"):
             t = s[i + 3:e]
             if t.strip(_LETTERS) and t.strip(_DIGITS):
                 return ("openai_api_key", i, e)
+        dead["sk-"] = e
     return None
 
 
@@ -304,11 +318,11 @@ def _authorization_header(s: str, low: str, i: int):
         return None
     if k >= n or s[k] not in " \t":
         return None
-    v = _run_end(s, k, " \t")
+    v = _run_end(s, k, " \t", MAX_TOKEN)
     hit = _token_at(s, v)
     if hit:
         return hit
-    e = _run_end(s, v, _BEARER_CHARS)
+    e = _run_end(s, v, _BEARER_CHARS, MAX_TOKEN)
     length = e - v
     if length < 8 or not (length >= 24 or secret_shaped(s[v:e])):
         return None
@@ -325,7 +339,7 @@ def _aws_secret_key(s: str, low: str, i: int):
     if j < len(s) and s[j] in _WORD:
         return None
     j = _skip_label_gap(s, j)
-    e = _run_end(s, j, _AWS_SECRET_CHARS)
+    e = _run_end(s, j, _AWS_SECRET_CHARS, 41)  # exactly 40: never read past the 41st
     return ("aws_secret_key", j, e) if e - j == 40 else None
 
 
@@ -418,7 +432,7 @@ def _generic_assignment(s: str, i: int):
 _QUOTE_STOP = {q: _delim_table(q + "\\\n\r") for q in "\"'"}
 
 
-def _at(s: str, low: str, i: int):
+def _at(s: str, low: str, i: int, dead: dict):
     """The hit a rule makes when the walk stands at `i`, or None."""
     c = s[i]
     if c == ":":
@@ -426,10 +440,10 @@ def _at(s: str, low: str, i: int):
     if i and s[i - 1] in _WORD:
         return None
     if c in _ALPHA:
-        return (_token_at(s, i) or _authorization_header(s, low, i)
+        return (_token_at(s, i, dead) or _authorization_header(s, low, i)
                 or _aws_secret_key(s, low, i) or _generic_assignment(s, i))
     if c == "-":
-        return _token_at(s, i)
+        return _token_at(s, i, dead)
     return None
 
 
@@ -515,10 +529,11 @@ def find(text: str) -> list:
         return []
     hits = []
     pos = 0
+    dead: dict = {}
     for i in sorted(set(cands)):
         if i < pos:
             continue
-        h = _at(text, low, i)
+        h = _at(text, low, i, dead)
         if h is not None:
             hits.append(h)
             pos = h[2]

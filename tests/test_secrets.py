@@ -610,3 +610,18 @@ def test_the_value_cap_counts_utf8_bytes_even_with_lone_surrogates():
     text = "PASSWORD=" + "a" + "é" * 300
     (rule, a, b), = secrets.find(text)
     assert len(text[a:b].encode()) == 511  # a two-byte character never split at the cap
+
+
+HOSTILE = '["-eyJ" * 40000, "secretaccesskey=" * 8000, "AKIA" * 40000, "sk-" * 50000, "eyJ" * 50000, ' \
+          '("eyJ" + "a" * 12 + ".") * 20000, "authorization: bearer " * 8000, "password=" * 60000]'
+
+
+def test_hostile_repetitions_stay_linear():
+    """Each rule scans a run a bounded number of times (the dead-run memo). Quadratic scanning
+    made a 160 KB `-eyJ…` payload take 22 s inside a hook; all of these together now take well
+    under a second. The generous subprocess timeout catches a regression to quadratic, not a
+    slow machine."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from attemptdb import secrets\n"
+            f"for t in {HOSTILE}: secrets.redact(t)\n")
+    from conftest import ROOT
+    subprocess.run([sys.executable, "-c", code, ROOT], check=True, timeout=60)
