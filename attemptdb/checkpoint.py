@@ -125,9 +125,51 @@ def latest(store) -> tuple[int, str] | None:
     return None if row is None else (row[0], row[1])
 
 
+class _OutsideLock:
+    """Exclusive lock beside the outside checkpoint copy: two files claiming one device (a
+    copied database) cannot interleave their read-check-replace of it."""
+
+    def __init__(self, device_id: str):
+        self.path = outside_path(device_id) + ".lock"
+        self.fd = None
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            import fcntl
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - no advisory locks on this platform
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def _extends_outside(store, device: str, size: int) -> None:
+    """Refuse to sign a chain that does not extend the device's last signed checkpoint: the
+    key signs only the file it signed before (a copy carrying the same device id, or a file
+    rolled back, must not get a fresh signature or replace the outside copy)."""
+    note = read_outside(device)
+    if note is None:
+        return
+    try:
+        cp = parse(note)
+    except AttemptError:
+        raise AttemptError("checkpoint.outside_unreadable", "the checkpoint kept beside the key is not a "
+                           "valid signed note; run `attempt verify`", exit_status=1) from None
+    row = store.conn.execute("SELECT chain_hash FROM events WHERE seq = ?", (cp.size,)).fetchone()
+    if cp.origin != ORIGIN_PREFIX + device or cp.size > size or row is None or row[0] != cp.head:
+        raise AttemptError("checkpoint.diverged", "this file's chain does not extend the device's last "
+                           f"signed checkpoint (size {cp.size}): it was rolled back, rewritten, or is a "
+                           "copy of another file; run `attempt verify`", exit_status=1)
+
+
 def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = None) -> Checkpoint | None:
     """Sign the current head and store it (in the file and beside the key). None when the
-    chain is empty or has not grown since the last checkpoint."""
+    chain is empty or has not grown since the last checkpoint; AttemptError
+    (`checkpoint.diverged`) when the chain does not extend the last signed one."""
     from . import keys
     device = store.device_id
     key = key or keys.load(device)
@@ -135,22 +177,24 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
         raise AttemptError("keys.missing", "this device has no signing key yet (run `attempt keys init`)", exit_status=1)
     stamp = clock.iso(clock.now_us() if now_us is None else now_us)
     c = store.conn
-    c.execute("BEGIN IMMEDIATE")
-    try:
-        size, head = store.head()
-        last = latest(store)
-        if size == 0 or (last is not None and last[0] >= size):
-            c.execute("ROLLBACK")
-            return None
-        note = sign(key, device, size, head, stamp)
-        c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
-                  (size, head, stamp, key.identity, note))
-        c.execute("COMMIT")
-    except BaseException:
-        if not c.getautocommit():
-            c.execute("ROLLBACK")
-        raise
-    _write_outside(device, note)
+    with _OutsideLock(device):
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            size, head = store.head()
+            last = latest(store)
+            if size == 0 or (last is not None and last[0] >= size):
+                c.execute("ROLLBACK")
+                return None
+            _extends_outside(store, device, size)
+            note = sign(key, device, size, head, stamp)
+            c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
+                      (size, head, stamp, key.identity, note))
+            c.execute("COMMIT")
+        except BaseException:
+            if not c.getautocommit():
+                c.execute("ROLLBACK")
+            raise
+        _write_outside(device, note)
     return parse(note)
 
 
@@ -188,7 +232,10 @@ def signable(conn) -> bool:
 def maybe_checkpoint(store) -> Checkpoint | None:
     """Called by imports and read commands: sign when due and a key exists; never fails the
     command (a read-only or locked file simply skips)."""
-    if store.readonly or not due(store.conn):
+    try:
+        if store.readonly or not due(store.conn):
+            return None
+    except Exception:  # an unreadable checkpoint row: `attempt verify` reports it
         return None
     from . import keys  # cryptography is imported only when a signature is due
     key = keys.load(store.device_id)

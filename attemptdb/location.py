@@ -1,10 +1,12 @@
 """Where the database lives: `--db` / `ATTEMPTDB_PATH`, a trusted project-local
 `.attemptdb/attempt.db` found by walking up, else the per-user data directory.
 
-Invariant: a project-local database is used only when its `.attemptdb` directory is a real
-directory (not a symlink) owned by the current user and not group- or world-writable, and the
-database file is a regular file owned by the user — a cloned repository is attacker input.
-Only `os` is imported: this runs on the hook path.
+Invariant: a project-local database is used only when `attempt init --local` created it on
+this account (its path is in `<data dir>/local-databases`), its `.attemptdb` directory is a
+real directory (not a symlink) owned by the current user and not group- or world-writable, and
+the database file is a regular file owned by the user. A cloned repository is attacker input:
+`git clone` gives a shipped `.attemptdb` exactly the owner and modes of one made here, so only
+the account's own record can tell them apart. Only `os` is imported: this runs on the hook path.
 """
 
 import os
@@ -28,6 +30,33 @@ def default_db() -> str:
     return os.path.join(data_dir(), DB_NAME)
 
 
+LOCAL_REGISTRY = "local-databases"
+
+
+def _registry() -> str:
+    return os.path.join(data_dir(), LOCAL_REGISTRY)
+
+
+def registered_local(db_path: str) -> bool:
+    """Was this project-local database created by `attempt init --local` on this account?"""
+    try:
+        with open(_registry(), encoding="utf-8", errors="replace") as f:
+            return os.path.abspath(db_path) in (line.rstrip("\n") for line in f)
+    except OSError:
+        return False
+
+
+def remember_local(db_path: str) -> None:
+    """Record a project-local database `attempt init --local` made (idempotent)."""
+    db_path = os.path.abspath(db_path)
+    if "\n" in db_path or registered_local(db_path):
+        return
+    os.makedirs(data_dir(), mode=0o700, exist_ok=True)
+    fd = os.open(_registry(), os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write(db_path + "\n")
+
+
 def trusted_local_dir(path: str) -> bool:
     """True when `path` (a `.attemptdb` directory) may be trusted as the user's own database."""
     try:
@@ -48,7 +77,7 @@ def trusted_local_dir(path: str) -> bool:
         return False
     if hasattr(os, "geteuid") and fst.st_uid != os.geteuid():
         return False
-    return True
+    return registered_local(os.path.join(path, DB_NAME))
 
 
 def find_local(start: str | None = None) -> str | None:

@@ -118,7 +118,26 @@ def test_init_local_is_found_by_walking_up(tmp_path, home):
     assert info["path"] == str(proj / ".attemptdb" / "attempt.db")
     r = run_attempt(["verify", "--json"], cwd=str(proj / "sub" / "deeper"))
     assert json.loads(r.stdout)["ok"]
+    from attemptdb import location
+    assert location.find_local(str(proj / "sub")) == info["path"]
     # a group-writable .attemptdb is not trusted: the walk ignores it (and the default is used)
     os.chmod(proj / ".attemptdb", 0o770)
-    from attemptdb import location
     assert location.find_local(str(proj / "sub")) is None
+
+
+def test_a_database_shipped_in_a_repository_is_not_trusted(tmp_path, home):
+    """`git clone` gives a shipped .attemptdb this user's ownership and ordinary modes; only
+    the account's record of `init --local` tells it apart. Captures there go to the user's
+    own database, never into the repository's."""
+    src = tmp_path / "upstream"
+    src.mkdir()
+    assert run_attempt(["init", "--local", "--capture-mode", "full_sync"], cwd=str(src)).returncode == 0
+    clone = tmp_path / "clone"
+    import shutil
+    shutil.copytree(src, clone)  # same owner, same modes: what a clone looks like
+    from attemptdb import location
+    assert location.find_local(str(clone)) is None
+    payload = b'{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"my private prompt"}'
+    assert run_attempt(["capture", "claude-code"], input=payload, cwd=str(clone)).returncode == 0
+    assert b"my private prompt" not in (clone / ".attemptdb" / "attempt.db").read_bytes()
+    assert os.path.exists(location.default_db())

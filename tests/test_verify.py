@@ -642,3 +642,29 @@ def test_exporting_a_tampered_row_is_a_coded_error(chain, capsys):
     code = run(["events", "--jsonl", "--db", chain])
     _, err = capsys.readouterr()
     assert "error[internal]" not in err and "seq=3" in err and code == 1
+
+
+def test_the_key_never_signs_a_copy_or_a_rolled_back_file(tmp_path, home):
+    """A copy of a database carries its device id; the device key must not sign the copy's
+    diverging history, nor move the outside checkpoint back to a shorter chain."""
+    import shutil
+    from attemptdb import checkpoint as cp_mod, synth
+    from attemptdb.errors import AttemptError
+    a = str(tmp_path / "a.db")
+    assert run(["init", "--db", a]) == 0
+    st = Store.open(a)
+    st.append(list(synth.generate(5, seed=1, device_id=st.device_id)))
+    cp_mod.create(st)
+    st.close()
+    b = str(tmp_path / "b.db")
+    shutil.copyfile(a, b)
+    sa, sb = Store.open(a), Store.open(b)
+    sa.append(list(synth.generate(3, seed=2, device_id=sa.device_id)))
+    sb.append(list(synth.generate(4, seed=3, device_id=sb.device_id)))
+    cp_mod.create(sa)  # the original goes on
+    with pytest.raises(AttemptError) as e:
+        cp_mod.create(sb)  # the copy diverged: refused
+    assert e.value.code == "checkpoint.diverged"
+    assert cp_mod.maybe_checkpoint(sb) is None  # read commands skip it silently
+    outside = cp_mod.parse(cp_mod.read_outside(sa.device_id))
+    assert outside.size == 8 and sa.conn.execute("SELECT chain_hash FROM events WHERE seq = 8").fetchone()[0] == outside.head

@@ -82,6 +82,7 @@ def init_cmd(local, capture_mode, db, as_json):
         os.makedirs(d, mode=0o700, exist_ok=True)
         os.chmod(d, 0o700)
         path = os.path.join(d, location.DB_NAME)
+        location.remember_local(path)
     else:
         path = db_path(db)
     existed = os.path.exists(path)
