@@ -43,6 +43,7 @@ PATH_ORDER = ("original", "logical", "repo_relative", "drive", "unc")
 OUTCOME_ORDER = ("status", "class", "exit_code")
 _KNOWN = frozenset(FIELD_ORDER)
 _I64 = 2**63 - 1
+_CLOCK_MAX = 2**62
 
 
 class EventError(ValueError):
@@ -472,9 +473,11 @@ def check_storable(env: dict) -> None:
     for k in ("observed_at", "captured_at", "ingested_at"):
         if k in env and not clock.MIN_US <= env[k] <= clock.MAX_US:
             raise EventError(f"$.{k}", "timestamp outside years 0001-9999")
-    for k in ("source_seq", "hlc", "duration_ms"):
-        if k in env and env[k] > _I64:
-            raise EventError(f"$.{k}", "does not fit a signed 64-bit integer")
+    for k in ("source_seq", "hlc"):  # headroom: the writer's next value must still fit
+        if k in env and env[k] > _CLOCK_MAX:
+            raise EventError(f"$.{k}", "is beyond what a writer's clock can reach (2^62)")
+    if "duration_ms" in env and env["duration_ms"] > _I64:
+        raise EventError("$.duration_ms", "does not fit a signed 64-bit integer")
     ec = (env.get("outcome") or {}).get("exit_code")
     if ec is not None and not -_I64 - 1 <= ec <= _I64:
         raise EventError("$.outcome.exit_code", "does not fit a signed 64-bit integer")

@@ -27,6 +27,7 @@ from .errors import AttemptError
 GENESIS = "0" * 64
 BUSY_TIMEOUT_S = 10.0
 APPEND_BATCH = 500
+HLC_HORIZON_MS = 86_400_000  # foreign clocks more than a day ahead of ours are not followed
 _INSERT = (f"INSERT INTO events ({', '.join(event.COLUMNS)}, event_hash, chain_hash) "
            f"VALUES ({', '.join('?' * (len(event.COLUMNS) + 2))})")
 
@@ -299,6 +300,7 @@ class Store:
         now_ms = now // 1000
         sha = bulk_sha256() if len(fresh) > 8 else _sha256
         hlc_next = clock.hlc_next
+        hlc_horizon = clock.hlc_pack(now_ms + HLC_HORIZON_MS, clock.HLC_LOGICAL_MAX)
         rows = []
         for p in fresh:
             dev = p.device_id
@@ -307,7 +309,7 @@ class Store:
                 seqs[dev] = seq
             if p.hlc:
                 hlc = p.hlc
-                if hlc > last_hlc:
+                if last_hlc < hlc <= hlc_horizon:  # a clock from the far future is kept, not followed
                     last_hlc = hlc
             else:
                 hlc = last_hlc = hlc_next(last_hlc, now_ms)

@@ -167,3 +167,20 @@ def test_row_line_and_prepared_agree_on_awkward_text(db):
     line = event.line_from_row(row[:-1])
     assert store_mod.hash_line(line) == row[-1]
     assert json.loads(line)["provider_session_id"] == weird
+
+
+def test_foreign_clocks_cannot_wedge_the_writer(db):
+    """An imported event with a huge hlc or source_seq must not push the writer's next value
+    out of 64 bits (every later append would fail), nor drag its clock into the future."""
+    st = Store.open(db)
+    far = _events(2, seed=21, device_id=st.device_id)
+    far[0]["hlc"] = 2**63 - 1
+    with pytest.raises(event.EventError):
+        st.append([far[0]])
+    far[1]["hlc"], far[1]["source_seq"], far[1]["ingested_at"] = 2**62, 2**62 - 5, far[1]["captured_at"]
+    st.append([far[1]])
+    mine = _events(1, seed=22, device_id=st.device_id)
+    st.append(mine)  # still works
+    hlc = st.conn.execute("SELECT hlc FROM events ORDER BY seq DESC LIMIT 1").fetchone()[0]
+    from attemptdb import clock
+    assert clock.hlc_unpack(hlc)[0] <= clock.now_us() // 1000 + 1000  # not in the far future
