@@ -46,7 +46,8 @@ class GitInfo(tuple):
 def _read(path: str, limit: int):
     """The bytes of a regular file of at most `limit` bytes, else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO planted in .git must not hang the hook on open (fstat rejects it)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
         return None
     try:

@@ -624,3 +624,18 @@ def test_importing_and_running_the_adapters_loads_no_heavy_modules():
                          env={**os.environ, "PYTHONPATH": ROOT}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.replace("'", '"')) == []
+
+
+def test_an_absurd_exit_code_in_a_message_never_costs_the_event():
+    """A failure text stating an exit code beyond 64 bits is not an exit code; the event must
+    still be storable (the store refuses integers outside 64 bits)."""
+    from attemptdb import event
+    from attemptdb.adapters import Context, build_event
+    from attemptdb import ids
+    dev = ids.derive("dev_", "t")
+    ctx = Context(dev, "local_semantic", ids.project_identity("/tmp/p", None, dev), 1_796_025_600_000_000)
+    env = build_event("claude-code", {"hook_event_name": "PostToolUseFailure", "session_id": "s", "tool_name": "Bash",
+                                      "tool_use_id": "t1", "tool_input": {"command": "x"},
+                                      "error": "Command failed with exit code 99999999999999999999"}, None, ctx)
+    event.check_storable(env)
+    assert env["kind"] == "tool_call_failed" and "exit_code" not in env["outcome"]

@@ -363,3 +363,19 @@ def test_the_module_imports_no_subprocess_and_no_heavy_modules():
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": ROOT}, cwd=ROOT, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_a_fifo_in_dot_git_does_not_hang(tmp_path):
+    """A repository can plant a named pipe where a ref or config file belongs; reading it must
+    not block the hook (the open is non-blocking, then fstat refuses anything not regular)."""
+    import subprocess
+    import sys
+    repo = tmp_path / "r"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    os.mkfifo(repo / ".git" / "commondir")
+    os.mkfifo(repo / ".git" / "config")
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from attemptdb import gitinfo; print(gitinfo.git_info(sys.argv[2]))"
+    from conftest import ROOT
+    p = subprocess.run([sys.executable, "-c", code, ROOT, str(repo)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "GitInfo" in p.stdout

@@ -264,6 +264,7 @@ def build_event(provider_name, payload, gap, ctx: Context, event_hint=None, payl
     try:
         env = _build(provider_name, payload, gap, ctx, event_hint, payload_bytes)
         event.validate(env)
+        event.check_storable(env)  # what the store would refuse becomes an adapter_error event now
         return env
     except Exception:  # an adapter bug or a payload shape nobody anticipated
         return _adapter_error(provider_name, payload, ctx, event_hint)

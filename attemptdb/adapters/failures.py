@@ -34,7 +34,7 @@ def exit_code_in(lowered: str) -> int | None:
                     code = int(lowered[i:j])
                 except ValueError:
                     code = 0
-                if code:
+                if code and -2**63 <= code < 2**63:  # a stated code beyond 64 bits is no exit code
                     return code
             start = lowered.find(marker, start + 1)
     return None
