@@ -18,6 +18,13 @@ import os
 import sys
 
 STDIN_CAP = 16 * 1024 * 1024
+HOOK_DRAIN_LIMIT = 100  # spooled events a hook ingests before its own (reads take the rest)
+_STRICTNESS = ("metadata_only", "local_semantic", "full_sync")
+
+
+def stricter(a: str, b: str) -> str:
+    """The more private of two capture modes."""
+    return a if _STRICTNESS.index(a) <= _STRICTNESS.index(b) else b
 CAPTURE_BUSY_S = 2.0
 GEMINI_ACK = b'{"decision":"allow"}\n'
 _FLAGS = {"--capture-mode", "--project-root", "--repo-remote", "--captured-at", "--device-id",
@@ -224,25 +231,28 @@ def run(argv) -> int:
     store_error = None
     if not args.dry_run:
         try:
-            store = _seen["store"] = _open_store(db_path, mode_override)
+            # never create a database in the flag's mode: a repository's own hook config may
+            # pass --capture-mode, and it may only restrict what the user chose
+            store = _seen["store"] = _open_store(db_path, None)
+            store_device = store.device_id  # a file without a valid identity is not used
         except Exception as e:  # locked, unwritable, corrupt, newer schema: spool instead
-            store_error = _why(e)
+            store, store_error = None, _why(e)
     if device is None:
         if store is not None:
-            device = store.device_id
+            device = store_device
         elif args.dry_run:
             device = _peek_device(db_path) or ids.NIL
         else:
             device = _peek_device(db_path) or _fallback_device()
     device = ids.bare(device)
-    if mode_override is not None:
-        mode = mode_override
-    elif store is not None:
+    if store is not None:
         mode = store.capture_mode
     elif args.dry_run:
-        mode = _peek_mode(db_path) or "local_semantic"
+        mode = _peek_mode(db_path) or mode_override or "local_semantic"
     else:
         mode = "metadata_only"  # cannot read the database's setting: fail closed
+    if mode_override is not None:
+        mode = stricter(mode, mode_override) if not args.dry_run else mode_override
     captured = opts.get("captured_at")
     try:
         captured = int(captured) if captured is not None else clock.now_us()
@@ -262,8 +272,8 @@ def run(argv) -> int:
     from . import privacy, spool
     env = privacy.ingest(env, db_mode=mode)
     if store is not None:
-        try:
-            spool.drain(store, db_path)
+        try:  # events spooled earlier go first (chain order = arrival order), a bounded share
+            spool.drain(store, db_path, limit=HOOK_DRAIN_LIMIT)
         except Exception as e:
             _log(f"provider={_label(provider)} err=spool_drain:{_why(e)}")
         try:
@@ -280,11 +290,14 @@ def run(argv) -> int:
 
 
 def _peek_device(db_path: str) -> str | None:
-    return _peek(db_path, "device_id")
+    from . import ids
+    dev = _peek(db_path, "device_id")
+    return dev if ids.is_uuid(dev) else None  # hostile text never becomes an event's device
 
 
 def _peek_mode(db_path: str) -> str | None:
-    return _peek(db_path, "capture_mode")
+    mode = _peek(db_path, "capture_mode")
+    return mode if mode in _STRICTNESS else None
 
 
 def _peek(db_path: str, key: str):
@@ -310,7 +323,7 @@ def main(argv) -> int:
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(USAGE)
         return 0
-    provider = next((a for a in argv if not a.startswith("-")), None)
+    provider = _parse(argv).provider
     is_gemini = False
     try:
         from .adapters import registry

@@ -106,9 +106,9 @@ def _read(path: str):
     return env
 
 
-EVENT_REFUSED = (ValueError, TypeError, AttemptError)  # EventError and UnicodeError included
+EVENT_REFUSED = (ValueError, TypeError, OverflowError, AttemptError)  # EventError and UnicodeError included
 """What the store raises about one envelope itself: quarantine that one."""
-ROW_REFUSED = (apsw.ConstraintError, apsw.TooBigError, apsw.MismatchError)
+ROW_REFUSED = (apsw.ConstraintError, apsw.TooBigError, apsw.MismatchError, apsw.SQLError)
 """What SQLite may raise about one row (a trigger's abort, a size limit) — or about every row
 when the schema itself is wrong; told apart by whether any other event went in."""
 

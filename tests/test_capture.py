@@ -438,3 +438,29 @@ def test_the_hook_log_is_one_line_per_problem_whatever_the_provider_name(db, hom
     lines = (home / ".local" / "state" / "attemptdb" / "hook.log").read_text().splitlines()
     assert len(lines) == 1 and "spooled reason=CantOpenError(" in lines[0]
     assert "\n" not in lines[0] and lines[0].count("provider=") == 1
+
+
+def test_a_hook_flag_can_only_restrict_the_capture_mode(tmp_path, home):
+    """A repository's own hook config may add `--capture-mode`; it may lower what the user
+    chose, never raise it (and never decide the mode a new database is created in)."""
+    db = str(tmp_path / "m.db")
+    assert run_attempt(["init", "--db", db, "--capture-mode", "metadata_only"]).returncode == 0
+    payload = b'{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":"my private prompt"}'
+    r = run_attempt(["capture", "claude-code", "--db", db, "--capture-mode", "full_sync"], input=payload)
+    assert r.returncode == 0 and r.stdout == b""
+    rows = stored(db)
+    assert len(rows) == 1 and rows[0]["content_json"] is None and rows[0]["capture_mode"] == "metadata_only"
+    fresh = str(tmp_path / "fresh.db")
+    assert run_attempt(["capture", "claude-code", "--db", fresh, "--capture-mode", "full_sync"], input=payload).returncode == 0
+    from attemptdb.store import Store
+    assert Store.open(fresh, readonly=True).capture_mode == "local_semantic"
+    local = str(tmp_path / "l.db")
+    assert run_attempt(["init", "--db", local]).returncode == 0
+    run_attempt(["capture", "claude-code", "--db", local, "--capture-mode", "metadata"], input=payload)
+    assert stored(local)[0]["content_json"] is None  # lowering works
+
+
+def test_gemini_ack_whatever_the_argument_order(tmp_path, home):
+    db = str(tmp_path / "g.db")
+    r = run_attempt(["capture", "--db", db, "gemini-cli"], input=b'{"hook_event_name":"BeforeAgent","session_id":"g"}')
+    assert r.returncode == 0 and json.loads(r.stdout) == {"decision": "allow"}
