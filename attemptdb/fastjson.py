@@ -1,14 +1,26 @@
 """JSON without importing the `json` package (which pulls in `re`): the C scanner and encoder.
 
-Invariant: `loads`/`dumps` accept and produce exactly what `json.loads` and
-`json.dumps(obj, ensure_ascii=False, separators=(",", ":"))` do, so bytes written on the
-hook path are identical to those written anywhere else. Used on the capture path, where
+Invariant: `dumps` produces exactly what `json.dumps(obj, ensure_ascii=False,
+separators=(",", ":"))` does, so bytes written on the hook path are identical to those written
+anywhere else; `loads` accepts what `json.loads` does except NaN, Infinity and numbers that
+overflow to infinity (not JSON: stored text must stay valid JSON for SQLite's json functions). Used on the capture path, where
 every import costs milliseconds on every tool call of every agent.
 """
 
 import _json
 
-_CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+_INF = float("inf")
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text):
+    v = float(text)
+    if v in (_INF, -_INF):  # a literal like 1e400: no finite number, and not JSON's to store
+        raise ValueError("number out of range")
+    return v
 
 
 class JSONError(ValueError):
@@ -24,9 +36,9 @@ class _Context:
     strict = True
     object_hook = None
     object_pairs_hook = None
-    parse_float = float
+    parse_float = staticmethod(_finite_float)
     parse_int = int
-    parse_constant = _CONSTANTS.__getitem__
+    parse_constant = staticmethod(_reject_constant)
     memo = {}
 
 

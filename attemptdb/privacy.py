@@ -248,6 +248,8 @@ def ingest(env: dict, *, redact_secrets: bool = True, db_mode=None) -> dict:
     if strict:
         out.pop("content", None)
         out.pop("raw", None)
+        for key in [k for k in out if isinstance(k, str) and k.startswith("x_")]:
+            out.pop(key)  # a writer's extension can carry anything: content-bearing by default
         out["capture_mode"] = "metadata_only"
     attrs = out.get("attrs")
     failed = False

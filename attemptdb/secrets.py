@@ -641,6 +641,13 @@ def _redact_json(v, counter: list, memo: dict):
         before = counter[0]
         members = {}
         for k, x in v.items():
+            if isinstance(k, str) and len(k) >= 7:  # a secret used as a key is still a secret
+                hit = memo.get(k)
+                if hit is None:
+                    hit = memo[k] = redact(k)
+                if hit[1]:
+                    counter[0] += hit[1]
+                    k = hit[0]
             if isinstance(x, str) and isinstance(k, str) and (is_secret_name(k) or
                                                              _alower(k).endswith("authorization")):
                 members[k] = _redact_member(k, x, counter, memo)

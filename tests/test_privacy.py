@@ -438,3 +438,24 @@ def test_the_module_never_imports_re_or_json():
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": ROOT}, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_metadata_only_drops_top_level_extensions():
+    """A writer's x_* field can carry anything; under metadata_only it does not reach the file."""
+    from attemptdb import privacy, synth
+    e = next(synth.generate(1, seed=4))
+    e["x_notes"] = {"prompt": "PLEASE fix my private letter"}
+    out = privacy.ingest(e, db_mode="metadata_only")
+    assert "x_notes" not in out and "content" not in out and "raw" not in out
+    kept = privacy.ingest(dict(e), db_mode="local_semantic")
+    assert kept["x_notes"] == {"prompt": "PLEASE fix my private letter"}
+
+
+def test_secrets_used_as_json_keys_are_redacted():
+    from attemptdb import privacy, synth
+    e = next(synth.generate(1, seed=5))
+    token = "ghp_" + "A1b2C3d4" * 5
+    e["content"] = {"tool_input": {token: 1, "https://bob:hunter2pass@example.com/x": "y"}}
+    out = privacy.ingest(e)
+    text = repr(out["content"])
+    assert token not in text and "hunter2pass" not in text and "[REDACTED:" in text

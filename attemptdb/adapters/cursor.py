@@ -30,7 +30,7 @@ def decoded_output(value):
     """Cursor sends `tool_output` as JSON inside a JSON string; anything else passes through."""
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
-            return fastjson.loads(value)
+            return fastjson.loads(value, exact_errors=False)
         except (ValueError, RecursionError):
             return value
     return value
