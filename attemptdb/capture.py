@@ -129,7 +129,9 @@ def _why(e: BaseException) -> str:
         if name.startswith(_PACKAGE_DIR):
             where = f"{name[len(_PACKAGE_DIR) + 1:]}:{tb.tb_lineno}"
         tb = tb.tb_next
-    return f"{type(e).__name__}({where})" if where else type(e).__name__
+    name = getattr(e, "code", None) if type(e).__name__ == "AttemptError" else None
+    name = name or type(e).__name__  # a coded error names itself (never its message)
+    return f"{name}({where})" if where else name
 
 
 def _last_resort(provider, nbytes: int, db_path: str | None):

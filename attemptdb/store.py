@@ -135,6 +135,8 @@ class Store:
             raise AttemptError("store.not_a_database", f"{path} is not an AttemptDB (SQLite) file") from None
         except apsw.CorruptError:
             raise AttemptError("store.corrupt", f"{path} is corrupt (SQLite reports a malformed file)") from None
+        except (apsw.CantOpenError, apsw.IOError, apsw.PermissionsError, apsw.ReadOnlyError) as e:
+            raise AttemptError("store.cannot_open", f"cannot open {path} ({type(e).__name__})") from None
         return store
 
     def close(self):
@@ -152,6 +154,11 @@ class Store:
     def _check_version(self) -> int:
         v = self.user_version()
         known = migrations()[-1][0]
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if (v == 0 and tables) or (v > 0 and not {"meta", "events"} <= tables):
+            # someone else's SQLite file (or a gutted one): never migrate into it
+            raise AttemptError("store.not_attemptdb", f"{self.path} is a SQLite file but not an AttemptDB "
+                               "database; choose another --db", exit_status=2)
         if v > known:
             raise AttemptError(
                 "store.newer_schema",

@@ -184,3 +184,35 @@ def test_foreign_clocks_cannot_wedge_the_writer(db):
     hlc = st.conn.execute("SELECT hlc FROM events ORDER BY seq DESC LIMIT 1").fetchone()[0]
     from attemptdb import clock
     assert clock.hlc_unpack(hlc)[0] <= clock.now_us() // 1000 + 1000  # not in the far future
+
+
+def test_foreign_sqlite_files_are_never_migrated(tmp_path):
+    """Someone else's SQLite file (or a gutted one) given as --db is refused, untouched."""
+    foreign = str(tmp_path / "bookmarks.sqlite")
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE bookmarks (url TEXT)")
+    con.execute("INSERT INTO bookmarks VALUES ('https://example.com')")
+    con.commit()
+    con.close()
+    before = open(foreign, "rb").read()
+    for kw in ({}, {"readonly": True}, {"create": False}):
+        with pytest.raises(AttemptError) as e:
+            Store.open(foreign, **kw)
+        assert e.value.code == "store.not_attemptdb"
+    assert open(foreign, "rb").read() == before
+    gutted = str(tmp_path / "gutted.db")
+    con = sqlite3.connect(gutted)
+    con.execute("PRAGMA user_version = 5")
+    con.commit()
+    con.close()
+    with pytest.raises(AttemptError) as e:
+        Store.open(gutted)
+    assert e.value.code == "store.not_attemptdb"
+
+
+def test_a_directory_is_a_coded_error(tmp_path):
+    d = tmp_path / "dir.db"
+    d.mkdir()
+    with pytest.raises(AttemptError) as e:
+        Store.open(str(d))
+    assert e.value.code in ("store.cannot_open", "store.not_a_database")
