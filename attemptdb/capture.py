@@ -104,11 +104,8 @@ def _label(provider) -> str:
 def _log(message: str):
     """One line in the hook log (never stdout, never content)."""
     try:
-        from . import clock
-        state = os.environ.get("XDG_STATE_HOME", "")
-        if not (state and os.path.isabs(state)):
-            state = os.path.join(os.path.expanduser("~"), ".local", "state")
-        d = os.path.join(state, "attemptdb")
+        from . import clock, location
+        d = location.state_dir()
         os.makedirs(d, mode=0o700, exist_ok=True)
         with open(os.path.join(d, "hook.log"), "a", encoding="utf-8") as f:
             f.write(f"{clock.iso(clock.now_us())} {message}\n")

@@ -270,6 +270,17 @@ def _p(prefix, v):
 
 
 _REST_ORDER = tuple(k for k in FIELD_ORDER[8:] if k not in ("attrs", "content", "raw"))
+
+
+def path_columns(paths) -> tuple:
+    """(path_logical, path_relative, paths_json): the columns derived from an envelope's
+    `paths` (the first path; every path's repo-relative else logical text). The one
+    definition append and verify share."""
+    if not paths:
+        return None, None, None
+    first = paths[0]
+    return (first["logical"], first.get("repo_relative"),
+            fastjson.dumps([q.get("repo_relative", q["logical"]) for q in paths]))
 _iso = clock.iso_fast
 
 
@@ -293,7 +304,6 @@ class Prepared:
         unknown = None
         if len(env) > 29 or any(k not in _KNOWN for k in env):
             unknown = {k: env[k] for k in env if k not in _KNOWN} or None
-        first = paths[0] if paths else {}
         attrs = env.get("attrs")
         attrs_json = fastjson.dumps(attrs) if attrs else "{}"
         content_json = fastjson.dumps(env["content"]) if "content" in env else None
@@ -311,8 +321,7 @@ class Prepared:
             _p("agt_", agent.get("agent_id")), agent.get("agent_type"), _p("agt_", agent.get("parent_agent_id")),
             agent.get("model"), agent.get("provider_agent_id"),
             tool.get("name"), tool.get("category"), tool.get("call_id"),
-            first.get("logical"), first.get("repo_relative"),
-            fastjson.dumps([q.get("repo_relative", q["logical"]) for q in paths]) if paths else None,
+            *path_columns(paths),
             outcome.get("status"), outcome.get("class"), outcome.get("exit_code"), env.get("duration_ms"),
             attrs_json, content_json, raw_json, unknown_json, paths_full,
         )

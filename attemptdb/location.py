@@ -26,6 +26,15 @@ def data_dir() -> str:
     return os.path.join(os.path.expanduser("~"), ".local", "share", "attemptdb")
 
 
+def state_dir() -> str:
+    """Per-user state (hook log, fallback spool, crash reports): `$XDG_STATE_HOME/attemptdb`
+    (absolute values only), else `~/.local/state/attemptdb`."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "attemptdb")
+    return os.path.join(os.path.expanduser("~"), ".local", "state", "attemptdb")
+
+
 def default_db() -> str:
     return os.path.join(data_dir(), DB_NAME)
 

@@ -17,8 +17,8 @@ Invariants (reference/capture.md §2.10, §2.12, §3.4, §4.1–§4.2):
 """
 
 from . import secrets
+from .event import CAPTURE_MODES  # noqa: F401  (re-exported: the one list of modes)
 
-CAPTURE_MODES = ("metadata_only", "local_semantic", "full_sync")
 _MODE_ALIASES = {
     "metadata_only": "metadata_only", "metadata": "metadata_only",
     "local_semantic": "local_semantic", "local": "local_semantic",

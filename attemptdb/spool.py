@@ -34,11 +34,9 @@ def fallback_dir(db_path: str) -> str:
         from _sha256 import sha256
     except ImportError:  # pragma: no cover
         from hashlib import sha256
-    state = os.environ.get("XDG_STATE_HOME", "")
-    if not (state and os.path.isabs(state)):
-        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    from . import location
     tag = sha256(os.path.abspath(db_path).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return os.path.join(state, "attemptdb", "spool", tag)
+    return os.path.join(location.state_dir(), "spool", tag)
 
 
 def _write_in(directory: str, name: str, data: bytes) -> str:

@@ -155,7 +155,7 @@ class Store:
         v = self.user_version()
         known = migrations()[-1][0]
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        if (v == 0 and tables) or (v > 0 and not {"meta", "events"} <= tables):
+        if (tables or v > 0) and not {"meta", "events"} <= tables:
             # someone else's SQLite file (or a gutted one): never migrate into it
             raise AttemptError("store.not_attemptdb", f"{self.path} is a SQLite file but not an AttemptDB "
                                "database; choose another --db", exit_status=2)

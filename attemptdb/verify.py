@@ -107,9 +107,7 @@ def _derive_paths(objects: str):
     if got is None:
         try:
             paths = fastjson.loads(objects)
-            first = paths[0]
-            got = (first["logical"], first.get("repo_relative"),
-                   fastjson.dumps([q.get("repo_relative", q["logical"]) for q in paths]))
+            got = event.path_columns(paths) if paths else False
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
             got = False
         if len(_DERIVED) > 8192:

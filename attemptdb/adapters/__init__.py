@@ -31,16 +31,10 @@ PAYLOAD_GAPS = ("invalid_json", "payload_not_object", "empty_payload", "payload_
 """capture_gap reasons about the payload bytes themselves (they also record the byte count)."""
 TRANSCRIPT_KEYS = ("transcript_path", "agent_transcript_path")
 CAPTURE_TEST_NAMES = frozenset(registry.CAPTURE_TEST_EVENT.values())
-_MODE_ALIASES = {"metadata_only": "metadata_only", "metadata": "metadata_only",
-                 "local_semantic": "local_semantic", "local": "local_semantic",
-                 "full_sync": "full_sync", "full": "full_sync"}
-
-
 def capture_mode(text) -> str | None:
     """A capture mode name or alias (case-insensitive, `-` for `_`), None when invalid."""
-    if not isinstance(text, str):
-        return None
-    return _MODE_ALIASES.get(text.strip().lower().replace("-", "_"))
+    from ..privacy import parse_mode
+    return parse_mode(text)
 
 
 class Context:

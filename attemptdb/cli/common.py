@@ -5,7 +5,6 @@ messages to stderr; `NO_COLOR` (or a non-terminal) means no ANSI colour; errors 
 line, never a traceback. Exit statuses: 0 ok, 1 a problem found, 2 bad usage or malformed input.
 """
 
-import functools
 import os
 import sys
 
@@ -58,15 +57,3 @@ def err(message: str) -> None:
 
 def fail(code: str, message: str, status: int = 2):
     raise AttemptError(code, message, exit_status=status)
-
-
-def command_errors(f):
-    """Turn AttemptError into its one-line message and exit status (used by the group)."""
-    @functools.wraps(f)
-    def wrapper(*a, **kw):
-        try:
-            return f(*a, **kw)
-        except AttemptError as e:
-            err(str(e))
-            sys.exit(e.exit_status)
-    return wrapper

@@ -10,9 +10,6 @@ from .. import clock, ids, location
 from ..errors import AttemptError
 from .common import db_option, db_path, echo_json, err, json_option, open_store, style
 
-MODES = ("metadata_only", "local_semantic", "full_sync")
-
-
 def _mode(value):
     if value is None:
         return None

@@ -76,10 +76,8 @@ def cli():
 
 
 def _report_dir() -> str:
-    state = os.environ.get("XDG_STATE_HOME", "")
-    if not (state and os.path.isabs(state)):
-        state = os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(state, "attemptdb", "reports")
+    from ..location import state_dir
+    return os.path.join(state_dir(), "reports")
 
 
 def _crash(exc: BaseException) -> int:
