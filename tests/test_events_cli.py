@@ -52,3 +52,13 @@ def test_table_output_is_one_line_per_event(tmp_path, home):
     lines = r.stdout.decode().splitlines()
     assert len(lines) == 2 and all("tool_call_failed" in ln and "claude_code" in ln for ln in lines)
     assert any("string_mismatch" in ln for ln in lines)
+
+
+def test_terminal_escapes_in_payloads_never_reach_the_terminal(tmp_path, home):
+    db = str(tmp_path / "e.db")
+    payload = json.dumps({"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Read",
+                          "tool_use_id": "t1", "tool_input": {"file_path": "/tmp/\x1b]0;owned\x07\x1b[31mx.ts"},
+                          "tool_response": {}}).encode()
+    assert run_attempt(["capture", "claude-code", "--db", db], input=payload).returncode == 0
+    r = run_attempt(["events", "--db", db])
+    assert r.returncode == 0 and b"\x1b" not in r.stdout and b"\x07" not in r.stdout

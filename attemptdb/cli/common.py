@@ -43,6 +43,15 @@ def use_color(stream=None) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
+_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
+
+
+def printable(text) -> str:
+    """Text from the database made safe for a terminal: every C0/C1 control character (ESC
+    included, so no escape sequence survives) shown as `?`. Payloads are hostile input."""
+    return "" if text is None else str(text).translate(_CONTROL)
+
+
 def style(text: str, **kw) -> str:
     return click.style(text, **kw) if use_color() else text
 

@@ -8,7 +8,7 @@ import click
 
 from .. import clock, ids, location
 from ..errors import AttemptError
-from .common import db_option, db_path, echo_json, err, json_option, open_store, style
+from .common import db_option, db_path, echo_json, err, json_option, open_store, printable, style
 
 def _mode(value):
     if value is None:
@@ -132,11 +132,11 @@ def verify_cmd(db, as_json):
     if as_json:
         echo_json(rep.as_dict())
     else:
-        click.echo(style(rep.line(), fg="green" if rep.ok else "red"))
+        click.echo(style(printable(rep.line()), fg="green" if rep.ok else "red"))
         for p in rep.problems[1:6]:
-            click.echo(f"problem: {p['message']}")
+            click.echo(printable(f"problem: {p['message']}"))
         for n in rep.notes:
-            click.echo(f"note: {n}", err=True)
+            click.echo(printable(f"note: {n}"), err=True)
     sys.exit(0 if rep.ok else 1)
 
 
@@ -359,8 +359,9 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
             if r[38]:
                 outcome += "/" + r[38]
             path = r[35] or r[34] or ""
-            out.write(f"{r[5][:19].replace('T', ' ')}  {ids.short(r[21]):<12}  {r[8]:<11}  {r[14]:<20}  "
-                      f"{tool:<14}  {outcome:<24}  {path}".rstrip() + "\n")
+            line = (f"{r[5][:19].replace('T', ' ')}  {ids.short(r[21]):<12}  {r[8]:<11}  {r[14]:<20}  "
+                    f"{tool:<14}  {outcome:<24}  {path}")
+            out.write(printable(line).rstrip() + "\n")
         if n == 0:
             err("no events in this scope")
     st.close()
