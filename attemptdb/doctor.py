@@ -103,6 +103,41 @@ def activity(store, providers, cutoff: str = "") -> dict:
     return {p: (real.get(p), tests.get(p)) for p in providers if real.get(p) or tests.get(p)}
 
 
+HOOK_LOG_TAIL = 64 * 1024
+
+
+def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str]]:
+    """What the hook path left behind: events waiting in the spool (the database refused
+    them so far), files set aside in quarantine, and hook-log lines written since the newest
+    stored event (each a capture that hit a problem). Counts and codes only, never content."""
+    from . import spool
+    out = {"spooled": len(spool.pending(path)), "quarantined": 0, "hook_log_problems": 0}
+    for d in (spool.primary_dir(path), spool.fallback_dir(path)):
+        try:
+            out["quarantined"] += len(os.listdir(os.path.join(d, "quarantine")))
+        except OSError:
+            pass
+    try:
+        with open(os.path.join(location.state_dir(), "hook.log"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - HOOK_LOG_TAIL))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+        out["hook_log_problems"] = sum(1 for ln in lines if ln[:27] > (last_event_at or ""))
+    except OSError:
+        pass
+    problems = []
+    if out["spooled"]:
+        problems.append(f"{out['spooled']} captured event(s) wait in the spool: the database has not "
+                        "taken them yet (see the hook log; any read command retries)")
+    if out["quarantined"]:
+        problems.append(f"{out['quarantined']} spooled event(s) could not be stored and were set aside "
+                        "in quarantine/ beside the spool")
+    if out["hook_log_problems"]:
+        problems.append(f"{out['hook_log_problems']} hook-log line(s) since the newest stored event: "
+                        f"captures hit problems (see {os.path.join(location.state_dir(), 'hook.log')})")
+    return out, problems
+
+
 def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     """The full report (see the module docstring)."""
     exe = executable or find_executable()
@@ -111,11 +146,17 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     states = [state_mod.inspect(a, exe) for a in agents_mod.select(providers)]
     need_db = any(s.entries for s in states)
     dbrep, problems, store = database_report(db, need_db)
+    last_event_at = None
     try:
         act = activity(store, [s.agent.provider for s in states], cutoff)
+        if store is not None:
+            last_event_at = store.conn.execute("SELECT max(ingested_at) FROM events").fetchone()[0]
     finally:
         if store is not None:
             store.close()
+    health, health_problems = capture_health(dbrep["path"], last_event_at)
+    dbrep["capture_health"] = health
+    problems += health_problems
     agents_out = []
     for s in states:
         real, test = act.get(s.agent.provider, (None, None))

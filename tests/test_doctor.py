@@ -260,3 +260,26 @@ def test_activity_looks_past_the_recent_window_when_needed(home, db, exe, monkey
     assert act["claude_code"][0] == clock.iso(now - 30 * DAY)
     assert act["codex"] == (None, clock.iso(now - 90 * DAY))
     assert "cursor" not in act
+
+
+def test_spool_quarantine_and_hook_log_problems_are_reported(home, db, exe):
+    """A database that refuses captures still looks fine by its events; doctor also reads what
+    the hook path left behind: a spooled event, a quarantined one, hook-log problem lines."""
+    from attemptdb import location, spool
+    st = Store.open(db)
+    st.close()
+    rep = doctor.run(db, executable=exe)
+    assert rep["database"]["capture_health"] == {"spooled": 0, "quarantined": 0, "hook_log_problems": 0}
+    os.makedirs(os.path.join(db + ".spool", "quarantine"))
+    open(os.path.join(db + ".spool", "quarantine", "x.event"), "w").close()
+    spool.put(db, {"event_id": ids.uuid7(), "schema_version": 1, "device_id": ids.uuid7(),
+                   "source_seq": 0, "hlc": 0, "observed_at": 1, "captured_at": 1, "provider": "p",
+                   "adapter_version": "1", "capture_mode": "metadata_only", "provider_event_name": "x",
+                   "kind": "unknown", "project": ids.project_identity("/", None, ids.NIL),
+                   "session_id": ids.session_id("p", "s"), "provider_session_id": "s", "agent": {}})
+    os.makedirs(location.state_dir(), exist_ok=True)
+    with open(os.path.join(location.state_dir(), "hook.log"), "a") as f:
+        f.write(f"{clock.iso(clock.now_us())} provider=claude-code spooled reason=BusyError(store.py:1)\n")
+    rep = doctor.run(db, executable=exe)
+    assert rep["database"]["capture_health"] == {"spooled": 1, "quarantined": 1, "hook_log_problems": 1}
+    assert not rep["ok"] and len(rep["problems"]) == 3
