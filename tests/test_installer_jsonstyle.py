@@ -187,3 +187,20 @@ def test_untouched_bytes_survive_unusual_formatting():
     out = js.insert_item(text, root.get("a").value, None, 7, js.detect_style(text, root))
     assert out.startswith('{ "e" : "caf\\u00e9" ,"n":1.0E+2,\n\t"a" :[')
     assert json.loads(out)["a"] == [7]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('{"a": [\n    "ours",\n    // keep me\n    "user"\n]}', '{"a": [\n    // keep me\n    "user"\n]}'),
+    ('{"a": [\n    "user",\n    // keep me\n    "ours"\n]}', '{"a": [\n    "user"\n    // keep me\n]}'),
+    ('{"a": [\n    "user",\n    // keep me\n    "ours",\n    "next"\n]}',
+     '{"a": [\n    "user",\n    // keep me\n    "next"\n]}'),
+    ('{"a": ["ours", /* c */ "user"]}', '{"a": [ /* c */ "user"]}'),
+])
+def test_removing_our_entry_keeps_the_users_comments(text, expected):
+    """JSONC (Gemini settings): a comment next to our entry is the user's and stays."""
+    doc = js.parse(text, allow_comments=True)
+    arr = doc.members[0].value
+    idx = next(i for i, n in enumerate(arr.items) if text[n.start:n.end] == '"ours"')
+    out = js.remove_child(text, arr, idx)
+    assert out == expected
+    js.parse(out, allow_comments=True)

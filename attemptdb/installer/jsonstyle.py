@@ -397,14 +397,39 @@ def insert_child(text: str, node: Node, index: int | None, fragment_for, style: 
     return text[:at] + frag + sep + text[at:]
 
 
+def _line_start(text: str, i: int) -> int:
+    """`i` moved back over spaces/tabs, and over the newline before them when they open a line."""
+    j = i
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    if j > 0 and text[j - 1] == "\n":
+        j -= 1
+        if j > 0 and text[j - 1] == "\r":
+            j -= 1
+    return j
+
+
 def remove_child(text: str, node: Node, index: int) -> str:
-    """Remove the child at `index` of container `node`, with the one separator beside it."""
+    """Remove the child at `index` of container `node`, with the one separator beside it —
+    the exact inverse of `insert_child`. A comment in that separator (JSONC) is someone
+    else's and stays: only the comma and the child's own line go."""
     spans = _children(node)
     if len(spans) == 1:
         return text[:node.start + 1] + text[node.end - 1:]
-    if index == 0:
-        return text[:spans[0][0]] + text[spans[1][0]:]
-    return text[:spans[index - 1][1]] + text[spans[index][1]:]
+    start, end = spans[index]
+    if index + 1 < len(spans):  # a child follows: ours goes with the separator after it
+        nxt = spans[index + 1][0]
+        between = text[end:nxt]
+        if _clean_sep(between):
+            return text[:start] + text[nxt:]
+        comma = end + between.find(",")
+        return text[:_line_start(text, start)] + text[comma + 1:]
+    prev = spans[index - 1][1]  # the last child: it goes with the separator before it
+    between = text[prev:start]
+    if _clean_sep(between):
+        return text[:prev] + text[end:]
+    comma = prev + between.find(",")
+    return text[:comma] + text[comma + 1:_line_start(text, start)] + text[end:]
 
 
 def insert_item(text, array: Node, index, value, style: Style) -> str:
