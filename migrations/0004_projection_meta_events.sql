@@ -1,9 +1,14 @@
 -- 0004: Correction and Retraction events (written by AttemptDB itself, provider `attemptdb`,
--- kinds `correction` / `retraction`). They are never session activity. A correction only
--- records itself: the views apply the latest valid one per target (spec/projections.md §7), so
--- it takes effect whether it arrived before or after its target. A retraction records itself,
--- marks the events it removes (events.retracted, 0 -> 1 only) and, for an event, re-derives
--- that event's session without it.
+-- kinds `correction` / `retraction`). They are never session activity. Both are applied to the
+-- stored rows when they arrive, and the rows pick them up when they are created or take a new
+-- id later (0003), so a correction or retraction takes effect whether it arrived before or after
+-- its target (spec/projections.md §11):
+--   * a correction records itself and recomputes what the corrections of its target decide
+--     (correction_targets: latest wins); an attempt holding that id copies the result;
+--   * a retraction records itself, flags the rows it retracts (session_facts.retraction,
+--     attempt_facts.retraction / session_retracted), marks the events it removes
+--     (events.retracted, 0 -> 1 only) and, for an event, re-derives that event's session
+--     without it.
 
 -- Attribute parsing. Targets are prefixed ids (att_, trn_, ses_, ev_); a bare UUID is read
 -- by the declared type. Anything unreadable is kept and reported (invalid / matched = 0).
@@ -19,8 +24,8 @@ SELECT seq, event_id, ekey, corrected_at, session_id, project_id, correction_typ
 FROM (
   SELECT seq, event_id, ekey, corrected_at, session_id, project_id, correction_type, raw_target,
          outcome, failure_class, note, note_chars,
-         CASE WHEN substr(t, 1, 4) IN ('att_', 'trn_', 'ses_') AND substr(t, 5) GLOB '[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]' THEN t
-              WHEN t GLOB '[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
+         CASE WHEN substr(t, 1, 4) IN ('att_', 'trn_', 'ses_') AND (length(substr(t, 5)) = 36 AND substr(substr(t, 5), 9, 1) || substr(substr(t, 5), 14, 1) || substr(substr(t, 5), 19, 1) || substr(substr(t, 5), 24, 1) = '----' AND length(replace(substr(t, 5), '-', '')) = 32 AND ltrim(substr(t, 5), '0123456789abcdef-') = '') THEN t
+              WHEN (length(t) = 36 AND substr(t, 9, 1) || substr(t, 14, 1) || substr(t, 19, 1) || substr(t, 24, 1) = '----' AND length(replace(t, '-', '')) = 32 AND ltrim(t, '0123456789abcdef-') = '')
                    THEN CASE WHEN correction_type IN ('attempt_outcome', 'attempt_note') OR declared = 'attempt' THEN 'att_' || t
                              WHEN correction_type = 'turn_objective' OR declared = 'turn' THEN 'trn_' || t
                              WHEN declared = 'session' THEN 'ses_' || t END
@@ -57,11 +62,11 @@ CREATE VIEW retraction_input AS
 SELECT e.event_id AS event_id,
        e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id AS ekey,
        e.observed_at AS retracted_at, e.session_id AS session_id, e.project_id AS project_id,
-       CASE WHEN substr(t.t, 1, 4) IN ('ses_', 'att_') AND substr(t.t, 5) GLOB '[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
+       CASE WHEN substr(t.t, 1, 4) IN ('ses_', 'att_') AND (length(substr(t.t, 5)) = 36 AND substr(substr(t.t, 5), 9, 1) || substr(substr(t.t, 5), 14, 1) || substr(substr(t.t, 5), 19, 1) || substr(substr(t.t, 5), 24, 1) = '----' AND length(replace(substr(t.t, 5), '-', '')) = 32 AND ltrim(substr(t.t, 5), '0123456789abcdef-') = '')
               THEN CASE substr(t.t, 1, 4) WHEN 'ses_' THEN 'session' ELSE 'attempt' END
-            WHEN substr(t.t, 1, 3) = 'ev_' AND substr(t.t, 4) GLOB '[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
+            WHEN substr(t.t, 1, 3) = 'ev_' AND (length(substr(t.t, 4)) = 36 AND substr(substr(t.t, 4), 9, 1) || substr(substr(t.t, 4), 14, 1) || substr(substr(t.t, 4), 19, 1) || substr(substr(t.t, 4), 24, 1) = '----' AND length(replace(substr(t.t, 4), '-', '')) = 32 AND ltrim(substr(t.t, 4), '0123456789abcdef-') = '')
               THEN 'event'
-            WHEN t.t GLOB '[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
+            WHEN (length(t.t) = 36 AND substr(t.t, 9, 1) || substr(t.t, 14, 1) || substr(t.t, 19, 1) || substr(t.t, 24, 1) = '----' AND length(replace(t.t, '-', '')) = 32 AND ltrim(t.t, '0123456789abcdef-') = '')
                  AND t.declared IN ('session', 'event', 'attempt')
               THEN t.declared
        END AS target_type,
@@ -87,51 +92,84 @@ JOIN (SELECT seq,
       FROM events WHERE kind = 'retraction') t ON t.seq = e.seq
 WHERE e.kind = 'retraction';
 
-CREATE TRIGGER events_correction AFTER INSERT ON events WHEN NEW.kind = 'correction'
+-- What the valid corrections of each attempt id decide (spec/projections.md §11): the latest
+-- outcome correction (or latest one carrying a note) is `corrected_by`; the latest outcome
+-- correction sets the outcome; the latest one that named a class or moved the outcome out of
+-- the failures sets the class; the latest note wins. Read by the trigger below and by rebuilds.
+CREATE VIEW correction_decisions AS
+SELECT t.target AS target,
+  (SELECT event_id FROM correction_facts WHERE target = t.target AND invalid = 0 AND target_type = 'attempt'
+     AND (correction_type = 'attempt_outcome' OR note IS NOT NULL) ORDER BY ekey DESC LIMIT 1) AS corr_by,
+  (SELECT outcome FROM correction_facts WHERE target = t.target AND invalid = 0 AND target_type = 'attempt'
+     AND correction_type = 'attempt_outcome' ORDER BY ekey DESC LIMIT 1) AS corr_outcome,
+  EXISTS (SELECT 1 FROM correction_facts WHERE target = t.target AND invalid = 0 AND target_type = 'attempt'
+     AND correction_type = 'attempt_outcome' AND (failure_class IS NOT NULL OR outcome NOT IN ('failed', 'superseded'))) AS corr_class_set,
+  (SELECT failure_class FROM correction_facts WHERE target = t.target AND invalid = 0 AND target_type = 'attempt'
+     AND correction_type = 'attempt_outcome' AND (failure_class IS NOT NULL OR outcome NOT IN ('failed', 'superseded'))
+   ORDER BY ekey DESC LIMIT 1) AS corr_class,
+  (SELECT event_id FROM correction_facts WHERE target = t.target AND invalid = 0 AND target_type = 'attempt'
+     AND note IS NOT NULL ORDER BY ekey DESC LIMIT 1) AS corr_note_by
+FROM (SELECT DISTINCT target FROM correction_facts WHERE target_type = 'attempt') t;
+
+-- A meta event reaches its trigger through a gate (the projection_control row): SQLite allocates
+-- a trigger's whole frame each time it fires, before testing its WHEN, so the trigger every
+-- event passes through stays this small.
+CREATE TRIGGER events_meta AFTER INSERT ON events WHEN NEW.kind IN ('correction', 'retraction')
+BEGIN
+  UPDATE projection_control SET correction_seq = NEW.seq WHERE id = 1 AND NEW.kind = 'correction';
+  UPDATE projection_control SET retraction_seq = NEW.seq WHERE id = 1 AND NEW.kind = 'retraction';
+END;
+
+-- A correction records itself and recomputes what the corrections of its target decide; an
+-- attempt holding that id copies the result.
+CREATE TRIGGER meta_correction AFTER UPDATE OF correction_seq ON projection_control
 BEGIN
   INSERT OR IGNORE INTO correction_facts (event_id, ekey, corrected_at, session_id, project_id,
       correction_type, target_type, target, outcome, failure_class, note, note_chars, invalid)
     SELECT event_id, ekey, corrected_at, session_id, project_id, correction_type, target_type,
            target, outcome, failure_class, note, note_chars, invalid
-    FROM correction_input WHERE seq = NEW.seq;
+    FROM correction_input WHERE seq = NEW.correction_seq;
+  INSERT OR REPLACE INTO correction_targets (target, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by)
+    SELECT x.target, x.corr_by, x.corr_outcome, x.corr_class_set, x.corr_class, x.corr_note_by
+    FROM correction_decisions x
+    WHERE x.target = (SELECT target FROM correction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.correction_seq) AND target_type = 'attempt');
+  UPDATE attempt_facts SET corr_by = ct.corr_by, corr_outcome = ct.corr_outcome, corr_class_set = ct.corr_class_set,
+      corr_class = ct.corr_class, corr_note_by = ct.corr_note_by
+    FROM correction_targets ct
+    WHERE ct.target = (SELECT target FROM correction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.correction_seq) AND target_type = 'attempt')
+      AND attempt_facts.attempt_id = ct.target;
 END;
 
-CREATE TRIGGER events_retraction AFTER INSERT ON events WHEN NEW.kind = 'retraction'
+-- A retraction records itself, flags what it retracts and marks the events it removes; an
+-- event's session is re-derived without it.
+CREATE TRIGGER meta_retraction AFTER UPDATE OF retraction_seq ON projection_control
 BEGIN
   INSERT OR IGNORE INTO retraction_facts (event_id, ekey, retracted_at, session_id, project_id,
       target_type, target, reason, note, note_chars)
     SELECT event_id, ekey, retracted_at, session_id, project_id, target_type, target, reason,
            note, note_chars
-    FROM retraction_input WHERE seq = NEW.seq;
-
-  -- a session: its fact events (all projects, by the raw session id) are retracted; its rows
-  -- stay, flagged retracted by the views
+    FROM retraction_input WHERE seq = NEW.retraction_seq;
+  UPDATE session_facts SET retraction = coalesce((SELECT max(1 + (reason = 'privacy')) FROM retraction_facts WHERE target = session_facts.raw_session_id AND target_type = 'session'), 0)
+    WHERE raw_session_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'session');
+  UPDATE attempt_facts SET session_retracted = 1
+    WHERE session_retracted = 0 AND session_id IN (
+      SELECT session_id FROM session_facts
+      WHERE raw_session_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'session'));
   UPDATE events SET retracted = 1
   WHERE retracted = 0 AND kind NOT IN ('correction', 'retraction')
-    AND session_id = (SELECT target FROM retraction_facts WHERE event_id = NEW.event_id AND target_type = 'session');
-
-  -- an attempt: the start/end events of its calls
-  UPDATE events SET retracted = 1
-  WHERE retracted = 0 AND kind NOT IN ('correction', 'retraction') AND event_id IN (
-    SELECT c.start_event_id FROM retraction_facts r JOIN attempt_facts a ON a.attempt_id = r.target
-      JOIN tool_call_facts c ON c.attempt_key = a.group_key
-    WHERE r.event_id = NEW.event_id AND r.target_type = 'attempt'
-    UNION ALL
-    SELECT c.end_event_id FROM retraction_facts r JOIN attempt_facts a ON a.attempt_id = r.target
-      JOIN tool_call_facts c ON c.attempt_key = a.group_key
-    WHERE r.event_id = NEW.event_id AND r.target_type = 'attempt');
-
-  -- an event: it leaves the log's projections, and its session is re-derived without it
+    AND session_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'session');
+  UPDATE attempt_facts SET retraction = coalesce((SELECT max(1 + (reason = 'privacy')) FROM retraction_facts WHERE target = attempt_facts.attempt_id AND target_type = 'attempt'), 0)
+    WHERE attempt_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'attempt');
   UPDATE events SET retracted = 1
   WHERE retracted = 0 AND kind NOT IN ('correction', 'retraction')
-    AND event_id = (SELECT target FROM retraction_facts WHERE event_id = NEW.event_id AND target_type = 'event');
+    AND event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event');
   INSERT OR IGNORE INTO projection_dirty (session_id, raw_session_id, project_id)
     SELECT p.gsid, p.raw_sid, p.project_id FROM project_input p
-    WHERE p.event_id = (SELECT target FROM retraction_facts WHERE event_id = NEW.event_id AND target_type = 'event')
+    WHERE p.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event')
       AND p.kind NOT IN ('correction', 'retraction', 'capture_test') AND p.telemetry = 0
       AND (SELECT paused FROM projection_control WHERE id = 1) = 1;
   INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, project_id, from_key)
     SELECT 1, p.gsid, p.raw_sid, p.project_id, p.ekey FROM project_input p
-    WHERE p.event_id = (SELECT target FROM retraction_facts WHERE event_id = NEW.event_id AND target_type = 'event')
+    WHERE p.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event')
       AND p.kind NOT IN ('correction', 'retraction', 'capture_test') AND p.telemetry = 0;
 END;

@@ -14,9 +14,11 @@ PUBLIC_VIEWS = ("sessions", "turns", "tool_calls", "attempts", "signals", "edges
                 "commits", "corrections", "retractions")
 """The catalog names this package maintains (seed 003), all views over the *_facts tables."""
 
-FACT_TABLES = ("session_facts", "turn_facts", "tool_call_facts", "attempt_facts", "signal_facts",
-               "commit_facts", "correction_facts", "retraction_facts")
-"""The stored projection state (one row set per projection session, plus the meta events)."""
+FACT_TABLES = ("session_facts", "session_agents", "turn_facts", "turn_prompts", "tool_call_facts",
+               "attempt_facts", "signal_facts", "commit_facts", "correction_facts", "correction_targets",
+               "retraction_facts")
+"""The stored projection state (one row set per projection session, plus the meta events and
+what the corrections of each attempt id decide)."""
 
 CHECKPOINT_TABLES = ("snap_points", "snap_sessions", "snap_turns", "snap_calls", "snap_attempts",
                      "snap_signals", "snap_commits")

@@ -81,8 +81,8 @@ def retraction_envelope(*, target: str, target_type: str, session: dict, reason:
 
 _LOOKUPS = {
     # prefix → (kind, SQL listing candidate ids for a GLOB pattern, SQL of the session)
-    "att_": ("attempt", "SELECT attempt_id FROM attempt_base WHERE attempt_id GLOB ? LIMIT 6",
-             "SELECT session_id FROM attempt_base WHERE attempt_id = ?"),
+    "att_": ("attempt", "SELECT attempt_id FROM attempt_facts WHERE attempt_id GLOB ? LIMIT 6",
+             "SELECT session_id FROM attempt_facts WHERE attempt_id = ?"),
     "trn_": ("turn", "SELECT turn_id FROM turn_facts WHERE turn_id GLOB ? LIMIT 6",
              "SELECT session_id FROM turn_facts WHERE turn_id = ?"),
     # a session is named by its raw id (what events carry) or its projection id (what the views

@@ -130,6 +130,9 @@ def rebuild_locked(conn) -> None:
     conn.execute("INSERT INTO retraction_facts (event_id, ekey, retracted_at, session_id, project_id, "
                  "target_type, target, reason, note, note_chars) SELECT event_id, ekey, retracted_at, "
                  "session_id, project_id, target_type, target, reason, note, note_chars FROM retraction_input")
+    conn.execute("INSERT INTO correction_targets (target, corr_by, corr_outcome, corr_class_set, corr_class, "
+                 "corr_note_by) SELECT target, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by "
+                 "FROM correction_decisions")
     conn.execute("DELETE FROM projection_dirty")
     conn.execute("UPDATE projection_control SET paused = 0 WHERE id = 1")
     conn.execute(_REPLAY_ALL)
