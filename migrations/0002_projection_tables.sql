@@ -90,8 +90,10 @@ CREATE TABLE turn_prompts (
 ) WITHOUT ROWID;
 CREATE INDEX turn_prompts_session ON turn_prompts (session_id);
 
+-- Clustered by attempt (PRIMARY KEY (attempt_key, call_ord)): an attempt's calls share a page or
+-- two, so reading an attempt's lists (paths, evidence, approach) touches few pages.
 CREATE TABLE tool_call_facts (
-  tool_call_id     TEXT PRIMARY KEY,
+  tool_call_id     TEXT NOT NULL,
   session_id       TEXT NOT NULL,
   turn_id          TEXT NOT NULL,
   agent_id         TEXT,
@@ -117,11 +119,12 @@ CREATE TABLE tool_call_facts (
   start_event_id   TEXT,
   end_event_id     TEXT,
   call_ord         INTEGER NOT NULL,
-  attempt_key      TEXT NOT NULL
+  attempt_key      TEXT NOT NULL,
+  PRIMARY KEY (attempt_key, call_ord)
 ) WITHOUT ROWID;
+CREATE UNIQUE INDEX tool_call_facts_id ON tool_call_facts (tool_call_id);
 CREATE INDEX tool_call_facts_open ON tool_call_facts (session_id, provider_call_id, agent_key, tool_name, call_ord)
   WHERE end_event_id IS NULL;
-CREATE INDEX tool_call_facts_attempt ON tool_call_facts (attempt_key, call_ord);
 CREATE INDEX tool_call_facts_turn ON tool_call_facts (turn_id, call_ord);
 CREATE INDEX tool_call_facts_session ON tool_call_facts (session_id, first_at);
 
@@ -132,6 +135,9 @@ CREATE TABLE attempt_facts (
   group_key       TEXT PRIMARY KEY,    -- the first call's tool_call_id; a placeholder's turn_id
   attempt_id      TEXT NOT NULL,       -- re-anchors on the failing call's end event
   session_id      TEXT NOT NULL,
+  provider        TEXT NOT NULL,       -- its session's (copied: a read needs no join)
+  project_id      TEXT NOT NULL,
+  project_name    TEXT NOT NULL,
   turn_id         TEXT NOT NULL,
   turn_index      INTEGER NOT NULL,
   agent_id        TEXT,
@@ -198,13 +204,13 @@ CREATE INDEX attempt_facts_turn ON attempt_facts (turn_id, agent_key, group_no);
 CREATE INDEX attempt_facts_agent ON attempt_facts (session_id, agent_key, turn_index, attempt_index);
 CREATE INDEX attempt_facts_session ON attempt_facts (session_id, started_at);
 CREATE INDEX attempt_facts_started ON attempt_facts (started_at);
-CREATE INDEX attempt_facts_outcome ON attempt_facts (outcome, retracted, started_at);
-CREATE INDEX attempt_facts_class ON attempt_facts (outcome, retracted, failure_class);
+-- SHOW FAILED ATTEMPTS: the filter and the exact ORDER BY of the attempts target, so the first
+-- rows come straight off the index
+CREATE INDEX attempt_facts_outcome ON attempt_facts (outcome, retracted, started_at DESC, turn_index DESC,
+  attempt_index DESC, attempt_id);
 CREATE INDEX attempt_facts_successor ON attempt_facts (superseded_key, turn_index, attempt_index)
   WHERE superseded_key IS NOT NULL;
 CREATE INDEX attempt_facts_first_event ON attempt_facts (first_event_id);
-CREATE INDEX attempt_facts_retry_from ON attempt_facts (retry_from) WHERE superseded_key IS NOT NULL;
-CREATE INDEX attempt_facts_cause ON attempt_facts (cause_ev) WHERE cause_ev IS NOT NULL;
 
 CREATE TABLE signal_facts (
   event_id    TEXT PRIMARY KEY,
@@ -293,7 +299,8 @@ CREATE TABLE snap_turns AS SELECT * FROM turn_facts WHERE 0;
 CREATE INDEX snap_turns_session ON snap_turns (session_id);
 CREATE TABLE snap_calls AS SELECT * FROM tool_call_facts WHERE 0;
 CREATE INDEX snap_calls_session ON snap_calls (session_id);
-CREATE TABLE snap_attempts AS SELECT group_key, attempt_id, session_id, turn_id, turn_index, agent_id,
+CREATE TABLE snap_attempts AS SELECT group_key, attempt_id, session_id, provider, project_id, project_name,
+  turn_id, turn_index, agent_id,
   agent_key, group_no, attempt_index, placeholder, started_at, first_at, first_event_id, failing_call_id,
   fail_event_id, fail_class, boundary, last_of_agent, turn_status, turn_ended_at, turn_class, turn_stop_id,
   verification, verify_key, last_fail_ev, last_fail_key, superseded_key, successor_live, retraction, session_retracted, corr_by, corr_outcome, corr_class_set, corr_class,

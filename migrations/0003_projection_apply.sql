@@ -20,12 +20,13 @@
 --     queue row (`go_start`, `go_end`, …) with an UPDATE whose condition is a constant of NEW,
 --     and only the matching `AFTER UPDATE OF go_…` trigger runs. Rare follow-ups (a new attempt,
 --     an end-only call, judging a closed call) are gated the same way.
---   * Triggers hold no variables: per-event values are computed once into the queue row (the
---     append path with VALUES from NEW by the same expressions as `project_input`, which a test
---     holds equal), and the working context of the event being applied is kept on its
---     session_facts row (cur_turn_id, ev_call_id, ev_attempt_key, ev_prev_head).
---   * No INSERT ... SELECT into a table with row triggers or that the SELECT reads, and no
---     UPDATE ... FROM, on the per-event path: SQLite materialises those into an ephemeral table.
+--   * Triggers hold no variables: per-event values are computed once into the queue row (by
+--     `project_input`, on the append path and on replays alike), and the working context of the
+--     event being applied is kept on its session_facts row (cur_turn_id, ev_call_id,
+--     ev_attempt_key, ev_prev_head).
+--   * Inside the apply triggers, no INSERT ... SELECT into a table with row triggers or that the
+--     SELECT reads, and no UPDATE ... FROM: SQLite materialises those into an ephemeral table.
+--     (The one queue insert per event does; measured, it costs nothing visible.)
 --   * The queue is written with INSERT OR REPLACE, and SQLite applies an outer statement's
 --     conflict policy to the trigger statements it fires: bodies say `ON CONFLICT DO NOTHING` (an
 --     upsert clause, which is not overridden), never `INSERT OR IGNORE`.
@@ -214,10 +215,10 @@ BEGIN
     SELECT 'trn_' || substr(NEW.gsid, 5), NEW.gsid, 0, NEW.at, 'in_progress', NEW.event_id, NEW.event_id, NEW.at, NEW.ekey
     FROM session_facts s
     WHERE s.session_id = NEW.gsid AND s.cur_turn_id IS NULL AND NEW.human_prompt = 0 AND NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed', 'turn_stopped', 'turn_failed', 'permission_denied');
-  INSERT INTO attempt_facts (group_key, attempt_id, session_id, turn_id, turn_index, agent_id, group_no,
-      attempt_index, placeholder, started_at, first_at, first_event_id, turn_status, retraction,
-      session_retracted, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by)
-    SELECT t.turn_id, 'att_' || NEW.uid, NEW.gsid, t.turn_id, t.turn_index,
+  INSERT INTO attempt_facts (group_key, attempt_id, session_id, provider, project_id, project_name, turn_id,
+      turn_index, agent_id, group_no, attempt_index, placeholder, started_at, first_at, first_event_id,
+      turn_status, retraction, session_retracted, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by)
+    SELECT t.turn_id, 'att_' || NEW.uid, NEW.gsid, s.provider, s.project_id, s.project_name, t.turn_id, t.turn_index,
            'agt_00000000-0000-0000-0000-000000000000', 0, 0, 1, NEW.at, NEW.at, NEW.event_id, t.status,
            coalesce((SELECT max(1 + (r.reason = 'privacy')) FROM retraction_facts r WHERE r.target = 'att_' || NEW.uid AND r.target_type = 'attempt'), 0), s.retraction > 0, ct.corr_by, ct.corr_outcome, coalesce(ct.corr_class_set, 0), ct.corr_class, ct.corr_note_by
     FROM turn_facts t JOIN session_facts s ON s.session_id = t.session_id
@@ -278,17 +279,20 @@ END;
 
 CREATE TRIGGER apply_start_more AFTER UPDATE OF go_start_more ON project_queue
 BEGIN
-  UPDATE attempt_facts SET superseded_key = (SELECT a.group_key FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid), successor_live = (SELECT a.retraction FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid) = 0
-  WHERE session_id = NEW.gsid AND agent_key = (SELECT a.agent_key FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid)
-    AND turn_index BETWEEN (SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid) - 1 AND (SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid)
-    AND (turn_index < (SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid) OR attempt_index < (SELECT a.attempt_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid))
-    AND failed
-    AND (superseded_key IS NULL
-         OR EXISTS (SELECT 1 FROM attempt_facts o WHERE o.group_key = attempt_facts.superseded_key
-                    AND (o.turn_index, o.attempt_index) > ((SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid), (SELECT a.attempt_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = 'tc_' || NEW.uid))))
-    AND NEW.tool_category IN ('file_write', 'file_edit', 'notebook') AND NEW.paths <> '[]' AND EXISTS (SELECT 1 FROM tool_call_facts x, json_each(x.paths) p
-                 WHERE x.attempt_key = attempt_facts.group_key AND x.tool_category IN ('file_write', 'file_edit', 'notebook')
-                   AND p.value IN (SELECT value FROM json_each(NEW.paths)));
+  UPDATE attempt_facts SET superseded_key = (SELECT attempt_key FROM tool_call_facts WHERE tool_call_id = 'tc_' || NEW.uid),
+      successor_live = (SELECT retraction = 0 FROM attempt_facts WHERE group_key = (SELECT attempt_key FROM tool_call_facts WHERE tool_call_id = 'tc_' || NEW.uid))
+  WHERE group_key IN (
+    SELECT f.group_key FROM attempt_facts j JOIN attempt_facts f
+      ON f.session_id = j.session_id AND f.agent_key = j.agent_key
+     AND f.turn_index BETWEEN j.turn_index - 1 AND j.turn_index
+     AND (f.turn_index < j.turn_index OR f.attempt_index < j.attempt_index)
+    WHERE j.group_key = (SELECT attempt_key FROM tool_call_facts WHERE tool_call_id = 'tc_' || NEW.uid) AND f.failed
+      AND (f.superseded_key IS NULL
+           OR EXISTS (SELECT 1 FROM attempt_facts o WHERE o.group_key = f.superseded_key
+                      AND (o.turn_index, o.attempt_index) > (j.turn_index, j.attempt_index)))
+      AND NEW.tool_category IN ('file_write', 'file_edit', 'notebook') AND NEW.paths <> '[]' AND EXISTS (SELECT 1 FROM tool_call_facts x, json_each(x.paths) p
+                 WHERE x.attempt_key = f.group_key AND x.tool_category IN ('file_write', 'file_edit', 'notebook')
+                   AND p.value IN (SELECT value FROM json_each(NEW.paths))));
   UPDATE events SET retracted = 1
   WHERE seq = NEW.seq AND retracted = 0
     AND EXISTS (SELECT 1 FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key
@@ -402,10 +406,11 @@ END;
 
 CREATE TRIGGER apply_attempt AFTER UPDATE OF go_attempt ON project_queue
 BEGIN
-  INSERT INTO attempt_facts (group_key, attempt_id, session_id, turn_id, turn_index, agent_id, agent_key,
-      group_no, attempt_index, started_at, first_at, first_event_id, turn_status, turn_ended_at, turn_class,
-      turn_stop_id, retraction, session_retracted, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by)
-    SELECT s.ev_call_id, 'att_' || NEW.uid, NEW.gsid, t.turn_id, t.turn_index, NEW.agent_id, NEW.akey,
+  INSERT INTO attempt_facts (group_key, attempt_id, session_id, provider, project_id, project_name, turn_id,
+      turn_index, agent_id, agent_key, group_no, attempt_index, started_at, first_at, first_event_id, turn_status,
+      turn_ended_at, turn_class, turn_stop_id, retraction, session_retracted, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by)
+    SELECT s.ev_call_id, 'att_' || NEW.uid, NEW.gsid, s.provider, s.project_id, s.project_name, t.turn_id,
+           t.turn_index, NEW.agent_id, NEW.akey,
            (SELECT count(*) FROM attempt_facts a WHERE a.turn_id = t.turn_id AND a.agent_key = NEW.akey),
            (SELECT count(agent_key) FROM attempt_facts a WHERE a.turn_id = t.turn_id),
            CASE WHEN EXISTS (SELECT 1 FROM attempt_facts a WHERE a.turn_id = t.turn_id AND a.agent_key IS NOT NULL)
@@ -476,23 +481,26 @@ BEGIN
                                        WHERE p.attempt_key = c.attempt_key AND p.call_ord < c.call_ord
                                          AND p.tool_category IN ('file_write', 'file_edit', 'notebook'))))))
              OR (c.tool_category = 'shell' AND c.tests_failed > 0)));
-  UPDATE attempt_facts SET superseded_key = (SELECT a.group_key FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge), successor_live = (SELECT a.retraction FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge) = 0
-  WHERE session_id = NEW.gsid AND agent_key = (SELECT a.agent_key FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge)
-    AND turn_index BETWEEN (SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge) - 1 AND (SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge)
-    AND (turn_index < (SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge) OR attempt_index < (SELECT a.attempt_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge))
-    AND failed
-    AND (superseded_key IS NULL
-         OR EXISTS (SELECT 1 FROM attempt_facts o WHERE o.group_key = attempt_facts.superseded_key
-                    AND (o.turn_index, o.attempt_index) > ((SELECT a.turn_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge), (SELECT a.attempt_index FROM tool_call_facts c JOIN attempt_facts a ON a.group_key = c.attempt_key WHERE c.tool_call_id = NEW.go_judge))))
-    AND EXISTS (SELECT 1 FROM tool_call_facts c
+  UPDATE attempt_facts SET superseded_key = (SELECT attempt_key FROM tool_call_facts WHERE tool_call_id = NEW.go_judge),
+      successor_live = (SELECT retraction = 0 FROM attempt_facts WHERE group_key = (SELECT attempt_key FROM tool_call_facts WHERE tool_call_id = NEW.go_judge))
+  WHERE group_key IN (
+    SELECT f.group_key FROM attempt_facts j JOIN attempt_facts f
+      ON f.session_id = j.session_id AND f.agent_key = j.agent_key
+     AND f.turn_index BETWEEN j.turn_index - 1 AND j.turn_index
+     AND (f.turn_index < j.turn_index OR f.attempt_index < j.attempt_index)
+    WHERE j.group_key = (SELECT attempt_key FROM tool_call_facts WHERE tool_call_id = NEW.go_judge) AND f.failed
+      AND (f.superseded_key IS NULL
+           OR EXISTS (SELECT 1 FROM attempt_facts o WHERE o.group_key = f.superseded_key
+                      AND (o.turn_index, o.attempt_index) > (j.turn_index, j.attempt_index)))
+      AND EXISTS (SELECT 1 FROM tool_call_facts c
                 WHERE c.tool_call_id = NEW.go_judge
                   AND ((c.tool_category IN ('file_write', 'file_edit', 'notebook') AND EXISTS (SELECT 1 FROM tool_call_facts x, json_each(x.paths) p
-                 WHERE x.attempt_key = attempt_facts.group_key AND x.tool_category IN ('file_write', 'file_edit', 'notebook')
+                 WHERE x.attempt_key = f.group_key AND x.tool_category IN ('file_write', 'file_edit', 'notebook')
                    AND p.value IN (SELECT value FROM json_each(c.paths))))
                        OR ((c.tool_category = 'shell' AND (c.command_category IN ('test', 'build') OR c.tests_failed IS NOT NULL) AND c.end_event_id IS NOT NULL AND c.outcome_status NOT IN ('failure', 'denied') AND coalesce(c.tests_failed, 0) <= 0) AND EXISTS (SELECT 1 FROM tool_call_facts x
-                 WHERE x.attempt_key = attempt_facts.group_key AND x.tool_category = 'shell' AND (x.command_category IN ('test', 'build') OR x.tests_failed IS NOT NULL)
+                 WHERE x.attempt_key = f.group_key AND x.tool_category = 'shell' AND (x.command_category IN ('test', 'build') OR x.tests_failed IS NOT NULL)
                    AND (x.outcome_status IN ('failure', 'denied') OR x.tests_failed > 0)
-                   AND (CASE WHEN x.command_category = 'test' OR x.tests_failed IS NOT NULL THEN 'test' ELSE 'build' END) = CASE WHEN c.command_category = 'test' OR c.tests_failed IS NOT NULL THEN 'test' ELSE 'build' END))));
+                   AND (CASE WHEN x.command_category = 'test' OR x.tests_failed IS NOT NULL THEN 'test' ELSE 'build' END) = CASE WHEN c.command_category = 'test' OR c.tests_failed IS NOT NULL THEN 'test' ELSE 'build' END)))));
   UPDATE attempt_facts SET (superseded_key, successor_live) =
       (SELECT x.k, coalesce(x.live, 1) FROM (SELECT 1) LEFT JOIN (SELECT j.group_key AS k, j.retraction = 0 AS live FROM attempt_facts j
        WHERE j.session_id = attempt_facts.session_id AND j.agent_key = attempt_facts.agent_key
@@ -558,7 +566,7 @@ BEGIN
   INSERT INTO snap_turns SELECT t.* FROM session_facts s JOIN turn_facts t ON t.turn_id = s.cur_turn_id
     WHERE s.session_id = NEW.gsid;
   INSERT INTO snap_calls SELECT * FROM tool_call_facts WHERE session_id = NEW.gsid AND end_event_id IS NULL;
-  INSERT INTO snap_attempts SELECT group_key, attempt_id, session_id, turn_id, turn_index, agent_id, agent_key, group_no,
+  INSERT INTO snap_attempts SELECT group_key, attempt_id, session_id, provider, project_id, project_name, turn_id, turn_index, agent_id, agent_key, group_no,
   attempt_index, placeholder, started_at, first_at, first_event_id, failing_call_id, fail_event_id, fail_class,
   boundary, last_of_agent, turn_status, turn_ended_at, turn_class, turn_stop_id, verification, verify_key,
   last_fail_ev, last_fail_key, superseded_key, 1, 0, 0, NULL, NULL, 0, NULL, NULL
@@ -566,7 +574,7 @@ BEGIN
     WHERE session_id = NEW.gsid
       AND (turn_index >= (SELECT prompt_count - 1 FROM session_facts WHERE session_id = NEW.gsid)
            OR group_key IN (SELECT attempt_key FROM snap_calls WHERE session_id = NEW.gsid));
-  INSERT INTO snap_attempts SELECT group_key, attempt_id, session_id, turn_id, turn_index, agent_id, agent_key, group_no,
+  INSERT INTO snap_attempts SELECT group_key, attempt_id, session_id, provider, project_id, project_name, turn_id, turn_index, agent_id, agent_key, group_no,
   attempt_index, placeholder, started_at, first_at, first_event_id, failing_call_id, fail_event_id, fail_class,
   boundary, last_of_agent, turn_status, turn_ended_at, turn_class, turn_stop_id, verification, verify_key,
   last_fail_ev, last_fail_key, superseded_key, 1, 0, 0, NULL, NULL, 0, NULL, NULL
@@ -601,10 +609,10 @@ BEGIN
     SELECT 'trn_' || NEW.uid, NEW.gsid, s.prompt_count, NEW.at, 'in_progress', NEW.event_id, NEW.prompt_chars,
            NEW.event_id, NEW.event_id, NEW.at, NEW.ekey
     FROM session_facts s WHERE s.session_id = NEW.gsid;
-  INSERT INTO attempt_facts (group_key, attempt_id, session_id, turn_id, turn_index, agent_id, group_no,
-      attempt_index, placeholder, started_at, first_at, first_event_id, turn_status, retraction,
-      session_retracted, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by)
-    SELECT t.turn_id, 'att_' || NEW.uid, NEW.gsid, t.turn_id, t.turn_index,
+  INSERT INTO attempt_facts (group_key, attempt_id, session_id, provider, project_id, project_name, turn_id,
+      turn_index, agent_id, group_no, attempt_index, placeholder, started_at, first_at, first_event_id,
+      turn_status, retraction, session_retracted, corr_by, corr_outcome, corr_class_set, corr_class, corr_note_by)
+    SELECT t.turn_id, 'att_' || NEW.uid, NEW.gsid, s.provider, s.project_id, s.project_name, t.turn_id, t.turn_index,
            'agt_00000000-0000-0000-0000-000000000000', 0, 0, 1, NEW.at, NEW.at, NEW.event_id, t.status,
            coalesce((SELECT max(1 + (r.reason = 'privacy')) FROM retraction_facts r WHERE r.target = 'att_' || NEW.uid AND r.target_type = 'attempt'), 0), s.retraction > 0, ct.corr_by, ct.corr_outcome, coalesce(ct.corr_class_set, 0), ct.corr_class, ct.corr_note_by
     FROM turn_facts t JOIN session_facts s ON s.session_id = t.session_id
@@ -777,47 +785,23 @@ BEGIN
     AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
   DELETE FROM snap_commits WHERE session_id = NEW.session_id
     AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM tool_call_facts WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
+  DELETE FROM tool_call_facts WHERE session_id = NEW.session_id AND turn_id IN (SELECT t.turn_id FROM turn_facts t WHERE t.session_id = NEW.session_id AND t.start_key >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), ''));
+  DELETE FROM turn_prompts WHERE session_id = NEW.session_id AND turn_id IN (SELECT t.turn_id FROM turn_facts t WHERE t.session_id = NEW.session_id AND t.start_key >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), ''));
   DELETE FROM session_agents WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM turn_prompts WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM attempt_facts WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
+    AND first_key >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), '');
+  DELETE FROM attempt_facts WHERE session_id = NEW.session_id AND turn_id IN (SELECT t.turn_id FROM turn_facts t WHERE t.session_id = NEW.session_id AND t.start_key >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), ''));
   DELETE FROM signal_facts WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
+    AND (turn_id IN (SELECT t.turn_id FROM turn_facts t WHERE t.session_id = NEW.session_id AND t.start_key >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), '')) OR NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id));
   DELETE FROM commit_facts WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
+    AND end_key >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), '');
   DELETE FROM turn_facts WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM session_facts WHERE session_id = NEW.session_id
-    AND NOT EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM tool_call_facts WHERE session_id = NEW.session_id AND turn_id IN (
-    SELECT t.turn_id FROM turn_facts t JOIN snap_points p ON p.session_id = t.session_id
-    WHERE t.session_id = NEW.session_id AND t.start_key >= p.snap_key);
-  DELETE FROM turn_prompts WHERE turn_id IN (
-    SELECT t.turn_id FROM turn_facts t JOIN snap_points p ON p.session_id = t.session_id
-    WHERE t.session_id = NEW.session_id AND t.start_key >= p.snap_key);
-  DELETE FROM session_agents WHERE session_id = NEW.session_id
-    AND first_key >= (SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM attempt_facts WHERE turn_id IN (
-    SELECT t.turn_id FROM turn_facts t JOIN snap_points p ON p.session_id = t.session_id
-    WHERE t.session_id = NEW.session_id AND t.start_key >= p.snap_key);
-  DELETE FROM signal_facts WHERE session_id = NEW.session_id AND turn_id IN (
-    SELECT t.turn_id FROM turn_facts t JOIN snap_points p ON p.session_id = t.session_id
-    WHERE t.session_id = NEW.session_id AND t.start_key >= p.snap_key);
-  DELETE FROM commit_facts WHERE session_id = NEW.session_id
-    AND end_key >= (SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM turn_facts WHERE session_id = NEW.session_id
-    AND start_key >= (SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id);
-  DELETE FROM session_facts WHERE session_id = NEW.session_id
-    AND EXISTS (SELECT 1 FROM snap_points WHERE session_id = NEW.session_id);
+    AND start_key >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), '');
+  DELETE FROM session_facts WHERE session_id = NEW.session_id;
   INSERT INTO session_facts SELECT * FROM snap_sessions WHERE session_id = NEW.session_id;
   DELETE FROM turn_facts WHERE turn_id IN (SELECT turn_id FROM snap_turns WHERE session_id = NEW.session_id);
   INSERT INTO turn_facts SELECT * FROM snap_turns WHERE session_id = NEW.session_id;
   DELETE FROM attempt_facts WHERE group_key IN (SELECT group_key FROM snap_attempts WHERE session_id = NEW.session_id);
-  INSERT INTO attempt_facts (group_key, attempt_id, session_id, turn_id, turn_index, agent_id, agent_key, group_no,
+  INSERT INTO attempt_facts (group_key, attempt_id, session_id, provider, project_id, project_name, turn_id, turn_index, agent_id, agent_key, group_no,
   attempt_index, placeholder, started_at, first_at, first_event_id, failing_call_id, fail_event_id, fail_class,
   boundary, last_of_agent, turn_status, turn_ended_at, turn_class, turn_stop_id, verification, verify_key,
   last_fail_ev, last_fail_key, superseded_key, successor_live, retraction, session_retracted, corr_by,
@@ -906,9 +890,9 @@ BEGIN
             NEW.session_id, NEW.project_id);
 END;
 
--- The append path: a fact event becomes one queue row (INSERT ... VALUES, computed from NEW by
--- exactly the expressions of project_input, in the same order). OTel telemetry, wiring checks,
--- meta events and events a Retraction names are not projected.
+-- The append path: a fact event becomes one queue row, read through project_input (the same
+-- expressions a replay uses). OTel telemetry, wiring checks, meta events and events a Retraction
+-- names are not projected.
 
 CREATE TRIGGER events_apply AFTER INSERT ON events
 WHEN NEW.kind NOT IN ('correction', 'retraction', 'capture_test')
@@ -916,86 +900,5 @@ WHEN NEW.kind NOT IN ('correction', 'retraction', 'capture_test')
  AND (SELECT paused FROM projection_control WHERE id = 1) = 0
  AND NOT EXISTS (SELECT 1 FROM retraction_facts WHERE target = NEW.event_id AND target_type = 'event')
 BEGIN
-  INSERT OR REPLACE INTO project_queue VALUES (
-    1,
-    NEW.seq,
-    NEW.event_id,
-    substr(NEW.event_id, 4),
-    NEW.session_id,
-    CASE WHEN NEW.provider_session_id IN ('', 'unknown')
-         THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24)
-         ELSE NEW.session_id END,
-    NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id,
-    NEW.observed_at,
-    NEW.kind,
-    NEW.provider,
-    NEW.provider_session_id,
-    NEW.project_id,
-    NEW.project_name,
-    NEW.head,
-    NEW.branch,
-    NEW.agent_id,
-    coalesce(NEW.agent_id, ''),
-    NEW.tool_name,
-    NEW.tool_category,
-    NEW.tool_call_id,
-    coalesce(NEW.paths_json, '[]'),
-    NEW.path_relative,
-    NEW.outcome_status,
-    NEW.outcome_class,
-    NEW.exit_code,
-    NEW.duration_ms,
-    CASE WHEN NEW.kind = 'prompt_submitted' AND NOT (
-           substr(ltrim(coalesce(json_extract(NEW.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 19) = '<task-notification>'
-        OR substr(ltrim(coalesce(json_extract(NEW.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 17) = '<system-reminder>'
-        OR substr(ltrim(coalesce(json_extract(NEW.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 22) IN ('<local-command-stdout>', '<local-command-caveat>')
-        OR substr(ltrim(coalesce(json_extract(NEW.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 13) IN ('<bash-stdout>', '<bash-stderr>')
-        OR substr(ltrim(coalesce(json_extract(NEW.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 20) = '[SYSTEM NOTIFICATION')
-         THEN 1 ELSE 0 END,
-    CASE WHEN NEW.kind = 'prompt_submitted' AND json_type(NEW.content_json, '$.prompt') = 'text'
-         THEN json_extract(NEW.content_json, '$.prompt') END,
-    CASE WHEN NEW.kind = 'prompt_submitted' THEN coalesce(
-           CASE WHEN json_type(NEW.attrs_json, '$.prompt_chars') = 'integer' THEN json_extract(NEW.attrs_json, '$.prompt_chars') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.prompt_length') = 'integer' THEN json_extract(NEW.attrs_json, '$.prompt_length') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.prompt_len') = 'integer' THEN json_extract(NEW.attrs_json, '$.prompt_len') END,
-           CASE WHEN json_type(NEW.content_json, '$.prompt') = 'text' THEN length(json_extract(NEW.content_json, '$.prompt')) END)
-         END,
-    CASE WHEN NEW.kind = 'session_started' THEN coalesce(
-           CASE WHEN json_type(NEW.attrs_json, '$.source') = 'text' THEN json_extract(NEW.attrs_json, '$.source') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.start_source') = 'text' THEN json_extract(NEW.attrs_json, '$.start_source') END)
-         END,
-    CASE WHEN NEW.kind = 'session_ended' THEN coalesce(
-           CASE WHEN json_type(NEW.attrs_json, '$.reason') = 'text' THEN json_extract(NEW.attrs_json, '$.reason') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.end_reason') = 'text' THEN json_extract(NEW.attrs_json, '$.end_reason') END)
-         END,
-    CASE WHEN NEW.kind = 'notification' THEN coalesce(
-           CASE WHEN json_type(NEW.attrs_json, '$.notification_type') = 'text' THEN json_extract(NEW.attrs_json, '$.notification_type') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.type') = 'text' THEN json_extract(NEW.attrs_json, '$.type') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.matcher') = 'text' THEN json_extract(NEW.attrs_json, '$.matcher') END)
-         END,
-    CASE WHEN NEW.kind = 'turn_failed' THEN coalesce(NEW.outcome_class,
-           CASE WHEN json_type(NEW.attrs_json, '$.class') = 'text' THEN json_extract(NEW.attrs_json, '$.class') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.failure_class') = 'text' THEN json_extract(NEW.attrs_json, '$.failure_class') END,
-           CASE WHEN json_type(NEW.attrs_json, '$.reason') = 'text' THEN json_extract(NEW.attrs_json, '$.reason') END)
-         END,
-    CASE WHEN NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-          AND json_type(NEW.attrs_json, '$.command_category') = 'text'
-         THEN json_extract(NEW.attrs_json, '$.command_category') END,
-    CASE WHEN NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-          AND json_type(NEW.attrs_json, '$.git_subcommand') = 'text'
-         THEN json_extract(NEW.attrs_json, '$.git_subcommand') END,
-    CASE WHEN NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-          AND json_type(NEW.attrs_json, '$.lines_added') = 'integer'
-         THEN json_extract(NEW.attrs_json, '$.lines_added') END,
-    CASE WHEN NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-          AND json_type(NEW.attrs_json, '$.lines_removed') = 'integer'
-         THEN json_extract(NEW.attrs_json, '$.lines_removed') END,
-    CASE WHEN NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
-          AND json_type(NEW.attrs_json, '$.tests_failed') = 'integer'
-         THEN json_extract(NEW.attrs_json, '$.tests_failed') END,
-    CASE WHEN NEW.kind = 'unknown' AND json_extract(NEW.attrs_json, '$.source') = 'otel' THEN 1 ELSE 0 END,
-    NOT EXISTS (SELECT 1 FROM session_facts s WHERE s.session_id = CASE WHEN NEW.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24) ELSE NEW.session_id END
-                AND s.last_key >= NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id),
-    0, 0, 0, 0, 0, 0, 0, 0, 0
-  );
+  INSERT OR REPLACE INTO project_queue SELECT 1, p.* FROM project_input p WHERE p.seq = NEW.seq;
 END;

@@ -116,8 +116,8 @@ FROM (SELECT DISTINCT target FROM correction_facts WHERE target_type = 'attempt'
 -- event passes through stays this small.
 CREATE TRIGGER events_meta AFTER INSERT ON events WHEN NEW.kind IN ('correction', 'retraction')
 BEGIN
-  UPDATE projection_control SET correction_seq = NEW.seq WHERE id = 1 AND NEW.kind = 'correction';
-  UPDATE projection_control SET retraction_seq = NEW.seq WHERE id = 1 AND NEW.kind = 'retraction';
+  UPDATE OR REPLACE projection_control SET correction_seq = NEW.seq WHERE id = 1 AND NEW.kind = 'correction';
+  UPDATE OR REPLACE projection_control SET retraction_seq = NEW.seq WHERE id = 1 AND NEW.kind = 'retraction';
 END;
 
 -- A correction records itself and recomputes what the corrections of its target decide; an
@@ -164,12 +164,11 @@ BEGIN
   WHERE retracted = 0 AND kind NOT IN ('correction', 'retraction')
     AND event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event');
   INSERT OR IGNORE INTO projection_dirty (session_id, raw_session_id, project_id)
-    SELECT p.gsid, p.raw_sid, p.project_id FROM project_input p
-    WHERE p.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event')
-      AND p.kind NOT IN ('correction', 'retraction', 'capture_test') AND p.telemetry = 0
+    SELECT CASE WHEN e.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24) ELSE e.session_id END, e.session_id, e.project_id FROM events e
+    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND e.kind NOT IN ('correction', 'retraction', 'capture_test') AND NOT (e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') = 'otel')
       AND (SELECT paused FROM projection_control WHERE id = 1) = 1;
   INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, project_id, from_key)
-    SELECT 1, p.gsid, p.raw_sid, p.project_id, p.ekey FROM project_input p
-    WHERE p.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event')
-      AND p.kind NOT IN ('correction', 'retraction', 'capture_test') AND p.telemetry = 0;
+    SELECT 1, CASE WHEN e.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24) ELSE e.session_id END, e.session_id, e.project_id,
+           e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id FROM events e
+    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND e.kind NOT IN ('correction', 'retraction', 'capture_test') AND NOT (e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') = 'otel');
 END;

@@ -31,18 +31,31 @@ SELECT b.*,
        ELSE 'minimal' END AS coverage
 FROM session_base b;
 
--- A turn's text after corrections and privacy retractions.
 
-CREATE VIEW turn_text AS
+
+-- A turn's text after corrections and privacy retractions: blanked when its session or one of its
+-- attempts was retracted for privacy, else the latest applied objective correction, else the
+-- prompt (read by key, one turn at a time).
+CREATE VIEW turn_text_base AS
 SELECT t.turn_id AS turn_id,
+  (s.retraction = 2 OR (s.retracted_attempts
+                        AND EXISTS (SELECT 1 FROM attempt_facts ba WHERE ba.turn_id = t.turn_id AND ba.retraction = 2))) AS blanked,
   (SELECT cf.event_id FROM correction_facts cf
     WHERE cf.target = t.turn_id AND cf.invalid = 0 AND cf.correction_type = 'turn_objective' AND cf.note IS NOT NULL
       AND s.retraction = 0
     ORDER BY cf.ekey DESC LIMIT 1) AS correction_id,
-  (s.retraction = 2 OR (s.retracted_attempts
-                        AND EXISTS (SELECT 1 FROM attempt_facts a WHERE a.turn_id = t.turn_id AND a.retraction = 2))) AS blanked,
   s.retraction > 0 AS session_retracted
 FROM turn_facts t JOIN session_facts s ON s.session_id = t.session_id;
+
+CREATE VIEW turn_text AS
+SELECT x.*,
+  CASE WHEN x.blanked THEN NULL
+       WHEN x.correction_id IS NOT NULL THEN (SELECT note FROM correction_facts WHERE event_id = x.correction_id)
+       ELSE (SELECT objective FROM turn_prompts WHERE turn_id = x.turn_id) END AS objective,
+  CASE WHEN x.correction_id IS NOT NULL AND NOT x.blanked
+       THEN (SELECT objective FROM turn_prompts WHERE turn_id = x.turn_id) END AS inferred_objective,
+  (SELECT corrected_at FROM correction_facts WHERE event_id = x.correction_id) AS corrected_at
+FROM turn_text_base x;
 
 -- ---- sessions: state and confidence depend on the wall clock ---------------------------
 
@@ -111,9 +124,7 @@ SELECT t.turn_id, t.session_id, s.provider, s.project_id, s.project_name, t.turn
      SELECT c.tool_call_id FROM tool_call_facts c
      WHERE c.turn_id = t.turn_id AND (NOT s.retracted_attempts OR NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0)) ORDER BY c.call_ord)) AS tool_call_ids,
   (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND (NOT s.retracted_attempts OR NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0))) AS tool_call_count,
-  CASE WHEN x.blanked THEN NULL
-       WHEN x.correction_id IS NOT NULL THEN (SELECT note FROM correction_facts WHERE event_id = x.correction_id)
-       ELSE (SELECT objective FROM turn_prompts WHERE turn_id = t.turn_id) END AS objective,
+  x.objective,
   t.prompt_chars,
   CASE WHEN s.retracted_attempts AND t.first_event_id IN (SELECT ev FROM retracted_call_events WHERE turn_id = t.turn_id)
        THEN (SELECT ev FROM turn_surviving_events WHERE turn_id = t.turn_id ORDER BY k LIMIT 1)
@@ -131,9 +142,8 @@ SELECT t.turn_id, t.session_id, s.provider, s.project_id, s.project_name, t.turn
   CASE WHEN t.prompt_event_id IS NULL THEN 0.9 ELSE 1.0 END AS confidence,
   'tier1-v5-sql1' AS algorithm_version,
   x.correction_id AS corrected_by,
-  (SELECT corrected_at FROM correction_facts WHERE event_id = x.correction_id) AS corrected_at,
-  CASE WHEN x.correction_id IS NOT NULL AND NOT x.blanked
-       THEN (SELECT objective FROM turn_prompts WHERE turn_id = t.turn_id) END AS inferred_objective,
+  x.corrected_at,
+  x.inferred_objective,
   x.session_retracted AS retracted
 FROM turn_facts t
 JOIN session_facts s ON s.session_id = t.session_id
@@ -153,26 +163,26 @@ SELECT c.tool_call_id, c.session_id, s.provider, s.project_id, s.project_name, c
   CASE c.pairing WHEN 'call_id' THEN 1.0 WHEN 'fifo' THEN 0.9 WHEN 'end_only' THEN 1.0 ELSE 0.7 END AS confidence,
   'tier1-v5-sql1' AS algorithm_version,
   (s.retraction > 0 OR NOT (NOT s.retracted_attempts OR NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0))) AS retracted
-FROM tool_call_facts c JOIN session_facts s ON s.session_id = c.session_id;
+FROM tool_call_facts c LEFT JOIN session_facts s ON s.session_id = c.session_id;
 
 -- ---- attempts: outcome, class, verification, supersession and retraction are stored ------
 
--- An attempt with what its views need from its session (confidence) and turn.
+-- An attempt with its confidence (from its session's coverage, its turn's status and the pairing
+-- of its calls). No join: everything beyond the stored row is a subquery by key, computed only
+-- for the rows and columns a query reads (a count or a GROUP BY touches the stored row alone).
 CREATE VIEW attempt_rows AS
-SELECT a.*, s.provider AS provider, s.project_id AS project_id, s.project_name AS project_name,
-  CASE WHEN s.coverage IN ('minimal', 'unknown') THEN 0.4
+SELECT a.*,
+  CASE WHEN (SELECT c.coverage FROM session_cover c WHERE c.session_id = a.session_id) IN ('minimal', 'unknown') THEN 0.4
        WHEN a.turn_status NOT IN ('completed', 'failed') THEN 0.6
        WHEN EXISTS (SELECT 1 FROM tool_call_facts c WHERE c.attempt_key = a.group_key AND c.pairing <> 'call_id') THEN 0.6
        ELSE 0.9 END AS confidence,
   CASE WHEN a.retracted THEN NULL ELSE a.corr_by END AS corrected_by
-FROM attempt_facts a JOIN session_cover s ON s.session_id = a.session_id;
+FROM attempt_facts a;
 
 CREATE VIEW attempts AS
 SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.turn_id,
   a.turn_index, a.attempt_index, a.agent_id,
-  CASE WHEN x.blanked THEN NULL
-       WHEN x.correction_id IS NOT NULL THEN (SELECT note FROM correction_facts WHERE event_id = x.correction_id)
-       ELSE (SELECT objective FROM turn_prompts WHERE turn_id = a.turn_id) END AS objective,
+  (SELECT x.objective FROM turn_text x WHERE x.turn_id = a.turn_id) AS objective,
   CASE WHEN a.placeholder THEN 'no tool calls' ELSE (
     SELECT group_concat(seg, ' · ') FROM (
       SELECT seg FROM (
@@ -180,7 +190,7 @@ SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.t
         FROM (
           SELECT lbl, count(*) AS n, group_concat(p, ', ') AS ps,
                  (SELECT group_concat(p2, ', ') FROM (SELECT p2 FROM (
-                     SELECT q.value AS p2, min(printf('%012d%06d', c2.call_ord, q.key)) AS k2
+                     SELECT q.value AS p2, min(c2.call_ord * 1000000 + q.key) AS k2
                      FROM tool_call_facts c2, json_each(c2.paths) q
                      WHERE c2.attempt_key = a.group_key
                        AND (CASE c2.tool_category WHEN 'file_edit' THEN 'edit' WHEN 'file_write' THEN 'write' ELSE 'notebook' END) = lbl
@@ -188,7 +198,7 @@ SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.t
                      GROUP BY q.value) ORDER BY k2 LIMIT 4)) AS ps4,
                  CASE lbl WHEN 'edit' THEN 0 WHEN 'write' THEN 1 ELSE 2 END AS lo
           FROM (SELECT CASE c.tool_category WHEN 'file_edit' THEN 'edit' WHEN 'file_write' THEN 'write' ELSE 'notebook' END AS lbl,
-                       q.value AS p, min(printf('%012d%06d', c.call_ord, q.key)) AS k
+                       q.value AS p, min(c.call_ord * 1000000 + q.key) AS k
                 FROM tool_call_facts c, json_each(c.paths) q
                 WHERE c.attempt_key = a.group_key AND c.tool_category IN ('file_edit', 'file_write', 'notebook')
                 GROUP BY lbl, q.value ORDER BY lbl, k)
@@ -216,7 +226,7 @@ SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.t
      SELECT c.tool_call_id FROM tool_call_facts c WHERE c.attempt_key = a.group_key ORDER BY c.call_ord)), '[]') AS tool_call_ids,
   (SELECT count(*) FROM tool_call_facts c WHERE c.attempt_key = a.group_key) AS tool_call_count,
   (SELECT json_group_array(p) FROM (
-     SELECT q.value AS p, min(printf('%012d%06d', c.call_ord, q.key)) AS k
+     SELECT q.value AS p, min(c.call_ord * 1000000 + q.key) AS k
      FROM tool_call_facts c, json_each(c.paths) q WHERE c.attempt_key = a.group_key
      GROUP BY q.value ORDER BY k)) AS paths,
   (SELECT json_group_array(sha) FROM (
@@ -229,16 +239,17 @@ SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.t
   (SELECT json_group_array(ev) FROM (
      SELECT ev FROM (
        SELECT coalesce(t.prompt_event_id, CASE WHEN a.placeholder THEN a.first_event_id END) AS ev,
-              t.started_at || '|0' AS k
+              t.started_at AS at, 0 AS o, 0 AS n
+         FROM turn_facts t WHERE t.turn_id = a.turn_id
        UNION ALL
-       SELECT c.start_event_id, c.started_at || '|1|' || printf('%012d', c.call_ord)
+       SELECT c.start_event_id, c.started_at, 1, c.call_ord
          FROM tool_call_facts c WHERE c.attempt_key = a.group_key AND c.start_event_id IS NOT NULL
        UNION ALL
-       SELECT c.end_event_id, c.finished_at || '|2|' || printf('%012d', c.call_ord)
+       SELECT c.end_event_id, c.finished_at, 2, c.call_ord
          FROM tool_call_facts c WHERE c.attempt_key = a.group_key AND c.end_event_id IS NOT NULL
        UNION ALL
-       SELECT CASE WHEN a.last_of_agent THEN t.stop_event_id END, t.ended_at || '|3')
-     WHERE ev IS NOT NULL GROUP BY ev ORDER BY min(k))) AS evidence,
+       SELECT CASE WHEN a.last_of_agent THEN a.turn_stop_id END, a.turn_ended_at, 3, 0)
+     WHERE ev IS NOT NULL ORDER BY at, o, n)) AS evidence,
   a.confidence,
   'tier1-v5-sql1' AS algorithm_version,
   NULL AS work_unit_id,
@@ -247,12 +258,10 @@ SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.t
   (SELECT correction_type FROM correction_facts WHERE event_id = a.corrected_by) AS correction_type,
   CASE WHEN a.corrected_by IS NOT NULL THEN a.inferred_outcome END AS inferred_outcome,
   CASE WHEN a.corrected_by IS NOT NULL THEN a.inferred_failure_class END AS inferred_failure_class,
-  CASE WHEN x.blanked OR a.retracted THEN NULL
+  CASE WHEN a.retracted OR (SELECT x.blanked FROM turn_text_base x WHERE x.turn_id = a.turn_id) THEN NULL
        ELSE (SELECT note FROM correction_facts WHERE event_id = a.corr_note_by) END AS note,
   a.retracted
-FROM attempt_rows a
-JOIN turn_facts t ON t.turn_id = a.turn_id
-JOIN turn_text x ON x.turn_id = a.turn_id;
+FROM attempt_rows a;
 
 -- ---- signals ------------------------------------------------------------------------------
 

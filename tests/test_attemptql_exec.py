@@ -317,7 +317,7 @@ def test_explain_shows_ast_sql_plan_and_indexes(db):
     for s in ("statement", "ast", "sql", "parameters", "plan", "indexes"):
         assert s in steps
     sql = col(r, "detail")[steps.index("sql")]
-    assert "NOT a.retracted" in sql and "outcome = 'failed'" in sql
+    assert "a.retracted = 0" in sql and "outcome = 'failed'" in sql
     assert "widget" not in sql  # values are bound, never spliced
     r2 = run(db, "SHOW FAILED ATTEMPTS", explain=True)
     assert r2.kind == "explanation" and "plan" in col(r2, "step")

@@ -34,8 +34,8 @@ def q(st, sql, params=()):
 # --- the append path ----------------------------------------------------------------------
 
 def test_append_path_values_match_project_input(db):
-    """events_apply fills the queue row from NEW with exactly project_input's expressions: after
-    every in-order append the queue holds what project_input derives from that events row."""
+    """The append path applies exactly what project_input derives from the events row (the row a
+    replay would feed): after every in-order append the queue holds that row."""
     envs = [e for n in scenario.names() for e in scenario.build(scenario.load(n)).events
             if e["kind"] not in ("correction", "retraction")]
     envs.sort(key=lambda e: e["observed_at"])

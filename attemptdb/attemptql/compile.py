@@ -14,6 +14,7 @@ Invariants:
 """
 
 from . import ast
+from ..projections import ALGORITHM_VERSION
 from .errors import AQLError
 from .resolve import (PLANNED_TABLES, planned_error, resolve_agent, resolve_id,
                       resolve_project, resolve_time, table_exists)
@@ -546,9 +547,9 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
     if target.retracted and not show.including_retracted:
         base = " AND ".join(conds) if conds else "1"
         hidden = Query("hidden retracted rows",
-                       f"SELECT count(*) FROM {target.table} AS {a}{joins} WHERE {base} AND {a}.retracted",
+                       f"SELECT count(*) FROM {target.table} AS {a}{joins} WHERE {base} AND {a}.retracted = 1",
                        tuple(params))
-        conds.append(f"NOT {a}.retracted")
+        conds.append(f"{a}.retracted = 0")  # an equality, so the (…, retracted, …) indexes serve it
     elif show.including_retracted and not target.retracted:
         notes.append(f"{target.table} has no retracted rows; INCLUDING RETRACTED has no effect")
 
@@ -616,30 +617,81 @@ def evidence_source(ctx, ref: ast.Subject):
 
 # --- TRACE --------------------------------------------------------------------------------
 
-_EDGE_COLS = "e.edge_kind, e.from_type, e.from_id, e.to_type, e.to_id, e.evidence, e.confidence, e.edge_source, e.algorithm_version"
+# The causal edges, one view per kind of link (migrations 0005): (view, edge_kind, to-side guard,
+# from-side guard). Each view is a join over stored, indexed columns, so a step of the walk is
+# an index lookup per arm; a guard keeps an arm that can only touch one type of node (and that
+# is costly to open: handoffs are judged when read) closed for the other nodes.
+EDGE_ARMS = (
+    ("edge_prompt_turn", "triggered", "turn", "event"),
+    ("edge_prompt_attempt", "triggered", "attempt", "event"),
+    ("edge_superseded", "superseded", "attempt", "attempt"),
+    ("edge_retry_cause", "caused", "event", "event"),
+    ("edge_failure_cause", "caused", "attempt", "event"),
+    ("edge_blocked", "blocked", "session", "event"),
+    ("edge_handoff", "handed_off", "session", "session"),
+)
+_NODE_PREFIX = {"turn": "trn_", "event": "ev_", "attempt": "att_", "session": "ses_"}
+_EDGE_COLS = "e.edge_kind, e.from_type, e.from_id, e.to_type, e.to_id, e.evidence, e.confidence, e.edge_source"
+EDGE_ORDER = "edge_source DESC, edge_kind, from_type, from_id, to_type, to_id"
+"""The order of the `edges` view (its ordinal): TRACE lists edges of one depth in this order."""
 
 
-def trace_sql(direction: str) -> str:
+def trace_sql(direction: str, arms: bool = True) -> str:
     """The recursive CTE of TRACE (named parameters :start, :depth): one row per edge reached,
     at the first depth it was reached (kind 'edge'), then the edges one level past the limit
     (kind 'beyond': what the depth limit cut; the executor folds them into one `depth_limit`
     row with their evidence).
 
-    The walk carries each edge's columns along and is read exactly once (a view-backed
-    `edges` expanded twice is refused by SQLite as nested too deep). A node already on the
-    path is not expanded again: cycles are cut, the closing edge is shown once."""
-    kinds = ", ".join(f"'{k}'" for k in CAUSAL_EDGE_KINDS)
+    Each causal kind of edge is its own view; the walk joins them one by one (one recursive
+    SELECT per arm and direction) so every step is an index lookup, never a read of the whole
+    graph. A node already on the path is not expanded again: cycles are cut, the closing edge
+    is shown once. `arms=False` walks an `edges` table instead (a file whose edges are one
+    stored table, such as the hand-built catalog databases of the tests)."""
+    if not arms:
+        return _trace_edges_sql(direction)
     seeds, steps = [], []
-    if direction in ("UP", "BOTH"):   # toward causes: edges pointing at the node
-        seeds.append(f"SELECT 1, e.ordinal, e.from_id, '|' || :start || '|', {_EDGE_COLS} FROM edges e "
+    for view, kind, to_type, from_type in EDGE_ARMS:
+        if kind not in CAUSAL_EDGE_KINDS:
+            continue
+        for d, near, far, near_type in (("UP", "to_id", "from_id", to_type), ("DOWN", "from_id", "to_id", from_type)):
+            if direction not in (d, "BOTH"):
+                continue
+            guard = f"substr(:start, 1, {len(_NODE_PREFIX[near_type])}) = '{_NODE_PREFIX[near_type]}'"
+            seeds.append(f"SELECT 1, e.{far}, '|' || :start || '|', {_EDGE_COLS} FROM {view} e "
+                         f"WHERE {guard} AND e.{near} = :start")
+            wguard = f"substr(w.node, 1, {len(_NODE_PREFIX[near_type])}) = '{_NODE_PREFIX[near_type]}'"
+            steps.append(f"SELECT w.depth + 1, e.{far}, w.path || w.node || '|', {_EDGE_COLS} FROM walk w "
+                         f"JOIN {view} e ON e.{near} = w.node "
+                         f"WHERE {wguard} AND w.depth <= :depth AND instr(w.path, '|' || w.node || '|') = 0")
+    return f"""WITH RECURSIVE
+walk(depth, node, path, edge_kind, from_type, from_id, to_type, to_id, evidence, confidence, edge_source) AS (
+  {chr(10).join(("  UNION " if i else "") + q for i, q in enumerate(seeds))}
+  UNION
+  {chr(10).join(("  UNION " if i else "") + q for i, q in enumerate(steps))}
+)
+SELECT CASE WHEN r.first_depth <= :depth THEN 'edge' ELSE 'beyond' END AS row_kind, r.first_depth AS depth,
+       r.edge_kind AS edge_type, r.from_type, r.from_id, r.to_type, r.to_id,
+       (SELECT max(ev.observed_at) FROM events ev WHERE ev.event_id IN (SELECT value FROM json_each(r.evidence))) AS at,
+       r.edge_source, r.evidence, r.confidence, '{ALGORITHM_VERSION}' AS algorithm_version
+  FROM (SELECT w.*, min(w.depth) AS first_depth FROM walk w
+        GROUP BY w.edge_kind, w.from_type, w.from_id, w.to_type, w.to_id, w.edge_source) r
+ ORDER BY 2, 8 DESC, r.{EDGE_ORDER.replace(', ', ', r.')}"""
+
+
+def _trace_edges_sql(direction: str) -> str:
+    kinds = ", ".join(f"'{k}'" for k in CAUSAL_EDGE_KINDS)
+    cols = _EDGE_COLS + ", e.algorithm_version"
+    seeds, steps = [], []
+    if direction in ("UP", "BOTH"):
+        seeds.append(f"SELECT 1, e.ordinal, e.from_id, '|' || :start || '|', {cols} FROM edges e "
                      f"WHERE e.to_id = :start AND e.edge_kind IN ({kinds})")
-        steps.append(f"SELECT w.depth + 1, e.ordinal, e.from_id, w.path || w.node || '|', {_EDGE_COLS} FROM walk w "
+        steps.append(f"SELECT w.depth + 1, e.ordinal, e.from_id, w.path || w.node || '|', {cols} FROM walk w "
                      f"JOIN edges e ON e.to_id = w.node AND e.edge_kind IN ({kinds}) "
                      f"WHERE w.depth <= :depth AND instr(w.path, '|' || w.node || '|') = 0")
-    if direction in ("DOWN", "BOTH"):  # toward consequences: edges leaving the node
-        seeds.append(f"SELECT 1, e.ordinal, e.to_id, '|' || :start || '|', {_EDGE_COLS} FROM edges e "
+    if direction in ("DOWN", "BOTH"):
+        seeds.append(f"SELECT 1, e.ordinal, e.to_id, '|' || :start || '|', {cols} FROM edges e "
                      f"WHERE e.from_id = :start AND e.edge_kind IN ({kinds})")
-        steps.append(f"SELECT w.depth + 1, e.ordinal, e.to_id, w.path || w.node || '|', {_EDGE_COLS} FROM walk w "
+        steps.append(f"SELECT w.depth + 1, e.ordinal, e.to_id, w.path || w.node || '|', {cols} FROM walk w "
                      f"JOIN edges e ON e.from_id = w.node AND e.edge_kind IN ({kinds}) "
                      f"WHERE w.depth <= :depth AND instr(w.path, '|' || w.node || '|') = 0")
     return f"""WITH RECURSIVE
@@ -652,9 +704,9 @@ walk(depth, ordinal, node, path, edge_kind, from_type, from_id, to_type, to_id, 
 SELECT CASE WHEN r.first_depth <= :depth THEN 'edge' ELSE 'beyond' END AS row_kind, r.first_depth AS depth,
        r.edge_kind AS edge_type, r.from_type, r.from_id, r.to_type, r.to_id,
        (SELECT max(ev.observed_at) FROM events ev WHERE ev.event_id IN (SELECT value FROM json_each(r.evidence))) AS at,
-       r.edge_source, r.evidence, r.confidence, r.algorithm_version, r.ordinal
+       r.edge_source, r.evidence, r.confidence, r.algorithm_version
   FROM (SELECT w.*, min(w.depth) AS first_depth FROM walk w GROUP BY w.ordinal) r
- ORDER BY 2, 8 DESC, 13"""
+ ORDER BY 2, 8 DESC, r.ordinal"""
 
 
 # --- STATE --------------------------------------------------------------------------------
@@ -668,16 +720,22 @@ SELECT CASE WHEN r.first_depth <= :depth THEN 'edge' ELSE 'beyond' END AS row_ki
 def state_sessions_sql(scope: str, pick_open: bool) -> str:
     """Sessions in scope that had started by :t, with their status at :t: closed (ended by
     :t), open (activity within 30 minutes before :t, 12 hours while a blocking signal was
-    pending) or stale. Named parameters :t, :t_open, :t_wait plus the scope's."""
+    pending) or stale. Named parameters :t, :t_open, :t_wait plus the scope's. `cand` is
+    materialised: its last-event lookup is referenced several times and must run once per
+    session, not once per reference. A session whose last event is at or before :t takes it
+    from the session row; only sessions still active at :t look their last event up in the log."""
     pick = "WHERE st.status = 'open'" if pick_open else ""
-    return f"""WITH cand AS (
-  SELECT s.session_id, s.provider, s.project_id, s.project_name, s.coverage, s.started_at, s.ended_at,
-         (SELECT e.observed_at FROM events e WHERE e.session_id = s.session_id AND e.observed_at <= :t
-             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_activity_at,
-         (SELECT e.event_id FROM events e WHERE e.session_id = s.session_id AND e.observed_at <= :t
-             AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1) AS last_event_id
-    FROM sessions s
-   WHERE NOT s.retracted AND s.started_at <= :t{scope}
+    return f"""WITH cand AS MATERIALIZED (
+  SELECT l.session_id, l.provider, l.project_id, l.project_name, l.coverage, l.started_at, l.ended_at,
+         substr(l.le, 1, instr(l.le, ' ') - 1) AS last_activity_at, substr(l.le, instr(l.le, ' ') + 1) AS last_event_id
+    FROM (SELECT s.session_id, s.provider, s.project_id, s.project_name, s.coverage, s.started_at, s.ended_at,
+                 CASE WHEN s.last_event_at <= :t THEN s.last_event_at || ' ' || s.last_event_id
+                      ELSE (SELECT e.observed_at || ' ' || e.event_id FROM events e
+                             WHERE e.session_id = s.session_id AND e.observed_at <= :t
+                               AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1)
+                 END AS le
+            FROM sessions s
+           WHERE s.retracted = 0 AND s.started_at <= :t{scope}) l
 ),
 st AS (
   SELECT c.*,
@@ -698,7 +756,7 @@ STATE_ATTEMPTS_SQL = """SELECT a.session_id, a.attempt_id, a.started_at, a.ended
        CASE WHEN a.corrected_at IS NOT NULL AND a.corrected_at > :t THEN coalesce(a.inferred_failure_class, a.failure_class)
             ELSE a.failure_class END AS failure_class
   FROM attempts a
- WHERE a.session_id IN (SELECT value FROM json_each(:sessions)) AND NOT a.retracted AND a.started_at <= :t
+ WHERE a.session_id IN (SELECT value FROM json_each(:sessions)) AND a.retracted = 0 AND a.started_at <= :t
  ORDER BY a.session_id, a.started_at, a.attempt_index, a.attempt_id"""
 
 STATE_EVIDENCE_SQL = """SELECT a.attempt_id, a.evidence FROM attempts a
@@ -710,15 +768,17 @@ STATE_SIGNALS_SQL = """SELECT g.session_id, g.event_id, g.kind, g.raised_at, g.c
    AND (g.cleared_at IS NULL OR g.cleared_at > :t)
  ORDER BY g.session_id, g.raised_at, g.event_id"""
 
-STATE_TURNS_SQL = """SELECT t.session_id, t.turn_id, t.turn_index, t.started_at, t.ended_at, t.status, t.prompt_event_id,
-       t.tool_call_ids
+STATE_TURNS_SQL = """SELECT t.session_id, t.turn_id, t.turn_index, t.started_at, t.ended_at, t.status, t.prompt_event_id
   FROM turns t
- WHERE t.session_id IN (SELECT value FROM json_each(:sessions)) AND NOT t.retracted AND t.started_at <= :t
+ WHERE t.session_id IN (SELECT value FROM json_each(:sessions)) AND t.retracted = 0 AND t.started_at <= :t
  ORDER BY t.session_id, t.started_at, t.turn_index"""
+
+STATE_TURN_CALLS_SQL = """SELECT t.turn_id, t.tool_call_ids FROM turns t
+ WHERE t.turn_id IN (SELECT value FROM json_each(:turns))"""
 
 STATE_IN_FLIGHT_SQL = """SELECT k.turn_id, k.tool_call_id
   FROM tool_calls k
- WHERE k.tool_call_id IN (SELECT value FROM json_each(:calls)) AND NOT k.retracted AND k.started_at <= :t
+ WHERE k.tool_call_id IN (SELECT value FROM json_each(:calls)) AND k.retracted = 0 AND k.started_at <= :t
    AND (k.finished_at IS NULL OR k.finished_at > :t)
  ORDER BY k.turn_id, k.started_at, k.tool_call_id"""
 

@@ -484,6 +484,7 @@ def state_queries(ctx, scope: Scope, t_us: int, pick_open: bool) -> list:
             C.Query("attempt evidence", C.STATE_EVIDENCE_SQL, {"attempts": "[]"}),
             C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": "[]"}),
             C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": "[]"}),
+            C.Query("tool calls of the current turns", C.STATE_TURN_CALLS_SQL, {"turns": "[]"}),
             C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "calls": "[]"})]
 
 
@@ -505,7 +506,10 @@ def _states(ctx, sessions: list[dict], t_us: int) -> list[dict]:
     signals = _group(ctx.dicts(C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": ids})))
     turns = _group(ctx.dicts(C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": ids})))
     current = {sid: ts[-1] for sid, ts in turns.items()}
-    calls = [c for x in current.values() for c in _loads_list(x["tool_call_ids"])]
+    listed = {r["turn_id"]: r["tool_call_ids"] for r in ctx.dicts(C.Query(
+        "tool calls of the current turns", C.STATE_TURN_CALLS_SQL,
+        {"turns": fastjson.dumps([x["turn_id"] for x in current.values()])}))} if current else {}
+    calls = [c for x in current.values() for c in _loads_list(listed.get(x["turn_id"]))]
     in_flight = _group(ctx.dicts(C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL,
                                          {"t": t, "calls": fastjson.dumps(calls)})), key="turn_id") if calls else {}
     wanted = [a["attempt_id"] for atts in attempts.values() for a in atts[-2:]]
@@ -853,7 +857,8 @@ class TraceHandler:
     @classmethod
     def queries(cls, ctx, cmd):
         kind, ident, depth, direction = cls._args(ctx, cmd)
-        return [C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth})]
+        return [C.Query("trace", C.trace_sql(direction, table_exists(ctx.conn, C.EDGE_ARMS[0][0])),
+                        {"start": ident, "depth": depth})]
 
     @classmethod
     def run(cls, ctx, cmd):
@@ -862,7 +867,8 @@ class TraceHandler:
 
 
 def trace_result(ctx, kind, ident, depth, direction):
-    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction), {"start": ident, "depth": depth}))
+    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction, table_exists(ctx.conn, C.EDGE_ARMS[0][0])),
+                             {"start": ident, "depth": depth}))
     out = []
     beyond, cut_evidence = 0, []
     for r in rows:
