@@ -211,6 +211,10 @@ CREATE INDEX attempt_facts_outcome ON attempt_facts (outcome, retracted, started
 CREATE INDEX attempt_facts_successor ON attempt_facts (superseded_key, turn_index, attempt_index)
   WHERE superseded_key IS NOT NULL;
 CREATE INDEX attempt_facts_first_event ON attempt_facts (first_event_id);
+-- TRACE from an event toward its consequences: the failing event of a retried attempt, and the
+-- last failing event of a failed one
+CREATE INDEX attempt_facts_retry_from ON attempt_facts (retry_from) WHERE superseded_key IS NOT NULL;
+CREATE INDEX attempt_facts_cause ON attempt_facts (cause_ev) WHERE cause_ev IS NOT NULL;
 
 CREATE TABLE signal_facts (
   event_id    TEXT PRIMARY KEY,

@@ -186,17 +186,16 @@ SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.t
   CASE WHEN a.placeholder THEN 'no tool calls' ELSE (
     SELECT group_concat(seg, ' · ') FROM (
       SELECT seg FROM (
-        SELECT 0 AS o, lbl || ' ' || CASE WHEN n <= 4 THEN ps ELSE ps4 || ' +' || (n - 4) || ' more' END AS seg
-        FROM (
-          SELECT lbl, count(*) AS n, group_concat(p, ', ') AS ps,
-                 (SELECT group_concat(p2, ', ') FROM (SELECT p2 FROM (
+        SELECT 0 AS o, lbl || ' ' || CASE WHEN n <= 4 THEN ps ELSE (
+                 SELECT group_concat(p2, ', ') FROM (SELECT p2 FROM (
                      SELECT q.value AS p2, min(c2.call_ord * 1000000 + q.key) AS k2
                      FROM tool_call_facts c2, json_each(c2.paths) q
                      WHERE c2.attempt_key = a.group_key
                        AND (CASE c2.tool_category WHEN 'file_edit' THEN 'edit' WHEN 'file_write' THEN 'write' ELSE 'notebook' END) = lbl
                        AND c2.tool_category IN ('file_edit', 'file_write', 'notebook')
-                     GROUP BY q.value) ORDER BY k2 LIMIT 4)) AS ps4,
-                 CASE lbl WHEN 'edit' THEN 0 WHEN 'write' THEN 1 ELSE 2 END AS lo
+                     GROUP BY q.value) ORDER BY k2 LIMIT 4)) || ' +' || (n - 4) || ' more' END AS seg
+        FROM (
+          SELECT lbl, count(*) AS n, group_concat(p, ', ') AS ps
           FROM (SELECT CASE c.tool_category WHEN 'file_edit' THEN 'edit' WHEN 'file_write' THEN 'write' ELSE 'notebook' END AS lbl,
                        q.value AS p, min(c.call_ord * 1000000 + q.key) AS k
                 FROM tool_call_facts c, json_each(c.paths) q
@@ -524,7 +523,7 @@ SELECT 'evidence_for' AS edge_kind, 'event' AS from_type, q.value AS from_id, 'a
 
 CREATE VIEW edge_superseded AS
 SELECT 'superseded' AS edge_kind, 'attempt' AS from_type, f.attempt_id AS from_id, 'attempt' AS to_type,
-       j.attempt_id AS to_id, json_array(coalesce(f.fail_event_id, f.turn_stop_id), j.first_event_id) AS evidence,
+       j.attempt_id AS to_id, json_array(f.retry_from, j.first_event_id) AS evidence,
        CASE WHEN EXISTS (SELECT 1 FROM tool_call_facts xj, json_each(xj.paths) pj
                          WHERE xj.attempt_key = j.group_key AND xj.tool_category IN ('file_write', 'file_edit', 'notebook')
                            AND pj.value IN (SELECT pi.value FROM tool_call_facts xi, json_each(xi.paths) pi
@@ -538,9 +537,9 @@ SELECT 'superseded' AS edge_kind, 'attempt' AS from_type, f.attempt_id AS from_i
 -- the failing event and the retry's first action
 
 CREATE VIEW edge_retry_cause AS
-SELECT 'caused' AS edge_kind, 'event' AS from_type, coalesce(f.fail_event_id, f.turn_stop_id) AS from_id,
+SELECT 'caused' AS edge_kind, 'event' AS from_type, f.retry_from AS from_id,
        'event' AS to_type, j.first_event_id AS to_id,
-       json_array(coalesce(f.fail_event_id, f.turn_stop_id), j.first_event_id) AS evidence,
+       json_array(f.retry_from, j.first_event_id) AS evidence,
        min(f.confidence, 0.6) AS confidence, 'projection' AS edge_source
   FROM attempt_rows f JOIN attempt_facts j ON j.group_key = f.superseded_key
   WHERE f.superseded_by_key IS NOT NULL AND NOT f.retracted;
