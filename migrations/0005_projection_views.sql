@@ -124,7 +124,7 @@ SELECT t.turn_id, t.session_id, s.provider, s.project_id, s.project_name, t.turn
      SELECT c.tool_call_id FROM tool_call_facts c
      WHERE c.turn_id = t.turn_id AND (NOT s.retracted_attempts OR NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0)) ORDER BY c.call_ord)) AS tool_call_ids,
   (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND (NOT s.retracted_attempts OR NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0))) AS tool_call_count,
-  x.objective,
+  (SELECT x.objective FROM turn_text x WHERE x.turn_id = t.turn_id) AS objective,
   t.prompt_chars,
   CASE WHEN s.retracted_attempts AND t.first_event_id IN (SELECT ev FROM retracted_call_events WHERE turn_id = t.turn_id)
        THEN (SELECT ev FROM turn_surviving_events WHERE turn_id = t.turn_id ORDER BY k LIMIT 1)
@@ -141,13 +141,11 @@ SELECT t.turn_id, t.session_id, s.provider, s.project_id, s.project_name, t.turn
      WHERE x IS NOT NULL GROUP BY x ORDER BY min(o))) AS evidence,
   CASE WHEN t.prompt_event_id IS NULL THEN 0.9 ELSE 1.0 END AS confidence,
   'tier1-v5-sql1' AS algorithm_version,
-  x.correction_id AS corrected_by,
-  x.corrected_at,
-  x.inferred_objective,
-  x.session_retracted AS retracted
-FROM turn_facts t
-JOIN session_facts s ON s.session_id = t.session_id
-JOIN turn_text x ON x.turn_id = t.turn_id;
+  (SELECT x.correction_id FROM turn_text_base x WHERE x.turn_id = t.turn_id) AS corrected_by,
+  (SELECT x.corrected_at FROM turn_text x WHERE x.turn_id = t.turn_id) AS corrected_at,
+  (SELECT x.inferred_objective FROM turn_text x WHERE x.turn_id = t.turn_id) AS inferred_objective,
+  s.retraction > 0 AS retracted
+FROM turn_facts t LEFT JOIN session_facts s ON s.session_id = t.session_id;
 
 -- ---- tool calls ---------------------------------------------------------------------------
 

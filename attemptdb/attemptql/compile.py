@@ -718,13 +718,15 @@ SELECT CASE WHEN r.first_depth <= :depth THEN 'edge' ELSE 'beyond' END AS row_ki
 # executor joins their rows by session.
 
 def state_sessions_sql(scope: str, pick_open: bool) -> str:
-    """Sessions in scope that had started by :t, with their status at :t: closed (ended by
-    :t), open (activity within 30 minutes before :t, 12 hours while a blocking signal was
-    pending) or stale. Named parameters :t, :t_open, :t_wait plus the scope's. `cand` is
+    """Sessions in scope that had started by :t (with `pick_open`, only those that could be open
+    at :t), with their status at :t: closed (ended by :t), open (activity within 30 minutes
+    before :t, 12 hours while a blocking signal was pending) or stale. Named parameters :t, :t_open, :t_wait plus the scope's. `cand` is
     materialised: its last-event lookup is referenced several times and must run once per
     session, not once per reference. A session whose last event is at or before :t takes it
     from the session row; only sessions still active at :t look their last event up in the log."""
-    pick = "WHERE st.status = 'open'" if pick_open else ""
+    # a session whose last event came more than 12 hours before :t cannot be open at :t; the
+    # sessions still active at :t all pass (their last event is after :t)
+    could_open = " AND s.last_event_at >= :t_wait" if pick_open else ""
     return f"""WITH cand AS MATERIALIZED (
   SELECT l.session_id, l.provider, l.project_id, l.project_name, l.coverage, l.started_at, l.ended_at,
          substr(l.le, 1, instr(l.le, ' ') - 1) AS last_activity_at, substr(l.le, instr(l.le, ' ') + 1) AS last_event_id
@@ -735,7 +737,7 @@ def state_sessions_sql(scope: str, pick_open: bool) -> str:
                                AND e.kind NOT IN ('correction', 'retraction') ORDER BY e.observed_at DESC LIMIT 1)
                  END AS le
             FROM sessions s
-           WHERE s.retracted = 0 AND s.started_at <= :t{scope}) l
+           WHERE s.retracted = 0 AND s.started_at <= :t{could_open}{scope}) l
 ),
 st AS (
   SELECT c.*,
@@ -747,7 +749,18 @@ st AS (
               ELSE 'stale' END AS status
     FROM cand c
 )
-SELECT * FROM st {pick} ORDER BY st.last_activity_at DESC, st.session_id"""
+SELECT * FROM st ORDER BY st.last_activity_at DESC, st.session_id"""
+
+
+def state_summary_sql(scope: str) -> str:
+    """Of the sessions in scope started by :t: how many, how many had ended by :t, and the
+    last activity among those whose last event came at or before :t (the ones still active at
+    :t are read per session by state_sessions_sql)."""
+    return f"""SELECT count(*) AS started,
+       coalesce(sum(s.ended_at IS NOT NULL AND s.ended_at <= :t), 0) AS ended,
+       max(CASE WHEN s.last_event_at <= :t THEN s.last_event_at END) AS last_at
+  FROM sessions s
+ WHERE s.retracted = 0 AND s.started_at <= :t{scope}"""
 
 
 STATE_ATTEMPTS_SQL = """SELECT a.session_id, a.attempt_id, a.started_at, a.ended_at, a.attempt_index, a.superseded_by,
@@ -773,14 +786,12 @@ STATE_TURNS_SQL = """SELECT t.session_id, t.turn_id, t.turn_index, t.started_at,
  WHERE t.session_id IN (SELECT value FROM json_each(:sessions)) AND t.retracted = 0 AND t.started_at <= :t
  ORDER BY t.session_id, t.started_at, t.turn_index"""
 
-STATE_TURN_CALLS_SQL = """SELECT t.turn_id, t.tool_call_ids FROM turns t
- WHERE t.turn_id IN (SELECT value FROM json_each(:turns))"""
-
 STATE_IN_FLIGHT_SQL = """SELECT k.turn_id, k.tool_call_id
   FROM tool_calls k
- WHERE k.tool_call_id IN (SELECT value FROM json_each(:calls)) AND k.retracted = 0 AND k.started_at <= :t
+ WHERE k.turn_id IN (SELECT value FROM json_each(:turns)) AND k.retracted = 0 AND k.started_at <= :t
    AND (k.finished_at IS NULL OR k.finished_at > :t)
  ORDER BY k.turn_id, k.started_at, k.tool_call_id"""
+"""The calls of each session's current turn that were running at :t (read by the turn index)."""
 
 
 # --- WHY ----------------------------------------------------------------------------------

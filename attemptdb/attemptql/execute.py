@@ -484,8 +484,7 @@ def state_queries(ctx, scope: Scope, t_us: int, pick_open: bool) -> list:
             C.Query("attempt evidence", C.STATE_EVIDENCE_SQL, {"attempts": "[]"}),
             C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": "[]"}),
             C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": "[]"}),
-            C.Query("tool calls of the current turns", C.STATE_TURN_CALLS_SQL, {"turns": "[]"}),
-            C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "calls": "[]"})]
+            C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "turns": "[]"})]
 
 
 def _group(rows, key="session_id"):
@@ -506,12 +505,8 @@ def _states(ctx, sessions: list[dict], t_us: int) -> list[dict]:
     signals = _group(ctx.dicts(C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": ids})))
     turns = _group(ctx.dicts(C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": ids})))
     current = {sid: ts[-1] for sid, ts in turns.items()}
-    listed = {r["turn_id"]: r["tool_call_ids"] for r in ctx.dicts(C.Query(
-        "tool calls of the current turns", C.STATE_TURN_CALLS_SQL,
-        {"turns": fastjson.dumps([x["turn_id"] for x in current.values()])}))} if current else {}
-    calls = [c for x in current.values() for c in _loads_list(listed.get(x["turn_id"]))]
-    in_flight = _group(ctx.dicts(C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL,
-                                         {"t": t, "calls": fastjson.dumps(calls)})), key="turn_id") if calls else {}
+    in_flight = _group(ctx.dicts(C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {
+        "t": t, "turns": fastjson.dumps([x["turn_id"] for x in current.values()])})), key="turn_id") if current else {}
     wanted = [a["attempt_id"] for atts in attempts.values() for a in atts[-2:]]
     evidence = {r["attempt_id"]: r["evidence"] for r in ctx.dicts(
         C.Query("attempt evidence", C.STATE_EVIDENCE_SQL, {"attempts": fastjson.dumps(wanted)}))} if wanted else {}
@@ -618,11 +613,19 @@ WORK_UNITS_NOTE = "work units are not built yet (a later release): rows are sess
 def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
     """(one dict per session as it stood at t — the open ones, or every one when the scope is
     a single session or pick_open is false — and a summary of all sessions started by t)."""
-    every = ctx.dicts(state_query(ctx, scope, t_us, False))
-    summary = {"started": len(every), "ended": sum(1 for r in every if r["status"] == "closed"),
-               "last_at": max((r["last_activity_at"] for r in every if r["last_activity_at"]), default=None)}
-    picked = every if (scope.single or not pick_open) else [r for r in every if r["status"] == "open"]
-    return _states(ctx, picked, t_us), summary
+    if scope.single or not pick_open:
+        every = ctx.dicts(state_query(ctx, scope, t_us, False))
+        summary = {"started": len(every), "ended": sum(1 for r in every if r["status"] == "closed"),
+                   "last_at": max((r["last_activity_at"] for r in every if r["last_activity_at"]), default=None)}
+        return _states(ctx, every, t_us), summary
+    # the open ones only: counted by one aggregate, detailed only for sessions that could be open
+    params = dict(scope.params)
+    params["t"] = ctx.iso(t_us)
+    summary = ctx.dicts(C.Query("sessions started", C.state_summary_sql(scope.sql), params))[0]
+    near = ctx.dicts(state_query(ctx, scope, t_us, True))
+    summary["last_at"] = max([x for x in [summary["last_at"]] + [r["last_activity_at"] for r in near] if x],
+                             default=None)
+    return _states(ctx, [r for r in near if r["status"] == "open"], t_us), summary
 
 
 class StateHandler:
