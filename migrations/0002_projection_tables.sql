@@ -208,6 +208,9 @@ CREATE INDEX attempt_facts_started ON attempt_facts (started_at);
 -- rows come straight off the index
 CREATE INDEX attempt_facts_outcome ON attempt_facts (outcome, retracted, started_at DESC, turn_index DESC,
   attempt_index DESC, attempt_id);
+-- counting failures by class (the GROUP BY recipe): the failed rows arrive grouped by class, so
+-- no sort for the GROUP BY (measured 26 -> 14 ms at 1.45M events)
+CREATE INDEX attempt_facts_class ON attempt_facts (outcome, retracted, failure_class);
 CREATE INDEX attempt_facts_successor ON attempt_facts (superseded_key, turn_index, attempt_index)
   WHERE superseded_key IS NOT NULL;
 CREATE INDEX attempt_facts_first_event ON attempt_facts (first_event_id);

@@ -2,9 +2,11 @@
 grammar, migrations, spec and fixtures as package data and runs init/demo/verify."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +16,13 @@ from conftest import ROOT
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("wheel")
+    # build from a copy without build/ or *.egg-info: a stale build/lib from an earlier build would
+    # hide a subpackage the metadata forgot to list
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", ".venv",
+                                                                "__pycache__", ".pytest_cache", ".hypothesis"))
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                            "-q", "-w", str(work / "dist"), ROOT], capture_output=True, text=True)
+                            "-q", "-w", str(work / "dist"), str(source)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     wheel = next((work / "dist").glob("attemptdb-*.whl"))
     target = work / "site"
@@ -41,8 +48,12 @@ def test_wheel_ships_data_folders_and_the_script(installed):
         assert needed in names, needed
     assert any(n.startswith("attemptdb/grammar/") and n.endswith(".peg") for n in names)
     assert not any(n.startswith("tests/") for n in names)
-    for pkg in ("adapters", "attemptql", "cli", "importers", "installer"):
-        assert f"attemptdb/{pkg}/__init__.py" in names, pkg
+    # every subpackage of the source tree, found rather than listed, so a new one cannot be left out
+    sources = sorted(p.relative_to(ROOT).as_posix() for p in (Path(ROOT) / "attemptdb").rglob("*.py")
+                     if "__pycache__" not in p.parts)
+    assert "attemptdb/projections/__init__.py" in sources
+    missing = [s for s in sources if s not in names]
+    assert missing == [], missing
 
 
 def test_installed_attempt_runs_init_demo_verify(installed, tmp_path):
