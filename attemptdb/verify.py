@@ -20,6 +20,28 @@ _I_LOGICAL, _I_RELATIVE, _I_PATHS, _I_OBJECTS = (event.COLUMNS.index(c) for c in
     "path_logical", "path_relative", "paths_json", "path_objects_json"))
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
+# the first row marked retracted that no Retraction in the log covers: one naming it, its
+# session, or the attempt it is a call event of (spec/projections.md §7). Retraction targets are
+# read from the hashed Retraction events (the retraction_input view), not from the projection;
+# only the attempt -> call events mapping comes from the projection. The kind list lets the
+# (kind, retracted) index find the marked rows without reading the whole table.
+_UNCOVERED_RETRACTION = f"""
+WITH t AS (SELECT target_type, target FROM retraction_input WHERE target_type IS NOT NULL)
+SELECT e.seq, e.event_id FROM events e
+ WHERE e.kind IN ({', '.join("'" + k + "'" for k in event.KINDS)}) AND e.retracted = 1
+   AND e.event_id NOT IN (SELECT target FROM t WHERE target_type = 'event')
+   AND e.session_id NOT IN (SELECT target FROM t WHERE target_type = 'session')
+   AND e.event_id NOT IN (
+     SELECT c.start_event_id FROM t JOIN attempt_facts a ON a.attempt_id = t.target
+       JOIN tool_call_facts c ON c.attempt_key = a.group_key
+      WHERE t.target_type = 'attempt' AND c.start_event_id IS NOT NULL
+     UNION ALL
+     SELECT c.end_event_id FROM t JOIN attempt_facts a ON a.attempt_id = t.target
+       JOIN tool_call_facts c ON c.attempt_key = a.group_key
+      WHERE t.target_type = 'attempt' AND c.end_event_id IS NOT NULL)
+ ORDER BY e.seq LIMIT 1
+"""
+
 
 class Report:
     def __init__(self):
@@ -157,6 +179,20 @@ def _chain(st, rep: Report, workers: int | None = None):
         rep.problems.append(min(found, key=lambda p: p["seq"]))
 
 
+def _retractions(st, rep: Report, triggers: set):
+    """`retracted` is outside the hashed line; a mark no Retraction covers hides a fact."""
+    if "events_retracted_only_set" not in triggers:
+        rep.problem("trigger_missing", "trigger events_retracted_only_set is missing: events.retracted "
+                    "can be cleared or set without an error")
+    names = {r[0] for r in st.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    if not {"retraction_input", "attempt_facts", "tool_call_facts"} <= names:
+        return  # a file from before the projections: nothing maintains the mark yet
+    row = st.conn.execute(_UNCOVERED_RETRACTION).fetchone()
+    if row:
+        rep.problem("retraction_uncovered", f"row seq={row[0]} ({row[1]}) is marked retracted but no "
+                    "Retraction names it, its session or its attempt: the mark hides a fact", row[0], row[1])
+
+
 def _trusted_key(st, rep: Report):
     k = keys.load(st.device_id)
     if k is not None:
@@ -219,6 +255,7 @@ def verify(st) -> Report:
             rep.problem("trigger_missing", f"immutability trigger {t} is missing: the events table "
                         "can be changed without an error")
     _chain(st, rep)
+    _retractions(st, rep, present)
     device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it
     if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
         rep.problem("identity", "the file's device identity (meta device_id) is missing or not a UUID: "

@@ -182,12 +182,39 @@ def test_empty_file_and_no_checkpoint_notes(db, capsys):
     assert "no signed checkpoint yet" in err  # notes go to stderr
 
 
-def test_retracted_flag_is_not_a_tamper(chain, capsys):
+@pytest.mark.parametrize("target", ["event", "attempt", "session"])
+def test_retracted_flag_is_not_a_tamper_when_a_retraction_covers_it(chain, capsys, target):
     # `retracted` is the one column that may change (0 -> 1, by the Retraction projection)
-    shell(chain, "UPDATE events SET retracted = 1 WHERE seq = 3")
-    assert verify_cli(chain, capsys)[0] == 0
-    p = shell(chain, "UPDATE events SET retracted = 0 WHERE seq = 3", check=False)
+    from attemptdb.projections import meta
+    st = Store.open(chain)
+    if target == "event":
+        meta.retract(st, event_id=eid_at(chain, 3), reason="test")
+    elif target == "attempt":
+        att = rows(chain, "SELECT attempt_id FROM attempts WHERE tool_call_count > 0 ORDER BY started_at DESC LIMIT 1")
+        meta.retract(st, attempt=att[0][0], reason="benchmark")
+    else:
+        meta.retract(st, session=rows(chain, "SELECT session_id FROM events WHERE seq = 40")[0][0], reason="privacy")
+    st.close()
+    marked = rows(chain, "SELECT count(*) FROM events WHERE retracted = 1")[0][0]
+    assert marked >= {"event": 1, "attempt": 2, "session": 100}[target], marked  # an attempt: its calls' start and end
+    code, out, err = verify_cli(chain, capsys)
+    assert code == 0, out + err
+    p = shell(chain, "UPDATE events SET retracted = 0 WHERE retracted = 1", check=False)
     assert p.returncode != 0 and "only goes from 0 to 1" in p.stderr
+
+
+def test_a_retracted_mark_no_retraction_covers_is_a_problem(chain, capsys):
+    # set from the shell: the mark would hide seq 9 from every projection and query
+    shell(chain, "UPDATE events SET retracted = 1 WHERE seq = 9")
+    rep = expect_problem(chain, capsys, 9, eid_at(chain, 9), kind="retraction_uncovered")
+    assert "marked retracted" in rep["problems"][0]["message"]
+
+
+@needs_shell
+def test_the_retracted_trigger_missing_is_a_problem(chain, capsys):
+    shell(chain, "DROP TRIGGER events_retracted_only_set")
+    code, out, _ = verify_cli(chain, capsys)
+    assert code == 1 and "events_retracted_only_set is missing" in out
 
 
 # --- the triggers --------------------------------------------------------------------------------
