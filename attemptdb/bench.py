@@ -11,6 +11,7 @@ Never used by tests as timed assertions; tests only check the JSON shape on tiny
 
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -140,10 +141,32 @@ def _attempt_exe() -> list[str]:
     return [found] if found else [sys.executable, "-m", "attemptdb"]
 
 
+def _daemon_pid(db: str, env: dict):
+    from . import daemon
+    return daemon.pid(db, os.path.join(env["XDG_STATE_HOME"], "attemptdb"))
+
+
+def _wait_for_daemon(db: str, env: dict, timeout_s: float = 5.0):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and _daemon_pid(db, env) is None:
+        time.sleep(0.02)
+
+
+def _stop_daemon(db: str, env: dict):
+    pid = _daemon_pid(db, env)
+    if pid:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
     """Wall time of the installed `attempt capture claude-code` (a fresh process each run, a
-    realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`."""
-    from . import fastjson
+    realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`:
+    as installed (through the capture daemon, which the first hook starts) and with
+    ATTEMPTDB_NO_DAEMON=1 (each hook opens the file and runs the projection triggers itself)."""
+    from . import daemon, fastjson
     template = dict(payload or CAPTURE_PAYLOAD)
     template["tool_use_id"] = "toolu_bench_%06d"
 
@@ -153,36 +176,50 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
 
     data = payload_for(0)
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
+    db = os.path.join(tmp, "attempt.db")
+    env = dict(os.environ, ATTEMPTDB_PATH=db, XDG_STATE_HOME=os.path.join(tmp, "state"))
+    env.pop("ATTEMPTDB_NO_DAEMON", None)
+    direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1")
     try:
-        env = dict(os.environ, ATTEMPTDB_PATH=os.path.join(tmp, "attempt.db"))
         cmd = _attempt_exe() + ["capture", "claude-code"]
         base = [sys.executable, "-c", "pass"]
         subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)  # create the file
+        _wait_for_daemon(db, env)
         n = 0
-        cap, py = [], []
+        times = {"daemon": [], "direct": [], "python": []}
+        order = list(times)
         for i in range(runs):
-            for which in ((0, 1) if i % 2 == 0 else (1, 0)):
-                t0 = time.perf_counter()
-                if which == 0:
-                    n += 1
-                    body = payload_for(n)
+            for which in order[i % 3:] + order[:i % 3]:
+                if which == "python":
                     t0 = time.perf_counter()
-                    p = subprocess.run(cmd, input=body, env=env, capture_output=True)
-                    cap.append(time.perf_counter() - t0)
-                    if p.returncode != 0 or p.stdout:
-                        raise RuntimeError("attempt capture misbehaved during the benchmark")
-                else:
                     subprocess.run(base, capture_output=True)
-                    py.append(time.perf_counter() - t0)
-        st = Store.open(env["ATTEMPTDB_PATH"], readonly=True)
+                    times[which].append(time.perf_counter() - t0)
+                    continue
+                n += 1
+                body = payload_for(n)
+                t0 = time.perf_counter()
+                p = subprocess.run(cmd, input=body, env=env if which == "daemon" else direct_env,
+                                   capture_output=True)
+                times[which].append(time.perf_counter() - t0)
+                if p.returncode != 0 or p.stdout:
+                    raise RuntimeError("attempt capture misbehaved during the benchmark")
+        served_by = _daemon_pid(db, env)
+        st = Store.open(db, readonly=True)
         stored = st.count()
         st.close()
-        cap.sort()
-        p50, py50 = statistics.median(cap), statistics.median(py)
+        if stored != n + 1:
+            raise RuntimeError(f"attempt capture stored {stored} of {n + 1} events during the benchmark")
+        cap, direct = sorted(times["daemon"]), sorted(times["direct"])
+        p50, d50, py50 = (statistics.median(times[k]) for k in ("daemon", "direct", "python"))
         return {"runs": runs, "payload_bytes": len(data), "events_stored": stored,
                 "capture_p50_ms": round(p50 * 1000, 2),
                 "capture_p95_ms": round(cap[min(len(cap) - 1, int(0.95 * len(cap)))] * 1000, 2),
                 "python_p50_ms": round(py50 * 1000, 2), "ratio_p50": round(p50 / py50, 3),
+                "daemon_running": served_by is not None,
+                "direct_p50_ms": round(d50 * 1000, 2),
+                "direct_p95_ms": round(direct[min(len(direct) - 1, int(0.95 * len(direct)))] * 1000, 2),
+                "direct_ratio_p50": round(d50 / py50, 3),
                 "command": " ".join(cmd)}
     finally:
+        _stop_daemon(db, env)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -93,6 +93,23 @@ def _read_stdin() -> tuple[bytes, bool]:
     return data, False
 
 
+class Hook:
+    """What one hook invocation brings besides its argv: the stdin bytes (and whether they were
+    cut at STDIN_CAP), the working directory, `CLAUDE_PROJECT_DIR`, and — when a daemon runs it
+    on the hook's behalf — the hook's capture time and the event id it minted."""
+
+    __slots__ = ("data", "truncated", "cwd", "claude_project_dir", "captured_at", "event_id")
+
+    def __init__(self, data: bytes, truncated: bool, cwd, claude_project_dir, captured_at=None, event_id=None):
+        self.data, self.truncated, self.cwd = data, truncated, cwd
+        self.claude_project_dir, self.captured_at, self.event_id = claude_project_dir, captured_at, event_id
+
+    @classmethod
+    def from_process(cls) -> "Hook":
+        data, truncated = _read_stdin()
+        return cls(data, truncated, _getcwd(), os.environ.get("CLAUDE_PROJECT_DIR") or None)
+
+
 def _label(provider) -> str:
     """The provider as the hook log names it: what the agent's config passed, reduced to
     `[A-Za-z0-9_-]`, at most 64 characters, so a line is always one line."""
@@ -156,7 +173,7 @@ def _last_resort(provider, nbytes: int, db_path: str | None):
     spool.put(path, env)
 
 
-def _project(cwd: str | None, opts: dict, device_id: str) -> tuple[dict, str]:
+def _project(cwd: str | None, opts: dict, device_id: str, process_cwd: str | None = None) -> tuple[dict, str]:
     from . import gitinfo, ids
     root = opts.get("project_root")
     remote = opts.get("repo_remote")
@@ -164,7 +181,7 @@ def _project(cwd: str | None, opts: dict, device_id: str) -> tuple[dict, str]:
     if root is None or remote is None:
         info = gitinfo.git_info(root or cwd or ".")
         if root is None:
-            root = info.root or cwd or os.getcwd()
+            root = info.root or cwd or process_cwd or "."
         if remote is None and opts.get("project_root") is None:
             remote = info.remote
         branch, head = info.branch, info.head
@@ -177,13 +194,13 @@ def _project(cwd: str | None, opts: dict, device_id: str) -> tuple[dict, str]:
     return project, root
 
 
-def _cwd(provider, payload) -> str | None:
+def _cwd(provider, payload, hook: Hook) -> str | None:
     from .adapters import hook_cwd
     try:
         cwd = hook_cwd(provider, payload)
     except Exception:
         cwd = None
-    return cwd or os.environ.get("CLAUDE_PROJECT_DIR") or _getcwd()
+    return cwd or hook.claude_project_dir or hook.cwd
 
 
 def _getcwd():
@@ -209,18 +226,20 @@ its connection alive past `run`, so the launcher's `os._exit` leaves before the 
 WAL checkpoint (an fsync) instead of paying for it when `run`'s locals are freed."""
 
 
-def run(argv) -> int:
+def run(argv, hook: Hook | None = None, store=None) -> int:
+    """One hook invocation → one stored (or spooled) event. `store`: an open store to use (the
+    daemon's) instead of opening the file."""
     args = _parse(argv)
     opts = args.opts
     from . import clock, ids, location
     from .adapters import Context, build_event, capture_mode as parse_mode, parse_payload, registry
-    data, truncated = _read_stdin()
+    hook = hook or Hook.from_process()
+    data, truncated = hook.data, hook.truncated
     _seen["bytes"] = len(data)
     payload, gap = parse_payload(data, truncated)
     provider = args.provider or ""
     db_path = location.resolve(opts.get("db"))
     _seen["db"] = db_path
-    store = None
     mode_override = parse_mode(opts["capture_mode"]) if opts.get("capture_mode") else None
     if opts.get("capture_mode") and mode_override is None:
         mode_override = "metadata_only"  # an invalid mode fails closed
@@ -228,7 +247,9 @@ def run(argv) -> int:
     if device is not None and not ids.is_uuid(ids.bare(device)):
         device = None  # a malformed override must not cost the event: use the database's
     store_error = None
-    if not args.dry_run:
+    if store is not None:
+        store_device = store.device_id
+    elif not args.dry_run:
         try:
             # never create a database in the flag's mode: a repository's own hook config may
             # pass --capture-mode, and it may only restrict what the user chose
@@ -254,14 +275,15 @@ def run(argv) -> int:
         mode = stricter(mode, mode_override) if not args.dry_run else mode_override
     captured = opts.get("captured_at")
     try:
-        captured = int(captured) if captured is not None else clock.now_us()
+        captured = int(captured) if captured is not None else hook.captured_at or clock.now_us()
     except ValueError:
         captured = clock.now_us()
     if not clock.MIN_US <= captured <= clock.MAX_US:
         captured = clock.now_us()  # the store could not hold it: the event must not pay for that
-    cwd = _cwd(registry.provider_id(provider) or provider, payload) if isinstance(payload, dict) else _getcwd()
-    project, _root = _project(cwd, opts, device)
-    ctx = Context(device, mode, project, captured, hook_version=opts.get("hook_version") or _hook_version())
+    cwd = _cwd(registry.provider_id(provider) or provider, payload, hook) if isinstance(payload, dict) else hook.cwd
+    project, _root = _project(cwd, opts, device, hook.cwd)
+    ctx = Context(device, mode, project, captured, hook_version=opts.get("hook_version") or _hook_version(),
+                  event_id=hook.event_id)
     env = build_event(provider, payload, gap, ctx, event_hint=opts.get("event"), payload_bytes=len(data))
     if args.dry_run:
         from . import fastjson
@@ -331,7 +353,10 @@ def main(argv) -> int:
         pass
     dry = "--dry-run" in argv
     try:
-        run(argv)
+        hook = Hook.from_process()
+        if not dry and _through_daemon(argv, hook):
+            return _ack(is_gemini)
+        run(argv, hook)
     except BaseException as e:  # the agent must never see us fail
         if isinstance(e, KeyboardInterrupt):
             return 0
@@ -341,10 +366,39 @@ def main(argv) -> int:
                 _last_resort(provider, _seen["bytes"], _seen["db"])
             except Exception as e2:
                 _log(f"provider={_label(provider)} err=lost:{_why(e2)}")
-    if is_gemini and not dry:
+    return _ack(is_gemini and not dry)
+
+
+def _ack(is_gemini: bool) -> int:
+    if is_gemini:
         try:
             sys.stdout.buffer.write(GEMINI_ACK)
             sys.stdout.flush()
         except Exception:
             pass
     return 0
+
+
+def _through_daemon(argv, hook: Hook) -> bool:
+    """True when the capture daemon stored the event. Otherwise this process does the work
+    (with the same capture time and event id, so nothing is stored twice) and, when no daemon
+    was there, starts one for the next hook."""
+    from . import daemon
+    if not daemon.enabled():
+        return False
+    from . import clock, ids, location
+    hook.captured_at = clock.now_us()
+    hook.event_id = ids.uuid7(hook.captured_at // 1000)
+    db_path = location.resolve(_parse(argv).opts.get("db"), hook.cwd)
+    _seen["db"] = db_path
+    answer = daemon.deliver(db_path, argv, hook)
+    if answer == "ok":
+        return True
+    if answer in ("absent", "stale"):
+        try:
+            daemon.spawn(db_path)
+        except Exception as e:
+            _log(f"daemon err=spawn:{_why(e)}")
+    elif answer != "unsupported":
+        _log(f"daemon answer={''.join(c for c in answer[:16] if c.isalnum()) or 'none'}")
+    return False

@@ -126,6 +126,9 @@ def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str
     except OSError:
         pass
     problems = []
+    out["daemon"], daemon_problem = daemon_state(path)
+    if daemon_problem:
+        problems.append(daemon_problem)
     if out["spooled"]:
         problems.append(f"{out['spooled']} captured event(s) wait in the spool: the database has not "
                         "taken them yet (see the hook log; any read command retries)")
@@ -136,6 +139,25 @@ def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str
         problems.append(f"{out['hook_log_problems']} hook-log line(s) since the newest stored event: "
                         f"captures hit problems (see {os.path.join(location.state_dir(), 'hook.log')})")
     return out, problems
+
+
+def daemon_state(path: str) -> tuple[dict, str | None]:
+    """Is a capture daemon serving this database (spec/capture-daemon.md)? A socket directory
+    others can enter is a problem: hooks then never use a daemon."""
+    from . import daemon
+    sock = daemon.endpoint(path)
+    pid = daemon.pid(path)
+    if pid is not None:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            pid = None
+    state = {"enabled": daemon.enabled(), "running": pid is not None, "pid": pid, "socket": sock}
+    run_dir = os.path.dirname(sock) if sock else None
+    if state["enabled"] and run_dir and os.path.lexists(run_dir) and not daemon.private_dir(run_dir):
+        return state, (f"the capture daemon's socket directory {run_dir} is not a directory of yours "
+                       "with mode 0700: hooks will not use a daemon (each opens the database itself)")
+    return state, None
 
 
 def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:

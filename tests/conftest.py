@@ -9,6 +9,11 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Hooks run by the suite write their databases themselves: each of the hundreds of temporary
+# databases would otherwise get its own capture daemon for five idle minutes. tests/test_daemon.py
+# runs hooks through the daemon (and checks they store exactly what a direct hook stores).
+os.environ["ATTEMPTDB_NO_DAEMON"] = "1"
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 ANCHOR = os.path.join(SHARED, "anchor")
 

@@ -42,10 +42,10 @@ class Context:
     metadata_only; a malformed device id, project or time is a caller bug (AttemptError)."""
 
     __slots__ = ("device_id", "capture_mode", "project", "captured_at", "provider_version",
-                 "hook_version", "keep_raw", "adapter_version")
+                 "hook_version", "keep_raw", "adapter_version", "event_id")
 
     def __init__(self, device_id, capture_mode, project, captured_at, provider_version=None,
-                 hook_version=None, keep_raw=True):
+                 hook_version=None, keep_raw=True, event_id=None):
         dev = ids.bare(device_id) if isinstance(device_id, str) else None
         if not ids.is_uuid(dev):
             raise AttemptError("adapter.context", "device_id must be a lowercase UUID")
@@ -66,12 +66,17 @@ class Context:
         self.hook_version = hook_version
         self.keep_raw = bool(keep_raw)
         self.adapter_version = ADAPTER_VERSION
+        # an id the hook minted already (the daemon stores it under the hook's id, so a hook
+        # that retries on its own after a lost answer adds nothing)
+        self.event_id = event_id if isinstance(event_id, str) and ids.is_uuid(event_id) else None
 
     @property
     def keeps_content(self) -> bool:
         return self.capture_mode != "metadata_only"
 
     def mint_id(self) -> str:
+        if self.event_id:
+            return self.event_id
         ms = self.captured_at // 1000
         return ids.uuid7(ms) if 0 <= ms < 2**48 else ids.uuid7()
 

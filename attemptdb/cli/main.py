@@ -19,6 +19,7 @@ from .. import __version__
 COMMANDS = {
     "init": "core:init_cmd",
     "capture": "core:capture_cmd",
+    "daemon": "daemon:daemon_group",
     "verify": "core:verify_cmd",
     "checkpoint": "core:checkpoint_cmd",
     "keys": "core:keys_group",

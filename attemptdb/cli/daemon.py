@@ -1,0 +1,78 @@
+"""`attempt daemon run|status|stop`: the capture daemon hooks start on their own
+(spec/capture-daemon.md). These commands are for looking at it and for stopping it."""
+
+import os
+import signal
+import time
+
+import click
+
+from .common import db_option, db_path, echo_json, json_option
+
+
+@click.group("daemon")
+def daemon_group():
+    """The capture daemon: keeps the database open so each hook only hands over its payload.
+
+    Hooks start it when none runs; it exits after 5 minutes without a call. Set
+    ATTEMPTDB_NO_DAEMON=1 to have every hook write the file itself.
+    """
+
+
+@daemon_group.command("run")
+@db_option
+def run_cmd(db):
+    """Serve one database in the foreground until idle (what a hook starts)."""
+    from .. import daemon
+    raise SystemExit(daemon.run(db_path(db)))
+
+
+def _state(db):
+    from .. import daemon
+    path = db_path(db)
+    pid = daemon.pid(path)
+    alive = False
+    if pid:
+        try:
+            os.kill(pid, 0)
+            alive = True
+        except OSError:
+            pass
+    return path, daemon.endpoint(path), pid if alive else None
+
+
+@daemon_group.command("status")
+@db_option
+@json_option
+def status_cmd(db, as_json):
+    """Is a daemon serving this database? (exit 0 either way)"""
+    from .. import daemon
+    path, sock, pid = _state(db)
+    if as_json:
+        echo_json({"database": path, "socket": sock, "running": pid is not None, "pid": pid,
+                   "enabled": daemon.enabled()})
+        return
+    if pid:
+        click.echo(f"running: pid {pid}, socket {sock}")
+    else:
+        click.echo("not running" + ("" if daemon.enabled() else " (ATTEMPTDB_NO_DAEMON is set)"))
+
+
+@daemon_group.command("stop")
+@db_option
+@json_option
+def stop_cmd(db, as_json):
+    """Stop the daemon serving this database (hooks write directly until one starts again)."""
+    _, _, pid = _state(db)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.05)
+    if as_json:
+        echo_json({"stopped": pid})
+    else:
+        click.echo(f"stopped: pid {pid}" if pid else "not running")

@@ -1,0 +1,305 @@
+"""The capture daemon: a hook hands its payload to a process that already has the database
+open, so a tool call pays for the interpreter and a socket round trip, not for importing
+apsw, parsing the schema and compiling the projection triggers (spec/capture-daemon.md).
+
+Invariants:
+- Same result as without it: the daemon runs `capture.run`, the hook pipeline, with the hook's
+  argv, stdin bytes, working directory, `CLAUDE_PROJECT_DIR`, capture time and event id. It
+  answers `ok` only after the event is committed (or spooled, as a hook would); on any other
+  answer, or none within REPLY_S, the hook does the work itself with the same event id, so an
+  event the daemon committed before dying is stored once (dedup by event id).
+- One daemon per database and state directory (the socket name is a hash of both and every
+  request names the database; a daemon whose file was replaced or whose code changed on disk
+  says `stale` and exits). Only the user's own processes talk to it: the socket directory is
+  0700 and owned by the user, and both ends check the peer's uid.
+- Never in the way: the hook side imports only `_socket` and what the hook path already has;
+  a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
+"""
+
+import os
+import sys
+
+IDLE_S = 300.0
+REPLY_S = 3.0  # the hook waits this long for the commit, then does the work itself
+HEADER_MAX = 64 * 1024
+READ_S = 5.0  # a connection that does not deliver its request in time is dropped
+_SO_PEERCRED = 17  # Linux
+
+
+def enabled() -> bool:
+    return os.environ.get("ATTEMPTDB_NO_DAEMON", "") in ("", "0") and hasattr(os, "getuid")
+
+
+def code_stamp() -> str:
+    """Changes whenever the installed hook code changes: the version, and the newest mtime and
+    the number of the files in the package, its adapters and its migrations (an upgrade, an
+    edit, a new migration). A daemon started from other code answers `stale`."""
+    from . import __version__
+    here = os.path.dirname(os.path.abspath(__file__))
+    newest = count = 0
+    for d in (here, os.path.join(here, "adapters"), os.path.join(here, "migrations"),
+              os.path.join(os.path.dirname(here), "migrations")):
+        try:
+            with os.scandir(d) as it:
+                for entry in it:
+                    if entry.name.endswith((".py", ".sql")):
+                        count += 1
+                        newest = max(newest, entry.stat().st_mtime_ns)
+        except OSError:
+            continue
+    return f"{__version__}:{newest}:{count}"
+
+
+def endpoint(db_path: str, state: str | None = None) -> str | None:
+    """The socket for this database and state directory (default: this process's): in
+    `$XDG_RUNTIME_DIR/attemptdb`, else `<state>/run`, else (a path too long for a Unix socket)
+    `/tmp/attemptdb-<uid>`; None when even that is too long (hooks then write directly)."""
+    from . import location
+    try:
+        from _sha256 import sha256
+    except ImportError:  # Python ≥ 3.12
+        from hashlib import sha256
+    state = state or location.state_dir()
+    digest = sha256(f"{os.path.abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    base = os.environ.get("XDG_RUNTIME_DIR", "")
+    run_dir = os.path.join(base, "attemptdb") if base and os.path.isabs(base) and os.path.isdir(base) \
+        else os.path.join(state, "run")
+    for d in (run_dir, os.path.join("/tmp", f"attemptdb-{os.getuid()}")):  # sun_path holds ~100 bytes
+        path = os.path.join(d, f"capture-{digest}.sock")
+        if len(path.encode("utf-8", "surrogatepass")) < 100:
+            return path
+    return None
+
+
+def private_dir(path: str) -> bool:
+    """The socket directory is ours alone: a directory (not a symlink), our uid, mode 0700."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _peer_uid_ok(sock) -> bool:
+    import _socket
+    if not hasattr(_socket, "SO_PEERCRED"):
+        return True  # the 0700 directory is the only check there
+    try:
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    except OSError:
+        return False
+    return int.from_bytes(cred[4:8], sys.byteorder) == os.getuid()
+
+
+# --- the hook side -------------------------------------------------------------------------
+
+def deliver(db_path: str, argv: list, hook) -> str:
+    """Hand one hook invocation to the daemon. Returns "ok" (committed or spooled by the
+    daemon), "absent" (no daemon: start one), or another word (do the work here)."""
+    path = endpoint(db_path)
+    if path is None:
+        return "unsupported"
+    if not private_dir(os.path.dirname(path)):
+        return "absent"
+    import _socket
+    from . import fastjson
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.settimeout(REPLY_S)
+        try:
+            s.connect(path)
+        except OSError:
+            return "absent"
+        if not _peer_uid_ok(s):
+            return "foreign"
+        header = {"v": 1, "code": code_stamp(), "db": os.path.abspath(db_path), "argv": list(argv),
+                  "cwd": hook.cwd, "claude_project_dir": hook.claude_project_dir,
+                  "captured_at": hook.captured_at, "event_id": hook.event_id,
+                  "truncated": hook.truncated, "n": len(hook.data)}
+        s.sendall(fastjson.dumps(header).encode("utf-8", "surrogatepass") + b"\n" + hook.data)
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < 64:
+            chunk = s.recv(64)
+            if not chunk:
+                break
+            answer += chunk
+        return answer.strip().decode("ascii", "replace") or "closed"
+    except OSError:
+        return "timeout"
+    finally:
+        s.close()
+
+
+def spawn(db_path: str) -> None:
+    """Start a daemon for `db_path` in its own session, detached from the hook's pipes. Losing
+    a race to another starter is fine: the second one cannot take the lock and exits."""
+    path = endpoint(db_path)
+    if path is None:
+        return
+    run_dir = os.path.dirname(path)
+    try:
+        os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    except OSError:
+        return
+    if not private_dir(run_dir):
+        return
+    null = os.devnull
+    os.posix_spawn(sys.executable, [sys.executable, "-m", "attemptdb", "daemon", "run", "--db",
+                                    os.path.abspath(db_path)], dict(os.environ),
+                   file_actions=[(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+                                 (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+                                 (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)],
+                   setsid=True)
+
+
+# --- the daemon side -----------------------------------------------------------------------
+
+class Daemon:
+    def __init__(self, db_path: str):
+        from . import capture
+        self.db = os.path.abspath(db_path)
+        self.sock_path = endpoint(self.db)
+        self.code = code_stamp()
+        self.store = capture._open_store(self.db, None)
+        st = os.stat(self.db)
+        self.file_id = (st.st_dev, st.st_ino)
+        self.stopping = False
+
+    def same_file(self) -> bool:
+        try:
+            st = os.stat(self.db)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.file_id
+
+    def handle(self, conn) -> None:
+        """One connection: read the request, run the hook pipeline, answer."""
+        from . import capture, fastjson, ids
+        conn.settimeout(READ_S)
+        if not _peer_uid_ok(conn):
+            return
+        buf = b""
+        while b"\n" not in buf:
+            chunk = conn.recv(65536)
+            if not chunk or len(buf) > HEADER_MAX:
+                return
+            buf += chunk
+        line, data = buf.split(b"\n", 1)
+        try:
+            req = fastjson.loads(line.decode("utf-8", "surrogatepass"))
+            n = req["n"]
+            ok = (req.get("v") == 1 and isinstance(n, int) and 0 <= n <= capture.STDIN_CAP
+                  and isinstance(req.get("argv"), list) and all(isinstance(a, str) for a in req["argv"]))
+        except Exception:
+            ok = False
+        if not ok:
+            conn.sendall(b"bad\n")
+            return
+        if req.get("code") != self.code or req.get("db") != self.db or not self.same_file():
+            conn.sendall(b"stale\n")
+            self.stopping = True
+            return
+        while len(data) < n:
+            chunk = conn.recv(min(1 << 20, n - len(data)))
+            if not chunk:
+                return
+            data += chunk
+        eid = req.get("event_id")
+        captured = req.get("captured_at")
+        hook = capture.Hook(data[:n], req.get("truncated") is True, _text(req.get("cwd")),
+                            _text(req.get("claude_project_dir")),
+                            captured if isinstance(captured, int) and not isinstance(captured, bool) else None,
+                            eid if isinstance(eid, str) and ids.is_uuid(eid) else None)
+        try:
+            os.chdir(hook.cwd or "/")
+        except OSError:
+            os.chdir("/")
+            hook.cwd = None
+        try:
+            capture.run(req["argv"] + ["--db", self.db], hook, store=self.store)
+        except Exception as e:
+            capture._log(f"daemon err=internal:{capture._why(e)}")
+            conn.sendall(b"error\n")
+            return
+        conn.sendall(b"ok\n")
+
+    def serve(self) -> int:
+        import _socket
+        import fcntl
+        import time
+        lock = open(self.sock_path + ".lock", "a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 0  # another daemon serves this database
+        try:
+            os.unlink(self.sock_path)
+        except FileNotFoundError:
+            pass
+        srv = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        old = os.umask(0o077)
+        try:
+            srv.bind(self.sock_path)
+        finally:
+            os.umask(old)
+        srv.listen(128)
+        srv.settimeout(1.0)
+        import signal
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        with open(self.sock_path + ".pid", "w") as f:
+            f.write(f"{os.getpid()}\n")
+        last = time.monotonic()
+        try:
+            while not self.stopping and time.monotonic() - last < IDLE_S:
+                try:
+                    fd, _ = srv._accept()
+                except OSError:  # the accept timeout: check idle time and the file
+                    if not self.same_file():
+                        break
+                    continue
+                conn = _socket.socket(fileno=fd)
+                try:
+                    self.handle(conn)
+                except Exception as e:
+                    from . import capture
+                    capture._log(f"daemon err=connection:{capture._why(e)}")
+                finally:
+                    conn.close()
+                last = time.monotonic()
+        finally:
+            for p in (self.sock_path, self.sock_path + ".pid"):
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+            srv.close()
+            self.store.close()
+            lock.close()
+        return 0
+
+
+def _text(v):
+    return v if isinstance(v, str) and "\0" not in v else None
+
+
+def run(db_path: str) -> int:
+    """`attempt daemon run`: serve one database in the foreground until idle."""
+    path = endpoint(db_path)
+    if path is None:
+        return 0
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if not private_dir(os.path.dirname(path)):
+        from .errors import AttemptError
+        raise AttemptError("daemon.socket_dir", "the socket directory is not private to this user")
+    return Daemon(db_path).serve()
+
+
+def pid(db_path: str, state: str | None = None) -> int | None:
+    """The pid a running daemon for this database recorded (it may have died since)."""
+    path = endpoint(db_path, state)
+    try:
+        with open(path + ".pid") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError, TypeError):
+        return None

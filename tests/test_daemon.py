@@ -1,0 +1,349 @@
+"""The capture daemon, through real hook processes: the first hook starts it, later hooks hand
+their payload over and store exactly what a hook writing the file itself stores; a daemon that
+was killed (-9), whose file was replaced or whose code changed is never written through; many
+hooks at once lose nothing; a hostile connection does not stop it."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import apsw
+import pytest
+
+from attemptdb import daemon
+from conftest import ROOT, run_attempt
+
+PROMPT = {"session_id": "sess-daemon-1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit",
+          "prompt": "run the tests again"}
+
+
+def tool(i, event="PostToolUse", session="sess-daemon-1"):
+    p = {"session_id": session, "cwd": "/tmp", "hook_event_name": event, "tool_name": "Bash",
+         "tool_use_id": f"toolu_daemon_{i}", "tool_input": {"command": "pytest -q"}}
+    if event == "PostToolUse":
+        p["tool_response"] = {"stdout": "3 passed", "stderr": "", "interrupted": False}
+    return p
+
+
+class Env:
+    """A hook environment of its own (HOME, state directory, database) with the daemon on."""
+
+    def __init__(self, tmp_path, name="a"):
+        self.root = tmp_path / name
+        self.root.mkdir()
+        self.cwd = str(tmp_path)  # the same working directory for every hook of a test
+        self.db = str(self.root / "attempt.db")
+        self.state = str(self.root / "state")
+        self.vars = {"HOME": str(self.root), "XDG_STATE_HOME": self.state,
+                     "XDG_DATA_HOME": str(self.root / "data"), "ATTEMPTDB_PATH": self.db,
+                     "ATTEMPTDB_NO_DAEMON": "", "XDG_RUNTIME_DIR": ""}
+
+    def capture(self, payload, *flags, provider="claude-code", daemon_on=True):
+        env = dict(self.vars, ATTEMPTDB_NO_DAEMON="" if daemon_on else "1")
+        p = run_attempt(["capture", provider, *flags], input=json.dumps(payload).encode(), env=env,
+                        cwd=self.cwd)
+        assert p.returncode == 0 and p.stdout == b"" and p.stderr == b"", p
+        return p
+
+    @property
+    def pid(self):
+        return daemon.pid(self.db, os.path.join(self.state, "attemptdb"))
+
+    @property
+    def sock(self):
+        return daemon.endpoint(self.db, os.path.join(self.state, "attemptdb"))
+
+    def wait_running(self, timeout=10.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            pid = self.pid
+            if pid and alive(pid) and os.path.exists(self.sock):
+                return pid
+            time.sleep(0.02)
+        raise AssertionError("no daemon started")
+
+    def rows(self, sql="SELECT seq, event_id, kind FROM events ORDER BY seq"):
+        conn = apsw.Connection(self.db, flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return list(conn.execute(sql))
+        finally:
+            conn.close()
+
+    def hook_log(self):
+        path = os.path.join(self.state, "attemptdb", "hook.log")
+        return open(path).read() if os.path.exists(path) else ""
+
+    def stop(self):
+        """Kill every daemon serving this test's database, also one a hook started that has not
+        written its pid file yet (it is in /proc as soon as the hook that spawned it returned)."""
+        for pid in daemons_for(self.db):
+            os.kill(pid, signal.SIGKILL)
+            wait_dead(pid)
+
+
+def daemons_for(db) -> list:
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"daemon" in args and db.encode() in args and alive(int(d)):
+                found.append(int(d))
+    return found
+
+
+def alive(pid) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:  # a zombie (our own child, not yet reaped) is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return True
+
+
+def wait_dead(pid, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and alive(pid):
+        time.sleep(0.02)
+    assert not alive(pid), pid
+
+
+@pytest.fixture
+def hooks(tmp_path):
+    made = []
+
+    def make(name="a"):
+        e = Env(tmp_path, name)
+        made.append(e)
+        return e
+    yield make
+    for e in made:
+        e.stop()
+
+
+# run in a fresh process so the module list is the hook's own
+DRIVER = r"""
+import sys
+from attemptdb import capture
+capture.main(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write("\n".join(sorted(sys.modules)))
+"""
+
+
+def hook_modules(e, payload, tmp_path) -> list:
+    out = tmp_path / "modules.txt"
+    env = dict(os.environ, **e.vars, PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, "-c", DRIVER, str(out), "claude-code"], input=json.dumps(payload).encode(),
+                       env=env, cwd=e.cwd, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    return out.read_text().split("\n")
+
+
+def test_first_hook_starts_it_and_later_hooks_hand_over_without_opening_the_file(hooks, tmp_path):
+    e = hooks()
+    e.capture(tool(0))  # no daemon yet: this hook writes the file and starts one
+    assert len(e.rows()) == 1
+    pid = e.wait_running()
+    modules = hook_modules(e, tool(1), tmp_path)
+    assert "attemptdb.daemon" in modules
+    assert "apsw" not in modules and "attemptdb.store" not in modules  # the daemon stored it
+    for i in range(2, 6):
+        e.capture(tool(i))
+    assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 6
+    assert e.pid == pid  # one daemon served them all
+    conn = apsw.Connection(e.db, flags=apsw.SQLITE_OPEN_READONLY)
+    # the projections are current when the hook returns: the daemon's insert ran the triggers
+    assert list(conn.execute("SELECT count(*) FROM tool_calls"))[0][0] == 6
+    conn.close()
+    p = run_attempt(["verify", "--db", e.db])
+    assert p.returncode == 0 and p.stdout.startswith(b"ok: 6 events"), p.stdout
+    assert e.hook_log() == ""
+
+
+def test_stores_exactly_what_a_hook_writing_the_file_itself_stores(hooks):
+    through, direct = hooks("through"), hooks("direct")
+    through.capture(PROMPT)
+    through.wait_running()
+    flags = ["--device-id", "0190a000-0000-7000-8000-000000000001", "--captured-at", "1764500000000000"]
+    stream = [tool(7, "PreToolUse"), tool(7), PROMPT, {"session_id": "sess-daemon-1", "hook_event_name": "Stop"},
+              b"not json at all"]
+    for i, payload in enumerate(stream):
+        at = ["--captured-at", str(1764500000000000 + i * 1000)]
+        for e, on in ((through, True), (direct, False)):
+            if isinstance(payload, bytes):
+                env = dict(e.vars, ATTEMPTDB_NO_DAEMON="" if on else "1")
+                p = run_attempt(["capture", "claude-code", *flags, *at], input=payload, env=env, cwd=e.cwd)
+                assert p.returncode == 0
+            else:
+                e.capture(payload, *flags, *at, daemon_on=on)
+    assert not direct.pid  # the direct side never started one
+    cols = ("kind, provider_event_name, session_id, device_id, observed_at, captured_at, project_id, "
+            "attrs_json, content_json, raw_json, outcome_status, tool_category")
+    a = through.rows(f"SELECT {cols} FROM events ORDER BY seq")[1:]  # after the first (start-up) event
+    b = direct.rows(f"SELECT {cols} FROM events ORDER BY seq")
+    assert len(a) == len(stream) and a == b
+    # tool-call events have the same (derived) ids both ways
+    ids_a = [r[0] for r in through.rows("SELECT event_id FROM events WHERE tool_call_id IS NOT NULL ORDER BY seq")]
+    ids_b = [r[0] for r in direct.rows("SELECT event_id FROM events WHERE tool_call_id IS NOT NULL ORDER BY seq")]
+    assert ids_a == ids_b and len(ids_a) == 2
+
+
+def test_a_daemon_killed_with_sigkill_loses_nothing_and_is_replaced(hooks):
+    e = hooks()
+    e.capture(tool(0))
+    first = e.wait_running()
+    e.capture(tool(1))
+    os.kill(first, signal.SIGKILL)
+    wait_dead(first)
+    assert os.path.exists(e.sock)  # it could not clean up: the next hook finds a dead socket
+    e.capture(tool(2))
+    assert len(e.rows()) == 3
+    second = e.wait_running()
+    assert second != first
+    e.capture(tool(3))
+    assert len(e.rows()) == 4
+    assert run_attempt(["verify", "--db", e.db]).returncode == 0
+
+
+def test_a_replaced_database_file_is_never_written_through_the_old_daemon(hooks):
+    e = hooks()
+    e.capture(tool(0))
+    old = e.wait_running()
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(e.db + suffix):
+            os.unlink(e.db + suffix)
+    e.capture(tool(1))  # the daemon's file is gone: it says stale, this hook makes a new file
+    wait_dead(old)
+    assert [r[2] for r in e.rows()] == ["tool_call_finished"]
+    assert e.rows("SELECT count(*) FROM events WHERE tool_call_id = 'toolu_daemon_1'")[0][0] == 1
+
+
+def test_a_daemon_from_other_code_answers_stale_and_leaves(hooks, monkeypatch):
+    e = hooks()
+    e.capture(tool(0))
+    pid = e.wait_running()
+    from attemptdb import capture
+    monkeypatch.setattr(daemon, "code_stamp", lambda: "0.0.0:upgraded")
+    for k, v in e.vars.items():
+        monkeypatch.setenv(k, v)
+    hook = capture.Hook(json.dumps(tool(1)).encode(), False, e.cwd, None, 1764500000000000, None)
+    assert daemon.deliver(e.db, ["claude-code"], hook) == "stale"
+    wait_dead(pid)
+    assert len(e.rows()) == 1  # nothing was stored by the stale daemon
+
+
+def test_many_hooks_at_once_through_one_daemon(hooks):
+    e = hooks()
+    e.capture(tool(0))
+    e.wait_running()
+    env = dict(os.environ, **e.vars, PYTHONPATH=ROOT)
+    cmd = [sys.executable, "-m", "attemptdb", "capture", "claude-code"]
+    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env, cwd=e.cwd) for _ in range(24)]
+    for i, p in enumerate(procs, start=1):
+        p.stdin.write(json.dumps(tool(i, session=f"s{i % 3}")).encode())
+        p.stdin.close()
+    for p in procs:
+        assert p.wait(60) == 0 and p.stdout.read() == b"" and p.stderr.read() == b""
+        p.stdout.close()
+        p.stderr.close()
+    assert len(e.rows()) == 25
+    assert len({r[1] for r in e.rows()}) == 25
+    assert run_attempt(["verify", "--db", e.db]).returncode == 0
+
+
+def test_hostile_connections_get_an_answer_and_the_daemon_keeps_serving(hooks):
+    import socket
+    e = hooks()
+    e.capture(tool(0))
+    pid = e.wait_running()
+    for junk in (b"not json\n", b'{"v": 1, "n": -5, "argv": []}\n', b'{"v": 1, "n": 3, "argv": [1]}\nabc',
+                 b"\x00\xff" * 40000, b""):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(e.sock)
+            s.sendall(junk)
+            s.shutdown(socket.SHUT_WR)
+            answer = s.recv(64)
+            assert answer in (b"bad\n", b""), answer
+    # a request naming another database is not served (and the daemon leaves)
+    assert alive(pid)
+    e.capture(tool(1))
+    assert len(e.rows()) == 2 and e.pid == pid
+
+
+def test_a_socket_directory_others_can_enter_is_not_used(hooks, tmp_path):
+    e = hooks()
+    e.capture(tool(0))
+    pid = e.wait_running()
+    run_dir = os.path.dirname(e.sock)
+    os.chmod(run_dir, 0o755)
+    try:
+        modules = hook_modules(e, tool(1), tmp_path)
+    finally:
+        os.chmod(run_dir, 0o700)
+    assert "apsw" in modules  # the hook wrote the file itself
+    assert len(e.rows()) == 2 and e.pid == pid
+
+
+def test_a_hook_that_retries_after_a_lost_answer_stores_nothing_twice(tmp_path, monkeypatch):
+    """The daemon and the hook's own fallback use the hook's event id: if the daemon committed
+    and died before answering, the hook's retry is a duplicate, not a second fact."""
+    from attemptdb import capture
+    from attemptdb.store import Store
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    db = str(tmp_path / "x.db")
+    eid = "0190a000-0000-7000-8000-0000000000aa"
+    for _ in range(2):
+        hook = capture.Hook(json.dumps(PROMPT).encode(), False, str(tmp_path), None, 1764500000000000, eid)
+        capture.run(["claude-code", "--db", db], hook)
+        capture._seen["store"].close()
+    st = Store.open(db, readonly=True)
+    assert [r[0] for r in st.conn.execute("SELECT event_id FROM events")] == ["ev_" + eid]
+    st.close()
+
+
+def test_status_and_stop(hooks):
+    e = hooks()
+    e.capture(tool(0))
+    pid = e.wait_running()
+    env = dict(e.vars)
+    p = run_attempt(["daemon", "status", "--json"], env=env)
+    st = json.loads(p.stdout)
+    assert p.returncode == 0 and st["running"] is True and st["pid"] == pid and st["socket"] == e.sock
+    p = run_attempt(["daemon", "stop"], env=env)
+    assert p.returncode == 0 and f"stopped: pid {pid}".encode() in p.stdout
+    wait_dead(pid)
+    assert not os.path.exists(e.sock)  # a clean stop removes its socket
+    p = run_attempt(["daemon", "status"], env=env)
+    assert p.stdout == b"not running\n"
+    e.capture(tool(1), daemon_on=False)
+    assert len(e.rows()) == 2
+
+
+def test_doctor_reports_the_daemon_and_a_socket_directory_others_can_enter(hooks, monkeypatch):
+    from attemptdb import doctor
+    e = hooks()
+    e.capture(tool(0))
+    pid = e.wait_running()
+    for k, v in e.vars.items():
+        monkeypatch.setenv(k, v)
+    state, problem = doctor.daemon_state(e.db)
+    assert state == {"enabled": True, "running": True, "pid": pid, "socket": e.sock} and problem is None
+    run_dir = os.path.dirname(e.sock)
+    os.chmod(run_dir, 0o777)
+    try:
+        state, problem = doctor.daemon_state(e.db)
+    finally:
+        os.chmod(run_dir, 0o700)
+    assert "not a directory of yours with mode 0700" in problem
