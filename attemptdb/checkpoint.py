@@ -12,10 +12,10 @@ when the chain grew since the last one.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 
 from . import clock, location
+from .ids import sha256
 from .errors import AttemptError
 
 ORIGIN_PREFIX = "attemptdb.local/"
@@ -38,7 +38,7 @@ class Checkpoint:
 
 def key_hash(name: str, public_raw: bytes) -> bytes:
     """C2SP signed-note key hash for Ed25519: SHA-256(name || 0x0A || 0x01 || key)[:4]."""
-    return hashlib.sha256(name.encode() + b"\n\x01" + public_raw).digest()[:4]
+    return sha256(name.encode() + b"\n\x01" + public_raw).digest()[:4]
 
 
 def body_text(device_id: str, size: int, head_hex: str, time_text: str) -> str:

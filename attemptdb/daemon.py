@@ -55,10 +55,7 @@ def endpoint(db_path: str, state: str | None = None) -> str | None:
     `$XDG_RUNTIME_DIR/attemptdb`, else `<state>/run`, else (a path too long for a Unix socket)
     `/tmp/attemptdb-<uid>`; None when even that is too long (hooks then write directly)."""
     from . import location
-    try:
-        from _sha256 import sha256
-    except ImportError:  # Python ≥ 3.12
-        from hashlib import sha256
+    from .ids import sha256
     state = state or location.state_dir()
     digest = sha256(f"{os.path.abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
     base = os.environ.get("XDG_RUNTIME_DIR", "")

@@ -10,10 +10,17 @@ No `uuid`/`hashlib` import: this module is on the hook path.
 import os
 import time
 
-try:  # C modules directly: `hashlib` costs ~2 ms of start-up on every hook call
+try:  # C modules directly: `hashlib` (OpenSSL) costs 2–4 ms of start-up on every call
     from _sha1 import sha1 as _sha1
 except ImportError:  # pragma: no cover - interpreters without the builtin module
     from hashlib import sha1 as _sha1
+try:
+    from _sha256 import sha256  # noqa: F401  (Python 3.11; re-exported for the other modules)
+except ImportError:  # pragma: no cover - Python ≥ 3.12 names it _sha2
+    try:
+        from _sha2 import sha256  # noqa: F401
+    except ImportError:
+        from hashlib import sha256  # noqa: F401
 
 NAMESPACE = "3b9ac08e-7f21-4b1d-8e5a-1c2d9f6e4a77"
 _NS_BYTES = bytes.fromhex(NAMESPACE.replace("-", ""))

@@ -30,11 +30,8 @@ def primary_dir(db_path: str) -> str:
 
 
 def fallback_dir(db_path: str) -> str:
-    try:
-        from _sha256 import sha256
-    except ImportError:  # pragma: no cover
-        from hashlib import sha256
     from . import location
+    from .ids import sha256
     tag = sha256(os.path.abspath(db_path).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return os.path.join(location.state_dir(), "spool", tag)
 

@@ -16,11 +16,6 @@ import time
 
 import apsw
 
-try:
-    from _sha256 import sha256 as _sha256
-except ImportError:  # pragma: no cover
-    from hashlib import sha256 as _sha256
-
 from . import clock, event, ids, resources
 from .errors import AttemptError
 
@@ -43,11 +38,11 @@ def migrations() -> list[tuple[int, str]]:
     return out
 
 
-def chain_link(prev_chain: str, event_hash: str, sha256=_sha256) -> str:
+def chain_link(prev_chain: str, event_hash: str, sha256=ids.sha256) -> str:
     return sha256(bytes.fromhex(prev_chain) + bytes.fromhex(event_hash)).hexdigest()
 
 
-def hash_line(line: str, sha256=_sha256) -> str:
+def hash_line(line: str, sha256=ids.sha256) -> str:
     """SHA-256 (hex) of a canonical line. The builtin `_sha256` costs nothing to import (one
     event per hook call); bulk paths pass hashlib's OpenSSL sha256, ~5x faster per byte."""
     try:
@@ -305,7 +300,7 @@ class Store:
                             ("dev_" + dev,)).fetchone()
             seqs[dev] = row[0] if row else 0
         now_ms = now // 1000
-        sha = bulk_sha256() if len(fresh) > 8 else _sha256
+        sha = bulk_sha256() if len(fresh) > 8 else ids.sha256
         hlc_next = clock.hlc_next
         hlc_horizon = clock.hlc_pack(now_ms + HLC_HORIZON_MS, clock.HLC_LOGICAL_MAX)
         rows = []

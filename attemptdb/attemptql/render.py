@@ -13,6 +13,9 @@ MAX_CELL = 60
 
 
 def _clean(text: str) -> str:
+    """Every unprintable character (controls, escapes) becomes one space: the length stays."""
+    if text.isprintable():
+        return text
     return "".join(c if c.isprintable() else " " for c in text)
 
 
@@ -34,10 +37,9 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
         text = f"<{len(value)} bytes>"
     else:
         text = str(value)
-    text = _clean(text)
-    if width and len(text) > width:
+    if width and len(text) > width:  # cut first: cleaning keeps lengths, and cells can be long
         text = text[: width - 1] + "…"
-    return text
+    return _clean(text)
 
 
 def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
