@@ -128,9 +128,14 @@ def deliver(db_path: str, argv: list, hook) -> str:
         s.close()
 
 
+STARTING_S = 10.0  # a start marker older than this belongs to a daemon that never came up
+
+
 def spawn(db_path: str) -> None:
-    """Start a daemon for `db_path` in its own session, detached from the hook's pipes. Losing
-    a race to another starter is fine: the second one cannot take the lock and exits."""
+    """Start a daemon for `db_path` in its own session, detached from the hook's pipes. Of
+    many hooks arriving together, the one that creates `<socket>.starting` starts it (the
+    daemon removes the marker once it listens); a second daemon would find the lock taken
+    and exit anyway."""
     path = endpoint(db_path)
     if path is None:
         return
@@ -140,6 +145,21 @@ def spawn(db_path: str) -> None:
     except OSError:
         return
     if not private_dir(run_dir):
+        return
+    marker = path + ".starting"
+    for _ in range(2):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
+            break
+        except FileExistsError:
+            try:
+                import time
+                if time.time() - os.lstat(marker).st_mtime < STARTING_S:
+                    return  # another hook is starting one
+                os.unlink(marker)
+            except OSError:
+                return
+    else:
         return
     null = os.devnull
     os.posix_spawn(sys.executable, [sys.executable, "-m", "attemptdb", "daemon", "run", "--db",
@@ -229,6 +249,7 @@ class Daemon:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            _unlink(self.sock_path + ".starting")
             return 0  # another daemon serves this database
         try:
             os.unlink(self.sock_path)
@@ -246,6 +267,7 @@ class Daemon:
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
         with open(self.sock_path + ".pid", "w") as f:
             f.write(f"{os.getpid()}\n")
+        _unlink(self.sock_path + ".starting")
         last = time.monotonic()
         try:
             while not self.stopping and time.monotonic() - last < IDLE_S:
@@ -265,15 +287,19 @@ class Daemon:
                     conn.close()
                 last = time.monotonic()
         finally:
-            for p in (self.sock_path, self.sock_path + ".pid"):
-                try:
-                    os.unlink(p)
-                except OSError:
-                    pass
+            for suffix in ("", ".pid", ".starting"):
+                _unlink(self.sock_path + suffix)
             srv.close()
             self.store.close()
             lock.close()
         return 0
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _text(v):

@@ -347,3 +347,27 @@ def test_doctor_reports_the_daemon_and_a_socket_directory_others_can_enter(hooks
     finally:
         os.chmod(run_dir, 0o700)
     assert "not a directory of yours with mode 0700" in problem
+
+
+def test_sixty_four_hooks_at_once_on_a_cold_database(hooks):
+    """The issue's concurrency check with the daemon on, from nothing: no database, no daemon.
+    All exit 0 silently, 64 events, verify ok, and one daemon is left serving."""
+    e = hooks()
+    env = dict(os.environ, **e.vars, PYTHONPATH=ROOT)
+    cmd = [sys.executable, "-m", "attemptdb", "capture", "claude-code"]
+    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env, cwd=e.cwd) for _ in range(64)]
+    for i, p in enumerate(procs):
+        p.stdin.write(json.dumps(tool(i, session=f"s{i % 4}")).encode())
+        p.stdin.close()
+    for p in procs:
+        assert p.wait(120) == 0 and p.stdout.read() == b"" and p.stderr.read() == b""
+        p.stdout.close()
+        p.stderr.close()
+    assert len(e.rows()) == 64 and len({r[1] for r in e.rows()}) == 64
+    assert run_attempt(["verify", "--db", e.db]).returncode == 0
+    e.wait_running()
+    time.sleep(0.5)  # any other starter has given up by now
+    assert len(daemons_for(e.db)) == 1
+    e.capture(tool(99))
+    assert len(e.rows()) == 65
