@@ -27,6 +27,9 @@ def stricter(a: str, b: str) -> str:
     return a if _STRICTNESS.index(a) <= _STRICTNESS.index(b) else b
 CAPTURE_BUSY_S = 2.0
 GEMINI_ACK = b'{"decision":"allow"}\n'
+# the names adapters.registry.ALIASES maps to gemini_cli (a test keeps them equal): known
+# without importing the adapters, which a hook the daemon serves never needs
+GEMINI_NAMES = frozenset(("gemini_cli", "gemini-cli", "gemini"))
 _FLAGS = {"--capture-mode", "--project-root", "--repo-remote", "--captured-at", "--device-id",
           "--hook-version", "--event", "--db"}
 
@@ -345,12 +348,7 @@ def main(argv) -> int:
         sys.stdout.write(USAGE)
         return 0
     provider = _parse(argv).provider
-    is_gemini = False
-    try:
-        from .adapters import registry
-        is_gemini = registry.provider_id(provider or "") == "gemini_cli"
-    except Exception:
-        pass
+    is_gemini = isinstance(provider, str) and provider.strip().lower() in GEMINI_NAMES
     dry = "--dry-run" in argv
     try:
         hook = Hook.from_process()

@@ -157,6 +157,7 @@ def test_first_hook_starts_it_and_later_hooks_hand_over_without_opening_the_file
     modules = hook_modules(e, tool(1), tmp_path)
     assert "attemptdb.daemon" in modules
     assert "apsw" not in modules and "attemptdb.store" not in modules  # the daemon stored it
+    assert "attemptdb.adapters" not in modules  # nor built it
     for i in range(2, 6):
         e.capture(tool(i))
     assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 6
@@ -371,3 +372,19 @@ def test_sixty_four_hooks_at_once_on_a_cold_database(hooks):
     assert len(daemons_for(e.db)) == 1
     e.capture(tool(99))
     assert len(e.rows()) == 65
+
+
+def test_gemini_gets_its_ack_through_the_daemon_and_its_names_match_the_registry(hooks):
+    from attemptdb import capture
+    from attemptdb.adapters import registry
+    assert capture.GEMINI_NAMES == {k for k, v in registry.ALIASES.items() if v == "gemini_cli"}
+    e = hooks()
+    e.capture(tool(0))
+    e.wait_running()
+    env = dict(e.vars)
+    for name in ("gemini-cli", "Gemini"):
+        p = run_attempt(["capture", name], input=json.dumps(
+            {"session_id": "g1", "hook_event_name": "BeforeTool", "cwd": "/tmp", "tool_name": "run_shell_command",
+             "tool_input": {"command": "ls"}}).encode(), env=env, cwd=e.cwd)
+        assert p.returncode == 0 and p.stdout == b'{"decision":"allow"}\n' and p.stderr == b""
+    assert e.rows("SELECT count(*) FROM events WHERE provider = 'gemini_cli'")[0][0] >= 1
