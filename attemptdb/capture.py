@@ -188,13 +188,23 @@ def _project(cwd: str | None, opts: dict, device_id: str, process_cwd: str | Non
         if remote is None and opts.get("project_root") is None:
             remote = info.remote
         branch, head = info.branch, info.head
-    root = root.replace("\\", "/") if isinstance(root, str) else "."
+    # a directory name that is not UTF-8 arrives with surrogate escapes, which no event may
+    # hold: its undecodable bytes become U+FFFD (the project id follows the shown name)
+    root = _valid_text(root).replace("\\", "/") if isinstance(root, str) else "."
     project = ids.project_identity(root, remote, device_id)
     if branch:
         project["branch"] = branch
     if head:
         project["head"] = head
     return project, root
+
+
+def _valid_text(s: str) -> str:
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _cwd(provider, payload, hook: Hook) -> str | None:
@@ -389,7 +399,11 @@ def _through_daemon(argv, hook: Hook) -> bool:
     hook.event_id = ids.uuid7(hook.captured_at // 1000)
     db_path = location.resolve(_parse(argv).opts.get("db"), hook.cwd)
     _seen["db"] = db_path
-    answer = daemon.deliver(db_path, argv, hook)
+    try:
+        answer = daemon.deliver(db_path, argv, hook)
+    except Exception as e:  # whatever went wrong on the way, this process still has the event
+        _log(f"daemon err=deliver:{_why(e)}")
+        return False
     if answer == "ok":
         return True
     if answer in ("absent", "stale"):

@@ -388,3 +388,23 @@ def test_gemini_gets_its_ack_through_the_daemon_and_its_names_match_the_registry
              "tool_input": {"command": "ls"}}).encode(), env=env, cwd=e.cwd)
         assert p.returncode == 0 and p.stdout == b'{"decision":"allow"}\n' and p.stderr == b""
     assert e.rows("SELECT count(*) FROM events WHERE provider = 'gemini_cli'")[0][0] >= 1
+
+
+def test_a_working_directory_that_is_not_utf8_still_stores_the_real_event(hooks, tmp_path):
+    """Both ways (through the daemon and written by the hook itself): the undecodable bytes of
+    the directory name become U+FFFD in the project root instead of making the event unstorable."""
+    e = hooks()
+    e.capture(tool(0))
+    e.wait_running()
+    odd = os.path.join(os.fsencode(str(tmp_path)), b"dir-\xff\xfe")
+    os.mkdir(odd)
+    for no_daemon in ("", "1"):
+        payload = {"session_id": f"sess-odd{no_daemon}", "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+        env = dict(os.environ, **dict(e.vars, ATTEMPTDB_NO_DAEMON=no_daemon), PYTHONPATH=ROOT)
+        p = subprocess.run([sys.executable, "-m", "attemptdb", "capture", "claude-code"],
+                           input=json.dumps(payload).encode(), env=env, cwd=odd, capture_output=True, timeout=60)
+        assert p.returncode == 0 and p.stdout == b"" and p.stderr == b""
+    rows = e.rows("SELECT kind, attrs_json, project_root FROM events WHERE provider_session_id LIKE 'sess-odd%'")
+    assert [r[0] for r in rows] == ["prompt_submitted"] * 2 and not any("capture_gap" in r[1] for r in rows)
+    assert rows[0][2] == rows[1][2] and rows[0][2].endswith("dir-\ufffd\ufffd")
+    assert e.hook_log() == ""
