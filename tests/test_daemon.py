@@ -243,21 +243,27 @@ def test_a_daemon_from_other_code_answers_stale_and_leaves(hooks, monkeypatch):
     assert len(e.rows()) == 1  # nothing was stored by the stale daemon
 
 
+def at_once(e, numbers):
+    """Start one hook process per number (tool call `number`, sessions s0..s3) before any has
+    its payload, then feed them all: they run together. Each must exit 0 and print nothing."""
+    env = dict(os.environ, **e.vars, PYTHONPATH=ROOT)
+    cmd = [sys.executable, "-m", "attemptdb", "capture", "claude-code"]
+    procs = [(i, subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=env, cwd=e.cwd)) for i in numbers]
+    for i, p in procs:
+        p.stdin.write(json.dumps(tool(i, session=f"s{i % 4}")).encode())
+        p.stdin.close()
+    for _, p in procs:
+        assert p.wait(120) == 0 and p.stdout.read() == b"" and p.stderr.read() == b""
+        p.stdout.close()
+        p.stderr.close()
+
+
 def test_many_hooks_at_once_through_one_daemon(hooks):
     e = hooks()
     e.capture(tool(0))
     e.wait_running()
-    env = dict(os.environ, **e.vars, PYTHONPATH=ROOT)
-    cmd = [sys.executable, "-m", "attemptdb", "capture", "claude-code"]
-    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=env, cwd=e.cwd) for _ in range(24)]
-    for i, p in enumerate(procs, start=1):
-        p.stdin.write(json.dumps(tool(i, session=f"s{i % 3}")).encode())
-        p.stdin.close()
-    for p in procs:
-        assert p.wait(60) == 0 and p.stdout.read() == b"" and p.stderr.read() == b""
-        p.stdout.close()
-        p.stderr.close()
+    at_once(e, range(1, 25))
     assert len(e.rows()) == 25
     assert len({r[1] for r in e.rows()}) == 25
     assert run_attempt(["verify", "--db", e.db]).returncode == 0
@@ -354,17 +360,7 @@ def test_sixty_four_hooks_at_once_on_a_cold_database(hooks):
     """The issue's concurrency check with the daemon on, from nothing: no database, no daemon.
     All exit 0 silently, 64 events, verify ok, and one daemon is left serving."""
     e = hooks()
-    env = dict(os.environ, **e.vars, PYTHONPATH=ROOT)
-    cmd = [sys.executable, "-m", "attemptdb", "capture", "claude-code"]
-    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=env, cwd=e.cwd) for _ in range(64)]
-    for i, p in enumerate(procs):
-        p.stdin.write(json.dumps(tool(i, session=f"s{i % 4}")).encode())
-        p.stdin.close()
-    for p in procs:
-        assert p.wait(120) == 0 and p.stdout.read() == b"" and p.stderr.read() == b""
-        p.stdout.close()
-        p.stderr.close()
+    at_once(e, range(64))
     assert len(e.rows()) == 64 and len({r[1] for r in e.rows()}) == 64
     assert run_attempt(["verify", "--db", e.db]).returncode == 0
     e.wait_running()

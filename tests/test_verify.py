@@ -182,6 +182,7 @@ def test_empty_file_and_no_checkpoint_notes(db, capsys):
     assert "no signed checkpoint yet" in err  # notes go to stderr
 
 
+@needs_shell
 @pytest.mark.parametrize("target", ["event", "attempt", "session"])
 def test_retracted_flag_is_not_a_tamper_when_a_retraction_covers_it(chain, capsys, target):
     # `retracted` is the one column that may change (0 -> 1, by the Retraction projection)
@@ -203,6 +204,7 @@ def test_retracted_flag_is_not_a_tamper_when_a_retraction_covers_it(chain, capsy
     assert p.returncode != 0 and "only goes from 0 to 1" in p.stderr
 
 
+@needs_shell
 def test_a_retracted_mark_no_retraction_covers_is_a_problem(chain, capsys):
     # set from the shell: the mark would hide seq 9 from every projection and query
     shell(chain, "UPDATE events SET retracted = 1 WHERE seq = 9")
