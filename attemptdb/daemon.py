@@ -18,6 +18,7 @@ Invariants:
 
 import os
 import sys
+import time
 
 IDLE_S = 300.0
 REPLY_S = 3.0  # the hook waits this long for the commit, then does the work itself
@@ -153,7 +154,6 @@ def spawn(db_path: str) -> None:
             break
         except FileExistsError:
             try:
-                import time
                 if time.time() - os.lstat(marker).st_mtime < STARTING_S:
                     return  # another hook is starting one
                 os.unlink(marker)
@@ -174,14 +174,18 @@ def spawn(db_path: str) -> None:
 
 class Daemon:
     def __init__(self, db_path: str):
-        from . import capture
         self.db = os.path.abspath(db_path)
         self.sock_path = endpoint(self.db)
         self.code = code_stamp()
+        self.store = None
+        self.file_id = None
+        self.stopping = False
+
+    def _open(self) -> None:
+        from . import capture
         self.store = capture._open_store(self.db, None)
         st = os.stat(self.db)
         self.file_id = (st.st_dev, st.st_ino)
-        self.stopping = False
 
     def same_file(self) -> bool:
         try:
@@ -242,57 +246,62 @@ class Daemon:
         conn.sendall(b"ok\n")
 
     def serve(self) -> int:
-        import _socket
+        """Take the lock (or leave: another daemon serves this database), open the database,
+        listen, and answer one connection at a time until idle, stopped or stale."""
         import fcntl
-        import time
+        import signal
+        import socket
         lock = open(self.sock_path + ".lock", "a")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            lock.close()
             _unlink(self.sock_path + ".starting")
-            return 0  # another daemon serves this database
+            return 0
+        srv = None
         try:
-            os.unlink(self.sock_path)
-        except FileNotFoundError:
-            pass
-        srv = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        old = os.umask(0o077)
-        try:
-            srv.bind(self.sock_path)
-        finally:
-            os.umask(old)
-        srv.listen(128)
-        srv.settimeout(1.0)
-        import signal
-        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
-        with open(self.sock_path + ".pid", "w") as f:
-            f.write(f"{os.getpid()}\n")
-        _unlink(self.sock_path + ".starting")
-        last = time.monotonic()
-        try:
-            while not self.stopping and time.monotonic() - last < IDLE_S:
-                try:
-                    fd, _ = srv._accept()
-                except OSError:  # the accept timeout: check idle time and the file
-                    if not self.same_file():
-                        break
-                    continue
-                conn = _socket.socket(fileno=fd)
-                try:
-                    self.handle(conn)
-                except Exception as e:
-                    from . import capture
-                    capture._log(f"daemon err=connection:{capture._why(e)}")
-                finally:
-                    conn.close()
-                last = time.monotonic()
+            self._open()
+            _unlink(self.sock_path)  # a dead daemon's socket
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            old = os.umask(0o077)
+            try:
+                srv.bind(self.sock_path)
+            finally:
+                os.umask(old)
+            srv.listen(128)
+            srv.settimeout(1.0)
+            signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+            with open(self.sock_path + ".pid", "w") as f:
+                f.write(f"{os.getpid()}\n")
+            _unlink(self.sock_path + ".starting")
+            self._loop(srv)
         finally:
             for suffix in ("", ".pid", ".starting"):
                 _unlink(self.sock_path + suffix)
-            srv.close()
-            self.store.close()
+            if srv is not None:
+                srv.close()
+            if self.store is not None:
+                self.store.close()
             lock.close()
         return 0
+
+    def _loop(self, srv) -> None:
+        last = time.monotonic()
+        while not self.stopping and time.monotonic() - last < IDLE_S:
+            try:
+                conn, _ = srv.accept()
+            except OSError:  # the accept timeout: check idle time and the file
+                if not self.same_file():
+                    break
+                continue
+            try:
+                self.handle(conn)
+            except Exception as e:
+                from . import capture
+                capture._log(f"daemon err=connection:{capture._why(e)}")
+            finally:
+                conn.close()
+            last = time.monotonic()
 
 
 def _unlink(path: str) -> None:
