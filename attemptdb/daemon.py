@@ -28,7 +28,9 @@ _SO_PEERCRED = 17  # Linux
 
 
 def enabled() -> bool:
-    return os.environ.get("ATTEMPTDB_NO_DAEMON", "") in ("", "0") and hasattr(os, "getuid")
+    """On unless ATTEMPTDB_NO_DAEMON is set; only where Unix sockets and posix_spawn exist."""
+    return (os.environ.get("ATTEMPTDB_NO_DAEMON", "") in ("", "0") and hasattr(os, "getuid")
+            and hasattr(os, "posix_spawn"))
 
 
 def code_stamp() -> str:
@@ -162,12 +164,15 @@ def spawn(db_path: str) -> None:
     else:
         return
     null = os.devnull
-    os.posix_spawn(sys.executable, [sys.executable, "-m", "attemptdb", "daemon", "run", "--db",
-                                    os.path.abspath(db_path)], dict(os.environ),
-                   file_actions=[(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
-                                 (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
-                                 (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)],
-                   setsid=True)
+    try:
+        os.posix_spawn(sys.executable, [sys.executable, "-m", "attemptdb", "daemon", "run", "--db",
+                                        os.path.abspath(db_path)], dict(os.environ),
+                       file_actions=[(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+                                     (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+                                     (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)],
+                       setsid=True)
+    except NotImplementedError:  # no POSIX_SPAWN_SETSID here: hooks keep writing the file themselves
+        pass
 
 
 # --- the daemon side -----------------------------------------------------------------------
