@@ -133,7 +133,8 @@ CAPTURE_PAYLOAD = {
 }
 
 
-def _attempt_exe() -> list[str]:
+def attempt_exe() -> list[str]:
+    """How to run the installed `attempt`: beside this interpreter, on PATH, else `-m`."""
     exe = os.path.join(os.path.dirname(sys.executable), "attempt")
     if os.path.exists(exe):
         return [exe]
@@ -166,7 +167,7 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
     realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`:
     as installed (through the capture daemon, which the first hook starts) and with
     ATTEMPTDB_NO_DAEMON=1 (each hook opens the file and runs the projection triggers itself)."""
-    from . import daemon, fastjson
+    from . import fastjson
     template = dict(payload or CAPTURE_PAYLOAD)
     template["tool_use_id"] = "toolu_bench_%06d"
 
@@ -181,7 +182,7 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
     env.pop("ATTEMPTDB_NO_DAEMON", None)
     direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1")
     try:
-        cmd = _attempt_exe() + ["capture", "claude-code"]
+        cmd = attempt_exe() + ["capture", "claude-code"]
         base = [sys.executable, "-c", "pass"]
         subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)  # create the file
         _wait_for_daemon(db, env)

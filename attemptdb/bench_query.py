@@ -14,23 +14,15 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
 from . import synth
+from .bench import attempt_exe
 from .errors import AttemptError
 
 GROUP_BY_RECIPE = ("SELECT failure_class, count(*) AS failures FROM attempts WHERE outcome = 'failed' "
                    "AND retracted = false GROUP BY failure_class ORDER BY failures DESC")
-
-
-def _attempt_exe() -> list[str]:
-    exe = os.path.join(os.path.dirname(sys.executable), "attempt")
-    if os.path.exists(exe):
-        return [exe]
-    found = shutil.which("attempt")
-    return [found] if found else [sys.executable, "-m", "attemptdb"]
 
 
 def _bytecode():
@@ -132,7 +124,7 @@ def run(events: int = 1_450_000, reuse: str | None = None, runs: int = 5, seed: 
         n = _count(path)
         _bytecode()
         env = dict(os.environ, ATTEMPTDB_PATH=path)
-        exe = _attempt_exe()
+        exe = attempt_exe()
         stmts = statements(subjects(path))
         version = []
         per = {s: ([], []) for s in stmts}

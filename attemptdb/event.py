@@ -350,15 +350,7 @@ class Prepared:
         row = r[:3] + (source_seq, hlc) + r[5:7] + (ing_text,) + r[8:]
         ing = "" if ingested_at is None else f',"ingested_at":{ingested_at}'
         parts = [self.pre, f'"source_seq":{source_seq},"hlc":{hlc},', self.mid, ing, self.rest]
-        if r[41] != "{}":
-            parts.append(',"attrs":' + r[41])
-        if r[42] is not None:
-            parts.append(',"content":' + r[42])
-        if r[43] is not None:
-            parts.append(',"raw":' + r[43])
-        if r[44] is not None and len(r[44]) > 2:
-            parts.append("," + r[44][1:-1])
-        parts.append("}")
+        _close_line(parts, r)
         return row, "".join(parts)
 
 
@@ -464,16 +456,22 @@ def line_from_row(r) -> str:
         p.append("}")
     if r[40] is not None:
         p.append(f',"duration_ms":{int(r[40])}')
-    if r[41] != "{}":
-        p.append(',"attrs":' + r[41])
-    if r[42] is not None:
-        p.append(',"content":' + r[42])
-    if r[43] is not None:
-        p.append(',"raw":' + r[43])
-    if r[44] is not None and len(r[44]) > 2:
-        p.append("," + r[44][1:-1])
-    p.append("}")
+    _close_line(p, r)
     return "".join(p)
+
+
+def _close_line(parts: list, r) -> None:
+    """The end of a canonical line from its row: attrs (unless empty), content, raw, the
+    unknown top-level fields spliced in, and the closing brace."""
+    if r[41] != "{}":
+        parts.append(',"attrs":' + r[41])
+    if r[42] is not None:
+        parts.append(',"content":' + r[42])
+    if r[43] is not None:
+        parts.append(',"raw":' + r[43])
+    if r[44] is not None and len(r[44]) > 2:
+        parts.append("," + r[44][1:-1])
+    parts.append("}")
 
 
 def check_storable(env: dict) -> None:

@@ -32,6 +32,19 @@ def anchor(shared):
     return ANCHOR
 
 
+@pytest.fixture(scope="module")
+def private_grammar_cache(tmp_path_factory):
+    """The AttemptQL grammar cache goes to a temporary directory, never the real ~/.cache
+    (modules that compile statements use it with `pytestmark = usefixtures(...)`)."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """An isolated HOME / XDG tree so nothing touches the real user's files."""

@@ -12,16 +12,7 @@ from attemptdb.attemptql.errors import CODES, AQLError
 from test_attemptql_scenario import (A1, A2, A3, A4, AMB1, NOW, S1, S2, S3, S4, S5, build, open_readonly)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache(tmp_path_factory):
-    """The grammar cache goes to a temporary directory, never the real ~/.cache."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,7 @@ from attemptdb.attemptql.errors import CODES, RANGES, AQLError
 from attemptdb.attemptql.parse import parse
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache(tmp_path_factory):
-    """The grammar cache goes to a temporary directory, never the real ~/.cache."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
 
 def err(text) -> AQLError:

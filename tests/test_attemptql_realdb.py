@@ -16,15 +16,7 @@ from conftest import run_attempt
 EVENTS = int(os.environ.get("AQL_REALDB_EVENTS", "400"))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache(tmp_path_factory):
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
 
 @pytest.fixture(scope="module")

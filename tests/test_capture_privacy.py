@@ -18,16 +18,11 @@ import apsw
 import pytest
 
 from conftest import ROOT, run_attempt
+from test_adapters_privacy import canaries  # the §2.13 canary rule, one copy
 from test_capture import assert_silent, capture, spool_files, stored
+from test_spool import _block_wal
 
 OURS = os.path.join(ROOT, "fixtures", "providers")
-CONTENT_KEYS = frozenset((
-    "prompt", "prompt_response", "command", "cmd", "input", "chars", "content", "new_string",
-    "old_string", "edits", "output", "tool_response", "error", "error_message", "error_details",
-    "last_assistant_message", "message", "title", "description", "patch", "stdout", "stderr",
-    "custom_instructions", "task_subject", "task_description", "text", "user_email",
-    "transcript_path", "agent_transcript_path"))
-TOKEN_KEYS = frozenset(("error", "error_type", "failure_type"))
 # sentinel classes (RFC 0006 §6) and the harness's global forbidden substrings
 GEMINI_ACK = b'{"decision":"allow"}\n'
 SENTINELS = ("CANARY_", "sk-live-", "SECRET_TOKEN", "ghp_CANARY", "canary7f3a", "canary.7f3a",
@@ -46,29 +41,6 @@ def canary_fixtures(root):
                     not name.endswith((".golden.json", ".expected.json")):
                 out.append((provider, os.path.join(folder, name)))
     return out
-
-
-def canaries(payload) -> set:
-    """§2.13: every string of 6+ characters under a content key, recursively; a bare token
-    under error/error_type/failure_type is a classification; `_` keys are ignored."""
-    found = set()
-
-    def walk(value, under):
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if k.startswith("_"):
-                    continue
-                if k in TOKEN_KEYS and isinstance(v, str) and len(v.split()) == 1 and len(v) <= 48:
-                    continue
-                walk(v, under or k in CONTENT_KEYS)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v, under)
-        elif isinstance(value, str) and under and len(value) >= 6:
-            found.add(value)
-
-    walk(payload, False)
-    return found
 
 
 def forms(secret: str) -> set:
@@ -159,16 +131,6 @@ def init(db, mode):
     assert json.loads(p.stdout)["capture_mode"] == mode
 
 
-def _block(db):
-    conn = apsw.Connection(db)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    for p in (db + "-wal", db + "-shm"):
-        if os.path.exists(p):
-            os.remove(p)
-    os.mkdir(db + "-wal")
-
-
 def quiet_capture(db, provider, data):
     p = capture(db, provider, data)
     assert_silent(p, stdout=GEMINI_ACK if provider.startswith("gemini") else b"")
@@ -192,7 +154,7 @@ def test_metadata_only_leaves_no_canary_in_any_byte(fixtures, db, home):
         quiet_capture(db, provider, data)
     assert os.path.getsize(wal) > 0  # the captures' transactions sit in the WAL
     check_bytes([db, wal], secrets)
-    _block(db)  # the next ones wait in the spool: it must be just as clean
+    _block_wal(db)  # the next ones wait in the spool: it must be just as clean
     for provider, data, _c in fixtures[half:-1]:
         quiet_capture(db, provider, data)
     spooled = spool_files(db, home)

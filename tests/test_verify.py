@@ -3,7 +3,6 @@ by seq and event id. The tampering is done the way an attacker with the file wou
 sqlite3 shell, after dropping the immutability triggers (and putting them back, so only the
 hashes can tell); the "rewrite" cases recompute every hash with our own library."""
 
-import base64
 import json
 import os
 import shutil

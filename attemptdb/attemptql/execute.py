@@ -400,7 +400,6 @@ def tables(ctx) -> Result:
 # --- AttemptQL -------------------------------------------------------------------------------
 
 def run_attemptql(ctx, *, explain: bool = False) -> Result:
-    from . import ast
     from .parse import parse
     stmt = parse(ctx.source)
     cmd = stmt.command
@@ -425,7 +424,6 @@ class Scope:
 
 
 def scope_of(ctx, subject, statement: str) -> Scope:
-    from . import ast  # noqa: F401
     loc = (ctx.source, subject.pos, subject.end)
     if subject.kind == "project":
         if subject.value is None:

@@ -491,7 +491,6 @@ def _syntax_error(text: str, err: _Furthest, cache) -> AQLError:
     pos = max(err.pos, 0)
     desc = _descendants()
     found = err.found
-    found_ids = {id(e) for e in found}
     # a construct that failed as a whole hides the alternatives inside it
     kept = [e for e in found if not any(id(e) in desc.get(id(o), ()) for o in found if o is not e)]
     labels, all_keywords = [], True
