@@ -227,17 +227,23 @@ def sanitise_attrs(attrs) -> tuple:
 
 # --- the ingestion contract -----------------------------------------------------------------
 
-def _redacted(env: dict, out: dict) -> None:
+def _redacted(env: dict, out: dict, memo) -> None:
     """Redact secrets in content, raw and top-level x_* values of `env` into `out`."""
     counter = [0]
-    memo: dict = {}
-    for key in list(env):
-        if key == "content" or key == "raw" or (isinstance(key, str) and key.startswith("x_")):
-            out[key] = secrets.redact_value(env[key], counter, memo)
+    if memo is None:
+        memo = {}
+    try:
+        for key in list(env):
+            if key == "content" or key == "raw" or (isinstance(key, str) and key.startswith("x_")):
+                out[key] = secrets.redact_value(env[key], counter, memo)
+    finally:
+        if isinstance(memo, secrets.RedactionMemo):
+            memo.end_event()
 
 
-def ingest(env: dict, *, redact_secrets: bool = True, db_mode=None) -> dict:
-    """The ingestion contract (module invariants), returning a new envelope."""
+def ingest(env: dict, *, redact_secrets: bool = True, db_mode=None, memo=None) -> dict:
+    """The ingestion contract (module invariants), returning a new envelope. `memo` (a
+    secrets.RedactionMemo) lets a stream of events share the scans of texts that recur."""
     if not isinstance(env, dict):
         return env
     out = dict(env)
@@ -255,7 +261,7 @@ def ingest(env: dict, *, redact_secrets: bool = True, db_mode=None) -> dict:
     failed = False
     if redact_secrets:
         try:
-            _redacted(out, out)
+            _redacted(out, out, memo)
         except Exception:  # the scanner must never cost the event: drop its content instead
             failed = True
             out.pop("content", None)

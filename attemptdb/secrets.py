@@ -659,6 +659,33 @@ def _redact_json(v, counter: list, memo: dict):
     return v
 
 
+class RedactionMemo(dict):
+    """A `memo` for `redact_value` that outlives one event: keys, ids, paths and tool names
+    recur on every event of a stream, and `redact` is a pure function of its text. Texts longer
+    than SHORT are forgotten at `end_event` (they rarely recur and would hold memory); the whole
+    memo is dropped past LIMIT entries."""
+
+    SHORT = 256
+    LIMIT = 32768
+    __slots__ = ("_long",)
+
+    def __init__(self):
+        super().__init__()
+        self._long = []
+
+    def __setitem__(self, text, result):
+        if len(text) > self.SHORT:
+            self._long.append(text)
+        dict.__setitem__(self, text, result)
+
+    def end_event(self):
+        for text in self._long:
+            self.pop(text, None)
+        self._long.clear()
+        if len(self) > self.LIMIT:
+            self.clear()
+
+
 def redact_value(v, counter: list | None = None, memo: dict | None = None):
     """A JSON value with every string redacted — the value itself (the same object) when
     nothing was, so callers can keep its serialised text — where members whose name says secret

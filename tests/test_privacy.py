@@ -222,6 +222,27 @@ def test_ingest_redacts_content_raw_and_extensions_and_sanitises_attrs():
     assert env["content"]["command"].endswith("hunter2 && make"), "the input is not mutated"
 
 
+def test_a_stream_memo_gives_the_per_event_result_and_forgets_long_texts():
+    """Import shares one RedactionMemo across a stream: recurring texts (keys, paths, a secret
+    repeated in several events) are scanned once and still redacted in every event."""
+    long_out = "x" * 300 + " AKIAIOSFODNN7EXAMPLE"
+    stream = [envelope(),
+              envelope(content={"command": "ls", "tool_output": {"stdout": long_out}},
+                       raw={"env": {"DB_PASSWORD": "hunter2"}}),
+              envelope(), envelope(raw={"hook_event_name": "PostToolUse", "note": long_out})]
+    memo = secrets.RedactionMemo()
+    shared = [privacy.ingest(copy.deepcopy(e), memo=memo) for e in stream]
+    alone = [privacy.ingest(copy.deepcopy(e)) for e in stream]
+    assert shared == alone
+    assert "hunter2" not in json.dumps(shared) and "AKIAIOSFODNN7EXAMPLE" not in json.dumps(shared)
+    assert "export DB_PASSWORD=hunter2 && make" in memo, "short texts are kept for the next event"
+    assert long_out not in memo, "long texts are forgotten at the end of their event"
+    for i in range(secrets.RedactionMemo.LIMIT + 1):
+        memo["text number %d" % i] = ("text number %d" % i, 0)
+    memo.end_event()
+    assert len(memo) == 0
+
+
 def test_ingest_without_redaction_keeps_content_but_still_sanitises_attrs():
     env = envelope()
     env["attrs"]["email"] = CANARY_EMAIL

@@ -146,6 +146,28 @@ def test_unstorable_envelopes_are_refused_whole(db):
     assert st.count() == 0  # nothing of the batch was written
 
 
+def test_a_batch_failing_inside_sqlite_leaves_nothing_and_the_next_batch_is_whole(db):
+    """A batch is one INSERT from a staging table: a row that SQLite refuses half-way (here a
+    temporary trigger of this connection) undoes the whole batch, rows before it included,
+    and the stage is empty for the next append."""
+    st = Store.open(db)
+    first = _events(5, device_id=st.device_id)
+    st.append(first)
+    head = st.head()
+    batch = _events(6, seed=11, device_id=st.device_id)
+    st.conn.execute("CREATE TEMP TRIGGER refuse AFTER INSERT ON main.events "
+                    f"WHEN NEW.event_id = 'ev_{batch[4]['event_id']}' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    with pytest.raises(apsw.ConstraintError):
+        st.append(batch)
+    assert st.count() == 5 and st.head() == head
+    assert st.conn.execute("SELECT count(*) FROM temp.append_stage").fetchone()[0] == 0
+    st.conn.execute("DROP TRIGGER temp.refuse")
+    res = st.append(batch)
+    assert len(res.accepted) == 6 and (res.first_seq, res.last_seq) == (6, 11)
+    ids_in_order = [r[0] for r in st.conn.execute("SELECT event_id FROM events ORDER BY seq")]
+    assert ids_in_order == ["ev_" + e["event_id"] for e in first + batch]
+
+
 def test_readonly_connection_cannot_write(db):
     Store.open(db).close()
     ro = Store.open(db, readonly=True)
