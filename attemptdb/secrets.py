@@ -619,38 +619,59 @@ def _redact_member(key, v, counter: list, memo: dict):
     return _redact_json(v, counter, memo)
 
 
+_SPECIAL_NAMES: dict = {}
+
+
+def _special_name(key: str) -> bool:
+    """A member name whose value `_redact_member` judges (secret-named, or ends in
+    `authorization`); names recur on every event, so the answer is kept (bounded)."""
+    special = _SPECIAL_NAMES.get(key)
+    if special is None:
+        special = is_secret_name(key) or _alower(key).endswith("authorization")
+        if len(_SPECIAL_NAMES) >= 4096:
+            _SPECIAL_NAMES.clear()
+        _SPECIAL_NAMES[key] = special
+    return special
+
+
+def _redact_text(v: str, counter: list, memo: dict) -> str:
+    hit = memo.get(v)  # content and raw carry the same strings: scan each text once
+    if hit is None:
+        hit = memo[v] = redact(v)
+    counter[0] += hit[1]
+    return hit[0]
+
+
 def _redact_json(v, counter: list, memo: dict):
-    # explicit loops (not comprehensions): one Python frame per nesting level
+    # explicit loops (not comprehensions): one Python frame per nesting level; short strings
+    # and scalars are handled in the loop, without a call
     if isinstance(v, str):
-        if len(v) < 7:
-            return v
-        hit = memo.get(v)  # content and raw carry the same strings: scan each text once
-        if hit is None:
-            hit = memo[v] = redact(v)
-        out, n = hit
-        counter[0] += n
-        return out
+        return v if len(v) < 7 else _redact_text(v, counter, memo)
     if isinstance(v, list):
         before = counter[0]
         items = []
         for x in v:
-            items.append(x if isinstance(x, (int, float, bool, type(None)))
-                         else _redact_json(x, counter, memo))
+            if isinstance(x, str):
+                items.append(x if len(x) < 7 else _redact_text(x, counter, memo))
+            elif isinstance(x, (int, float, bool, type(None))):
+                items.append(x)
+            else:
+                items.append(_redact_json(x, counter, memo))
         return v if counter[0] == before else items
     if isinstance(v, dict):
         before = counter[0]
         members = {}
         for k, x in v.items():
-            if isinstance(k, str) and len(k) >= 7:  # a secret used as a key is still a secret
-                hit = memo.get(k)
-                if hit is None:
-                    hit = memo[k] = redact(k)
-                if hit[1]:
-                    counter[0] += hit[1]
-                    k = hit[0]
-            if isinstance(x, str) and isinstance(k, str) and (is_secret_name(k) or
-                                                             _alower(k).endswith("authorization")):
-                members[k] = _redact_member(k, x, counter, memo)
+            special = False
+            if isinstance(k, str):
+                if len(k) >= 7:  # a secret used as a key is still a secret
+                    k = _redact_text(k, counter, memo)
+                special = _special_name(k)
+            if isinstance(x, str):
+                if special:
+                    members[k] = _redact_member(k, x, counter, memo)
+                else:
+                    members[k] = x if len(x) < 7 else _redact_text(x, counter, memo)
             elif isinstance(x, (int, float, bool, type(None))):
                 members[k] = x
             else:

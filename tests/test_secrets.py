@@ -586,6 +586,57 @@ def test_redaction_keeps_everything_else():
     assert "sk-ant-" not in str(out) and out["list"] == [R("aws_access_key_id")] and out["n"] == 1
 
 
+def _walk_reference(v, counter):
+    """The JSON walk as first written (every string through `redact`, every member name
+    tested afresh), the reference the inlined walk must equal."""
+    if isinstance(v, str):
+        if len(v) < 7:
+            return v
+        out, n = secrets.redact(v)
+        counter[0] += n
+        return out
+    if isinstance(v, list):
+        return [x if isinstance(x, (int, float, bool, type(None))) else _walk_reference(x, counter) for x in v]
+    if isinstance(v, dict):
+        members = {}
+        for k, x in v.items():
+            if isinstance(k, str) and len(k) >= 7:
+                k, n = secrets.redact(k)
+                counter[0] += n
+            if isinstance(x, str) and isinstance(k, str) and (
+                    secrets.is_secret_name(k) or secrets._alower(k).endswith("authorization")):
+                members[k] = secrets._redact_member(k, x, counter, {})
+            elif isinstance(x, (int, float, bool, type(None))):
+                members[k] = x
+            else:
+                members[k] = _walk_reference(x, counter)
+        return members
+    return v
+
+
+_TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=8).map("".join)
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), _TEXTS),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_TEXTS, inner, max_size=4)),
+    max_leaves=12)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_JSON, st.booleans())
+def test_json_values_agree_with_the_reference_walk(v, shared):
+    """Same output and count as the reference, with a fresh memo or one shared by a stream."""
+    want = [0]
+    expected = _walk_reference(v, want)
+    memo = STREAM_MEMO if shared else {}
+    counter = [0]
+    assert secrets.redact_value(v, counter, memo) == expected and counter == want
+    if shared:
+        memo.end_event()
+
+
+STREAM_MEMO = secrets.RedactionMemo()
+
+
 def test_the_module_never_imports_re_or_json():
     code = ("import sys; import attemptdb.secrets as s; s.redact('password=hunter2 ' * 3); "
             "bad = [m for m in ('re', 'json', 'hashlib', 'uuid') if m in sys.modules]; print(bad)")
