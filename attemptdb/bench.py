@@ -2,7 +2,8 @@
 in the same run (these machines are noisy; absolute numbers alone mislead).
 
 - ingest: import a synthetic JSONL stream into a fresh file vs a plain INSERT of the same rows
-  into a bare table (same columns, no index, no trigger, no chain) with the same batching.
+  into a bare table (same columns, no index, no trigger, no chain) with the same batching,
+  page cache and checkpoint interval.
 - verify: full chain verification rate.
 - capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
   same interpreter, interleaved.
@@ -19,6 +20,7 @@ import tempfile
 import time
 
 from . import event, synth
+from .importers.jsonl import IMPORT_CACHE_KIB, IMPORT_CHECKPOINT_PAGES
 from .store import Store
 
 BARE_TABLE = f"CREATE TABLE bare ({', '.join(event.COLUMNS)}, event_hash, chain_hash)"
@@ -39,6 +41,9 @@ def _baseline(path: str, rows: list, batch: int) -> float:
     conn = apsw.Connection(path)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    # the settings an import writes with (importers.jsonl._bulk): only the work differs
+    conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {IMPORT_CHECKPOINT_PAGES}")
     conn.execute(BARE_TABLE)
     sql = f"INSERT INTO bare VALUES ({', '.join('?' * (len(event.COLUMNS) + 2))})"
     t0 = time.perf_counter()
@@ -51,10 +56,11 @@ def _baseline(path: str, rows: list, batch: int) -> float:
     return dt
 
 
-def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int = 1000, keep: str | None = None) -> dict:
+def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None) -> dict:
     """Import `events` synthetic events into a fresh file `repeat` times, interleaved with the
     baseline; medians of both and their ratio."""
-    from .importers.jsonl import import_file
+    from .importers.jsonl import BATCH, import_file
+    batch = batch or BATCH  # the import's own transaction size, the baseline's too
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
     try:
         src = os.path.join(tmp, "events.jsonl")

@@ -110,6 +110,32 @@ def test_pipeline_reports_a_bad_line_too(tmp_path, home):
     assert st.count() == 20
 
 
+def test_bulk_settings_last_only_as_long_as_the_import(tmp_path, home):
+    """An import writes with a large page cache, a long checkpoint interval and no cyclic GC;
+    the connection and the interpreter get their own settings back, after a failure too."""
+    import gc
+    st = Store.open(str(tmp_path / "a.db"))
+    before = [st.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "wal_autocheckpoint")]
+    seen = []
+    real_write = jsonl._write
+
+    def spy(store, batches, rep):
+        seen.append((store.conn.execute("PRAGMA cache_size").fetchone()[0],
+                     store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0], gc.isenabled()))
+        return real_write(store, batches, rep)
+
+    jsonl._write = spy
+    try:
+        jsonl.import_stream(st, io.BytesIO(_stream(5)))
+        with pytest.raises(AttemptError):
+            jsonl.import_stream(st, io.BytesIO(b"{oops\n"))
+    finally:
+        jsonl._write = real_write
+    assert seen == [(-jsonl.IMPORT_CACHE_KIB, jsonl.IMPORT_CHECKPOINT_PAGES, False)] * 2
+    after = [st.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "wal_autocheckpoint")]
+    assert after == before and gc.isenabled()
+
+
 def test_metadata_only_database_clamps_imported_content(tmp_path, home):
     db = str(tmp_path / "m.db")
     Store.open(db, capture_mode="metadata_only").close()

@@ -16,9 +16,10 @@ import os
 from .. import event, fastjson
 from ..errors import AttemptError
 
-BATCH = 1000
+BATCH = 2500  # events per transaction (one lock hold of ~0.3 s on a laptop)
 PIPELINE_MIN_BYTES = 4 << 20
 IMPORT_CACHE_KIB = 64 << 10
+IMPORT_CHECKPOINT_PAGES = 16384
 
 
 class ImportReport:
@@ -102,17 +103,22 @@ def import_stream(store, stream, *, batch: int = BATCH, ingest=None, report=None
 
 
 class _bulk:
-    """For the length of an import: a page cache of IMPORT_CACHE_KIB on the writing connection
-    (the indexes and projection rows a stream touches stay in memory instead of being read back
-    from the OS), and no cyclic garbage collection (batches allocate many objects, none in
-    cycles); both restored after."""
+    """For the length of an import, on the writing connection: a page cache of
+    IMPORT_CACHE_KIB (the indexes and projection rows a stream touches stay in memory instead of
+    being read back from the OS) and a WAL checkpoint every IMPORT_CHECKPOINT_PAGES instead of
+    every 1,000 (a page the projections rewrite in every batch is copied into the file once per
+    checkpoint; measured on 200k events: ~15% less time per event); no cyclic garbage collection
+    (batches allocate many objects, none in cycles). All restored after."""
 
     def __init__(self, conn):
         self.conn = conn
 
     def __enter__(self):
-        self.cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
-        self.conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
+        c = self.conn
+        self.cache = c.execute("PRAGMA cache_size").fetchone()[0]
+        self.checkpoint = c.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        c.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
+        c.execute(f"PRAGMA wal_autocheckpoint = {IMPORT_CHECKPOINT_PAGES}")
         self.gc = gc.isenabled()
         gc.disable()
 
@@ -120,6 +126,7 @@ class _bulk:
         if self.gc:
             gc.enable()
         self.conn.execute(f"PRAGMA cache_size = {int(self.cache)}")
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(self.checkpoint)}")
 
 
 def _from_child(stream, ingest, batch):
