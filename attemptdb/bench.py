@@ -36,6 +36,13 @@ def _fresh(tmp: str, name: str) -> str:
     return path
 
 
+def _settle():
+    """Flush what earlier runs left dirty in the OS page cache, so neither side of a comparison
+    pays for the other's write-back (on two cores it takes a visible share of one)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
 def _baseline(path: str, rows: list, batch: int) -> float:
     import apsw
     conn = apsw.Connection(path)
@@ -71,9 +78,12 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
             rows.append(event.to_row(env) + ("0" * 64, "0" * 64))
         ours, base = [], []
         for _ in range(repeat):
-            base.append(_baseline(_fresh(tmp, "bare.db"), rows, batch))
+            bare = _fresh(tmp, "bare.db")
+            _settle()
+            base.append(_baseline(bare, rows, batch))
             path = _fresh(tmp, "attempt.db")
             st = Store.open(path)
+            _settle()
             t0 = time.perf_counter()
             rep = import_file(st, src, batch=batch)
             ours.append(time.perf_counter() - t0)
