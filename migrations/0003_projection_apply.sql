@@ -14,12 +14,13 @@
 -- a function of the event set alone, whatever order the events arrived in.
 --
 -- How the work is dispatched (this runs on every tool call of every agent):
---   * SQLite allocates and clears a frame for a trigger's whole program each time the trigger
---     fires, before its WHEN is tested: a large trigger costs even when it does nothing. So the
---     only trigger on the queue's INSERT is a small dispatcher: it sets one gate column of the
---     queue row (`go_start`, `go_end`, …) with an UPDATE whose condition is a constant of NEW,
---     and only the matching `AFTER UPDATE OF go_…` trigger runs. Rare follow-ups (a new attempt,
---     an end-only call, judging a closed call) are gated the same way.
+--   * SQLite allocates and clears a frame for a trigger's whole program the first time the
+--     trigger fires in a statement, before its WHEN is tested (later rows of the same statement
+--     reuse it: the store appends a batch as one statement): a large trigger costs even when it
+--     does nothing. So the only trigger on the queue's INSERT is a small dispatcher: it sets
+--     one gate column of the queue row (`go_start`, `go_end`, …) with an UPDATE whose condition
+--     is a constant of NEW, and only the matching `AFTER UPDATE OF go_…` trigger runs. Rare
+--     follow-ups (a new attempt, an end-only call, judging a closed call) are gated the same way.
 --   * Triggers hold no variables: per-event values are computed once into the queue row (by
 --     `project_input`, on the append path and on replays alike), and the working context of the
 --     event being applied is kept on its session_facts row (cur_turn_id, ev_call_id,
