@@ -13,6 +13,8 @@ import gc
 import marshal
 import os
 
+import apsw
+
 from .. import event, fastjson
 from ..errors import AttemptError
 
@@ -125,8 +127,13 @@ class _bulk:
     def __exit__(self, *exc):
         if self.gc:
             gc.enable()
-        self.conn.execute(f"PRAGMA cache_size = {int(self.cache)}")
-        self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(self.checkpoint)}")
+        try:
+            self.conn.execute(f"PRAGMA cache_size = {int(self.cache)}")
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(self.checkpoint)}")
+        except apsw.Error:
+            if exc[0] is None:
+                raise
+            # the import already failed, maybe with the connection: its error is the one to report
 
 
 def _from_child(stream, ingest, batch):
