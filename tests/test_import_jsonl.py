@@ -74,6 +74,19 @@ def test_bad_line_is_named_and_its_batch_is_not_half_written(tmp_path, home, bad
     assert r.returncode == 2 and b"line 13" in r.stderr and b"Traceback" not in r.stderr
 
 
+def test_the_cli_says_what_was_stored_before_a_bad_line_and_how_big_a_batch_is(tmp_path, home):
+    good = _stream(jsonl.BATCH + 5).splitlines()
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(good[:jsonl.BATCH + 2] + [b"{oops"] + good[jsonl.BATCH + 2:]) + b"\n")
+    db = str(tmp_path / "a.db")
+    r = run_attempt(["import", "jsonl", str(src), "--db", db])
+    assert r.returncode == 2
+    assert f"line {jsonl.BATCH + 3}".encode() in r.stderr
+    assert f"{jsonl.BATCH:,} events of the lines before its batch stored".encode() in r.stderr
+    r = run_attempt(["import", "jsonl", "--help"])
+    assert f"one transaction per {jsonl.BATCH:,} lines".encode() in b" ".join(r.stdout.split())
+
+
 def test_error_messages_never_echo_content(tmp_path, home):
     secret = "CANARY_IMPORT_SECRET_9d1e"
     env = next(synth.generate(1, seed=2))
