@@ -104,6 +104,7 @@ class Store:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self.busy_timeout_s = BUSY_TIMEOUT_S
         self._device_id = None
 
     # --- opening --------------------------------------------------------------------------
@@ -125,8 +126,8 @@ class Store:
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         try:
             conn = apsw.Connection(path, flags=flags)
-            conn.set_busy_handler(_busy_handler(busy_timeout_s))
             store = cls(conn, path, readonly)
+            store.set_busy_timeout(busy_timeout_s)
             if not readonly:
                 # temp_store=MEMORY: each append touches a dozen pages and SQLite copies them into
                 # a statement journal, which otherwise spills to a temp file past 64 KiB
@@ -144,6 +145,11 @@ class Store:
 
     def close(self):
         self.conn.close()
+
+    def set_busy_timeout(self, seconds: float):
+        """How long a statement waits for another writer's lock before SQLITE_BUSY."""
+        self.conn.set_busy_handler(_busy_handler(seconds))
+        self.busy_timeout_s = seconds
 
     def __enter__(self):
         return self

@@ -2,6 +2,8 @@
 
 import io
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -10,7 +12,8 @@ from attemptdb.errors import AttemptError
 from attemptdb.importers import jsonl
 from attemptdb.store import Store
 
-from conftest import run_attempt
+from conftest import ROOT, attempt_cmd, run_attempt
+from test_capture import as_bytes, tool_payload
 
 
 def _stream(n, seed=11):
@@ -159,3 +162,40 @@ def test_metadata_only_database_clamps_imported_content(tmp_path, home):
     n = st.conn.execute("SELECT count(*) FROM events WHERE content_json IS NOT NULL OR raw_json IS NOT NULL "
                         "OR capture_mode != 'metadata_only'").fetchone()[0]
     assert n == 0
+
+
+def test_imports_and_hooks_at_once_on_one_file(tmp_path, home):
+    """Three `attempt import` processes (one stream overlapping another) and eight hooks write
+    one file at the same time: every distinct event is stored once, the chain verifies, and the
+    projections the triggers kept equal a rebuild from the events."""
+    a, b = _stream(3000, seed=21), _stream(3000, seed=22)
+    overlap = b"".join(a.splitlines(keepends=True)[1000:2000]) + _stream(500, seed=23)
+    files = []
+    for name, data in (("a.jsonl", a), ("b.jsonl", b), ("c.jsonl", overlap)):
+        (tmp_path / name).write_bytes(data)
+        files.append(str(tmp_path / name))
+    db = str(tmp_path / "x.db")
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ROOT))
+    pipes = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    imports = [subprocess.Popen(attempt_cmd() + ["import", "jsonl", f, "--db", db], **pipes) for f in files]
+    hooks = [subprocess.Popen(attempt_cmd() + ["capture", "claude-code", "--db", db],
+                              stdin=subprocess.PIPE, **pipes) for _ in range(8)]
+    for i, h in enumerate(hooks):
+        h.stdin.write(as_bytes(tool_payload(f"toolu_at_once_{i}", session="sess-at-once")))
+        h.stdin.close()
+    for p in imports + hooks:
+        p.wait(timeout=300)
+        err = p.stderr.read()
+        p.stdout.close()
+        p.stderr.close()
+        assert (p.returncode, err) == (0, b""), err
+    wanted = {json.loads(line)["event_id"] for data in (a, b, overlap) for line in data.splitlines()}
+    st = Store.open(db, readonly=True)
+    stored = [r[0] for r in st.conn.execute("SELECT event_id FROM events")]
+    st.close()
+    assert len(stored) == len(set(stored)) == len(wanted) + len(hooks)
+    assert wanted <= {e[len("ev_"):] for e in stored}
+    r = run_attempt(["verify", "--db", db])
+    assert r.returncode == 0 and r.stdout.startswith(f"ok: {len(stored)} events".encode()), r.stdout
+    r = run_attempt(["reproject", "--check", "--db", db], timeout=300)
+    assert r.returncode == 0 and b"ok: the incremental state equals a rebuild" in r.stdout, r.stdout
