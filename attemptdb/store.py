@@ -106,6 +106,7 @@ class Store:
         self.readonly = readonly
         self.busy_timeout_s = BUSY_TIMEOUT_S
         self._device_id = None
+        self._defers = None
 
     # --- opening --------------------------------------------------------------------------
 
@@ -339,8 +340,22 @@ class Store:
         else:
             c.execute(_STAGE)
             c.executemany(_STAGE_INSERT, rows)
-            c.execute(_FROM_STAGE)  # on failure the caller's ROLLBACK empties the stage too
+            if self._defers is None:  # a file with the projections (every file Store.open made)
+                self._defers = bool(c.execute("SELECT 1 FROM pragma_table_info('projection_control') "
+                                              "WHERE name = 'defer_replays'").fetchall())
+            if self._defers:
+                # late events of the batch note their session; each noted one replays once, after
+                # (migrations/0006); on failure the caller's ROLLBACK undoes flag, stage and notes
+                c.execute("UPDATE projection_control SET defer_replays = 1 WHERE id = 1")
+            c.execute(_FROM_STAGE)
             c.execute("DELETE FROM temp.append_stage")
+            if self._defers:
+                c.execute("UPDATE projection_control SET defer_replays = 0 WHERE id = 1")
+                for pending in c.execute("SELECT session_id, raw_session_id, project_id, from_key "
+                                         "FROM replay_pending ORDER BY session_id").fetchall():
+                    c.execute("INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, "
+                              "project_id, from_key) VALUES (1, ?, ?, ?, ?)", pending)
+                c.execute("DELETE FROM replay_pending")
         res.first_seq, res.last_seq = size + 1, size + len(rows)
         c.executemany("INSERT INTO device_clock(device_id, last_source_seq) VALUES (?, ?) "
                       "ON CONFLICT(device_id) DO UPDATE SET last_source_seq = "

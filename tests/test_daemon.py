@@ -67,6 +67,7 @@ class Env:
 
     def rows(self, sql="SELECT seq, event_id, kind FROM events ORDER BY seq"):
         conn = apsw.Connection(self.db, flags=apsw.SQLITE_OPEN_READONLY)
+        conn.set_busy_timeout(10_000)  # a daemon starting on a fresh file may hold a lock a moment
         try:
             return list(conn.execute(sql))
         finally:

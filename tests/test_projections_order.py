@@ -26,15 +26,23 @@ settings.register_profile("long", max_examples=200, deadline=None,
 PROFILE = "long" if LONG else "ci"
 
 
-def state_of(envs, path):
-    """Append `envs` one by one to a fresh file; its portable projection state."""
+def state_of(envs, path, batches=None):
+    """Append `envs` to a fresh file, one by one or in batches of the given sizes (one INSERT
+    each, late events replayed once per batch); its portable projection state."""
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.unlink(path + suffix)
     s = Store.open(path)
     try:
-        for e in envs:
-            s.append([dict(e)])
+        if batches is None:
+            for e in envs:
+                s.append([dict(e)])
+        else:
+            i = 0
+            for n in batches:
+                s.append([dict(e) for e in envs[i:i + n]])
+                i += n
+            s.append([dict(e) for e in envs[i:]])
         out = {"facts": rebuild.dump(s.conn, portable=True), "views": rebuild.dump_views(s.conn),
                "retracted": sorted(rebuild.retracted_events(s.conn))}
         rep = rebuild.reproject(s.conn, write=False)
@@ -93,3 +101,48 @@ def test_reverse_arrival_uses_replays_and_matches(tmp_path):
     for name in NAMES:
         envs = BUILT[name].events
         assert_same(state_of(list(reversed(envs)), str(tmp_path / "rev.db")), baseline(name, envs, tmp_path))
+
+
+@pytest.mark.slow
+def test_all_scenarios_in_batches_any_arrival_order(tmp_path):
+    """Shuffled, and appended in batches of random sizes: a batch's late events replay their
+    session once, after the batch; the state is still the in-order one."""
+    want = baseline("all", ALL_EVENTS, tmp_path)
+    n = len(ALL_EVENTS)
+
+    @settings(settings.get_profile(PROFILE), max_examples=200 if LONG else 3)
+    @given(st.permutations(list(range(n))), st.lists(st.integers(1, 60), max_size=12))
+    def prop(order, sizes):
+        assert_same(state_of([ALL_EVENTS[i] for i in order], str(tmp_path / "batched.db"), sizes), want)
+
+    prop()
+
+
+def test_late_events_of_a_batch_replay_their_session_once(tmp_path):
+    """A session's second half stored first, then its first half in one batch: the batch's
+    events are late, and each session is re-derived once for the batch, not once per event."""
+    late_events = replayed = 0
+    for name in NAMES:
+        envs = BUILT[name].events
+        half = len(envs) // 2
+        path = str(tmp_path / f"late-{name}.db")
+        s = Store.open(path)
+        try:
+            s.append([dict(e) for e in envs[half:]])
+            known = {r[0] for r in s.conn.execute("SELECT raw_session_id FROM session_facts")}
+            late_events += sum(1 for e in envs[:half] if "ses_" + e["session_id"] in known
+                               and e["kind"] not in ("correction", "retraction"))
+            s.conn.execute("CREATE TEMP TABLE replays (session_id)")
+            s.conn.execute("CREATE TEMP TRIGGER count_replays AFTER INSERT ON main.replay_requests "
+                           "BEGIN INSERT INTO replays VALUES (NEW.session_id); END")
+            s.append([dict(e) for e in envs[:half]])
+            replays = [r[0] for r in s.conn.execute("SELECT session_id FROM replays")]
+            assert len(replays) == len(set(replays)), name
+            replayed += len(replays)
+            assert s.conn.execute("SELECT count(*) FROM replay_pending").fetchone()[0] == 0
+            assert s.conn.execute("SELECT defer_replays FROM projection_control").fetchone()[0] == 0
+        finally:
+            s.close()
+        assert_same(state_of(envs[half:] + envs[:half], str(tmp_path / "two.db"), [len(envs) - half]),
+                    baseline(name, envs, tmp_path))
+    assert replayed and late_events > 3 * replayed, (late_events, replayed)
