@@ -13,7 +13,7 @@ from attemptdb.importers import jsonl
 from attemptdb.store import Store
 
 from conftest import ROOT, attempt_cmd, run_attempt
-from test_capture import as_bytes, tool_payload
+from test_capture import as_bytes, spool_files, tool_payload
 
 
 def _stream(n, seed=11):
@@ -199,3 +199,37 @@ def test_imports_and_hooks_at_once_on_one_file(tmp_path, home):
     assert r.returncode == 0 and r.stdout.startswith(f"ok: {len(stored)} events".encode()), r.stdout
     r = run_attempt(["reproject", "--check", "--db", db], timeout=300)
     assert r.returncode == 0 and b"ok: the incremental state equals a rebuild" in r.stdout, r.stdout
+
+
+def test_hooks_get_their_turn_during_a_long_import(tmp_path, home):
+    """A hook waits at most 2 s for the lock before it spools; an import holds the lock for one
+    batch at a time and unpacks the next one outside its transaction, so hooks that arrive
+    mid-import are written straight into the file."""
+    import time
+    src = tmp_path / "big.jsonl"
+    src.write_bytes(_stream(jsonl.BATCH * 6, seed=31))
+    db = str(tmp_path / "x.db")
+    Store.open(db).close()
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ROOT))
+    imp = subprocess.Popen(attempt_cmd() + ["import", "jsonl", str(src), "--db", db],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    stored_before = 0
+    while stored_before == 0 and imp.poll() is None:  # wait until the import is writing
+        time.sleep(0.05)
+        st = Store.open(db, readonly=True)
+        stored_before = st.count()
+        st.close()
+    for i in range(4):
+        r = subprocess.run(attempt_cmd() + ["capture", "claude-code", "--db", db], env=env, timeout=60,
+                           input=as_bytes(tool_payload(f"toolu_turn_{i}", session="sess-turn")),
+                           capture_output=True)
+        assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    assert imp.poll() is None, "the import was still writing when the last hook was done"
+    assert imp.wait(timeout=300) == 0, imp.stderr.read()
+    imp.stdout.close()
+    imp.stderr.close()
+    assert 0 < stored_before < jsonl.BATCH * 6, "the hooks ran while the import was writing"
+    assert spool_files(db, home) == [], "a hook had to spool: the import did not let it in"
+    st = Store.open(db, readonly=True)
+    assert st.count() == jsonl.BATCH * 6 + 4
+    st.close()

@@ -12,7 +12,6 @@ both work, and the result is byte-identical to the single-process path.
 import gc
 import marshal
 import os
-import time
 
 import apsw
 
@@ -24,7 +23,6 @@ PIPELINE_MIN_BYTES = 4 << 20
 IMPORT_CACHE_KIB = 64 << 10
 IMPORT_CHECKPOINT_PAGES = 16384
 IMPORT_BUSY_S = 300.0
-IMPORT_YIELD_S = 0.008
 
 
 class ImportReport:
@@ -84,12 +82,9 @@ def _prepared_batches(stream, ingest, batch):
 
 
 def _write(store, batches, rep: ImportReport):
-    for n, items in enumerate(batches):
-        if n:
-            # SQLite queues no writers: others poll for the lock every 1-5 ms, so re-locking at
-            # once after a commit would starve them (a second import failed with SQLITE_BUSY,
-            # hooks would all go to the spool). Leave a gap longer than their poll.
-            time.sleep(IMPORT_YIELD_S)
+    # Between two transactions the next batch is unpacked (or prepared), which leaves other
+    # writers milliseconds to take the lock: SQLite queues no writers, they poll every 1-5 ms.
+    for items in batches:
         rep.lines += len(items)
         res = store.append_prepared(items)
         rep.accepted += len(res.accepted)
