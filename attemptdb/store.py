@@ -7,7 +7,8 @@ Invariants:
 - `append` runs in one `BEGIN IMMEDIATE` transaction: duplicates (by event id, within the batch
   and against the file) are found before anything is linked; every new row gets `source_seq`
   (per device, strictly increasing), `hlc` (never backwards), `ingested_at`, `event_hash` and
-  `chain_hash`; projection triggers run in the same transaction.
+  `chain_hash`; projection triggers run in the same transaction. A batch is one INSERT, and a
+  session its late events touch is re-derived once, after that INSERT (migrations/0006).
 Only apsw and C modules are imported: `attempt capture` uses this module.
 """
 
