@@ -47,6 +47,14 @@ def migrations() -> list[tuple[int, str]]:
     return out
 
 
+def request_replays(conn, sessions) -> None:
+    """Re-derive each (session_id, raw_session_id, project_id, from_key), one replay request at
+    a time (project_replay_session runs per request; from_key '' = the whole session)."""
+    for row in sessions:
+        conn.execute("INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, "
+                     "project_id, from_key) VALUES (1, ?, ?, ?, ?)", row)
+
+
 def chain_link(prev_chain: str, event_hash: str, sha256=ids.sha256) -> str:
     return sha256(bytes.fromhex(prev_chain) + bytes.fromhex(event_hash)).hexdigest()
 
@@ -352,10 +360,8 @@ class Store:
             c.execute("DELETE FROM temp.append_stage")
             if self._defers:
                 c.execute("UPDATE projection_control SET defer_replays = 0 WHERE id = 1")
-                for pending in c.execute("SELECT session_id, raw_session_id, project_id, from_key "
-                                         "FROM replay_pending ORDER BY session_id").fetchall():
-                    c.execute("INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, "
-                              "project_id, from_key) VALUES (1, ?, ?, ?, ?)", pending)
+                request_replays(c, c.execute("SELECT session_id, raw_session_id, project_id, from_key "
+                                             "FROM replay_pending ORDER BY session_id").fetchall())
                 c.execute("DELETE FROM replay_pending")
         res.first_seq, res.last_seq = size + 1, size + len(rows)
         c.executemany("INSERT INTO device_clock(device_id, last_source_seq) VALUES (?, ?) "

@@ -8,6 +8,7 @@ row the incremental state had that the rebuild does not, and vice versa — none
 
 import time
 
+from ..store import request_replays
 from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS
 
 STATE_TABLES = FACT_TABLES + CHECKPOINT_TABLES
@@ -179,10 +180,8 @@ def resume(conn) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("UPDATE projection_control SET paused = 0 WHERE id = 1")
-        dirty = conn.execute("SELECT session_id, raw_session_id, project_id FROM projection_dirty").fetchall()
-        for sid, raw, prj in dirty:
-            conn.execute("INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, "
-                         "project_id, from_key) VALUES (1, ?, ?, ?, '')", (sid, raw, prj))
+        dirty = conn.execute("SELECT session_id, raw_session_id, project_id, '' FROM projection_dirty").fetchall()
+        request_replays(conn, dirty)
         conn.execute("DELETE FROM projection_dirty")
         conn.execute("COMMIT")
     except BaseException:
