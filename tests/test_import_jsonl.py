@@ -126,6 +126,25 @@ def test_pipeline_reports_a_bad_line_too(tmp_path, home):
     assert st.count() == 20
 
 
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="pipe sizes are a Linux feature")
+def test_the_pipeline_pipe_is_widened_and_widening_never_fails():
+    import fcntl
+    import multiprocessing
+    recv, send = multiprocessing.Pipe(duplex=False)
+    try:
+        before = fcntl.fcntl(recv.fileno(), fcntl.F_GETPIPE_SZ)
+        jsonl._widen(recv)
+        after = fcntl.fcntl(recv.fileno(), fcntl.F_GETPIPE_SZ)
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            limit = int(f.read())
+        assert before < jsonl.PIPE_BYTES and after >= min(jsonl.PIPE_BYTES, limit)
+        jsonl._widen(recv, size=1 << 40)  # refused by the kernel: no error reaches the import
+    finally:
+        recv.close()
+        send.close()
+    jsonl._widen(recv)  # a closed end: still no error
+
+
 def test_bulk_settings_last_only_as_long_as_the_import(tmp_path, home):
     """An import writes with a large page cache, a long checkpoint interval and no cyclic GC;
     the connection and the interpreter get their own settings back, after a failure too."""
