@@ -75,9 +75,10 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
     try:
         src = os.path.join(tmp, "events.jsonl")
         size = synth.write_jsonl(src, events, seed)
-        # The baseline's rows wait in a file: an import process holds no such list, and a
-        # gigabyte of them in this one made its forked preparer slow the writer (page faults on
-        # shared memory): ~8% at 200k events.
+        # The baseline's rows wait in a file, read back only for the baseline: an `attempt
+        # import` process holds no such list, and a gigabyte of live rows in this one made the
+        # import's writer ~10 us an event slower at 200k events (measured; most likely
+        # copy-on-write faults once the preparer is forked).
         rows_file = os.path.join(tmp, "rows.marshal")
         rows = []
         for env in synth.generate(events, seed):
