@@ -144,9 +144,10 @@ def validate(env) -> None:
     """Raise EventError at the first rule `env` breaks; return None when it is Event v1."""
     if not isinstance(env, dict):
         raise EventError("$", "an event must be a JSON object")
-    for k in env:
-        if k not in _KNOWN and not _is_x_key(k):
-            raise EventError(f"$.{k}", "unknown top-level field (extensions must be named x_<name>)")
+    if not _KNOWN.issuperset(env):
+        for k in env:
+            if k not in _KNOWN and not _is_x_key(k):
+                raise EventError(f"$.{k}", "unknown top-level field (extensions must be named x_<name>)")
     for k in REQUIRED:
         if k not in env:
             raise EventError(f"$.{k}", "is required")
@@ -236,9 +237,10 @@ def canonical(env: dict) -> dict:
             out[k] = 0
         elif k == "agent":
             out[k] = {}
-    for k in env:
-        if k not in _KNOWN:
-            out[k] = env[k]
+    if not _KNOWN.issuperset(env):
+        for k in env:
+            if k not in _KNOWN:
+                out[k] = env[k]
     return out
 
 
@@ -302,7 +304,7 @@ class Prepared:
         outcome = env.get("outcome") or {}
         paths = env.get("paths")
         unknown = None
-        if len(env) > 29 or any(k not in _KNOWN for k in env):
+        if not _KNOWN.issuperset(env):
             unknown = {k: env[k] for k in env if k not in _KNOWN} or None
         attrs = env.get("attrs")
         attrs_json = fastjson.dumps(attrs) if attrs else "{}"
