@@ -77,6 +77,27 @@ def test_bad_line_is_named_and_its_batch_is_not_half_written(tmp_path, home, bad
     assert r.returncode == 2 and b"line 13" in r.stderr and b"Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_an_overlong_line_stops_the_import_unread(tmp_path, home, monkeypatch, pipeline):
+    """A line over MAX_LINE (64 MiB; lowered here) is named and never read whole: a file
+    without newlines cannot make an import hold gigabytes."""
+    monkeypatch.setattr(jsonl, "MAX_LINE", 65536)
+    good = _stream(30).splitlines()
+    head = b"\n".join(good[:20]) + b"\n"
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(head + b"x" * 300_000 + b"\n" + b"\n".join(good[20:]) + b"\n")
+    st = Store.open(str(tmp_path / "a.db"))
+    with open(src, "rb") as f:
+        with pytest.raises(AttemptError) as e:
+            jsonl.import_stream(st, f, batch=10, pipeline=pipeline)
+        assert e.value.code == "import.bad_line"
+        assert e.value.message == "line 21: longer than 65,536 bytes (not read)"
+        if not pipeline:
+            assert f.tell() <= len(head) + 65536 + 1 + io.DEFAULT_BUFFER_SIZE
+    assert st.count() == 20  # the batches before it, nothing after
+    st.close()
+
+
 def test_the_cli_says_what_was_stored_before_a_bad_line_and_how_big_a_batch_is(tmp_path, home):
     good = _stream(jsonl.BATCH + 5).splitlines()
     src = tmp_path / "in.jsonl"
@@ -88,6 +109,7 @@ def test_the_cli_says_what_was_stored_before_a_bad_line_and_how_big_a_batch_is(t
     assert f"{jsonl.BATCH:,} events of the lines before its batch stored".encode() in r.stderr
     r = run_attempt(["import", "jsonl", "--help"])
     assert f"one transaction per {jsonl.BATCH:,} lines".encode() in b" ".join(r.stdout.split())
+    assert f"over {jsonl.MAX_LINE >> 20} MiB".encode() in b" ".join(r.stdout.split())
 
 
 def test_error_messages_never_echo_content(tmp_path, home):

@@ -235,8 +235,9 @@ def import_group():
 @json_option
 def import_jsonl(file, db, as_json):
     """Append canonical Event v1 lines (idempotent; one transaction per 2,500 lines). A bad
-    line stops the import: earlier batches stay stored, nothing of its batch is written, and
-    running the import again after fixing it skips what is already stored."""
+    line (or one over 64 MiB, which is not read) stops the import: earlier batches stay stored,
+    nothing of its batch is written, and running the import again after fixing it skips what
+    is already stored."""
     from .. import checkpoint
     from ..importers.jsonl import ImportReport, import_file, import_stream
     st = open_store(db, create=True)
