@@ -337,6 +337,6 @@ def pid(db_path: str, state: str | None = None) -> int | None:
     path = endpoint(db_path, state)
     try:
         with open(path + ".pid") as f:
-            return int(f.read().strip())
+            return int(f.read(32).strip())  # a pid; a larger file is not ours
     except (OSError, ValueError, TypeError):
         return None

@@ -125,7 +125,7 @@ def fallback_device(create: bool = True) -> str | None:
     path = os.path.join(location.data_dir(), FALLBACK_DEVICE_FILE)
     try:
         with open(path, encoding="ascii") as f:
-            dev = f.read().strip()
+            dev = f.read(64).strip()  # a UUID; anything longer is not one
         if ids.is_uuid(dev):
             return dev
     except (OSError, ValueError):

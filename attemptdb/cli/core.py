@@ -226,7 +226,7 @@ def conformance_cmd(file, as_json):
 
 @click.group("import")
 def import_group():
-    """Bring history in: canonical JSONL streams (and agents' own transcripts)."""
+    """Bring history in: canonical Event v1 JSONL streams (`attempt events --jsonl` writes them)."""
 
 
 @import_group.command("jsonl")
