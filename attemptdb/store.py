@@ -69,6 +69,22 @@ def hash_line(line: str, sha256=ids.sha256) -> str:
     return sha256(data).hexdigest()
 
 
+PROGRESS_STEPS = 100_000  # SQLite VM instructions between two chances for Ctrl-C (~1 ms)
+
+
+def _signals_in() -> bool:
+    return False
+
+
+def let_signals_in(conn: apsw.Connection) -> None:
+    """The progress handler every connection has when no statement needs another. SQLite runs
+    a statement without returning to Python, so a Ctrl-C (SIGINT) would wait for the statement
+    to end (minutes for `reproject` of a large file, forever for a runaway query); entering
+    Python every PROGRESS_STEPS lets the pending KeyboardInterrupt raise, which aborts the
+    statement (a write rolls back with its transaction)."""
+    conn.set_progress_handler(_signals_in, PROGRESS_STEPS)
+
+
 def bulk_sha256():
     from hashlib import sha256
     return sha256
@@ -138,6 +154,7 @@ class Store:
             conn = apsw.Connection(path, flags=flags)
             store = cls(conn, path, readonly)
             store.set_busy_timeout(busy_timeout_s)
+            let_signals_in(conn)
             if not readonly:
                 # temp_store=MEMORY: each append touches a dozen pages and SQLite copies them into
                 # a statement journal, which otherwise spills to a temp file past 64 KiB

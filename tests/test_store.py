@@ -238,3 +238,33 @@ def test_a_directory_is_a_coded_error(tmp_path):
     with pytest.raises(AttemptError) as e:
         Store.open(str(d))
     assert e.value.code in ("store.cannot_open", "store.not_a_database")
+
+
+_CTRL_C = r"""
+import os, signal, sys, threading, time
+from attemptdb.store import Store
+st = Store.open(sys.argv[1], readonly=sys.argv[2] == "ro")
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t0 = time.monotonic()
+try:
+    st.conn.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000000) "
+                    "SELECT count(*) FROM c").fetchall()
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - t0, 1), st.count())
+"""
+
+
+@pytest.mark.parametrize("mode", ["rw", "ro"])
+def test_ctrl_c_stops_a_long_statement(db, mode):
+    """SQLite never returns to Python inside one statement; every connection's progress handler
+    lets a pending Ctrl-C abort it (without it this statement runs for minutes)."""
+    import subprocess
+    import sys
+    st = Store.open(db)
+    st.append(_events(3))
+    st.close()
+    r = subprocess.run([sys.executable, "-c", _CTRL_C, db, mode], capture_output=True, text=True, timeout=60)
+    words = r.stdout.split()
+    assert words[0] == "interrupted", r.stdout + r.stderr
+    assert float(words[1]) < 10 and words[2] == "3"  # stopped soon, and the connection still works

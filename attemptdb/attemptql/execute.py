@@ -17,6 +17,7 @@ import time
 import apsw
 
 from .. import clock, fastjson
+from ..store import let_signals_in
 from . import compile as C
 from .errors import AQLError
 from .resolve import (PLANNED_TABLES, planned_error, project_of_directory, resolve_agent, resolve_id,
@@ -257,7 +258,7 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
         raise AQLError("AQL0208", "the statement nests too deeply to run safely; simplify it (IN (...) "
                        "instead of long OR chains)", source=text) from None
     finally:
-        conn.set_progress_handler(None)
+        let_signals_in(conn)  # the connection's own handler again (Ctrl-C between statements)
 
 
 def sqlite_error(e: apsw.Error, gate, text: str | None = None) -> AQLError:
