@@ -69,7 +69,7 @@ def hash_line(line: str, sha256=ids.sha256) -> str:
     return sha256(data).hexdigest()
 
 
-PROGRESS_STEPS = 100_000  # SQLite VM instructions between two chances for Ctrl-C (~1 ms)
+PROGRESS_STEPS = 100_000  # SQLite VM instructions between two chances for Ctrl-C (a few ms)
 
 
 def _signals_in() -> bool:
@@ -79,9 +79,10 @@ def _signals_in() -> bool:
 def let_signals_in(conn: apsw.Connection) -> None:
     """The progress handler every connection has when no statement needs another. SQLite runs
     a statement without returning to Python, so a Ctrl-C (SIGINT) would wait for the statement
-    to end (minutes for `reproject` of a large file, forever for a runaway query); entering
-    Python every PROGRESS_STEPS lets the pending KeyboardInterrupt raise, which aborts the
-    statement (a write rolls back with its transaction)."""
+    to end (minutes for `reproject` of a large file); entering Python every PROGRESS_STEPS
+    (an import's writer: once per ~60 events) lets the pending KeyboardInterrupt raise, which
+    aborts the statement (a write rolls back with its transaction). A query swaps in its own
+    deadline handler, also Python, for its length (attemptql.execute)."""
     conn.set_progress_handler(_signals_in, PROGRESS_STEPS)
 
 
