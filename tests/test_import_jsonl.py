@@ -274,3 +274,94 @@ def test_hooks_get_their_turn_during_a_long_import(tmp_path, home):
     st = Store.open(db, readonly=True)
     assert st.count() == jsonl.BATCH * 6 + 4
     st.close()
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start_import_and_wait_until_writing(src, db):
+    import time
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ROOT))
+    imp = subprocess.Popen(attempt_cmd() + ["import", "jsonl", str(src), "--db", db],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    stored = 0
+    while stored == 0 and imp.poll() is None:
+        time.sleep(0.02)
+        st = Store.open(db, readonly=True)
+        stored = st.count()
+        st.close()
+    assert imp.poll() is None, "the import ended before the crash"
+    children = _children(imp.pid)
+    assert len(children) == 1, "a large file is prepared in one child process"
+    return imp, children[0]
+
+
+def _intact_and_resumable(src, db, total):
+    st = Store.open(db, readonly=True)
+    stored = st.count()
+    st.close()
+    assert 0 < stored < total and stored % jsonl.BATCH == 0, "whole batches only"
+    r = run_attempt(["verify", "--db", db])
+    assert r.returncode == 0 and r.stdout.startswith(f"ok: {stored} events".encode()), r.stdout
+    r = run_attempt(["reproject", "--check", "--db", db], timeout=300)
+    assert r.returncode == 0 and b"ok: the incremental state equals a rebuild" in r.stdout, r.stdout
+    r = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"], timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"lines": total, "accepted": total - stored, "duplicates": stored}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the worker through /proc (Linux)")
+def test_kill_9_of_the_preparing_process(tmp_path, home):
+    """The writer is told its worker died (a coded error, exit 2); what it stored is whole
+    batches, verifies and re-runs to completion."""
+    import signal
+    total = jsonl.BATCH * 6
+    src = tmp_path / "big.jsonl"
+    src.write_bytes(_stream(total, seed=41))
+    db = str(tmp_path / "x.db")
+    Store.open(db).close()
+    imp, child = _start_import_and_wait_until_writing(src, db)
+    os.kill(child, signal.SIGKILL)
+    assert imp.wait(timeout=60) == 2
+    err = imp.stderr.read()
+    imp.stdout.close()
+    imp.stderr.close()
+    assert err.startswith(b"error[import.worker]: the import worker stopped unexpectedly"), err
+    assert b"Traceback" not in err
+    _intact_and_resumable(src, db, total)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the worker through /proc (Linux)")
+def test_kill_9_of_the_writing_process(tmp_path, home):
+    """The worker does not outlive its writer; the file recovers whole batches from its WAL,
+    verifies and re-runs to completion."""
+    import signal
+    import time
+    total = jsonl.BATCH * 6
+    src = tmp_path / "big.jsonl"
+    src.write_bytes(_stream(total, seed=43))
+    db = str(tmp_path / "x.db")
+    Store.open(db).close()
+    imp, child = _start_import_and_wait_until_writing(src, db)
+    os.kill(imp.pid, signal.SIGKILL)
+    imp.wait(timeout=60)
+    imp.stdout.close()
+    imp.stderr.close()
+    end = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _alive(child), "the preparing process outlived its writer"
+    _intact_and_resumable(src, db, total)

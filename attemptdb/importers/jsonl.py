@@ -184,7 +184,7 @@ def _from_child(stream, ingest, batch):
         while True:
             try:
                 kind, payload = marshal.loads(recv.recv_bytes())
-            except EOFError:
+            except (EOFError, OSError, ValueError):  # gone between messages, or in the middle of one
                 raise AttemptError("import.worker", "the import worker stopped unexpectedly") from None
             if kind == "batch":
                 yield [event.Prepared.from_tuple(t) for t in payload]
