@@ -161,8 +161,10 @@ class Store:
                 # a statement journal, which otherwise spills to a temp file past 64 KiB
                 conn.execute("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY")
                 store._migrate(capture_mode)
-            else:
-                store._check_version()
+            elif store._check_version() == 0 and not conn.execute("SELECT 1 FROM sqlite_master").fetchone():
+                # an empty file (or /dev/null): a database nobody created yet, nothing to read
+                raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt "
+                                   "init`, or let a hook create it)")
         except apsw.NotADBError:
             raise AttemptError("store.not_a_database", f"{path} is not an AttemptDB (SQLite) file") from None
         except apsw.CorruptError:

@@ -70,6 +70,29 @@ def test_missing_database_is_a_coded_error_not_a_traceback(tmp_path, home):
     assert r.stdout == b""
 
 
+@pytest.mark.parametrize("empty", ["file", "devnull"])
+@pytest.mark.parametrize("cmd", [["verify"], ["status"], ["query", "SELECT 1"]])
+def test_an_empty_file_is_a_coded_error_for_every_reader(tmp_path, home, empty, cmd):
+    """A 0-byte file (or /dev/null) is no database yet: the read-only readers say so (they
+    used to fail inside SQL with an internal error). Commands that open the file for writing
+    (events, timeline, …) make it a new database, as for a path that does not exist yet."""
+    path = str(tmp_path / "empty.db") if empty == "file" else os.devnull
+    if empty == "file":
+        open(path, "wb").close()
+    r = run_attempt(cmd[:1] + ["--db", path] + cmd[1:])
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert err.startswith("error[store.") and "internal" not in err and "Traceback" not in err
+    if cmd == ["verify"]:
+        assert err.startswith("error[store.empty]") and os.path.getsize(path) == 0
+
+
+@pytest.mark.parametrize("cmd", [["timeline"], ["failures"], ["events"], ["handoffs"]])
+def test_a_limit_beyond_any_table_is_bad_usage(tmp_path, home, cmd):
+    r = run_attempt(cmd + ["-n", "99999999999999999999", "--db", str(tmp_path / "a.db")])
+    assert r.returncode == 2 and b"is not in the range" in r.stderr and b"internal" not in r.stderr
+
+
 def test_bad_usage_exits_2(home):
     r = run_attempt(["events", "--since", "yesterday-ish"])
     assert r.returncode == 2 and b"Traceback" not in r.stderr

@@ -62,3 +62,27 @@ def test_terminal_escapes_in_payloads_never_reach_the_terminal(tmp_path, home):
     assert run_attempt(["capture", "claude-code", "--db", db], input=payload).returncode == 0
     r = run_attempt(["events", "--db", db])
     assert r.returncode == 0 and b"\x1b" not in r.stdout and b"\x07" not in r.stdout
+
+
+def test_a_reader_that_goes_away_is_not_a_failure(tmp_path, home):
+    """`attempt events --jsonl | head`: the broken pipe ends the command quietly with 0 (click
+    alone exits 1, which this CLI reserves for 'a problem was found')."""
+    import os
+    import subprocess
+
+    from attemptdb import synth
+    from attemptdb.store import Store
+    from conftest import ROOT, attempt_cmd
+    db = str(tmp_path / "a.db")
+    st = Store.open(db)
+    st.append(list(synth.generate(600, seed=3)))  # ~1.6 MB of lines: far more than a pipe holds
+    st.close()
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ROOT))
+    for flags in (["--jsonl"], ["--json"], []):
+        p = subprocess.Popen(attempt_cmd() + ["events", "--db", db] + flags, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert len(p.stdout.read(100)) == 100
+        p.stdout.close()
+        assert p.wait(timeout=60) == 0, flags
+        assert p.stderr.read() == b"", flags
+        p.stderr.close()

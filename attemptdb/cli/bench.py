@@ -26,9 +26,9 @@ def bench_group():
 
 
 @bench_group.command("ingest")
-@click.option("--events", type=click.IntRange(min=1), default=100_000, show_default=True,
+@click.option("--events", type=click.IntRange(1, 100_000_000), default=100_000, show_default=True,
               help="Synthetic events to import.")
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--repeat", type=click.IntRange(1, 1000), default=3, show_default=True,
               help="Runs of each side; medians are reported.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Generator seed.")
 @json_option
@@ -40,9 +40,9 @@ def bench_ingest(events, repeat, seed, as_json):
 
 
 @bench_group.command("verify")
-@click.option("--events", type=click.IntRange(min=1), default=100_000, show_default=True,
+@click.option("--events", type=click.IntRange(1, 100_000_000), default=100_000, show_default=True,
               help="Synthetic events to build and verify.")
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--repeat", type=click.IntRange(1, 1000), default=3, show_default=True,
               help="Verifications; the median is reported.")
 @click.option("--file", "db", type=click.Path(exists=True, dir_okay=False),
               help="Verify this existing database instead of a synthetic one.")
@@ -54,7 +54,7 @@ def bench_verify(events, repeat, db, as_json):
 
 
 @bench_group.command("capture")
-@click.option("--runs", type=click.IntRange(min=2), default=60, show_default=True,
+@click.option("--runs", type=click.IntRange(2, 100_000), default=60, show_default=True,
               help="Captures (each a fresh process), interleaved with `python -c pass`.")
 @json_option
 def bench_capture(runs, as_json):
@@ -65,11 +65,11 @@ def bench_capture(runs, as_json):
 
 
 @bench_group.command("query")
-@click.option("--events", type=click.IntRange(min=1), default=1_450_000, show_default=True,
+@click.option("--events", type=click.IntRange(1, 100_000_000), default=1_450_000, show_default=True,
               help="Size of the synthetic history (the original's workload shape).")
 @click.option("--reuse", type=click.Path(dir_okay=False),
               help="Keep the built history in FILE and reuse it when it exists.")
-@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--runs", type=click.IntRange(1, 100_000), default=5, show_default=True,
               help="Fresh processes per statement; medians are reported.")
 @json_option
 def bench_query(events, reuse, runs, as_json):

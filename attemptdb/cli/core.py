@@ -267,7 +267,8 @@ def import_jsonl(file, db, as_json):
 
 def scope_options(f):
     """--session, --project, --since, --until, -n: the scope flags of every read command."""
-    f = click.option("-n", "--limit", type=click.IntRange(min=0), default=None, help="At most N rows (newest).")(f)
+    f = click.option("-n", "--limit", type=click.IntRange(0, 10**9), default=None, metavar="N",
+                     help="At most N rows (newest).")(f)
     f = click.option("--until", metavar="T", help="Up to T (RFC 3339, YYYY-MM-DD, now, -2h, …).")(f)
     f = click.option("--since", metavar="T", help="From T (RFC 3339, YYYY-MM-DD, today, -15m, -2h, -3d, -1w).")(f)
     f = click.option("--project", metavar="P", help="Project name (owner/repo), prj_ id or directory.")(f)

@@ -64,6 +64,21 @@ class LazyGroup(click.Group):
             raise
         return getattr(module, attr, None)
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # the reader went away (`attempt events | head`): not a failure of ours. click would
+            # exit 1 ("a problem was found"); send what is still buffered to /dev/null so the
+            # interpreter's last flush cannot fail either
+            try:
+                fd = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(fd, sys.stdout.fileno())
+                os.close(fd)
+            except (OSError, ValueError):
+                pass
+            raise SystemExit(0) from None
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="attempt", message="%(prog)s %(version)s")
