@@ -139,6 +139,12 @@ class Store:
     @classmethod
     def open(cls, path: str, *, create: bool = True, readonly: bool = False,
              capture_mode: str | None = None, busy_timeout_s: float = BUSY_TIMEOUT_S) -> "Store":
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:  # SQLite takes UTF-8 file names only: refuse before creating
+            shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+            raise AttemptError("store.path_not_utf8", f"the database path {shown} is not valid UTF-8; "
+                               "SQLite cannot open it") from None
         exists = os.path.exists(path)
         if not exists and (readonly or not create):
             raise AttemptError("store.missing",

@@ -184,3 +184,12 @@ def test_gemini_cli_ack_even_when_the_event_is_spooled(db, home):
 def test_every_other_provider_prints_nothing(db, home, provider, payload):
     assert_silent(capture(db, provider, as_bytes(payload)))
     assert len(stored(db)) == 1
+
+
+def test_a_database_path_that_is_not_utf8_spools_the_event(tmp_path, home):
+    """SQLite takes UTF-8 file names only. The hook still exits 0 silently and the event waits
+    in the spool beside that path; no stray empty file is left where the database would be."""
+    db = os.fsdecode(os.fsencode(str(tmp_path)) + b"/\xff.db")
+    assert_silent(capture(db, "claude-code", tool_payload("toolu_not_utf8")))
+    assert not os.path.exists(db)
+    assert len(spool_files(db, home)) == 1

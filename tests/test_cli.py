@@ -93,6 +93,29 @@ def test_a_limit_beyond_any_table_is_bad_usage(tmp_path, home, cmd):
     assert r.returncode == 2 and b"is not in the range" in r.stderr and b"internal" not in r.stderr
 
 
+@pytest.mark.parametrize("args,code", [
+    ([b"query", b"SELECT '\xff'"], b"error[AQL0108]"),
+    ([b"query", b"SHOW FAILED ATTEMPTS FOR path = '\xfe\xff'"], b"error[AQL0108]"),
+    ([b"timeline", b"--project", b"\xff"], b"error[input.not_utf8]"),
+    ([b"failures", b"--session", b"ses_\xff"], b"error["),
+    ([b"status", b"--db", b"/tmp/\xff.db"], b"error[store.path_not_utf8]: the database path /tmp/\\xff.db"),
+])
+def test_arguments_that_are_not_utf8_are_bad_input(tmp_path, home, args, code):
+    """Bytes a terminal passes that are not UTF-8 reach Python as lone surrogates, which
+    SQLite cannot take: a coded error (exit 2), never an internal one."""
+    import subprocess
+    from conftest import ROOT, attempt_cmd
+    db = str(tmp_path / "a.db")
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ROOT))
+    if b"--db" not in args:
+        args = args + [b"--db", os.fsencode(db)]
+    r = subprocess.run([os.fsencode(a) for a in attempt_cmd()] + args,
+                       capture_output=True, env=env, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith(code), r.stderr
+    assert b"internal" not in r.stderr and b"Traceback" not in r.stderr
+
+
 def test_bad_usage_exits_2(home):
     r = run_attempt(["events", "--since", "yesterday-ish"])
     assert r.returncode == 2 and b"Traceback" not in r.stderr

@@ -26,6 +26,7 @@ CODES = {
     "AQL0105": ("lexical", "malformed id (prefix and hex digits expected)"),
     "AQL0106": ("lexical", "character that cannot start any token"),
     "AQL0107": ("lexical", "number out of range"),
+    "AQL0108": ("lexical", "text that is not valid UTF-8 (bytes the terminal could not decode)"),
     # AQL02xx syntax: the tokens do not form a statement
     "AQL0201": ("syntax", "unexpected token (names what was expected)"),
     "AQL0202": ("syntax", "unexpected end of statement (names what was expected)"),

@@ -231,6 +231,10 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
     """Run one statement. `conn` must be read-only (attemptdb.readonly)."""
     if not isinstance(text, str):
         raise AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:  # argv bytes that were not UTF-8 arrive as lone surrogates
+        raise AQLError("AQL0108", f"the statement is not valid UTF-8 text (character {e.start + 1})") from None
     ctx = Context(conn, text, now_us, cwd, timeout_s)
     if gate is not None:
         gate.refused = None

@@ -131,6 +131,13 @@ def run(args) -> int:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BrokenPipeError:
         return 0
+    except UnicodeEncodeError as e:
+        if "surrogates" not in str(e):
+            return _crash(e)
+        # stored text is always UTF-8 (ingestion refuses lone surrogates): this came from an
+        # argument whose bytes were not UTF-8 (Python hands them over as lone surrogates)
+        click.echo("error[input.not_utf8]: an argument is not valid UTF-8 text", err=True)
+        return 2
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback on the user's terminal
