@@ -346,7 +346,22 @@ STATEMENTS = [fill(t) for t, _ in RFC_EXAMPLES] + [
     "SELECT count(*) FROM attempts", f"SHOW TOOL CALLS FOR session = '{S1}' AND tool = 'Bash' LIMIT 3",
 ]
 PIECES = ["'", ";", " LIMIT 0", " WHERE x", " FOR project = 'q'", " DEPTH 999", "att_", "ses_1", " AND ",
-          " INCLUDING RETRACTED", " AT '-9x'", "(", ")", "--", "\n", " SINCE 'now'", " ORDER BY 1", "DROP"]
+          " INCLUDING RETRACTED", " AT '-9x'", "(", ")", "--", "\n", " SINCE 'now'", " ORDER BY 1", "DROP",
+          "\x00", "\udcff"]
+
+
+@pytest.mark.parametrize("text,code", [
+    ("SELECT count(*) \x00 FROM events", "AQL0106"),
+    ("SHOW FAILED ATTEMPTS FOR path = 'a\x00b'", "AQL0106"),
+    ("SELECT '\udcff'", "AQL0108"),
+    ("SHOW FAILED ATTEMPTS FOR path = '\ud800'", "AQL0108"),
+])
+def test_characters_sqlite_cannot_take_are_coded_errors(db, text, code):
+    """NUL ends a statement early in SQLite and a lone surrogate (argv bytes that were not
+    UTF-8) cannot be encoded at all: both are refused before anything runs."""
+    e = fails(db, text)
+    assert e.code == code
+    e.render()
 
 
 @settings(max_examples=int(os.environ.get("AQL_FUZZ_EXAMPLES", "150")), deadline=None,

@@ -235,6 +235,8 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
         text.encode("utf-8")
     except UnicodeEncodeError as e:  # argv bytes that were not UTF-8 arrive as lone surrogates
         raise AQLError("AQL0108", f"the statement is not valid UTF-8 text (character {e.start + 1})") from None
+    if "\x00" in text:  # SQLite would end the statement there (apsw refuses it outright)
+        raise AQLError("AQL0106", f"a NUL character cannot appear in a statement (character {text.index(chr(0)) + 1})")
     ctx = Context(conn, text, now_us, cwd, timeout_s)
     if gate is not None:
         gate.refused = None
