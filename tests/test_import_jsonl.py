@@ -189,6 +189,8 @@ def test_bulk_settings_last_only_as_long_as_the_import(tmp_path, home):
     finally:
         jsonl._write = real_write
     assert seen == [(-jsonl.IMPORT_CACHE_KIB, jsonl.IMPORT_CHECKPOINT_PAGES, False)] * 2
+    jsonl.import_stream(st, io.BytesIO(_stream(30, seed=2)))
+    assert os.path.getsize(st.path + "-wal") == 0  # the connection is open, its WAL is empty
     after = [st.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "wal_autocheckpoint")]
     assert after == before and gc.isenabled()
 

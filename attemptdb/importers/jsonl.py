@@ -22,7 +22,8 @@ from ..errors import AttemptError
 BATCH = 2500  # events per transaction (one lock hold of ~0.3 s on a laptop)
 PIPELINE_MIN_BYTES = 4 << 20
 IMPORT_CACHE_KIB = 64 << 10
-IMPORT_CHECKPOINT_PAGES = 16384
+IMPORT_CHECKPOINT_PAGES = 65536  # 256 MiB of WAL between checkpoints
+IMPORT_TRUNCATE_WAIT_S = 1.0
 IMPORT_BUSY_S = 300.0
 PIPE_BYTES = 1 << 20  # the default /proc/sys/fs/pipe-max-size
 
@@ -126,9 +127,12 @@ class _bulk:
     IMPORT_CACHE_KIB (the indexes and projection rows a stream touches stay in memory instead of
     being read back from the OS) and a WAL checkpoint every IMPORT_CHECKPOINT_PAGES instead of
     every 1,000 (a page the projections rewrite in every batch is copied into the file once per
-    checkpoint; measured on 200k events: ~15% less time per event); waiting up to IMPORT_BUSY_S
-    for another writer's lock (a bulk job waits its turn rather than fail); no cyclic garbage
-    collection (batches allocate many objects, none in cycles). All restored after."""
+    checkpoint, with fewer fsyncs; measured on 200k events: 16,384 pages instead of 1,000 took
+    ~15% off each event, 65,536 instead of 16,384 another ~8%); waiting up to IMPORT_BUSY_S for
+    another writer's lock (a bulk job waits its turn rather than fail); no cyclic garbage
+    collection (batches allocate many objects, none in cycles). All restored after; a
+    successful import then truncates the WAL (waiting at most IMPORT_TRUNCATE_WAIT_S for
+    readers), so a connection that stays open, like the capture daemon's, keeps no 256 MiB file."""
 
     def __init__(self, store):
         self.store = store
@@ -148,6 +152,12 @@ class _bulk:
         if self.gc:
             gc.enable()
         try:
+            if exc[0] is None:
+                self.store.set_busy_timeout(IMPORT_TRUNCATE_WAIT_S)
+                try:  # a reader still on an older snapshot: the WAL stays, the next checkpoint has it
+                    self.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                except apsw.BusyError:
+                    pass
             self.store.set_busy_timeout(self.busy)
             self.store.conn.execute(f"PRAGMA cache_size = {int(self.cache)}")
             self.store.conn.execute(f"PRAGMA wal_autocheckpoint = {int(self.checkpoint)}")
