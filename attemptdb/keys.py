@@ -60,6 +60,12 @@ def _read_private(path: str) -> bytes:
     except OSError as e:
         raise AttemptError("keys.unreadable", f"cannot read the device key {path}: {e.strerror}") from None
     with os.fdopen(fd, "rb") as f:
+        if os.name == "posix":  # a private key others can read (or replace) signs nothing
+            st = os.fstat(f.fileno())
+            if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                raise AttemptError("keys.exposed", f"the device key {path} is not private to this user "
+                                   f"(mode {st.st_mode & 0o777:o}); `chmod 600` it, or make a new key if "
+                                   "someone else may have read it", exit_status=1)
         data = f.read(4096)
     try:
         text = data.decode("ascii").strip()

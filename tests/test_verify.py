@@ -696,3 +696,43 @@ def test_the_key_never_signs_a_copy_or_a_rolled_back_file(tmp_path, home):
     assert cp_mod.maybe_checkpoint(sb) is None  # read commands skip it silently
     outside = cp_mod.parse(cp_mod.read_outside(sa.device_id))
     assert outside.size == 8 and sa.conn.execute("SELECT chain_hash FROM events WHERE seq = 8").fetchone()[0] == outside.head
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_a_key_others_can_read_signs_nothing(tmp_path, home):
+    """Like ssh with a private key: group or world access to the key file is refused (coded,
+    exit 1), with the fix in the message."""
+    db = str(tmp_path / "a.db")
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    st = Store.open(db)
+    st.append(list(synth.generate(3, seed=5, device_id=st.device_id)))
+    path = keys.key_path(st.device_id)
+    st.close()
+    os.chmod(path, 0o640)
+    for cmd in (["checkpoint"], ["keys", "show"]):
+        r = run_attempt(cmd + ["--db", db])
+        assert r.returncode == 1 and r.stderr.startswith(b"error[keys.exposed]"), r.stderr
+        assert b"mode 640" in r.stderr and b"chmod 600" in r.stderr
+    os.chmod(path, 0o600)
+    assert run_attempt(["checkpoint", "--db", db]).returncode == 0
+
+
+def test_a_broken_key_never_fails_a_read_and_says_so(tmp_path, home):
+    """A checkpoint falls due during a read; the key cannot be loaded. The read (and an
+    import) still succeed and print one note naming the key problem; nothing is signed."""
+    db = str(tmp_path / "a.db")
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    st = Store.open(db)
+    path = keys.key_path(st.device_id)
+    st.close()
+    with open(path, "w") as f:
+        f.write("not a key\n")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes("".join(event.line(e) + "\n" for e in synth.generate(checkpoint.GROW_EVENTS + 5, seed=9)).encode())
+    r = run_attempt(["import", "jsonl", str(src), "--db", db], timeout=300)
+    assert r.returncode == 0 and b"note: no checkpoint signed: error[keys.corrupt]" in r.stderr, r.stderr
+    r = run_attempt(["timeline", "--db", db])
+    assert r.returncode == 0 and b"error[keys.corrupt]" in r.stderr and r.stdout
+    st = Store.open(db, readonly=True)
+    assert checkpoint.latest(st) is None
+    st.close()
