@@ -13,6 +13,7 @@ Only apsw and C modules are imported: `attempt capture` uses this module.
 """
 
 import os
+import stat
 import time
 
 import apsw
@@ -145,7 +146,16 @@ class Store:
             shown = os.fsencode(path).decode("utf-8", "backslashreplace")
             raise AttemptError("store.path_not_utf8", f"the database path {shown} is not valid UTF-8; "
                                "SQLite cannot open it") from None
-        exists = os.path.exists(path)
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as e:
+            raise AttemptError("store.cannot_open", f"cannot open {path} ({e.strerror})") from None
+        exists = mode is not None
+        if exists and not stat.S_ISREG(mode):  # SQLite would block forever on a pipe
+            raise AttemptError("store.not_a_file", f"{path} is not a regular file (a directory, device "
+                               "or pipe); choose another --db")
         if not exists and (readonly or not create):
             raise AttemptError("store.missing",
                                f"no database at {path} (run `attempt init`, or let a hook create it)")

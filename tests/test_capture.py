@@ -436,7 +436,7 @@ def test_the_hook_log_is_one_line_per_problem_whatever_the_provider_name(db, hom
     os.mkdir(db)  # every capture spools and logs why
     assert_silent(capture(db, "evil\nprovider=claude-code err=forged", PROMPT))
     lines = (home / ".local" / "state" / "attemptdb" / "hook.log").read_text().splitlines()
-    assert len(lines) == 1 and "spooled reason=store.cannot_open(" in lines[0]
+    assert len(lines) == 1 and "spooled reason=store.not_a_file(" in lines[0]
     assert "\n" not in lines[0] and lines[0].count("provider=") == 1
 
 

@@ -83,8 +83,20 @@ def test_an_empty_file_is_a_coded_error_for_every_reader(tmp_path, home, empty, 
     err = r.stderr.decode()
     assert r.returncode == 2, err
     assert err.startswith("error[store.") and "internal" not in err and "Traceback" not in err
-    if cmd == ["verify"]:
+    if empty == "devnull":
+        assert err.startswith("error[store.not_a_file]")  # a device (a pipe would block SQLite)
+    elif cmd == ["verify"]:
         assert err.startswith("error[store.empty]") and os.path.getsize(path) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize("cmd", [["verify"], ["status"], ["timeline"], ["query", "SELECT 1"]])
+def test_a_named_pipe_as_the_database_is_refused_not_waited_on(tmp_path, home, cmd):
+    """SQLite opening a FIFO read-only blocks until someone writes to it: forever."""
+    fifo = str(tmp_path / "pipe.db")
+    os.mkfifo(fifo)
+    r = run_attempt(cmd[:1] + ["--db", fifo] + cmd[1:], timeout=30)
+    assert r.returncode == 2 and r.stderr.startswith(b"error[store.not_a_file]"), r.stderr
 
 
 @pytest.mark.parametrize("cmd", [["timeline"], ["failures"], ["events"], ["handoffs"]])
