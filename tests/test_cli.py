@@ -200,3 +200,28 @@ def test_a_database_shipped_in_a_repository_is_not_trusted(tmp_path, home):
     assert run_attempt(["capture", "claude-code"], input=payload, cwd=str(clone)).returncode == 0
     assert b"my private prompt" not in (clone / ".attemptdb" / "attempt.db").read_bytes()
     assert os.path.exists(location.default_db())
+
+
+def test_a_write_lock_held_too_long_is_a_coded_error(tmp_path, home, monkeypatch, capsys):
+    """Another process (a long import or reproject) holds the write lock past the busy
+    timeout: `error[store.busy]`, exit 2, not an internal error."""
+    import apsw
+    from attemptdb import store as store_mod, synth
+    from attemptdb.cli.main import run
+    from attemptdb.store import Store
+    db = str(tmp_path / "a.db")
+    assert run(["init", "--db", db]) == 0
+    st = Store.open(db)
+    st.append(list(synth.generate(3, seed=4, device_id=st.device_id)))
+    st.close()
+    capsys.readouterr()
+    monkeypatch.setattr(store_mod, "_busy_handler", lambda deadline_s: (lambda count: False))
+    holder = apsw.Connection(db)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert run(["checkpoint", "--db", db]) == 2
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    err = capsys.readouterr().err
+    assert err.startswith("error[store.busy]") and "internal" not in err

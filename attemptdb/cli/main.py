@@ -141,4 +141,11 @@ def run(args) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback on the user's terminal
+        apsw = sys.modules.get("apsw")
+        if apsw is not None and isinstance(e, apsw.BusyError):
+            # the busy timeout ran out: a long writer (import, reproject) holds the lock
+            click.echo("error[store.busy]: another process held the database's write lock too long (an "
+                       "import or a reproject); what was already committed stays, try again when it has "
+                       "finished", err=True)
+            return 2
         return _crash(e)
