@@ -356,3 +356,30 @@ def test_kill_9_of_the_writing_process(tmp_path, home):
         time.sleep(0.05)
     assert not _alive(child), "the preparing process outlived its writer"
     _intact_and_resumable(src, db, total)
+
+
+def test_a_full_disk_is_a_coded_error_and_the_worker_stays_quiet(tmp_path, home, monkeypatch, capfd):
+    """SQLITE_FULL in the writer: `error[store.disk_full]`, exit 2, the batches before it
+    stored; the preparing process finds its pipe closed and leaves without a traceback."""
+    import apsw
+    from attemptdb.cli.main import run
+    src = tmp_path / "big.jsonl"
+    src.write_bytes(_stream(jsonl.BATCH * 3, seed=47))
+    db = str(tmp_path / "x.db")
+    Store.open(db).close()
+    real = Store.append_prepared
+    calls = []
+
+    def filling_up(self, items, **kw):
+        calls.append(len(items))
+        if len(calls) == 2:
+            raise apsw.FullError("database or disk is full")
+        return real(self, items, **kw)
+
+    monkeypatch.setattr(Store, "append_prepared", filling_up)
+    assert run(["import", "jsonl", str(src), "--db", db]) == 2
+    out, err = capfd.readouterr()
+    assert err.startswith("error[store.disk_full]") and "Traceback" not in err, err
+    st = Store.open(db, readonly=True)
+    assert st.count() == jsonl.BATCH
+    st.close()

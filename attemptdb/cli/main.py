@@ -142,6 +142,10 @@ def run(args) -> int:
         return 130
     except Exception as e:  # never a traceback on the user's terminal
         apsw = sys.modules.get("apsw")
+        if apsw is not None and isinstance(e, apsw.FullError):
+            click.echo("error[store.disk_full]: the disk holding the database is full; what was already "
+                       "committed stays, free some space and run the command again", err=True)
+            return 2
         if apsw is not None and isinstance(e, apsw.BusyError):
             # the busy timeout ran out: a long writer (import, reproject) holds the lock
             click.echo("error[store.busy]: another process held the database's write lock too long (an "

@@ -179,11 +179,16 @@ def _from_child(stream, ingest, batch):
         try:
             for items in _prepared_batches(stream, ingest, batch):
                 send.send_bytes(marshal.dumps(("batch", [p.as_tuple() for p in items])))
-            send.send_bytes(marshal.dumps(("done", None)))
+            last = ("done", None)
         except AttemptError as e:
-            send.send_bytes(marshal.dumps(("error", (e.code, e.message))))
+            last = ("error", (e.code, e.message))
         except BaseException as e:  # reported by the parent as an internal failure
-            send.send_bytes(marshal.dumps(("crash", type(e).__name__)))
+            last = ("crash", type(e).__name__)
+        try:
+            send.send_bytes(marshal.dumps(last))
+        except OSError:
+            pass  # the writer is gone (it failed or was killed): nobody is left to tell, and no
+            # traceback of ours may reach the user's terminal
         finally:
             send.close()
 
