@@ -225,3 +225,22 @@ def test_a_write_lock_held_too_long_is_a_coded_error(tmp_path, home, monkeypatch
         holder.close()
     err = capsys.readouterr().err
     assert err.startswith("error[store.busy]") and "internal" not in err
+
+
+def test_the_demo_never_touches_your_own_history(tmp_path, home):
+    """`attempt demo` writes ./attemptdb-demo.db even when ATTEMPTDB_PATH names the user's
+    database (the Quick start must work in a shell that sets it), and refuses a --db that the
+    demo did not make."""
+    from attemptdb.store import Store
+    real = str(tmp_path / "real.db")
+    assert run_attempt(["init", "--db", real]).returncode == 0
+    work = tmp_path / "work"
+    work.mkdir()
+    r = run_attempt(["demo"], env={"ATTEMPTDB_PATH": real}, cwd=str(work), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (work / "attemptdb-demo.db").exists()
+    r = run_attempt(["demo", "--db", real], timeout=300)
+    assert r.returncode == 2 and r.stderr.startswith(b"error[demo.not_a_demo_database]"), r.stderr
+    st = Store.open(real, readonly=True)
+    assert st.count() == 0
+    st.close()

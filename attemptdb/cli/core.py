@@ -385,7 +385,9 @@ def _seq(st, event_id):
 
 
 @click.command("demo")
-@db_option
+@click.option("--db", "db", metavar="PATH",
+              help="Demo database file (default: ./attemptdb-demo.db; never ATTEMPTDB_PATH, your own "
+                   "history). A file the demo did not make is refused.")
 @json_option
 @click.pass_context
 def demo_cmd(ctx, db, as_json):
