@@ -178,7 +178,8 @@ class Store:
                 conn.execute("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY")
                 store._migrate(capture_mode)
             elif store._check_version() == 0 and not conn.execute("SELECT 1 FROM sqlite_master").fetchone():
-                # an empty file (or /dev/null): a database nobody created yet, nothing to read
+                # an empty file: a database nobody created yet, nothing to read
+                conn.close()
                 raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt "
                                    "init`, or let a hook create it)")
         except apsw.NotADBError:
