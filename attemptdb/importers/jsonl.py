@@ -128,7 +128,7 @@ class _bulk:
     being read back from the OS) and a WAL checkpoint every IMPORT_CHECKPOINT_PAGES instead of
     every 1,000 (a page the projections rewrite in every batch is copied into the file once per
     checkpoint, with fewer fsyncs; measured on 200k events: 16,384 pages instead of 1,000 took
-    ~15% off each event, 65,536 instead of 16,384 another ~8%); waiting up to IMPORT_BUSY_S for
+    ~15% off each event, 65,536 instead of 16,384 another ~4%, the final checkpoint included); waiting up to IMPORT_BUSY_S for
     another writer's lock (a bulk job waits its turn rather than fail); no cyclic garbage
     collection (batches allocate many objects, none in cycles). All restored after; a
     successful import then truncates the WAL (waiting at most IMPORT_TRUNCATE_WAIT_S for
