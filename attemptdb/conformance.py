@@ -149,9 +149,11 @@ def _check_event(env: dict, line: int, rep: Report, devices: dict, spans: set,
             starts[key] = 1
 
 
-def _lines(stream, max_line: int):
+def bounded_lines(stream, max_line: int):
     """(line number, bytes or None when longer than max_line) for every line of a binary
-    stream; an over-long line is consumed in chunks, never held whole."""
+    stream; an over-long line is never held whole: its None comes after at most max_line + 1
+    of its bytes were read (a caller may stop there), and the rest is consumed in chunks only
+    when the caller goes on."""
     lineno = 0
     while True:
         raw = stream.readline(max_line + 1)
@@ -159,11 +161,11 @@ def _lines(stream, max_line: int):
             return
         lineno += 1
         if len(raw) > max_line and not raw.endswith(b"\n"):
+            yield lineno, None
             while True:
                 rest = stream.readline(_CHUNK)
                 if not rest or rest.endswith(b"\n"):
                     break
-            yield lineno, None
             continue
         yield lineno, raw
 
@@ -177,7 +179,7 @@ def check_stream(stream, *, max_line: int | None = None) -> Report:
     parents: list = []
     starts: dict = {}
     limit = MAX_LINE if max_line is None else max_line
-    for lineno, raw in _lines(stream, limit):
+    for lineno, raw in bounded_lines(stream, limit):
         if raw is None:
             rep.lines += 1
             rep.fail("Envelope", lineno, f"longer than {limit:,} bytes (not read)")

@@ -16,7 +16,7 @@ import os
 import apsw
 
 from .. import event, fastjson
-from ..conformance import MAX_LINE
+from ..conformance import MAX_LINE, bounded_lines
 from ..errors import AttemptError
 
 BATCH = 2500  # events per transaction (one lock hold of ~0.3 s on a laptop)
@@ -65,15 +65,9 @@ def _lines(stream):
     """(line number, bytes) of every non-blank line. A line longer than MAX_LINE stops the
     import with its number, after reading at most MAX_LINE + 1 bytes of it: a hostile or
     corrupt file without newlines is never held in memory whole."""
-    readline = stream.readline
     limit = MAX_LINE
-    lineno = 0
-    while True:
-        raw = readline(limit + 1)
-        if not raw:
-            return
-        lineno += 1
-        if len(raw) > limit and not raw.endswith(b"\n"):
+    for lineno, raw in bounded_lines(stream, limit):
+        if raw is None:
             raise AttemptError("import.bad_line", f"line {lineno}: longer than {limit:,} bytes (not read)")
         raw = raw.rstrip(b"\r\n")
         if raw.strip():
