@@ -5,13 +5,14 @@ and event id; detects a row edited in any stored column but `retracted` (hashed 
 event hash; the path columns derived from the hashed paths by recomputing them; the unused
 `content_ref`/`raw_ref` must stay NULL), deleted, inserted, reordered, the tail truncated below
 a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
-key (named by the first checkpoint it breaks), and missing immutability triggers or a schema
-newer than the code. Without any checkpoint a consistent rewrite cannot be seen: a note says so.
+key (named by the first checkpoint it breaks), missing immutability triggers, a schema newer
+than the code, and any other object of the migrations missing or rewritten, or a foreign trigger on
+one of their tables (attemptdb.schema_integrity). Without any checkpoint a consistent rewrite cannot be seen: a note says so.
 """
 
 import os
 
-from . import checkpoint, clock, event, fastjson, ids, keys, store as store_mod
+from . import checkpoint, clock, event, fastjson, ids, keys, schema_integrity, store as store_mod
 
 _NCOL = len(event.COLUMNS)
 _SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, content_ref, raw_ref, event_hash, chain_hash "
@@ -254,6 +255,9 @@ def verify(st) -> Report:
         if t not in present:
             rep.problem("trigger_missing", f"immutability trigger {t} is missing: the events table "
                         "can be changed without an error")
+    for d in schema_integrity.differences(
+            c, v, reported_missing=_TRIGGERS + ("events_retracted_only_set",)):
+        rep.problem("schema_changed", d)
     _chain(st, rep)
     _retractions(st, rep, present)
     device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it

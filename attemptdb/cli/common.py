@@ -30,10 +30,37 @@ def db_path(db: str | None) -> str:
     return location.resolve(db)
 
 
+OPENED: list = []
+"""Database paths this command opened: where `schema_problem` looks when SQLite fails."""
+
+
 def open_store(db: str | None, *, readonly: bool = False, create: bool = False):
     """Open the database for a command (readers never create it)."""
     from ..store import Store
-    return Store.open(db_path(db), create=create, readonly=readonly)
+    path = db_path(db)
+    st = Store.open(path, create=create, readonly=readonly)
+    OPENED.append(path)
+    return st
+
+
+def schema_problem() -> str | None:
+    """After an SQLite error in a command: the first way a file it opened differs from the
+    schema AttemptDB wrote (someone edited a view or trigger), or None (then it is ours)."""
+    from .. import schema_integrity
+    from ..store import Store
+    for path in dict.fromkeys(OPENED):
+        try:
+            st = Store.open(path, create=False, readonly=True)
+            try:
+                found = schema_integrity.differences(st.conn, st.user_version())
+            finally:
+                st.close()
+        except Exception:
+            continue
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            return f"{path}: {found[0]}{more}; it was changed after AttemptDB wrote it (`attempt verify` lists it)"
+    return None
 
 
 def use_color(stream=None) -> bool:

@@ -122,8 +122,9 @@ def capture_cmd(ctx, provider):
 def verify_cmd(db, as_json):
     """Recompute every hash and chain link and check every signed checkpoint, offline.
 
-    Prints `ok: N events, M checkpoints` (exit 0) or `problem: …` naming the first bad row
-    (exit 1).
+    Also checks the schema against the migrations that wrote it (a view or trigger rewritten,
+    dropped or added on AttemptDB's tables). Prints `ok: N events, M checkpoints` (exit 0) or
+    `problem: …` naming the first bad row (exit 1).
     """
     from ..verify import verify
     st = open_store(db, readonly=True)

@@ -152,4 +152,10 @@ def run(args) -> int:
                        "import or a reproject); what was already committed stays, try again when it has "
                        "finished", err=True)
             return 2
+        if apsw is not None and isinstance(e, apsw.SQLError):
+            from .common import printable, schema_problem
+            found = schema_problem()
+            if found:
+                click.echo(f"error[store.schema_changed]: {printable(found)}", err=True)
+                return 2
         return _crash(e)

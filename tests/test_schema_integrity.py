@@ -1,0 +1,152 @@
+"""The schema a file holds against the one its migrations wrote: `attempt verify` names a view,
+table or trigger that was rewritten or dropped, and a foreign trigger on one of AttemptDB's
+tables; a read command that SQLite fails on such a file says so with a coded error instead of
+an internal one. The edits are made with the real sqlite3 shell, as someone with the file would."""
+
+import json
+import os
+import subprocess
+
+import apsw
+import pytest
+
+from attemptdb import schema_integrity, synth
+from attemptdb import store as store_mod
+from attemptdb.store import Store
+
+from conftest import run_attempt
+
+SQLITE3 = "/usr/bin/sqlite3"
+needs_shell = pytest.mark.skipif(not os.access(SQLITE3, os.X_OK),
+                                 reason=f"the real sqlite3 shell is not installed at {SQLITE3}")
+LATEST = store_mod.migrations()[-1][0]
+
+
+def shell(db, sql):
+    p = subprocess.run([SQLITE3, "-bail", db], input=sql, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+
+
+def differences(db):
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return schema_integrity.differences(conn, conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def filled(db):
+    st = Store.open(db)
+    st.append(list(synth.generate(80, seed=3)))
+    st.close()
+    return db
+
+
+def verify_json(db):
+    p = run_attempt(["verify", "--json", "--db", db])
+    return p.returncode, json.loads(p.stdout)
+
+
+def test_a_fresh_file_and_one_migrated_step_by_step_match(db, tmp_path):
+    st = Store.open(db)
+    st.close()
+    assert differences(db) == []
+    # an older file: migrations up to 0005 only, its schema is judged against those
+    old = str(tmp_path / "old.db")
+    conn = apsw.Connection(old)
+    for n, path in store_mod.migrations():
+        if n <= 5:
+            with open(path, encoding="utf-8") as f:
+                conn.execute(f.read())
+    conn.execute("PRAGMA user_version = 5")
+    assert schema_integrity.differences(conn, 5) == []
+    assert "replay_pending" not in schema_integrity.expected(5)
+    conn.close()
+    # then the pending migration, the way a writer applies it: the result matches the latest
+    Store.open(old).close()
+    assert differences(old) == []
+
+
+def test_each_object_is_attributed_to_the_migration_that_last_wrote_it():
+    want = schema_integrity.expected(LATEST)
+    assert want["events"][0] == "table" and want["events"][3] == 1
+    assert want["apply_start"][:2] == ("trigger", "project_queue") and want["apply_start"][3] == 3
+    assert want["events_late"][3] == 6  # dropped and created again by 0006
+    assert want["projection_control"][3] == 6  # a column added by 0006
+
+
+@needs_shell
+def test_verify_names_a_rewritten_view(filled):
+    assert verify_json(filled)[0] == 0
+    shell(filled, "DROP VIEW turns; CREATE VIEW turns AS SELECT 'trn_x' AS turn_id;")
+    code, rep = verify_json(filled)
+    assert code == 1 and not rep["ok"]
+    assert [(p["kind"], p["message"]) for p in rep["problems"]] == [
+        ("schema_changed", "view turns is not what migration 0005 wrote")]
+
+
+@needs_shell
+def test_verify_names_a_dropped_projection_trigger_and_a_foreign_one(filled):
+    shell(filled, "DROP TRIGGER apply_start;\n"
+                  "CREATE TABLE mine (x); CREATE INDEX mine_x ON mine (x);\n"
+                  "CREATE INDEX events_by_kind_mine ON events (kind, provider);\n"
+                  "CREATE TRIGGER mine_log AFTER INSERT ON mine BEGIN SELECT 1; END;\n"
+                  "CREATE TRIGGER sneaky AFTER INSERT ON events BEGIN DELETE FROM session_facts; END;")
+    code, rep = verify_json(filled)
+    assert code == 1
+    # a user's own table, index and a trigger on their own table are left alone
+    assert [p["message"] for p in rep["problems"]] == [
+        "trigger apply_start is missing (migration 0003 creates it)",
+        "trigger sneaky on events is not AttemptDB's: it runs inside every write there"]
+
+
+@needs_shell
+def test_a_no_op_trigger_under_an_immutability_triggers_name_does_not_pass(filled):
+    shell(filled, "DROP TRIGGER events_no_delete;\n"
+                  "CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT 1; END;")
+    code, rep = verify_json(filled)
+    assert code == 1
+    assert [p["message"] for p in rep["problems"]] == [
+        "trigger events_no_delete is not what migration 0001 wrote"]
+
+
+@needs_shell
+def test_a_missing_immutability_trigger_is_reported_once(filled):
+    shell(filled, "DROP TRIGGER events_no_update; DROP TRIGGER events_retracted_only_set;")
+    code, rep = verify_json(filled)
+    assert code == 1
+    assert sorted(p["kind"] for p in rep["problems"]) == ["trigger_missing", "trigger_missing"]
+
+
+@needs_shell
+def test_a_read_command_on_a_rewritten_view_gets_a_coded_error(filled, home):
+    # a view that SQLite refuses to run from a file's schema
+    shell(filled, "DROP VIEW turns; CREATE VIEW turns AS SELECT name AS turn_id FROM dbstat;")
+    p = run_attempt(["timeline", "--db", filled])
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert err.startswith("error[store.schema_changed]: ") and "view turns is not what migration 0005 wrote" in err
+    assert "internal" not in err and "Traceback" not in err
+    assert not (home / ".local" / "state" / "attemptdb" / "reports").exists()
+
+
+@needs_shell
+def test_schema_names_are_printed_without_terminal_escapes(filled):
+    shell(filled, "CREATE TRIGGER \"x\x1b[2Jy\" AFTER INSERT ON events BEGIN SELECT 1; END;\n"
+                  "DROP VIEW turns; CREATE VIEW turns AS SELECT 1 AS x;")
+    p = run_attempt(["timeline", "--db", filled])
+    err = p.stderr.decode()
+    assert p.returncode == 2 and "\x1b" not in err, err
+    assert "(and 1 more)" in err
+
+
+@needs_shell
+def test_a_files_views_run_untrusted(filled):
+    """Every connection sets trusted_schema=OFF: what a file's own views and triggers may call
+    is limited to what SQLite marks harmless (here: a pragma table-valued function is not)."""
+    shell(filled, "CREATE VIEW mine AS SELECT name FROM pragma_function_list;")
+    p = run_attempt(["query", "--db", filled, "SELECT count(*) AS n FROM mine"])
+    assert p.returncode == 2 and b"unsafe use of virtual table" in p.stderr, p.stderr
+    p = run_attempt(["query", "--db", filled, "SELECT count(*) AS n FROM pragma_function_list"])
+    assert p.returncode == 0, p.stderr  # typed by the user, not taken from the file: allowed
