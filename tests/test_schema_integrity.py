@@ -150,3 +150,73 @@ def test_a_files_views_run_untrusted(filled):
     assert p.returncode == 2 and b"unsafe use of virtual table" in p.stderr, p.stderr
     p = run_attempt(["query", "--db", filled, "SELECT count(*) AS n FROM pragma_function_list"])
     assert p.returncode == 0, p.stderr  # typed by the user, not taken from the file: allowed
+
+
+# --- putting it back: `attempt reproject` ------------------------------------------------------
+
+def trigger_order(db):
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        out = {}
+        for tbl, name in conn.execute("SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger' "
+                                      "ORDER BY rowid"):
+            out.setdefault(tbl, []).append(name)
+        return out
+    finally:
+        conn.close()
+
+
+def state(db):
+    from attemptdb.projections import rebuild
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return rebuild.dump(conn, portable=True)
+    finally:
+        conn.close()
+
+
+@needs_shell
+def test_reproject_puts_views_and_triggers_back_and_rebuilds_with_them(filled, tmp_path):
+    evs = list(synth.generate(200, seed=3))
+    clean = str(tmp_path / "clean.db")
+    st = Store.open(clean)
+    st.append(evs)
+    st.close()
+    # projections silently wrong from here on: tool call starts are no longer applied
+    shell(filled, "DROP TRIGGER apply_start;\n"
+                  "CREATE TRIGGER apply_start AFTER UPDATE OF go_start ON project_queue BEGIN SELECT 1; END;\n"
+                  "DROP VIEW turns; CREATE VIEW turns AS SELECT 1 AS x;\n"
+                  "CREATE TRIGGER sneaky AFTER INSERT ON events BEGIN SELECT 1; END;")
+    st = Store.open(filled)
+    st.append(evs[80:])
+    st.close()
+    assert state(filled) != state(clean)
+
+    p = run_attempt(["reproject", "--check", "--json", "--db", filled])
+    assert p.returncode == 1 and len(json.loads(p.stdout)["restored"]) == 3
+    assert len(differences(filled)) == 3  # --check changed nothing
+
+    p = run_attempt(["reproject", "--db", filled])
+    out = p.stdout.decode()
+    assert p.returncode == 1, out
+    assert "schema: put back view turns (migration 0005)" in out
+    assert "schema: put back trigger apply_start (migration 0003)" in out
+    assert "schema: dropped trigger sneaky on events (not AttemptDB's)" in out
+    assert differences(filled) == []
+    assert trigger_order(filled) == trigger_order(clean)  # each table's: the order SQLite fires them in
+    assert state(filled) == state(clean)
+    assert run_attempt(["reproject", "--db", filled]).returncode == 0
+    code, rep = verify_json(filled)
+    assert code == 0 and rep["ok"], rep
+
+
+@needs_shell
+def test_reproject_refuses_a_rewritten_table_and_changes_nothing(filled):
+    shell(filled, "DROP VIEW turns; CREATE VIEW turns AS SELECT 1 AS x;\n"
+                  "ALTER TABLE session_facts ADD COLUMN mine TEXT;")
+    before = differences(filled)
+    p = run_attempt(["reproject", "--db", filled])
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("error[store.schema_changed]: table session_facts is not what "
+                                                "migration 0002 wrote"), err
+    assert differences(filled) == before

@@ -59,7 +59,8 @@ def schema_problem() -> str | None:
             continue
         if found:
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            return f"{path}: {found[0]}{more}; it was changed after AttemptDB wrote it (`attempt verify` lists it)"
+            return (f"{path}: {found[0]}{more}; it was changed after AttemptDB wrote it (`attempt verify` "
+                    "lists what, `attempt reproject` puts views and triggers back)")
     return None
 
 

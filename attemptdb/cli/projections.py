@@ -12,7 +12,7 @@ import click
 
 from .. import fastjson, ids
 from ..errors import AttemptError
-from .common import db_option, echo_json, err, json_option, style
+from .common import db_option, echo_json, err, json_option, printable, style
 from .core import read_store, scope_options, scope_where
 
 PROVIDERS = {"claude_code": "Claude Code", "codex": "Codex", "cursor": "Cursor", "gemini_cli": "Gemini CLI",
@@ -318,7 +318,9 @@ def _render_retraction(res, final: bool):
 @json_option
 def reproject_cmd(check, db, as_json):
     """Rebuild every projection from the events and report any difference with the state the
-    triggers maintained (none is expected). Exit 1 when something differed."""
+    triggers maintained (none is expected). Views, indexes and triggers that were edited since
+    their migrations wrote them (see `attempt verify`) are put back first. Exit 1 when
+    something differed."""
     from ..projections import rebuild
     st = read_store(db)
     try:
@@ -331,6 +333,8 @@ def reproject_cmd(check, db, as_json):
     else:
         verb = "checked" if check else "rebuilt"
         click.echo(f"{verb} projections from {rep.events} events ({rep.sessions} sessions) in {rep.seconds:.2f}s")
+        for what in rep.restored:
+            click.echo(f"schema{' (rolled back)' if check else ''}: {printable(what)}")
         if rep.clean:
             click.echo("ok: the incremental state equals a rebuild from the events")
         else:

@@ -8,6 +8,7 @@ row the incremental state had that the rebuild does not, and vice versa — none
 
 import time
 
+from .. import schema_integrity
 from ..store import request_replays
 from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS
 
@@ -96,10 +97,13 @@ def _multiset(rows):
 
 
 class Report:
-    """What a reproject found: `differences` ({table: summary}), `missing_marks` (events that
-    should be retracted and were not; now set), `extra_marks` (marked, no longer covered)."""
+    """What a reproject found: `restored` (views, indexes and triggers put back as their
+    migrations wrote them, schema_integrity.restore), `differences` ({table: summary}),
+    `missing_marks` (events that should be retracted and were not; now set), `extra_marks`
+    (marked, no longer covered)."""
 
     def __init__(self):
+        self.restored = []
         self.differences = {}
         self.missing_marks = []
         self.extra_marks = []
@@ -110,12 +114,12 @@ class Report:
 
     @property
     def clean(self) -> bool:
-        return not self.differences and not self.missing_marks
+        return not self.restored and not self.differences and not self.missing_marks
 
     def as_dict(self) -> dict:
         return {"clean": self.clean, "events": self.events, "sessions": self.sessions,
                 "seconds": round(self.seconds, 3), "written": self.written,
-                "differences": self.differences,
+                "restored": self.restored, "differences": self.differences,
                 "missing_retracted_marks": len(self.missing_marks),
                 "extra_retracted_marks": len(self.extra_marks)}
 
@@ -146,6 +150,9 @@ def reproject(conn, *, write: bool = True) -> Report:
     t0 = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
     try:
+        # the views and triggers the rebuild runs must be the migrations' own (a file edited in
+        # the sqlite3 shell gets them back here, and its state is then rebuilt by them)
+        rep.restored = schema_integrity.restore(conn, conn.execute("PRAGMA user_version").fetchone()[0])
         before = dump(conn)
         rebuild_locked(conn)
         after = dump(conn)
