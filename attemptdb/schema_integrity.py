@@ -42,12 +42,21 @@ def expected(version: int) -> dict:
         mem.close()
 
 
+def _compare(conn, version: int):
+    """(expected objects, the file's {name: (type, tbl_name, sql)}, the names of foreign
+    triggers on the migrations' tables and views)."""
+    want = expected(version)
+    have = {name: (t, tbl, sql) for t, name, tbl, sql in conn.execute(_OBJECTS)}
+    ours = {name for name, (t, *_) in want.items() if t in ("table", "view")}
+    foreign = [name for name, (t, tbl, _) in have.items() if t == "trigger" and name not in want and tbl in ours]
+    return want, have, foreign
+
+
 def differences(conn, version: int, *, reported_missing=()) -> list:
     """What differs, as sentences (missing and changed objects by name, then foreign
     triggers). `reported_missing`: names whose absence the caller reports itself (a changed
     one is still listed: a no-op trigger under the old name must not pass)."""
-    want = expected(version)
-    have = {name: (t, tbl, sql) for t, name, tbl, sql in conn.execute(_OBJECTS)}
+    want, have, foreign = _compare(conn, version)
     out = []
     for name in sorted(want):
         t, tbl, sql, n = want[name]
@@ -56,11 +65,8 @@ def differences(conn, version: int, *, reported_missing=()) -> list:
                 out.append(f"{t} {name} is missing (migration {n:04d} creates it)")
         elif have[name] != (t, tbl, sql):
             out.append(f"{t} {name} is not what migration {n:04d} wrote")
-    ours = {name for name, (t, *_) in want.items() if t in ("table", "view")}
-    for name in sorted(have):
-        t, tbl, _ = have[name]
-        if t == "trigger" and name not in want and tbl in ours:
-            out.append(f"trigger {name} on {tbl} is not AttemptDB's: it runs inside every write there")
+    for name in sorted(foreign):
+        out.append(f"trigger {name} on {have[name][1]} is not AttemptDB's: it runs inside every write there")
     return out
 
 
@@ -72,8 +78,7 @@ def restore(conn, version: int) -> list:
     """Put back what `differences` finds, inside the caller's write transaction; returns what
     was done, as phrases. A table that is missing or rewritten, or another kind of object under
     one of the migrations' names, cannot be put back: AttemptError, nothing done."""
-    want = expected(version)
-    have = {name: (t, tbl, sql) for t, name, tbl, sql in conn.execute(_OBJECTS)}
+    want, have, foreign = _compare(conn, version)
     for name, (t, tbl, sql, n) in want.items():
         got = have.get(name)
         if (t == "table" and got != (t, tbl, sql)) or (got is not None and got[0] != t):
@@ -85,11 +90,15 @@ def restore(conn, version: int) -> list:
         if t in ("view", "index") and have.get(name) != (t, tbl, sql):
             if name in have:
                 conn.execute(f"DROP {t.upper()} {_quoted(name)}")
-            conn.execute(sql)
+            try:
+                conn.execute(sql)
+            except apsw.ConstraintError:  # a unique index whose absence let duplicates in
+                raise AttemptError("store.schema_changed", f"index {name} cannot be put back: rows of {tbl} "
+                                   "break it; restore the file from a copy") from None
             done.append(f"put back {t} {name} (migration {n:04d})")
-    ours = {name for name, (t, *_) in want.items() if t in ("table", "view")}
-    redo = {tbl for name, (t, tbl, sql, _) in want.items() if t == "trigger" and have.get(name) != (t, tbl, sql)}
-    redo |= {tbl for name, (t, tbl, _) in have.items() if t == "trigger" and name not in want and tbl in ours}
+    redo = {tbl for name, (t, tbl, sql, _) in want.items()
+            if t == "trigger" and have.get(name) != (t, tbl, sql)}
+    redo |= {have[name][1] for name in foreign}
     for name, (t, tbl, _) in have.items():  # a table's triggers are dropped and created again in
         if t == "trigger" and tbl in redo:  # order: SQLite fires the last created first
             conn.execute(f"DROP TRIGGER {_quoted(name)}")

@@ -6,8 +6,9 @@ event hash; the path columns derived from the hashed paths by recomputing them; 
 `content_ref`/`raw_ref` must stay NULL), deleted, inserted, reordered, the tail truncated below
 a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
 key (named by the first checkpoint it breaks), missing immutability triggers, a schema newer
-than the code, and any other object of the migrations missing or rewritten, or a foreign trigger on
-one of their tables (attemptdb.schema_integrity). Without any checkpoint a consistent rewrite cannot be seen: a note says so.
+than the code, and any other object of the migrations missing or rewritten, or a foreign trigger
+on one of their tables (attemptdb.schema_integrity). Without any checkpoint a consistent rewrite
+cannot be seen: a note says so.
 """
 
 import os

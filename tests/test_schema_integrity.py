@@ -220,3 +220,18 @@ def test_reproject_refuses_a_rewritten_table_and_changes_nothing(filled):
     assert p.returncode == 2 and err.startswith("error[store.schema_changed]: table session_facts is not what "
                                                 "migration 0002 wrote"), err
     assert differences(filled) == before
+
+
+@needs_shell
+def test_a_unique_index_that_rows_now_break_is_a_coded_error(filled):
+    shell(filled, "DROP INDEX tool_call_facts_id;\n"
+                  "CREATE TEMP TABLE dup AS SELECT * FROM tool_call_facts LIMIT 1;\n"
+                  "UPDATE dup SET call_ord = call_ord + 100000;\n"
+                  "INSERT INTO tool_call_facts SELECT * FROM dup;")
+    before = differences(filled)
+    assert before == ["index tool_call_facts_id is missing (migration 0002 creates it)"]
+    p = run_attempt(["reproject", "--db", filled])
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("error[store.schema_changed]: index tool_call_facts_id cannot "
+                                                "be put back"), err
+    assert differences(filled) == before
