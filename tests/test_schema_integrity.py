@@ -139,6 +139,24 @@ def test_schema_names_are_printed_without_terminal_escapes(filled):
     err = p.stderr.decode()
     assert p.returncode == 2 and "\x1b" not in err, err
     assert "(and 1 more)" in err
+    for args in (["verify"], ["reproject", "--check"], ["status"]):
+        p = run_attempt([*args, "--db", filled])
+        assert b"\x1b" not in p.stdout + p.stderr, args
+        assert args == ["status"] or b"x?[2Jy" in p.stdout + p.stderr, args
+
+
+def test_status_says_when_the_schema_is_not_the_migrations(filled):
+    p = run_attempt(["status", "--json", "--db", filled])
+    assert p.returncode == 0 and json.loads(p.stdout)["schema_changes"] == []
+    conn = apsw.Connection(filled)
+    conn.execute("DROP TRIGGER apply_end")
+    conn.close()
+    p = run_attempt(["status", "--json", "--db", filled])
+    rep = json.loads(p.stdout)
+    assert rep["schema_changes"] == ["trigger apply_end is missing (migration 0003 creates it)"]
+    p = run_attempt(["status", "--db", filled])
+    assert p.returncode == 0
+    assert b"warning: the schema is not what AttemptDB wrote (trigger apply_end is missing" in p.stderr
 
 
 @needs_shell

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from .common import db_option, db_path, echo_json, json_option
+from .common import db_option, db_path, echo_json, json_option, printable
 
 
 def _q(value: str) -> str:
@@ -192,7 +192,8 @@ def handoffs_cmd(project, session, since, until, limit, between, evidence, as_js
 
 def status_report(conn, path: str, project: str | None = None, since: str | None = None,
                   until: str | None = None, limit: int = 20) -> dict:
-    """Counts from the projection tables (indexed, no scan of events)."""
+    """Counts from the projection tables (indexed, no scan of events), and whether the schema
+    is the one the migrations wrote (schema_integrity)."""
     from ..attemptql.execute import public_tables
     from ..attemptql import resolve
     tables = set(public_tables(conn))
@@ -203,6 +204,12 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
               if meta.get("device_id") else None, "events": events, "size_bytes": _size(path),
               "wal_bytes": _size(path + "-wal"), "sessions": None, "providers": [], "projects": [],
               "warnings": []}
+    from .. import schema_integrity
+    changed = report["schema_changes"] = schema_integrity.differences(conn, report["schema_version"])
+    if changed:
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        report["warnings"].append(f"the schema is not what AttemptDB wrote ({changed[0]}{more}): `attempt "
+                                  "verify` lists it, `attempt reproject` puts views and triggers back")
     if "sessions" not in tables:
         report["warnings"].append("the projection tables are not built in this database yet")
         return report
@@ -278,7 +285,7 @@ def status_cmd(project, session, since, until, limit, as_json, db):
         for p in rep["projects"]:
             click.echo(f"  {p['project_name'][:40]:<40} {p['events']:>9} events  {p['sessions']:>5} sessions")
     for w in rep["warnings"]:
-        click.echo(f"warning: {w}", err=True)
+        click.echo(printable(f"warning: {w}"), err=True)
 
 
 # --- schema ----------------------------------------------------------------------------------------
