@@ -100,7 +100,8 @@ def restore(conn, version: int) -> list:
             if t == "trigger" and have.get(name) != (t, tbl, sql)}
     redo |= {have[name][1] for name in foreign}
     for name, (t, tbl, _) in have.items():  # a table's triggers are dropped and created again in
-        if t == "trigger" and tbl in redo:  # order: SQLite fires the last created first
+        # order (SQLite fires the last created first); one of ours moved to another table goes too
+        if t == "trigger" and (tbl in redo or (name in want and want[name][1] != tbl)):
             conn.execute(f"DROP TRIGGER {_quoted(name)}")
             if name not in want:
                 done.append(f"dropped trigger {name} on {tbl} (not AttemptDB's)")

@@ -253,3 +253,13 @@ def test_a_unique_index_that_rows_now_break_is_a_coded_error(filled):
     assert p.returncode == 2 and err.startswith("error[store.schema_changed]: index tool_call_facts_id cannot "
                                                 "be put back"), err
     assert differences(filled) == before
+
+
+@needs_shell
+def test_one_of_our_trigger_names_on_another_table_is_put_back(filled):
+    shell(filled, "DROP TRIGGER call_closed;\n"
+                  "CREATE TRIGGER call_closed AFTER INSERT ON turn_facts BEGIN SELECT 1; END;")
+    assert differences(filled) == ["trigger call_closed is not what migration 0003 wrote"]
+    p = run_attempt(["reproject", "--db", filled])
+    assert p.returncode == 1 and b"schema: put back trigger call_closed (migration 0003)" in p.stdout, p.stderr
+    assert differences(filled) == []
