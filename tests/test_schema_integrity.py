@@ -228,16 +228,20 @@ def test_reproject_puts_views_and_triggers_back_and_rebuilds_with_them(filled, t
     assert code == 0 and rep["ok"], rep
 
 
+def reproject_refuses(db, message_start):
+    """`attempt reproject` stops with a coded error starting so, and the schema is unchanged."""
+    before = differences(db)
+    p = run_attempt(["reproject", "--db", db])
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("error[store.schema_changed]: " + message_start), err
+    assert differences(db) == before
+
+
 @needs_shell
 def test_reproject_refuses_a_rewritten_table_and_changes_nothing(filled):
     shell(filled, "DROP VIEW turns; CREATE VIEW turns AS SELECT 1 AS x;\n"
                   "ALTER TABLE session_facts ADD COLUMN mine TEXT;")
-    before = differences(filled)
-    p = run_attempt(["reproject", "--db", filled])
-    err = p.stderr.decode()
-    assert p.returncode == 2 and err.startswith("error[store.schema_changed]: table session_facts is not what "
-                                                "migration 0002 wrote"), err
-    assert differences(filled) == before
+    reproject_refuses(filled, "table session_facts is not what migration 0002 wrote")
 
 
 @needs_shell
@@ -246,13 +250,8 @@ def test_a_unique_index_that_rows_now_break_is_a_coded_error(filled):
                   "CREATE TEMP TABLE dup AS SELECT * FROM tool_call_facts LIMIT 1;\n"
                   "UPDATE dup SET call_ord = call_ord + 100000;\n"
                   "INSERT INTO tool_call_facts SELECT * FROM dup;")
-    before = differences(filled)
-    assert before == ["index tool_call_facts_id is missing (migration 0002 creates it)"]
-    p = run_attempt(["reproject", "--db", filled])
-    err = p.stderr.decode()
-    assert p.returncode == 2 and err.startswith("error[store.schema_changed]: index tool_call_facts_id cannot "
-                                                "be put back"), err
-    assert differences(filled) == before
+    assert differences(filled) == ["index tool_call_facts_id is missing (migration 0002 creates it)"]
+    reproject_refuses(filled, "index tool_call_facts_id cannot be put back")
 
 
 @needs_shell
