@@ -70,6 +70,13 @@ def differences(conn, version: int, *, reported_missing=()) -> list:
     return out
 
 
+def summary(found: list) -> str:
+    """One line for a user about a non-empty `differences` result, with what to do."""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return (f"{found[0]}{more}; it was changed after AttemptDB wrote it (`attempt verify` lists what, "
+            "`attempt reproject` puts views and triggers back)")
+
+
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 

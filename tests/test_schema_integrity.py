@@ -156,7 +156,7 @@ def test_status_says_when_the_schema_is_not_the_migrations(filled):
     assert rep["schema_changes"] == ["trigger apply_end is missing (migration 0003 creates it)"]
     p = run_attempt(["status", "--db", filled])
     assert p.returncode == 0
-    assert b"warning: the schema is not what AttemptDB wrote (trigger apply_end is missing" in p.stderr
+    assert b"warning: the schema: trigger apply_end is missing (migration 0003 creates it); it was changed" in p.stderr
 
 
 @needs_shell

@@ -58,9 +58,7 @@ def schema_problem() -> str | None:
         except Exception:
             continue
         if found:
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            return (f"{path}: {found[0]}{more}; it was changed after AttemptDB wrote it (`attempt verify` "
-                    "lists what, `attempt reproject` puts views and triggers back)")
+            return f"{path}: {schema_integrity.summary(found)}"
     return None
 
 

@@ -207,9 +207,7 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
     from .. import schema_integrity
     changed = report["schema_changes"] = schema_integrity.differences(conn, report["schema_version"])
     if changed:
-        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
-        report["warnings"].append(f"the schema is not what AttemptDB wrote ({changed[0]}{more}): `attempt "
-                                  "verify` lists it, `attempt reproject` puts views and triggers back")
+        report["warnings"].append("the schema: " + schema_integrity.summary(changed))
     if "sessions" not in tables:
         report["warnings"].append("the projection tables are not built in this database yet")
         return report
