@@ -50,7 +50,8 @@ GROUP BY provider
 
 
 def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
-    """({path, exists, reachable, schema, events, capture_mode, fail_closed}, problems, open store)."""
+    """({path, exists, reachable, schema, schema_changes, events, capture_mode, fail_closed},
+    problems, open store)."""
     path = location.resolve(db)
     out = {"path": path, "exists": os.path.exists(path), "reachable": False}
     problems = []
@@ -73,6 +74,11 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
         problems.append(f"database cannot be read ({type(e).__name__})")
         return out, problems, None
     out["reachable"] = True
+    from . import schema_integrity
+    changed = schema_integrity.differences(store.conn, out["schema"])
+    out["schema_changes"] = len(changed)
+    if changed:  # an edited trigger can stop every capture from being stored or projected
+        problems.append("the database schema: " + schema_integrity.summary(changed))
     valid = raw in event.CAPTURE_MODES
     out["capture_mode"] = raw if valid else "metadata_only"
     out["fail_closed"] = not valid

@@ -286,3 +286,21 @@ def test_spool_quarantine_and_hook_log_problems_are_reported(home, db, exe):
     rep["database"]["capture_health"].pop("daemon")
     assert rep["database"]["capture_health"] == {"spooled": 1, "quarantined": 1, "hook_log_problems": 1}
     assert not rep["ok"] and len(rep["problems"]) == 3
+
+
+def test_an_edited_schema_is_a_problem(home, db, exe):
+    add_event(db, "claude_code", "capture_test", clock.now_us())
+    rep = doctor.run(db, executable=exe)
+    assert rep["ok"] and rep["database"]["schema_changes"] == 0
+    with Store.open(db) as s:  # what someone in the sqlite3 shell could do: captures stop projecting
+        s.conn.execute('DROP TRIGGER events_apply; CREATE TRIGGER "x\x1b[2J" AFTER INSERT ON events '
+                       "BEGIN SELECT 1; END;")
+    rep = doctor.run(db, executable=exe)
+    assert not rep["ok"] and rep["database"]["schema_changes"] == 2
+    assert rep["problems"] == ["the database schema: trigger events_apply is missing (migration 0006 creates "
+                               "it) (and 1 more); it was changed after AttemptDB wrote it (`attempt verify` "
+                               "lists what, `attempt reproject` puts views and triggers back)"]
+    p = run_attempt(["doctor", "--db", db], env={"HOME": str(home)})
+    assert p.returncode == 1 and b"problem: the database schema: trigger events_apply" in p.stdout
+    p = run_attempt(["verify", "--db", db], env={"HOME": str(home)})
+    assert p.returncode == 1 and b"\x1b" not in p.stdout + p.stderr and b"x?[2J" in p.stdout

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .common import db_option, echo_json, json_option, style
+from .common import db_option, echo_json, json_option, printable, style
 
 _WORDS = {"installed": "installed", "updated": "updated", "already_current": "already current",
           "removed": "removed", "not_installed": "not installed", "skipped": "skipped",
@@ -137,7 +137,7 @@ def _print_agents(rep, *, full):
         click.echo(f"{a['agent']:<12} {style(state, fg=colors.get(state))}{extra}{det}  "
                    f"{_short(a['config_path'])}")
         for p in a["problems"]:
-            click.echo(f"  problem: {p}")
+            click.echo(printable(f"  problem: {p}"))
         for n in a["notes"]:
             click.echo(f"  note: {n}")
     if full:
@@ -150,7 +150,7 @@ def _print_agents(rep, *, full):
             click.echo(f"database     {_short(d['path'])}: "
                        + ("not reachable" if d["exists"] else "does not exist yet"))
         for p in rep["problems"]:
-            click.echo(f"  problem: {p}")
+            click.echo(printable(f"  problem: {p}"))
         exe = rep["executable"]
         click.echo(f"executable   {' '.join(exe['argv'])} (found: {exe['source']}; "
                    f"`attempt` on PATH: {'yes' if rep['on_path'] else 'no'})")
