@@ -14,6 +14,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # databases would otherwise get its own capture daemon for five idle minutes. tests/test_daemon.py
 # runs hooks through the daemon (and checks they store exactly what a direct hook stores).
 os.environ["ATTEMPTDB_NO_DAEMON"] = "1"
+SQLITE3 = "/usr/bin/sqlite3"
+needs_shell = pytest.mark.skipif(not os.access(SQLITE3, os.X_OK),
+                                 reason=f"the real sqlite3 shell is not installed at {SQLITE3}")
+
+
+def sqlite3_shell(db, sql, check=True):
+    """Run `sql` on `db` in the real sqlite3 shell (stopping at the first error), as someone
+    with the file would."""
+    p = subprocess.run([SQLITE3, "-bail", db], input=sql, capture_output=True, text=True, timeout=60)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 ANCHOR = os.path.join(SHARED, "anchor")
 

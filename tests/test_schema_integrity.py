@@ -4,8 +4,6 @@ tables; a read command that SQLite fails on such a file says so with a coded err
 an internal one. The edits are made with the real sqlite3 shell, as someone with the file would."""
 
 import json
-import os
-import subprocess
 
 import apsw
 import pytest
@@ -14,17 +12,9 @@ from attemptdb import schema_integrity, synth
 from attemptdb import store as store_mod
 from attemptdb.store import Store
 
-from conftest import run_attempt
+from conftest import needs_shell, run_attempt, sqlite3_shell as shell
 
-SQLITE3 = "/usr/bin/sqlite3"
-needs_shell = pytest.mark.skipif(not os.access(SQLITE3, os.X_OK),
-                                 reason=f"the real sqlite3 shell is not installed at {SQLITE3}")
 LATEST = store_mod.migrations()[-1][0]
-
-
-def shell(db, sql):
-    p = subprocess.run([SQLITE3, "-bail", db], input=sql, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
 
 
 def differences(db):

@@ -6,7 +6,6 @@ hashes can tell); the "rewrite" cases recompute every hash with our own library.
 import json
 import os
 import shutil
-import subprocess
 
 import apsw
 import pytest
@@ -17,23 +16,13 @@ from attemptdb import verify as verify_mod
 from attemptdb.cli.main import run
 from attemptdb.store import Store
 
-from conftest import run_attempt
+from conftest import SQLITE3, needs_shell, run_attempt, sqlite3_shell as shell
 
-SQLITE3 = "/usr/bin/sqlite3"
-needs_shell = pytest.mark.skipif(not os.access(SQLITE3, os.X_OK),
-                                 reason=f"the real sqlite3 shell is not installed at {SQLITE3}")
 TRIGGERS = ("events_no_update", "events_no_delete")
 CP_TRIGGERS = ("checkpoints_no_update", "checkpoints_no_delete")
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-def shell(db, sql, check=True):
-    p = subprocess.run([SQLITE3, "-bail", db], input=sql, capture_output=True, text=True, timeout=60)
-    if check:
-        assert p.returncode == 0, p.stderr
-    return p
-
 
 def trigger_sql(db, names):
     conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
