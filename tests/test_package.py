@@ -44,6 +44,7 @@ def test_wheel_ships_data_folders_and_the_script(installed):
     wheel, _ = installed
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("attemptdb/migrations/0001_events.sql", "attemptdb/spec/canonical-event.md",
+                   "attemptdb/spec/bundle-v1.schema.json",
                    "attemptdb/fixtures/demo/story.json", "attemptdb-0.1.0.data/scripts/attempt"):
         assert needed in names, needed
     assert any(n.startswith("attemptdb/grammar/") and n.endswith(".peg") for n in names)
@@ -72,6 +73,12 @@ def test_installed_attempt_runs_init_demo_verify(installed, tmp_path):
     assert "ok: " in r.stdout
     r = _run(target, ["verify", "--db", str(tmp_path / "demo.db")], cwd, home)
     assert r.returncode == 0 and r.stdout.startswith("ok: ")
+    # a bundle (its manifest schema is package data) exported and verified by the wheel
+    bundle = str(tmp_path / "demo.zip")
+    r = _run(target, ["bundle", "export", bundle, "--db", str(tmp_path / "demo.db")], cwd, home)
+    assert r.returncode == 0, r.stderr
+    r = _run(target, ["bundle", "verify", bundle], cwd, home)
+    assert r.returncode == 0 and r.stdout.startswith("ok: bundle bun_"), r.stdout + r.stderr
     mod = subprocess.run([sys.executable, "-c", "import attemptdb.resources as r; print(r.folder('migrations'))"],
                          env=dict(os.environ, PYTHONPATH=str(target)), cwd=cwd, capture_output=True, text=True)
     assert mod.stdout.strip().startswith(str(target))

@@ -26,6 +26,7 @@ COMMANDS = {
     "conformance": "core:conformance_cmd",
     "import": "core:import_group",
     "events": "core:events_cmd",
+    "bundle": "bundle:bundle_group",
     "bench": "bench:bench_group",
     "demo": "core:demo_cmd",
     "hook": "hooks:hook_group",

@@ -1,0 +1,393 @@
+"""Evidence bundles: a scope of the history in one signed file that verifies offline
+(spec/bundle.md).
+
+Invariants:
+- A bundle is a ZIP holding `manifest.json` and one `sessions/<ses_id>/events.jsonl` per
+  session: canonical Event v1 lines (the bytes `attempt events --jsonl` prints), chain order.
+- The manifest lists every file with its SHA-256, size and event count, and is signed with the
+  device's Ed25519 key over SIGNED_PREFIX + the canonical JSON (sorted keys, compact) of the
+  manifest without `signature`; `key_id` is the fingerprint of the enclosed public key.
+- Content (`content`, `raw`, `x_*` extensions) is left out unless the exporter opts in; the
+  events then say `metadata_only`, and the manifest says `content: false`.
+- Reading treats the file as hostile: nothing is extracted by name, every read is bounded by
+  what the signed manifest declares, an unknown major version is refused (fail closed), and
+  problems name files and line numbers, never content. Import writes nothing unless the whole
+  bundle verified, and imports the bytes it verified (a private copy), not a second read.
+"""
+
+import base64
+import hashlib
+import os
+import re
+import tempfile
+import zipfile
+import zlib
+
+from . import __version__, clock, event, fastjson, ids, keys, privacy, resources
+from .conformance import MAX_LINE
+from .errors import AttemptError
+
+SCHEMA_VERSION = "attestack.bundle.v1"
+SIGNED_PREFIX = b"attestack.bundle.v1 manifest\n"
+MANIFEST = "manifest.json"
+MEDIA_TYPE = "application/jsonl"
+MAX_MANIFEST = 64 << 20
+MAX_MEMBERS = 100_001  # the schema's 100,000 files and the manifest
+MAX_PROBLEMS = 20
+_VERSION = re.compile(r"attestack\.bundle\.v([0-9]{1,9})\Z")
+_READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError,
+                NotImplementedError, RuntimeError)  # corrupt, truncated, encrypted, unknown method
+
+
+def session_path(session_id: str) -> str:
+    return f"sessions/{session_id}/events.jsonl"
+
+
+def signed_bytes(manifest: dict) -> bytes:
+    body = {k: v for k, v in manifest.items() if k != "signature"}
+    return SIGNED_PREFIX + fastjson.dumps(body, sort_keys=True).encode("utf-8")
+
+
+def sign_manifest(manifest: dict, key: keys.DeviceKey) -> dict:
+    """`manifest` with its `signature` (any old one replaced)."""
+    out = {k: v for k, v in manifest.items() if k != "signature"}
+    value = base64.b64encode(key.sign(signed_bytes(out))).decode("ascii")
+    out["signature"] = {"alg": "Ed25519", "key_id": key.identity, "public_key": key.public_b64,
+                        "value": value}
+    return out
+
+
+def _without_content(line: str) -> str:
+    env = privacy.ingest(fastjson.loads(line), db_mode="metadata_only", redact_secrets=False)
+    return event.line(event.canonical(env))
+
+
+# --- export ---------------------------------------------------------------------------------
+
+def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", params=(),
+           include_content: bool = False, force: bool = False, now_us: int | None = None) -> dict:
+    """Write the events matching `where` (an SQL condition on `events`) to a new bundle at
+    `out_path` (atomically: a temporary file renamed into place). Returns the manifest."""
+    if os.path.lexists(out_path) and not force:
+        raise AttemptError("bundle.exists", f"{out_path} exists; pass --force to replace it")
+    out_dir = os.path.dirname(os.path.abspath(out_path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".attempt-bundle-", suffix=".tmp")
+        raw_out = os.fdopen(fd, "wb")
+    except OSError as e:
+        raise AttemptError("bundle.unwritable", f"cannot write in {out_dir}: {e.strerror}") from None
+    conn = store.conn
+    cols = ", ".join(event.COLUMNS)
+    sid = event.COLUMNS.index("session_id")
+    files, sessions, total = [], [], 0
+    try:
+        conn.execute("BEGIN")  # one snapshot: the rows and the chain head agree
+        try:
+            size, head = store.head()
+            rows = conn.execute(f"SELECT {cols} FROM events WHERE {where} ORDER BY session_id, seq", params)
+            with raw_out, zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
+                current, member, digest, nbytes, count = None, None, None, 0, 0
+
+                def close_member():
+                    member.close()
+                    files.append({"path": session_path(current), "sha256": digest.hexdigest(),
+                                  "size_bytes": nbytes, "media_type": MEDIA_TYPE, "events": count})
+                    sessions.append(current)
+
+                for r in rows:
+                    if r[sid] != current:
+                        if member is not None:
+                            close_member()
+                        current, digest, nbytes, count = r[sid], hashlib.sha256(), 0, 0
+                        member = zf.open(session_path(current), "w", force_zip64=True)
+                    text = event.line_from_row(r)
+                    data = (text if include_content else _without_content(text)).encode("utf-8") + b"\n"
+                    member.write(data)
+                    digest.update(data)
+                    nbytes += len(data)
+                    count += 1
+                if member is None:
+                    raise AttemptError("bundle.empty", "no events in this scope: nothing to export")
+                close_member()
+                total = sum(f["events"] for f in files)
+                manifest = sign_manifest({
+                    "schema_version": SCHEMA_VERSION,
+                    "bundle_id": "bun_" + ids.uuid7(),
+                    "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
+                    "producer": f"attemptdb {__version__}",
+                    "device_id": "dev_" + store.device_id,
+                    "content": bool(include_content),
+                    "sessions": sessions,
+                    "events": total,
+                    "chain": {"size": size, "head": head},
+                    "files": files,
+                }, key)
+                zf.writestr(MANIFEST, fastjson.dumps(manifest) + "\n")
+        finally:
+            conn.execute("COMMIT")
+        os.replace(tmp, out_path)
+    except BaseException:
+        raw_out.close()
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return manifest
+
+
+# --- verify ---------------------------------------------------------------------------------
+
+_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
+
+
+def _shown(name) -> str:
+    """A name from the bundle made safe to print: control characters as `?`, at most 80."""
+    text = str(name)
+    return (text[:80] + "…" if len(text) > 80 else text).translate(_CONTROL)
+
+
+class Report:
+    """What `verify` found. `ok` exactly when there is no problem."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.manifest: dict | None = None
+        self.signer: str | None = None
+        self.pinned = False
+        self.events = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def problem(self, message: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(message)
+
+    def line(self) -> str:
+        if not self.ok:
+            return f"problem: {self.problems[0]}"
+        m = self.manifest
+        how = "the key you named" if self.pinned else "not pinned: pass --key to require a signer"
+        return (f"ok: bundle {m['bundle_id']}: {m['events']:,} events in {len(m['sessions']):,} sessions, "
+                f"content {'included' if m['content'] else 'left out'}, signed by {self.signer} ({how})")
+
+    def as_dict(self) -> dict:
+        m = self.manifest or {}
+        return {"ok": self.ok, "bundle": self.path, "bundle_id": m.get("bundle_id") if self.ok else None,
+                "signer": self.signer, "pinned": self.pinned,
+                "events": m.get("events") if self.ok else None,
+                "sessions": len(m.get("sessions", ())) if self.ok else None,
+                "content": m.get("content") if self.ok else None,
+                "problems": self.problems, "notes": self.notes}
+
+
+_schema_validator = None
+
+
+def _validator():
+    global _schema_validator
+    if _schema_validator is None:
+        import jsonschema
+        with open(resources.path("spec", "bundle-v1.schema.json"), encoding="utf-8") as f:
+            schema = fastjson.loads(f.read())
+        _schema_validator = jsonschema.Draft202012Validator(schema)
+    return _schema_validator
+
+
+def _has_trailing_newline(v) -> bool:
+    if isinstance(v, str):
+        return v.endswith("\n")
+    items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+    return any(_has_trailing_newline(x) for x in items)
+
+
+def _pin_matches(pin: str, sig: dict) -> bool:
+    if pin.startswith("id_"):
+        return pin.lower() == sig["key_id"]
+    return pin == sig["public_key"]
+
+
+def _check_manifest(rep: Report, zf: zipfile.ZipFile, pin: str | None) -> dict | None:
+    """The manifest, when it is readable, of a known version, valid and correctly signed."""
+    try:
+        with zf.open(MANIFEST) as f:
+            data = f.read(MAX_MANIFEST + 1)
+    except KeyError:
+        rep.problem("no manifest.json in the bundle")
+        return None
+    if len(data) > MAX_MANIFEST:
+        rep.problem(f"manifest.json is larger than {MAX_MANIFEST:,} bytes")
+        return None
+    try:
+        m = fastjson.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        rep.problem(f"manifest.json is not JSON ({getattr(e, 'msg', 'not UTF-8')})")
+        return None
+    if not isinstance(m, dict):
+        rep.problem("manifest.json is not a JSON object")
+        return None
+    found = _VERSION.match(m.get("schema_version")) if isinstance(m.get("schema_version"), str) else None
+    if found is None:
+        rep.problem("manifest.json has no attestack.bundle.vN schema_version")
+        return None
+    if int(found.group(1)) != 1:
+        rep.problem(f"bundle version v{int(found.group(1))} is not supported (this attempt reads v1)")
+        return None
+    errors = sorted(_validator().iter_errors(m), key=lambda e: list(map(str, e.absolute_path)))
+    for e in errors[:5]:
+        where = "/".join(map(str, e.absolute_path)) or "(top level)"
+        rep.problem(f"manifest.json {_shown(where)}: fails its schema ({e.validator})")
+    if errors:
+        return None
+    if _has_trailing_newline(m):  # JSON Schema's `$` lets one final "\n" through in Python's re
+        rep.problem("manifest.json: a value ends in a newline")
+        return None
+    for k in m:
+        if k not in _validator().schema["properties"]:
+            rep.notes.append(f"manifest field {_shown(k)!r} is unknown to this version; ignored")
+    sig = m["signature"]
+    public = base64.b64decode(sig["public_key"])
+    if keys.fingerprint(public) != sig["key_id"]:
+        rep.problem("the signature's key_id is not the fingerprint of its public key")
+        return None
+    if not keys.DeviceKey(public).verify(base64.b64decode(sig["value"]), signed_bytes(m)):
+        rep.problem("the manifest's signature does not verify: it was changed after signing")
+        return None
+    rep.signer = sig["key_id"]
+    if pin is not None:
+        if not _pin_matches(pin, sig):
+            rep.problem(f"signed by {sig['key_id']}, not by the key you named ({_shown(pin)})")
+            return None
+        rep.pinned = True
+    paths = [f["path"] for f in m["files"]]
+    if len(set(paths)) != len(paths):
+        rep.problem("the manifest lists a file twice")
+    if sorted(p.split("/")[1] for p in paths) != sorted(m["sessions"]):
+        rep.problem("the manifest's sessions are not the sessions of its files")
+    if sum(f["events"] for f in m["files"]) != m["events"]:
+        rep.problem("the manifest's event count is not the sum of its files' counts")
+    return m if rep.ok else None
+
+
+def _check_file(rep: Report, zf: zipfile.ZipFile, entry: dict, content: bool, seen: set, copy_to) -> None:
+    """Hash and read one session file, bounded by its declared size; check every line. A file
+    that differs from what was signed is reported as that first, then its first bad line."""
+    from .importers.jsonl import parse_line
+    path, declared = entry["path"], entry["size_bytes"]
+    session = path.split("/")[1]
+    digest, nbytes, count, bad = hashlib.sha256(), 0, 0, None
+    try:
+        with zf.open(path) as f:
+            while True:
+                raw = f.readline(min(MAX_LINE, declared - nbytes) + 1)
+                if not raw:
+                    break
+                nbytes += len(raw)
+                digest.update(raw)
+                if nbytes > declared:
+                    rep.problem(f"{path} holds more than the {declared:,} bytes the manifest declares")
+                    return
+                count += 1
+                if bad is None:
+                    bad = _bad_line(raw, count, parse_line, session, content, seen)
+                    if bad is None and copy_to is not None:
+                        copy_to.write(raw)
+    except KeyError:
+        rep.problem(f"{path} is listed in the manifest but missing from the bundle")
+        return
+    except _READ_ERRORS as e:
+        rep.problem(f"{path} cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt or truncated)")
+        return
+    if nbytes != declared or digest.hexdigest() != entry["sha256"]:
+        rep.problem(f"{path} differs from what was signed (its SHA-256 or size changed)")
+    elif count != entry["events"]:
+        rep.problem(f"{path} holds {count:,} events, the manifest says {entry['events']:,}")
+    if bad is not None:
+        rep.problem(f"{path} {bad}")
+    rep.events += count
+
+
+def _bad_line(raw: bytes, n: int, parse_line, session: str, content: bool, seen: set) -> str | None:
+    """What is wrong with line `n` of a session file (never its content), or None."""
+    if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+        return f"line {n}: longer than {MAX_LINE:,} bytes (not read)"
+    text = raw[:-1] if raw.endswith(b"\n") else raw
+    try:
+        env = parse_line(text, n)
+    except AttemptError as e:
+        return e.message
+    if not raw.endswith(b"\n") or event.line(env).encode("utf-8") != text:
+        return f"line {n}: not a canonical Event v1 line"
+    if "ses_" + env["session_id"] != session:
+        return f"line {n}: an event of another session"
+    if not content and ("content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
+        return f"line {n}: carries content, but the manifest says it was left out"
+    if env["event_id"] in seen:
+        return f"line {n}: event ev_{env['event_id']} is in the bundle twice"
+    seen.add(env["event_id"])
+    return None
+
+
+def verify(path: str, *, key: str | None = None, copy_to=None) -> Report:
+    """Check a bundle offline: container, manifest (version, schema, signature, optional
+    pinned signer `key`: an id_ identity or a base64 public key), every file's hash and size,
+    every line a canonical event of its session. `copy_to` (a binary file) receives the
+    verified lines; it is complete only when the report is ok."""
+    rep = Report(path)
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise AttemptError("bundle.unreadable", f"cannot read {path}: {e.strerror}") from None
+    with f:
+        if not os.path.isfile(path):
+            raise AttemptError("bundle.unreadable", f"{path} is not a regular file")
+        try:
+            zf = zipfile.ZipFile(f)
+        except _READ_ERRORS:
+            rep.problem("not a bundle (not a readable ZIP file)")
+            return rep
+        with zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_MEMBERS:
+                rep.problem(f"more than {MAX_MEMBERS:,} files in the bundle")
+                return rep
+            names = [i.filename for i in infos]
+            if len(set(names)) != len(names):
+                rep.problem("a file name occurs twice in the bundle")
+                return rep
+            try:
+                m = _check_manifest(rep, zf, key)
+            except _READ_ERRORS as e:
+                rep.problem(f"manifest.json cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt)")
+                return rep
+            if m is None:
+                return rep
+            listed = {e["path"] for e in m["files"]} | {MANIFEST}
+            for name in names:
+                if name not in listed:
+                    rep.problem(f"{_shown(name)} is in the bundle but not in its manifest")
+            seen: set = set()
+            for entry in m["files"]:
+                _check_file(rep, zf, entry, m["content"], seen, copy_to)
+            rep.manifest = m
+    return rep
+
+
+def import_bundle(store, path: str, *, key: str | None = None):
+    """Verify the bundle, then import exactly the lines verified (through the ingestion
+    contract, deduplicated). Returns (Report, ImportReport or None when it did not verify)."""
+    from .importers.jsonl import import_file
+    with tempfile.TemporaryDirectory(prefix="attempt-bundle-") as tmp:
+        staged = os.path.join(tmp, "events.jsonl")
+        try:
+            with open(staged, "wb") as out:
+                rep = verify(path, key=key, copy_to=out)
+        except OSError as e:
+            raise AttemptError("bundle.unwritable", f"cannot stage the bundle's events: {e.strerror}") from None
+        if not rep.ok:
+            return rep, None
+        return rep, import_file(store, staged)

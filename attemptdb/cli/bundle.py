@@ -1,0 +1,120 @@
+"""`attempt bundle export/verify/import`: signed portable evidence (spec/bundle.md)."""
+
+import sys
+
+import click
+
+from ..errors import AttemptError
+from .common import db_option, echo_json, json_option, open_store, printable, style
+
+_KEY_HELP = "Require this signer: an id_… identity or a base64 public key (`attempt keys show`)."
+
+
+@click.group("bundle")
+def bundle_group():
+    """Signed portable evidence: a scope of the history in one file that verifies offline."""
+
+
+@bundle_group.command("export")
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.option("--session", "sessions", multiple=True, metavar="S",
+              help="Only this session (ses_…, bare or short); repeat for more.")
+@click.option("--project", metavar="P", help="Only this project (owner/repo, prj_ id or directory).")
+@click.option("--since", metavar="T", help="Events observed from T (RFC 3339, YYYY-MM-DD, -2h, …).")
+@click.option("--until", metavar="T", help="Events observed up to T.")
+@click.option("--include-content", is_flag=True,
+              help="Keep prompts, commands, outputs and raw payloads (left out by default).")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@db_option
+@json_option
+def export_cmd(out, sessions, project, since, until, include_content, force, db, as_json):
+    """Write the events in scope to the bundle OUT, signed with this device's key.
+
+    One file per session, canonical Event v1 lines. Content is left out (the events say
+    metadata_only) unless --include-content; paths and project names stay.
+    """
+    from .. import bundle
+    from .core import _ensure_key, read_store, scope_where
+    st = read_store(db)
+    try:
+        key, _ = _ensure_key(st)
+        where, params = scope_where(st.conn, None, project, since, until)
+        if sessions:
+            from ..attemptql import resolve
+            from ..attemptql.errors import AQLError
+            try:
+                ids = [resolve.resolve_id(st.conn, "session", s, live=False)[1] for s in sessions]
+            except AQLError as e:
+                raise AttemptError("scope.unresolved", e.message) from None
+            where += f" AND session_id IN ({','.join('?' * len(ids))})"
+            params += ids
+        m = bundle.export(st, out, key, where=where, params=params, include_content=include_content,
+                          force=force)
+    finally:
+        st.close()
+    if as_json:
+        echo_json({"bundle": out, **{k: v for k, v in m.items() if k not in ("files", "signature")},
+                   "files": len(m["files"]), "signer": m["signature"]["key_id"]})
+    else:
+        click.echo(f"exported {m['events']:,} events in {len(m['sessions']):,} sessions to {printable(out)} "
+                   f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
+                   f"{'included' if m['content'] else 'left out'})")
+
+
+def _show(rep, as_json):
+    if as_json:
+        echo_json(rep.as_dict())
+        return
+    click.echo(style(printable(rep.line()), fg="green" if rep.ok else "red"))
+    for p in rep.problems[1:6]:
+        click.echo(printable(f"problem: {p}"))
+    for n in rep.notes:
+        click.echo(printable(f"note: {n}"), err=True)
+
+
+@bundle_group.command("verify")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--key", metavar="ID", help=_KEY_HELP)
+@json_option
+def verify_cmd(file, key, as_json):
+    """Check a bundle offline: its signature, every file's hash and every event line.
+
+    Prints `ok: …` (exit 0) or `problem: …` (exit 1). Needs no database. Without --key any
+    valid signature passes, and the line says the signer was not pinned.
+    """
+    from .. import bundle
+    rep = bundle.verify(file, key=key)
+    _show(rep, as_json)
+    sys.exit(0 if rep.ok else 1)
+
+
+@bundle_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--key", metavar="ID", help=_KEY_HELP)
+@db_option
+@json_option
+def import_cmd(file, key, db, as_json):
+    """Verify a bundle, then import its events (idempotent; nothing is written unless the whole
+    bundle verifies). The database's capture mode and privacy rules apply as to any import."""
+    from .. import bundle, checkpoint
+    st = open_store(db, create=True)
+    try:
+        rep, imp = bundle.import_bundle(st, file, key=key)
+        if imp is not None:
+            try:
+                checkpoint.maybe_checkpoint(st)
+            except Exception:
+                pass
+    finally:
+        st.close()
+    if imp is None:
+        _show(rep, as_json)
+        sys.exit(1)
+    if as_json:
+        echo_json({**rep.as_dict(), **imp.as_dict()})
+    else:
+        click.echo(f"imported {imp.accepted:,} events ({imp.duplicates:,} already stored) from bundle "
+                   f"{rep.manifest['bundle_id']}, signed by {rep.signer}"
+                   + ("" if rep.pinned else " (not pinned: pass --key to require a signer)"))
+        for n in rep.notes:
+            click.echo(printable(f"note: {n}"), err=True)
