@@ -16,6 +16,7 @@ Invariants:
 """
 
 import base64
+import contextlib
 import hashlib
 import os
 import re
@@ -67,73 +68,75 @@ def _without_content(line: str) -> str:
 def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", params=(),
            include_content: bool = False, force: bool = False, now_us: int | None = None) -> dict:
     """Write the events matching `where` (an SQL condition on `events`) to a new bundle at
-    `out_path` (atomically: a temporary file renamed into place). Returns the manifest."""
+    `out_path` (atomically: a temporary file, synced, renamed into place). Returns the manifest."""
     if os.path.lexists(out_path) and not force:
         raise AttemptError("bundle.exists", f"{out_path} exists; pass --force to replace it")
     out_dir = os.path.dirname(os.path.abspath(out_path))
     try:
         fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".attempt-bundle-", suffix=".tmp")
-        raw_out = os.fdopen(fd, "wb")
     except OSError as e:
         raise AttemptError("bundle.unwritable", f"cannot write in {out_dir}: {e.strerror}") from None
     conn = store.conn
-    cols = ", ".join(event.COLUMNS)
-    sid = event.COLUMNS.index("session_id")
-    files, sessions, total = [], [], 0
     try:
-        conn.execute("BEGIN")  # one snapshot: the rows and the chain head agree
-        try:
-            size, head = store.head()
-            rows = conn.execute(f"SELECT {cols} FROM events WHERE {where} ORDER BY session_id, seq", params)
-            with raw_out, zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
-                current, member, digest, nbytes, count = None, None, None, 0, 0
-
-                def close_member():
-                    member.close()
-                    files.append({"path": session_path(current), "sha256": digest.hexdigest(),
-                                  "size_bytes": nbytes, "media_type": MEDIA_TYPE, "events": count})
-                    sessions.append(current)
-
-                for r in rows:
-                    if r[sid] != current:
-                        if member is not None:
-                            close_member()
-                        current, digest, nbytes, count = r[sid], hashlib.sha256(), 0, 0
-                        member = zf.open(session_path(current), "w", force_zip64=True)
-                    text = event.line_from_row(r)
-                    data = (text if include_content else _without_content(text)).encode("utf-8") + b"\n"
-                    member.write(data)
-                    digest.update(data)
-                    nbytes += len(data)
-                    count += 1
-                if member is None:
-                    raise AttemptError("bundle.empty", "no events in this scope: nothing to export")
-                close_member()
-                total = sum(f["events"] for f in files)
-                manifest = sign_manifest({
-                    "schema_version": SCHEMA_VERSION,
-                    "bundle_id": "bun_" + ids.uuid7(),
-                    "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
-                    "producer": f"attemptdb {__version__}",
-                    "device_id": "dev_" + store.device_id,
-                    "content": bool(include_content),
-                    "sessions": sessions,
-                    "events": total,
-                    "chain": {"size": size, "head": head},
-                    "files": files,
-                }, key)
-                zf.writestr(MANIFEST, fastjson.dumps(manifest) + "\n")
-        finally:
-            conn.execute("COMMIT")
+        with os.fdopen(fd, "wb") as raw_out:
+            conn.execute("BEGIN")  # one snapshot: the rows and the chain head agree
+            try:
+                size, head = store.head()
+                rows = conn.execute(f"SELECT {', '.join(event.COLUMNS)} FROM events WHERE {where} "
+                                    "ORDER BY session_id, seq", params)
+                with zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
+                    files = _write_sessions(zf, rows, include_content)
+                    manifest = sign_manifest({
+                        "schema_version": SCHEMA_VERSION,
+                        "bundle_id": "bun_" + ids.uuid7(),
+                        "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
+                        "producer": f"attemptdb {__version__}",
+                        "device_id": "dev_" + store.device_id,
+                        "content": bool(include_content),
+                        "sessions": [f["path"].split("/")[1] for f in files],
+                        "events": sum(f["events"] for f in files),
+                        "chain": {"size": size, "head": head},
+                        "files": files,
+                    }, key)
+                    zf.writestr(MANIFEST, fastjson.dumps(manifest) + "\n")
+            finally:
+                conn.execute("COMMIT")
+            raw_out.flush()
+            os.fsync(raw_out.fileno())
         os.replace(tmp, out_path)
     except BaseException:
-        raw_out.close()
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return manifest
+
+
+def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool) -> list[dict]:
+    """One member per session from rows ordered by session; their manifest entries."""
+    sid = event.COLUMNS.index("session_id")
+    files, current, member = [], None, None
+
+    def close_member():
+        member.close()
+        files.append({"path": session_path(current), "sha256": digest.hexdigest(), "size_bytes": nbytes,
+                      "media_type": MEDIA_TYPE, "events": count})
+
+    for r in rows:
+        if r[sid] != current:
+            if member is not None:
+                close_member()
+            current, digest, nbytes, count = r[sid], hashlib.sha256(), 0, 0
+            member = zf.open(session_path(current), "w", force_zip64=True)
+        text = event.line_from_row(r)
+        data = (text if include_content else _without_content(text)).encode("utf-8") + b"\n"
+        member.write(data)
+        digest.update(data)
+        nbytes += len(data)
+        count += 1
+    if member is None:
+        raise AttemptError("bundle.empty", "no events in this scope: nothing to export")
+    close_member()
+    return files
 
 
 # --- verify ---------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ COMMANDS = {
     "import": "core:import_group",
     "events": "core:events_cmd",
     "bundle": "bundle:bundle_group",
+    "export": "export:export_cmd",
     "bench": "bench:bench_group",
     "demo": "core:demo_cmd",
     "hook": "hooks:hook_group",

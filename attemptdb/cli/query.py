@@ -95,8 +95,12 @@ def _clauses(project=None, session=None, since=None, until=None, limit=None, fil
 @click.option("--explain", is_flag=True, help="Show the AST, generated SQL and SQLite's plan; do not run.")
 @click.option("-n", "--limit", type=click.IntRange(1, 10_000_000), default=None, metavar="N",
               help="Print at most N rows (the statement itself is not changed).")
+@click.option("--engine", type=click.Choice(["sqlite", "datafusion"]), default="sqlite", show_default=True,
+              help="datafusion: SQL in DataFusion's dialect over the public tables (needs the arrow extra).")
+@click.option("--from", "from_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="With --engine datafusion: read the tables of an `attempt export` directory instead.")
 @db_option
-def query_cmd(statement, as_json, as_csv, evidence, explain, limit, db):
+def query_cmd(statement, as_json, as_csv, evidence, explain, limit, engine, from_dir, db):
     """Run one AttemptQL statement or one read-only SQL statement.
 
     AttemptQL: SHOW, WHY, TRACE, STATE, DIFF, WHAT IS, EXPLAIN (RFC 0004). SQL: SELECT, WITH,
@@ -111,7 +115,34 @@ def query_cmd(statement, as_json, as_csv, evidence, explain, limit, db):
     """
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are exclusive")
+    if engine == "datafusion":
+        _run_datafusion(db, statement, from_dir, explain=explain, as_json=as_json, as_csv=as_csv,
+                        evidence=evidence, limit=limit)
+        return
+    if from_dir:
+        raise click.UsageError("--from needs --engine datafusion")
     _run(db, statement, explain=explain, as_json=as_json, as_csv=as_csv, evidence=evidence, limit=limit)
+
+
+def _run_datafusion(db, statement, from_dir, *, explain=False, **emit):
+    from .. import engine_datafusion
+    from ..attemptql.execute import classify
+    from ..errors import AttemptError
+    if classify(statement) != "sql":
+        raise AttemptError("query.engine", "--engine datafusion runs SQL (SELECT, WITH, VALUES, EXPLAIN); "
+                           "AttemptQL, DESCRIBE and SHOW TABLES run on the sqlite engine")
+    if from_dir:
+        result = engine_datafusion.run(statement, directory=from_dir, explain=explain)
+    else:  # SQLite runs only the engine's own SELECTs here: a read-only open is the wall
+        from .common import open_store
+        from .core import housekeeping
+        st = open_store(db, readonly=True)
+        try:
+            housekeeping(db_path(db), st.conn)
+            result = engine_datafusion.run(statement, conn=st.conn, explain=explain)
+        finally:
+            st.close()
+    _emit(result, **emit)
 
 
 @click.command("why")

@@ -1,0 +1,35 @@
+"""`attempt export --format arrow|parquet DIR`: the public tables for DataFusion and friends."""
+
+import click
+
+from .common import db_option, echo_json, json_option, open_store, printable
+
+
+@click.command("export")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["parquet", "arrow"]), default="parquet", show_default=True,
+              help="Parquet files, or Arrow IPC files (Feather v2).")
+@click.option("--include-content", is_flag=True,
+              help="Keep prompts, commands, outputs, raw payloads and notes (null by default).")
+@click.option("--force", is_flag=True, help="Write into a directory that is not empty (the export's files are replaced).")
+@db_option
+@json_option
+def export_cmd(directory, fmt, include_content, force, db, as_json):
+    """Write every public table to DIRECTORY as one file each, plus manifest.json.
+
+    Read them with DataFusion (`attempt query --engine datafusion --from DIRECTORY "SELECT …"`),
+    pyarrow, DuckDB or Spark. Content columns are null unless --include-content.
+    """
+    from .. import export_arrow
+    export_arrow.require_pyarrow()
+    st = open_store(db, readonly=True)
+    try:
+        m = export_arrow.export(st, directory, fmt, include_content=include_content, force=force)
+    finally:
+        st.close()
+    if as_json:
+        echo_json({"directory": directory, **m})
+        return
+    rows = sum(t["rows"] for t in m["tables"])
+    click.echo(f"exported {len(m['tables'])} tables ({rows:,} rows, chain size {m['chain']['size']:,}) to "
+               f"{printable(directory)} as {fmt}; content {'included' if m['content'] else 'left out (null)'}")
