@@ -96,15 +96,13 @@ def verify_cmd(file, key, as_json):
 def import_cmd(file, key, db, as_json):
     """Verify a bundle, then import its events (idempotent; nothing is written unless the whole
     bundle verifies). The database's capture mode and privacy rules apply as to any import."""
-    from .. import bundle, checkpoint
+    from .. import bundle
+    from .core import checkpoint_after_import
     st = open_store(db, create=True)
     try:
         rep, imp = bundle.import_bundle(st, file, key=key)
         if imp is not None:
-            try:
-                checkpoint.maybe_checkpoint(st)
-            except Exception:
-                pass
+            checkpoint_after_import(st)
     finally:
         st.close()
     if imp is None:

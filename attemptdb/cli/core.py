@@ -49,6 +49,16 @@ def housekeeping(path: str, conn) -> None:
         pass
 
 
+def checkpoint_after_import(st) -> None:
+    """An import signs a checkpoint when one is due (spec/checkpoint.md); the events are
+    stored whatever happens to the signature."""
+    from .. import checkpoint
+    try:
+        checkpoint.maybe_checkpoint(st)
+    except Exception:
+        pass
+
+
 def read_store(db, *, readonly=False):
     """Open the database for a read command: ingest the spool first, and checkpoint when due
     (spec/checkpoint.md). Never creates the database."""
@@ -227,7 +237,8 @@ def conformance_cmd(file, as_json):
 
 @click.group("import")
 def import_group():
-    """Bring history in: canonical Event v1 JSONL streams (`attempt events --jsonl` writes them)."""
+    """Bring history in: canonical Event v1 JSONL streams (`attempt events --jsonl` writes them)
+    and Claude Code transcripts."""
 
 
 @import_group.command("jsonl")
@@ -239,7 +250,6 @@ def import_jsonl(file, db, as_json):
     line (or one over 64 MiB, which is not read) stops the import: earlier batches stay stored,
     nothing of its batch is written, and running the import again after fixing it skips what
     is already stored."""
-    from .. import checkpoint
     from ..importers.jsonl import ImportReport, import_file, import_stream
     st = open_store(db, create=True)
     rep = ImportReport()
@@ -255,15 +265,48 @@ def import_jsonl(file, db, as_json):
                                f"lines before its batch stored, {rep.duplicates:,} already were)",
                                exit_status=e.exit_status) from None
         raise e
-    try:
-        checkpoint.maybe_checkpoint(st)
-    except Exception:
-        pass
+    checkpoint_after_import(st)
     st.close()
     if as_json:
         echo_json(rep.as_dict())
     else:
         click.echo(f"imported {rep.accepted:,} events ({rep.duplicates:,} already stored) from {rep.lines:,} lines")
+
+
+@import_group.command("claude-transcripts")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--all-projects", is_flag=True, help="Every project's transcripts, not only this repository's.")
+@click.option("--dry-run", is_flag=True, help="Count what would be imported; write nothing.")
+@db_option
+@json_option
+def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
+    """Reconstruct history from Claude Code transcripts (~/.claude/projects/…/*.jsonl).
+
+    PATHS: transcript files or directories; default: this repository's transcripts. Events
+    carry the hooks' ids where a hook could have seen them (tool calls), so nothing is counted
+    twice; prompts and turn ends a hook already stored within 10 s are skipped. Idempotent.
+    """
+    from ..importers import claude_transcript as ct
+    files = ct.discover(paths, all_projects=all_projects, cwd=os.getcwd())
+    if not files:
+        where = " or ".join(ct.projects_dirs()) or "~/.claude/projects"
+        raise AttemptError("import.nothing", f"no Claude Code transcripts found (looked in {where}"
+                           f"{'' if all_projects else ' for this directory; --all-projects takes every project'})")
+    st = open_store(db, create=True)
+    try:
+        rep = ct.import_files(st, files, dry_run=dry_run)
+        if not dry_run:
+            checkpoint_after_import(st)
+    finally:
+        st.close()
+    if as_json:
+        echo_json({"dry_run": dry_run, **rep.as_dict()})
+        return
+    verb = "would import" if dry_run else "imported"
+    click.echo(f"{verb} {rep.accepted:,} events ({rep.duplicates:,} already stored, {rep.skipped_captured:,} "
+               f"captured by hooks) from {rep.files:,} transcripts, {len(rep.sessions):,} sessions"
+               + (f"; {rep.skipped_lines:,} unreadable lines skipped" if rep.skipped_lines else "")
+               + (f"; {rep.rejected:,} events could not be stored" if rep.rejected else ""))
 
 
 def scope_options(f):
