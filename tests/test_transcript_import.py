@@ -196,6 +196,9 @@ def test_hostile_input_never_crashes(tmp_path, db, capsys):
          "message": {"content": "lone \ud800 surrogate"}},
         {"type": "assistant", "timestamp": "2026-08-20T09:00:05Z", "message": {"id": "m", "stop_reason": "tool_use",
          "content": [{"type": "tool_use", "id": "t\ud800", "name": "Bash\udc00", "input": {"command": "ls \ud800"}}]}},
+        {"type": "assistant", "timestamp": "2026-08-20T09:00:06Z"}, {"type": "assistant", "message": []},
+        {"type": ["user"], "timestamp": "2026-08-20T09:00:07Z"}, {"type": {"a": 1}}, {"type": "user", "message": {}},
+        {"type": "attachment", "attachment": {"type": "queued_command", "prompt": [{"type": "image"}]}},
         [], "text", None,
     ]) + "\n")
     capsys.readouterr()

@@ -29,17 +29,16 @@ SKIPPED_TYPES = frozenset((
     "attachment", "file-history-snapshot", "mode", "last-prompt", "ai-title", "permission-mode",
     "queue-operation", "custom-title", "tag", "agent-name", "pr-link", "progress",
 ))
-SKIPPED_SYSTEM = frozenset(("stop_hook_summary", "informational", "local_command", "hook_error"))
 PEEK_LINES = 256
 MAX_LINE = 64 << 20
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class Report:
-    __slots__ = ("lines", "events", "skipped_lines", "skipped_entries", "session")
+    __slots__ = ("lines", "events", "skipped_lines", "session")
 
     def __init__(self):
-        self.lines = self.events = self.skipped_lines = self.skipped_entries = 0
+        self.lines = self.events = self.skipped_lines = 0
         self.session = None
 
 
@@ -89,10 +88,11 @@ class _Transcript:
         self.turn_active = False  # the assistant did something in the open turn
         self.last_assistant = None  # (entry, key, stop_reason) of the open turn's last assistant entry
         self.duration = None
-        self.calls = {}  # call id -> (name, input)
-        self.group = []  # (entry, key) of the API message being read
+        self.calls = {}  # call id -> (name, input, server tool?)
+        self.group = []  # (entry, key, message) of the API message being read
         self.group_id = None
         self.sidechain = None  # whether this transcript's own entries are sidechain (a subagent file)
+        self.last_time = None  # an entry without a timestamp happened at the last one seen
 
     def foreign(self, entry) -> bool:
         """An entry of an inline subagent (a sidechain entry in a main transcript): its events
@@ -110,7 +110,7 @@ class _Transcript:
         d.kind = kind
         d.psid, d.session_missing = self.psid, self.psid == "unknown"
         d.turn = self.turn_id
-        d.observed = _observed(entry)
+        d.observed = _observed(entry) or self.last_time
         if self.agent is not None:
             d.subagent(self.agent[0], self.agent[1])
         elif entry.get("isSidechain") is True:
@@ -166,11 +166,13 @@ class _Transcript:
 
     def read(self, n: int, entry: dict) -> list:
         out = []
-        kind = entry.get("type")
+        kind = entry.get("type") if isinstance(entry.get("type"), str) else None
         key = entry["uuid"] if text(entry.get("uuid")) else f"line:{n}"
         msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
         if self.group and not (kind == "assistant" and msg.get("id") == self.group_id and msg.get("id")):
             out += self.flush_group()
+        if _observed(entry) is not None:
+            self.last_time = _observed(entry)
         if not self.started and text(entry.get("timestamp")):
             self.started = True
             self.sidechain = entry.get("isSidechain") is True
@@ -178,7 +180,7 @@ class _Transcript:
         if kind == "user":
             out += self.user(entry, key, msg)
         elif kind == "assistant":
-            self.group.append((entry, key))
+            self.group.append((entry, key, msg))
             self.group_id = msg.get("id")
             self.turn_active = self.turn_active or not self.foreign(entry)
         elif kind == "attachment":
@@ -299,24 +301,21 @@ class _Transcript:
         its first event; narration followed by more of the message is interim."""
         group, self.group, self.group_id = self.group, [], None
         blocks = []
-        for entry, key in group:
-            msg = entry["message"]
+        usage = {}
+        for entry, key, msg in group:
             content = msg.get("content")
             for i, b in enumerate(content if isinstance(content, list) else []):
                 if isinstance(b, dict):
-                    blocks.append((entry, key, i, b))
-        usage = {}
-        for entry, _ in group:
-            u = entry["message"].get("usage")
-            if isinstance(u, dict):
-                usage = u
+                    blocks.append((entry, key, msg, i, b))
+            if isinstance(msg.get("usage"), dict):
+                usage = msg["usage"]  # the message's final figures
         out = []
-        shown = [j for j, x in enumerate(blocks) if x[3].get("type") in ("text", "tool_use", "server_tool_use")
-                 or str(x[3].get("type")).endswith("_tool_result")]
-        for j, (entry, key, i, b) in enumerate(blocks):
+        shown = [j for j, x in enumerate(blocks) if x[4].get("type") in ("text", "tool_use", "server_tool_use")
+                 or str(x[4].get("type")).endswith("_tool_result")]
+        for j, (entry, key, msg, i, b) in enumerate(blocks):
             t = str(b.get("type"))
-            stop = entry["message"].get("stop_reason")
-            model = text(entry["message"].get("model"))
+            stop = msg.get("stop_reason")
+            model = text(msg.get("model"))
             if t == "text" and text(b.get("text")):
                 d = self.draft("assistant:text", entry, "agent_message")
                 d.model = model

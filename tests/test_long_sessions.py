@@ -1,0 +1,84 @@
+"""A turn costs the same work early and late in a long session (migrations/0007): appending one
+more turn is O(that turn), not O(session). Work is counted in SQLite VM instructions (through
+the progress handler), which are deterministic, never in seconds."""
+
+import json
+
+from attemptdb import adapters, ids
+from attemptdb.importers import claude_transcript as ct
+from attemptdb.store import Store
+
+STEP = 100  # the progress handler runs every STEP VM instructions
+
+
+def turn_entries(r: int) -> list:
+    """One Claude Code turn (prompt, a failing then a passing shell call, the answer, its
+    duration) as transcript entries, r minutes after the start."""
+    t = lambda s: f"2026-08-20T{9 + r // 60:02d}:{r % 60:02d}:{s:02d}.000Z"  # noqa: E731
+    base = {"sessionId": "77777777-7777-4777-8777-777777777777", "cwd": "/home/dev/long/project",
+            "version": "2.1.190", "isSidechain": False}
+    mid = f"msg_{r}"
+
+    def assistant(uuid, s, blocks, stop):
+        return {**base, "type": "assistant", "uuid": uuid, "timestamp": t(s),
+                "message": {"id": mid + uuid[-1], "role": "assistant", "model": "m", "content": blocks,
+                            "stop_reason": stop, "usage": {"input_tokens": 10, "output_tokens": 5}}}
+
+    u = lambda n: f"{r:08x}-0000-4000-8000-00000000000{n}"  # noqa: E731
+    return [
+        {**base, "type": "user", "uuid": u(1), "timestamp": t(0), "promptId": f"p-{r}",
+         "message": {"role": "user", "content": f"run the tests, round {r}"}},
+        assistant(u(2), 1, [{"type": "tool_use", "id": f"a{r}", "name": "Bash", "input": {"command": "make test"}}],
+                  "tool_use"),
+        {**base, "type": "user", "uuid": u(3), "timestamp": t(2), "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"a{r}", "is_error": True, "content": "Exit code 2\nFAILED"}]}},
+        assistant(u(4), 3, [{"type": "tool_use", "id": f"b{r}", "name": "Bash", "input": {"command": "make test"}}],
+                  "tool_use"),
+        {**base, "type": "user", "uuid": u(5), "timestamp": t(4), "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"b{r}", "content": "ok"}]}},
+        assistant(u(6), 5, [{"type": "text", "text": "fixed"}], "end_turn"),
+        {**base, "type": "system", "subtype": "turn_duration", "uuid": u(7), "timestamp": t(6), "durationMs": 6000},
+    ]
+
+
+def session_events(turns: int) -> list:
+    import io
+    data = "".join(json.dumps(e) + "\n" for r in range(turns) for e in turn_entries(r)).encode()
+    device = ids.derive("dev_", "long-sessions")
+    project = ids.project_identity("/home/dev/long/project", None, device)
+
+    def ctx_for(cwd, version):
+        return adapters.Context(device, "local_semantic", project, 1787904000000000, provider_version=version)
+    return list(ct.events(io.BytesIO(data), ctx_for))
+
+
+def steps_for(st, envs) -> int:
+    n = [0]
+
+    def count():
+        n[0] += 1
+        return False
+    st.conn.set_progress_handler(count, STEP)
+    try:
+        st.append(envs)
+    finally:
+        st.conn.set_progress_handler(None)
+    return n[0] * STEP
+
+
+def test_a_turn_costs_the_same_early_and_late(db):
+    evs = session_events(401)
+    per_turn = len(evs) // 401
+    assert per_turn * 401 + 1 == len(evs)  # a session start, then the same events every turn
+    st = Store.open(db)
+    try:
+        st.append(evs[:1 + 40 * per_turn])
+        early = steps_for(st, evs[1 + 40 * per_turn:1 + 41 * per_turn])
+        st.append(evs[1 + 41 * per_turn:1 + 400 * per_turn])
+        late = steps_for(st, evs[1 + 400 * per_turn:])
+        turns = st.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+        failed = st.conn.execute("SELECT count(*) FROM attempts WHERE outcome = 'failed'").fetchone()[0]
+    finally:
+        st.close()
+    assert turns == 401 and failed == 0  # every failure was retried and passed in its turn
+    assert late < 1.5 * early, (early, late)  # without migration 0007 the 401st turn took 2.5x the 41st
