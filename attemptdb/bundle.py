@@ -82,8 +82,8 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
             conn.execute("BEGIN")  # one snapshot: the rows and the chain head agree
             try:
                 size, head = store.head()
-                rows = conn.execute(f"SELECT {', '.join(event.COLUMNS)} FROM events WHERE {where} "
-                                    "ORDER BY session_id, seq", params)
+                rows = conn.execute(f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events "
+                                    f"WHERE {where} ORDER BY session_id, seq", params)
                 with zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
                     files = _write_sessions(zf, rows, include_content)
                     manifest = sign_manifest({
@@ -111,6 +111,22 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
     return manifest
 
 
+def _stored_line(r) -> str:
+    """The canonical line of a row (COLUMNS, seq, event_hash), refused unless it still hashes to
+    the stored event_hash: a bundle never signs a row edited in the file."""
+    from .store import hash_line
+    n = len(event.COLUMNS)
+    try:
+        text = event.line_from_row(r[:n])
+        ok = hash_line(text, hashlib.sha256) == r[n + 1]
+    except (ValueError, TypeError, AttributeError, event.EventError):
+        ok = False
+    if not ok:
+        raise AttemptError("bundle.row_changed", f"row seq={r[n]} ({r[0]}) is not what was written; "
+                           "`attempt verify` says more. Nothing was exported", exit_status=1)
+    return text
+
+
 def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool) -> list[dict]:
     """One member per session from rows ordered by session; their manifest entries."""
     sid = event.COLUMNS.index("session_id")
@@ -121,18 +137,23 @@ def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool) -> list[di
         files.append({"path": session_path(current), "sha256": digest.hexdigest(), "size_bytes": nbytes,
                       "media_type": MEDIA_TYPE, "events": count})
 
-    for r in rows:
-        if r[sid] != current:
-            if member is not None:
-                close_member()
-            current, digest, nbytes, count = r[sid], hashlib.sha256(), 0, 0
-            member = zf.open(session_path(current), "w", force_zip64=True)
-        text = event.line_from_row(r)
-        data = (text if include_content else _without_content(text)).encode("utf-8") + b"\n"
-        member.write(data)
-        digest.update(data)
-        nbytes += len(data)
-        count += 1
+    try:
+        for r in rows:
+            if r[sid] != current:
+                if member is not None:
+                    close_member()
+                current, digest, nbytes, count = r[sid], hashlib.sha256(), 0, 0
+                member = zf.open(session_path(current), "w", force_zip64=True)
+            text = _stored_line(r)
+            data = (text if include_content else _without_content(text)).encode("utf-8") + b"\n"
+            member.write(data)
+            digest.update(data)
+            nbytes += len(data)
+            count += 1
+    except BaseException:
+        if member is not None:  # else the ZIP cannot close, and its error would hide this one
+            member.close()
+        raise
     if member is None:
         raise AttemptError("bundle.empty", "no events in this scope: nothing to export")
     close_member()

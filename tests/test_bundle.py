@@ -12,7 +12,7 @@ from attemptdb import bundle, fastjson, keys, synth
 from attemptdb.cli.main import run
 from attemptdb.store import Store
 
-from conftest import run_attempt
+from conftest import needs_shell, run_attempt, sqlite3_shell
 
 
 def make_db(db, n=400, seed=7):
@@ -398,3 +398,16 @@ def test_public_key_in_signature_is_what_verifies(exported, other_key, tmp_path,
         m["signature"]["key_id"] = other_key.identity
     bad = rebuild(exported, str(tmp_path / "k.zip"), edit_manifest=swap, rehash=False)
     expect_problem(capsys, bad, "signature does not verify")
+
+
+@needs_shell
+def test_export_refuses_a_row_edited_in_the_file(source, tmp_path, capsys):
+    """A bundle signs what the chain vouches for: a row changed behind the triggers' back (in
+    the sqlite3 shell) stops the export, and no file is left."""
+    sqlite3_shell(source, "DROP TRIGGER events_no_update; "
+                          "UPDATE events SET tool_name = 'Forged' WHERE seq = (SELECT min(seq) FROM events "
+                          "WHERE tool_name IS NOT NULL);")
+    out = tmp_path / "x.zip"
+    code, _, err = cli(capsys, "bundle", "export", str(out), "--db", source)
+    assert code == 1 and "error[bundle.row_changed]" in err and "seq=" in err
+    assert not out.exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".attempt-bundle-")]
