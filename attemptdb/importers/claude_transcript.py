@@ -16,6 +16,7 @@ Invariants:
 """
 
 import itertools
+import os
 
 from .. import adapters, event, fastjson, ids
 from ..adapters import claude_code, paths
@@ -453,7 +454,6 @@ def events(stream, ctx_for, *, session_hint: str | None = None, agent=None, repo
         yield env
 
 
-
 # --- importing into a store (discovery, reconciliation with hook events) --------------------
 
 RECONCILE_KINDS = ("prompt_submitted", "turn_stopped", "session_started", "session_ended",
@@ -464,7 +464,6 @@ BATCH = 2500
 
 def projects_dirs() -> list:
     """Where Claude Code keeps transcripts: $CLAUDE_CONFIG_DIR/projects and ~/.claude/projects."""
-    import os
     out = []
     for base in (os.environ.get("CLAUDE_CONFIG_DIR"), os.path.join(os.path.expanduser("~"), ".claude")):
         if base:
@@ -482,7 +481,6 @@ def slug(directory: str) -> str:
 def discover(paths=(), *, all_projects: bool = False, cwd: str | None = None) -> list:
     """Transcript files, sorted: each PATH (a file, or a directory searched for *.jsonl), else
     the transcripts of `cwd`'s repository (or of every project with `all_projects`)."""
-    import os
     found = []
 
     def walk(d):
@@ -513,9 +511,8 @@ def discover(paths=(), *, all_projects: bool = False, cwd: str | None = None) ->
 def _subagent_of(path: str):
     """(provider agent id, agent type) of a subagent transcript `…/subagents/…/agent-<id>.jsonl`
     (type from its `agent-<id>.meta.json`), else None."""
-    import os
     name = os.path.basename(path)
-    if not (name.startswith("agent-") and f"{os.sep}subagents{os.sep}" in path):
+    if not (name.startswith("agent-") and f"{os.sep}subagents{os.sep}" in os.path.abspath(path)):
         return None
     agent_id = name[len("agent-"):-len(".jsonl")]
     agent_type = None
@@ -601,8 +598,7 @@ def _storable(env, rep) -> bool:
 
 def import_files(store, files, *, dry_run: bool = False, now_us: int | None = None) -> ImportReport:
     """Reconstruct and append the events of Claude Code transcript files (idempotent)."""
-    import os
-    from .. import adapters, capture, clock
+    from .. import capture, clock
     from ..ingest import ingest_for
     from ..errors import AttemptError
     rep = ImportReport()
