@@ -82,3 +82,25 @@ def test_a_turn_costs_the_same_early_and_late(db):
         st.close()
     assert turns == 401 and failed == 0  # every failure was retried and passed in its turn
     assert late < 1.5 * early, (early, late)  # without migration 0007 the 401st turn took 2.5x the 41st
+
+
+def test_an_unknown_hook_event_is_projected_as_a_rebuild_would(db, capsys):
+    """A hook name nobody knows becomes an `unknown` event without attrs.source. Before
+    migration 0007 the incremental triggers skipped it (a NULL comparison) while a rebuild
+    counted it, so `reproject --check` found the session row differing."""
+    from attemptdb.cli.main import run
+    device = ids.derive("dev_", "unknown-events")
+    project = ids.project_identity("/home/dev/p", None, device)
+    ctx = adapters.Context(device, "local_semantic", project, 1787904000000000, hook_version="t")
+    envs = [adapters.build_event("claude-code", {"hook_event_name": name, "session_id": "s-unknown",
+                                                 "timestamp": f"2026-08-20T09:00:0{i}Z"}, None, ctx)
+            for i, name in enumerate(("SessionStart", "SomethingNew", "UserPromptSubmit"))]
+    assert [e["kind"] for e in envs] == ["session_started", "unknown", "prompt_submitted"]
+    assert "source" not in envs[1].get("attrs", {})
+    st = Store.open(db)
+    st.append(envs)
+    count = st.conn.execute("SELECT event_count FROM session_facts").fetchone()[0]
+    st.close()
+    assert count == 3
+    capsys.readouterr()
+    assert run(["reproject", "--check", "--db", db]) == 0, capsys.readouterr().out

@@ -62,7 +62,8 @@ def test_each_object_is_attributed_to_the_migration_that_last_wrote_it():
     want = schema_integrity.expected(LATEST)
     assert want["events"][0] == "table" and want["events"][3] == 1
     assert want["apply_start"][:2] == ("trigger", "project_queue") and want["apply_start"][3] == 3
-    assert want["events_late"][3] == 6  # dropped and created again by 0006
+    assert want["events_late"][3] == 7  # created again by 0006, then by 0007
+    assert want["apply_prompt"][3] == 7 and want["attempt_facts_turn_order"][3] == 7  # 0007: a trigger, an index
     assert want["projection_control"][3] == 6  # a column added by 0006
 
 

@@ -237,8 +237,8 @@ def conformance_cmd(file, as_json):
 
 @click.group("import")
 def import_group():
-    """Bring history in: canonical Event v1 JSONL streams (`attempt events --jsonl` writes them)
-    and Claude Code transcripts."""
+    """Bring history in: canonical Event v1 JSONL streams (`attempt events --jsonl` writes them),
+    Claude Code transcripts and Codex rollouts."""
 
 
 @import_group.command("jsonl")
@@ -292,9 +292,35 @@ def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
         where = " or ".join(ct.projects_dirs()) or "~/.claude/projects"
         raise AttemptError("import.nothing", f"no Claude Code transcripts found (looked in {where}"
                            f"{'' if all_projects else ' for this directory; --all-projects takes every project'})")
+    _import_reconstructed(db, files, dry_run, as_json, ct._claude_reader, "transcripts")
+
+
+@import_group.command("codex")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--days", type=click.IntRange(0, 100_000), default=30, show_default=True,
+              help="Rollouts modified in the last N days (0: all); ignored with PATHS.")
+@click.option("--dry-run", is_flag=True, help="Count what would be imported; write nothing.")
+@db_option
+@json_option
+def import_codex_cmd(paths, days, dry_run, db, as_json):
+    """Reconstruct history from Codex rollouts ($CODEX_HOME/sessions/…/rollout-*.jsonl).
+
+    PATHS: rollout files or directories; default: $CODEX_HOME (~/.codex) sessions and archived
+    sessions. Tool calls take the hooks' ids; idempotent.
+    """
+    from ..importers import codex_rollout
+    files = codex_rollout.discover(paths, days=days)
+    if not files:
+        raise AttemptError("import.nothing", "no Codex rollouts found (looked in $CODEX_HOME or ~/.codex: "
+                           f"sessions/ and archived_sessions/{f', the last {days} days' if days else ''})")
+    _import_reconstructed(db, files, dry_run, as_json, codex_rollout.read, "rollouts")
+
+
+def _import_reconstructed(db, files, dry_run, as_json, reader, what):
+    from ..importers import claude_transcript as ct
     st = open_store(db, create=True)
     try:
-        rep = ct.import_files(st, files, dry_run=dry_run)
+        rep = ct.import_files(st, files, dry_run=dry_run, reader=reader)
         if not dry_run:
             checkpoint_after_import(st)
     finally:
@@ -304,7 +330,7 @@ def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
         return
     verb = "would import" if dry_run else "imported"
     click.echo(f"{verb} {rep.accepted:,} events ({rep.duplicates:,} already stored, {rep.skipped_captured:,} "
-               f"captured by hooks) from {rep.files:,} transcripts, {len(rep.sessions):,} sessions"
+               f"captured by hooks) from {rep.files:,} {what}, {len(rep.sessions):,} sessions"
                + (f"; {rep.skipped_lines:,} unreadable lines skipped" if rep.skipped_lines else "")
                + (f"; {rep.rejected:,} events could not be stored" if rep.rejected else ""))
 

@@ -76,7 +76,12 @@ def session_of(lines: list) -> str | None:
 
 class _Transcript:
     """The state of one transcript being read: session, turn, open tool calls, the pending
-    entries of the current API message."""
+    entries of the current API message. `draft` and `finish` are shared with other
+    reconstructions (attemptdb.importers.codex_rollout), which set the class constants."""
+
+    provider = PROVIDER
+    reconstructed_from = RECONSTRUCTED_FROM
+    id_root = "transcript"
 
     def __init__(self, psid, ctx_for, agent=None):
         self.psid = psid
@@ -105,7 +110,7 @@ class _Transcript:
     def draft(self, name: str, entry: dict, kind: str) -> _Draft:
         cwd = _cwd(entry)
         ctx = self.ctx_for(cwd, text(entry.get("version")))
-        d = _Draft(PROVIDER, "transcript:" + name, ctx.project["root"])
+        d = _Draft(self.provider, "transcript:" + name, ctx.project["root"])
         d.ctx = ctx
         d.attrs = {}
         d.kind = kind
@@ -124,7 +129,7 @@ class _Transcript:
         d.attrs = {"provider": a.pop("provider")} if "provider" in a else {}
         if cwd:
             d.attr("cwd", paths.elide_home(paths.logical_form(cwd)[0]))
-        for k, v in (("reconstructed", True), ("reconstructed_from", RECONSTRUCTED_FROM),
+        for k, v in (("reconstructed", True), ("reconstructed_from", self.reconstructed_from),
                      ("transcript_entry_type", _entry_type(entry)), ("transcript_present", True),
                      ("turn_index_hint", self.turn_index)):
             d.attr(k, v)
@@ -135,7 +140,7 @@ class _Transcript:
             d.observed = ctx.captured_at
         env = d.envelope(ctx)
         if not (d.tool and d.tool.get("call_id") and not d.session_missing):  # else the hook's id (§5.4)
-            env["event_id"] = ids.derive("ev_", "transcript", self.psid, key, suffix)
+            env["event_id"] = ids.derive("ev_", self.id_root, self.psid, key, suffix)
         return env
 
     def session_start(self, entry, key):
@@ -199,6 +204,16 @@ class _Transcript:
             d = self.draft(kind if token(kind, 64) else "unknown", entry, "unknown")
             out.append(self.finish(d, entry, key, "unknown"))
         return out
+
+    def run(self, entries, rep):
+        """Every event of (line number, entry) pairs, then those the end of the file decides."""
+        for n, entry in entries:
+            for env in self.read(n, entry):
+                rep.events += 1
+                yield env
+        for env in self.end():
+            rep.events += 1
+            yield env
 
     def end(self) -> list:
         out = self.flush_group()
@@ -444,14 +459,7 @@ def events(stream, ctx_for, *, session_hint: str | None = None, agent=None, repo
     head = list(itertools.islice(entries, PEEK_LINES))
     psid = session_of(head) or (session_hint if text(session_hint) else None) or "unknown"
     rep.session = psid
-    t = _Transcript(psid, ctx_for, agent)
-    for n, entry in itertools.chain(head, entries):
-        for env in t.read(n, entry):
-            rep.events += 1
-            yield env
-    for env in t.end():
-        rep.events += 1
-        yield env
+    yield from _Transcript(psid, ctx_for, agent).run(itertools.chain(head, entries), rep)
 
 
 # --- importing into a store (discovery, reconciliation with hook events) --------------------
@@ -596,8 +604,15 @@ def _storable(env, rep) -> bool:
         return False
 
 
-def import_files(store, files, *, dry_run: bool = False, now_us: int | None = None) -> ImportReport:
-    """Reconstruct and append the events of Claude Code transcript files (idempotent)."""
+def _claude_reader(f, ctx_for, path, report):
+    stem = os.path.basename(path)[:-len(".jsonl")] if path.endswith(".jsonl") else None
+    return events(f, ctx_for, session_hint=stem, agent=_subagent_of(path), report=report)
+
+
+def import_files(store, files, *, dry_run: bool = False, now_us: int | None = None,
+                 reader=_claude_reader) -> ImportReport:
+    """Reconstruct and append the events of transcript files (idempotent). `reader(file, ctx_for,
+    path, report)` yields a file's envelopes (Claude Code transcripts by default)."""
     from .. import capture, clock
     from ..ingest import ingest_for
     from ..errors import AttemptError
@@ -620,9 +635,7 @@ def import_files(store, files, *, dry_run: bool = False, now_us: int | None = No
             raise AttemptError("import.unreadable", f"cannot read {path}: {e.strerror}") from None
         per = Report()
         with f:
-            stem = os.path.basename(path)[:-len(".jsonl")] if path.endswith(".jsonl") else None
-            envs = [e for e in (ingest(x) for x in events(f, ctx_for, session_hint=stem, agent=_subagent_of(path),
-                                                          report=per)) if _storable(e, rep)]
+            envs = [e for e in (ingest(x) for x in reader(f, ctx_for, path, per)) if _storable(e, rep)]
         rep.files += 1
         rep.lines += per.lines
         rep.skipped_lines += per.skipped_lines

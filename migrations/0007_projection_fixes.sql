@@ -1,5 +1,6 @@
--- 0007: a prompt costs O(its turn), not O(session) (spec/projections.md §1).
+-- 0007: two fixes to the projection triggers (spec/projections.md §1).
 --
+-- 1. A prompt costs O(its turn), not O(session).
 -- apply_prompt checkpoints what the new turn can still change: open calls, the attempts of the
 -- current turn and of open calls, attempts those supersede, open signals, unresolved commits.
 -- Three of those reads found their rows by session alone and so scanned every call and attempt
@@ -105,3 +106,89 @@ BEGIN
       ORDER BY p.end_key LIMIT 1);
 END;
 
+-- 2. An `unknown` event is left out of the projections only when it is OTel telemetry
+-- (attrs.source = 'otel'). Three triggers wrote that test as `NOT (kind = 'unknown' AND
+-- json_extract(attrs_json, '$.source') = 'otel')`: for an unknown event without a source the
+-- comparison is NULL, so the whole condition was NULL and the event was never applied (nor did
+-- it replay its session when late, nor when a Retraction named it), while a rebuild, which
+-- tests `telemetry = 0`, applied it: `attempt reproject --check` found session rows differing.
+-- `IS 'otel'` is false for NULL. events_late and events_apply are created again in the order
+-- 0006 created them, still the newest triggers on events, so their firing order is unchanged;
+-- meta_retraction is the only trigger on retraction_seq.
+
+DROP TRIGGER events_late;
+
+CREATE TRIGGER events_late AFTER INSERT ON events
+WHEN NEW.kind NOT IN ('correction', 'retraction', 'capture_test')
+ AND NOT (NEW.kind = 'unknown' AND json_extract(NEW.attrs_json, '$.source') IS 'otel')
+ AND EXISTS (SELECT 1 FROM session_facts
+             WHERE session_id = CASE WHEN NEW.provider_session_id IN ('', 'unknown')
+                                     THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24)
+                                     ELSE NEW.session_id END
+               AND last_key > NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id)
+ AND (SELECT paused FROM projection_control WHERE id = 1) = 0
+ AND NOT EXISTS (SELECT 1 FROM retraction_facts WHERE target = NEW.event_id AND target_type = 'event')
+BEGIN
+  INSERT INTO replay_pending (session_id, raw_session_id, project_id, from_key)
+    SELECT CASE WHEN NEW.provider_session_id IN ('', 'unknown')
+                THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24) ELSE NEW.session_id END,
+           NEW.session_id, NEW.project_id,
+           NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id
+    WHERE (SELECT defer_replays FROM projection_control WHERE id = 1) = 1
+    ON CONFLICT (session_id) DO UPDATE SET from_key = min(from_key, excluded.from_key);
+  INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, project_id, from_key)
+    SELECT 1,
+           CASE WHEN NEW.provider_session_id IN ('', 'unknown')
+                THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24) ELSE NEW.session_id END,
+           NEW.session_id, NEW.project_id,
+           NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id
+    WHERE (SELECT defer_replays FROM projection_control WHERE id = 1) = 0;
+END;
+
+DROP TRIGGER events_apply;
+
+CREATE TRIGGER events_apply AFTER INSERT ON events
+WHEN NEW.kind NOT IN ('correction', 'retraction', 'capture_test')
+ AND NOT (NEW.kind = 'unknown' AND json_extract(NEW.attrs_json, '$.source') IS 'otel')
+ AND (SELECT paused FROM projection_control WHERE id = 1) = 0
+ AND NOT EXISTS (SELECT 1 FROM retraction_facts WHERE target = NEW.event_id AND target_type = 'event')
+ AND NOT EXISTS (SELECT 1 FROM replay_pending
+                 WHERE session_id = CASE WHEN NEW.provider_session_id IN ('', 'unknown')
+                                         THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24)
+                                         ELSE NEW.session_id END)
+BEGIN
+  INSERT OR REPLACE INTO project_queue SELECT 1, p.* FROM project_input p WHERE p.seq = NEW.seq;
+END;
+
+DROP TRIGGER meta_retraction;
+
+CREATE TRIGGER meta_retraction AFTER UPDATE OF retraction_seq ON projection_control
+BEGIN
+  INSERT OR IGNORE INTO retraction_facts (event_id, ekey, retracted_at, session_id, project_id,
+      target_type, target, reason, note, note_chars)
+    SELECT event_id, ekey, retracted_at, session_id, project_id, target_type, target, reason,
+           note, note_chars
+    FROM retraction_input WHERE seq = NEW.retraction_seq;
+  UPDATE session_facts SET retraction = coalesce((SELECT max(1 + (reason = 'privacy')) FROM retraction_facts WHERE target = session_facts.raw_session_id AND target_type = 'session'), 0)
+    WHERE raw_session_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'session');
+  UPDATE attempt_facts SET session_retracted = 1
+    WHERE session_retracted = 0 AND session_id IN (
+      SELECT session_id FROM session_facts
+      WHERE raw_session_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'session'));
+  UPDATE events SET retracted = 1
+  WHERE retracted = 0 AND kind NOT IN ('correction', 'retraction')
+    AND session_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'session');
+  UPDATE attempt_facts SET retraction = coalesce((SELECT max(1 + (reason = 'privacy')) FROM retraction_facts WHERE target = attempt_facts.attempt_id AND target_type = 'attempt'), 0)
+    WHERE attempt_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'attempt');
+  UPDATE events SET retracted = 1
+  WHERE retracted = 0 AND kind NOT IN ('correction', 'retraction')
+    AND event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event');
+  INSERT OR IGNORE INTO projection_dirty (session_id, raw_session_id, project_id)
+    SELECT CASE WHEN e.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24) ELSE e.session_id END, e.session_id, e.project_id FROM events e
+    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND e.kind NOT IN ('correction', 'retraction', 'capture_test') AND NOT (e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') IS 'otel')
+      AND (SELECT paused FROM projection_control WHERE id = 1) = 1;
+  INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, project_id, from_key)
+    SELECT 1, CASE WHEN e.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24) ELSE e.session_id END, e.session_id, e.project_id,
+           e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id FROM events e
+    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND e.kind NOT IN ('correction', 'retraction', 'capture_test') AND NOT (e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') IS 'otel');
+END;
