@@ -35,7 +35,7 @@ def _context():
 
 def _load_live(ctx, conn, sql: str) -> None:
     import pyarrow as pa
-    from .export_arrow import batches, public_tables
+    from .export_arrow import batches, public_tables, schema
     conn.execute("BEGIN")  # one snapshot across the tables
     try:
         tables = public_tables(conn)
@@ -43,17 +43,9 @@ def _load_live(ctx, conn, sql: str) -> None:
         for t in tables:
             if t["name"] in needed:
                 got = list(batches(conn, t, include_content=True))  # the user's own machine
-                table = pa.Table.from_batches(got) if got else pa.table(
-                    {c: pa.array([], _type(ty)) for c, ty in t["columns"]})
-                ctx.from_arrow(table, t["name"])
+                ctx.from_arrow(pa.Table.from_batches(got, schema=schema(t)), t["name"])
     finally:
         conn.execute("COMMIT")
-
-
-def _type(logical):
-    import pyarrow as pa
-    from .export_arrow import arrow_type
-    return arrow_type(logical) or pa.string()
 
 
 def _load_export(ctx, directory: str, sql: str) -> list:

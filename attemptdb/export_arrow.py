@@ -58,8 +58,9 @@ def _column(values, logical: str, table: str, name: str):
     import pyarrow.compute as pc
     want = arrow_type(logical)
     try:
-        if want is None:  # undocumented (catalog.problems reports it): keep what SQLite holds
-            return pa.array(values)
+        if want is None:  # undocumented (a column someone added): its values as text, one type for every batch
+            return pa.array([None if v is None else (v.hex() if isinstance(v, bytes) else str(v)) for v in values],
+                            pa.string())
         if pa.types.is_timestamp(want):
             return pc.cast(pa.array(values, pa.string()), want)
         if pa.types.is_boolean(want):
@@ -68,6 +69,12 @@ def _column(values, logical: str, table: str, name: str):
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         raise AttemptError("export.bad_value", f"{table}.{name} holds a value that is not {logical}; "
                            "`attempt verify` and `attempt reproject --check` say what changed") from None
+
+
+def schema(table: dict):
+    """The Arrow schema of a public table (an undocumented column is text)."""
+    import pyarrow as pa
+    return pa.schema([pa.field(n, arrow_type(t) or pa.string()) for n, t in table["columns"]])
 
 
 def public_tables(conn) -> list[dict]:
@@ -99,23 +106,14 @@ def batches(conn, table: dict, *, include_content: bool, rows: int = BATCH_ROWS)
 
 
 def _write_table(conn, table: dict, path: str, fmt: str, include_content: bool) -> int:
-    import pyarrow as pa
-    schema = None
     n = 0
-    writer = None
+    writer = _writer(path, schema(table), fmt)  # an empty table is still a file with its schema
     try:
         for batch in batches(conn, table, include_content=include_content):
-            if writer is None:
-                schema = batch.schema
-                writer = _writer(path, schema, fmt)
             writer.write_batch(batch)
             n += batch.num_rows
-        if writer is None:  # an empty table is still a file with the table's schema
-            schema = pa.schema([pa.field(c, arrow_type(t) or pa.null()) for c, t in table["columns"]])
-            writer = _writer(path, schema, fmt)
     finally:
-        if writer is not None:
-            writer.close()
+        writer.close()
     return n
 
 

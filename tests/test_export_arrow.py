@@ -228,3 +228,16 @@ def test_without_pyarrow_a_coded_error(source, tmp_path, capsys, monkeypatch):
     assert code == 2 and "error[export.needs_arrow]" in err and "attemptdb[arrow]" in err
     code, _, err = cli(capsys, "query", "--engine", "datafusion", "SELECT 1", "--db", source)
     assert code == 2 and "error[export.needs_arrow]" in err
+
+
+@needs_shell
+def test_a_column_someone_added_is_exported_as_text(source, tmp_path, capsys):
+    import shutil
+    db = str(tmp_path / "added.db")
+    shutil.copyfile(source, db)
+    sqlite3_shell(db, "ALTER TABLE events ADD COLUMN mine INTEGER DEFAULT 7;")
+    out = tmp_path / "x"
+    code, _, err = cli(capsys, "export", str(out), "--db", db)
+    assert code == 0, err
+    got = pq.read_table(str(out / "events.parquet"), columns=["mine"])
+    assert got.schema.field("mine").type == pa.string() and set(got.column("mine").to_pylist()) == {"7"}

@@ -27,7 +27,7 @@ ATTR_KEYS = frozenset((
     "is_subagent", "agent_type", "task_id", "task_status", "previous_cwd", "worktree_path",
     "config_source", "tool_output_truncated", "provider", "message_chars", "pre_tokens",
     "duration_ms", "tests_passed", "tests_failed", "tests_skipped",
-    # transcript import (attemptdb.importers.claude_transcript)
+    # transcript and rollout import (attemptdb.importers)
     "reconstructed", "reconstructed_from", "transcript_entry_type", "is_sidechain", "turn_index_hint",
 ))
 """Layer 1 of the attrs allowlist: every key an adapter may write (reference §2.10, golden era)."""
