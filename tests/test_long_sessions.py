@@ -104,3 +104,30 @@ def test_an_unknown_hook_event_is_projected_as_a_rebuild_would(db, capsys):
     assert count == 3
     capsys.readouterr()
     assert run(["reproject", "--check", "--db", db]) == 0, capsys.readouterr().out
+
+
+def test_a_file_from_before_0007_gets_its_unknown_events_projected(db, monkeypatch, capsys):
+    """A file migrated to 0006 whose triggers skipped an unknown event: opening it with this
+    version migrates it, and migration 0007 re-derives that session once."""
+    from attemptdb import store as store_mod
+    from attemptdb.cli.main import run
+    device = ids.derive("dev_", "old-file")
+    project = ids.project_identity("/home/dev/p", None, device)
+    ctx = adapters.Context(device, "local_semantic", project, 1787904000000000, hook_version="t")
+    envs = [adapters.build_event("claude-code", {"hook_event_name": name, "session_id": "s-old",
+                                                 "timestamp": f"2026-08-20T09:00:0{i}Z"}, None, ctx)
+            for i, name in enumerate(("SessionStart", "SomethingNew", "UserPromptSubmit"))]
+    shipped = store_mod.migrations
+    monkeypatch.setattr(store_mod, "migrations", lambda: [m for m in shipped() if m[0] <= 6])
+    st = Store.open(db)
+    st.append(envs)
+    assert st.user_version() == 6
+    assert st.conn.execute("SELECT event_count FROM session_facts").fetchone()[0] == 2  # the old slip
+    st.close()
+    monkeypatch.setattr(store_mod, "migrations", shipped)
+    st = Store.open(db)
+    assert st.user_version() == 7
+    assert st.conn.execute("SELECT event_count FROM session_facts").fetchone()[0] == 3
+    st.close()
+    capsys.readouterr()
+    assert run(["reproject", "--check", "--db", db]) == 0, capsys.readouterr().out
