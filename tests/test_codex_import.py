@@ -102,6 +102,9 @@ def test_hostile_rollouts_and_discovery(anchor, tmp_path, monkeypatch, db, capsy
         {"type": "response_item", "payload": {"type": "custom_tool_call_output", "output": "{\"metadata\": 5}"}},
         {"type": "event_msg", "payload": {"type": "task_complete", "error": "x", "duration_ms": -1}},
         {"type": "event_msg", "payload": "not an object"}, {"type": 5}, [], "x",
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c9",
+                                              "output": "Process exited with code \u00b2\n"}},
+        {"type": "event_msg", "payload": {"type": "item_completed", "item": {"type": "ImageView"}}},
     ]) + "\n" + "\x00\xff binary\n")
     monkeypatch.setenv("CODEX_HOME", str(home))
     rep = imported(capsys, "--db", db)

@@ -45,9 +45,8 @@ class _Rollout(_Transcript):
         self.cwd = None
         self.model = None
         self.version = None
-        self.turn_active = False
 
-    def _entry(self, entry, payload) -> dict:
+    def _entry(self, entry) -> dict:
         """What draft/finish read from an entry: its time, the session's cwd and version."""
         e = {"timestamp": entry.get("timestamp"), "type": entry.get("type")}
         if self.cwd:
@@ -62,14 +61,14 @@ class _Rollout(_Transcript):
         kind = entry.get("type") if isinstance(entry.get("type"), str) else None
         p = entry.get("payload") if isinstance(entry.get("payload"), dict) else {}
         key = str(entry["ordinal"]) if isinstance(entry.get("ordinal"), int) else f"line:{n}"
-        e = self._entry(entry, p)
+        e = self._entry(entry)
         out = []
         if kind == "session_meta":
             if self.started:
                 return out  # a later meta is inherited context (a subagent's parent)
             self.cwd = text(p.get("cwd"))
             self.version = text(p.get("cli_version"))
-            e = self._entry(entry, p)
+            e = self._entry(entry)
             self.started = True
             if self.agent is not None:  # a subagent's thread: its parent's session started elsewhere
                 return [self.finish(self.draft("subagent_start", e, "subagent_started"), e, key, "subagent_started")]
@@ -122,7 +121,6 @@ class _Rollout(_Transcript):
             return []
         self.turn_index += 1
         self.turn_id = text(turn_id) or self.turn_id
-        self.turn_active = True
         d = self.draft("user", e, "prompt_submitted")
         d.provider_attr("prompt_kind", "text")
         d.prompt(prompt)
@@ -151,7 +149,6 @@ class _Rollout(_Transcript):
             d.failure(cls=class_token(p.get("reason")) or "interrupted", status="cancelled")
         elif error:
             d.failure(error.get("message"), cls=class_token(p.get("codex_error_info") or error.get("codex_error_info")))
-        self.turn_active = False
         return [self.finish(d, e, key, "turn_end")]
 
     # --- tool calls --------------------------------------------------------------------------
@@ -171,7 +168,8 @@ class _Rollout(_Transcript):
             name, tool_input = name or known[0], tool_input if tool_input is not None else known[1]
         if exit_code is None and isinstance(output, str) and _EXIT in output:
             tail = output.split(_EXIT, 1)[1].split("\n", 1)[0].strip()
-            exit_code = int(tail) if tail.lstrip("-").isdigit() and len(tail) < 12 else None
+            digits = tail.lstrip("-")
+            exit_code = int(tail) if digits.isascii() and digits.isdigit() and len(tail) < 12 else None
         if failed is None:
             failed = bool(exit_code) or error is not None
         d = self.draft("tool_result", e, "tool_call_failed" if failed else "tool_call_finished")
@@ -187,7 +185,8 @@ class _Rollout(_Transcript):
 
     def pair(self, e, key, name, call_id, tool_input, output, **kw) -> list:
         """A call the rollout records only once it completed: its start and its end."""
-        return self.call(e, key, name, call_id, tool_input) + self.result(e, key, call_id, output, **kw)
+        return self.call(e, key, name, call_id, tool_input) + \
+            self.result(e, key, call_id, output, name=name, tool_input=tool_input, **kw)
 
     def response_item(self, e, key, p) -> list:
         t = p.get("type")
