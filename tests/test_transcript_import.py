@@ -124,6 +124,9 @@ def test_the_other_fixtures_import_and_verify(anchor, db, capsys):
     thinking = st.conn.execute("SELECT count(*) FROM events WHERE content_json LIKE '%CANARY_THINKING%'").fetchone()[0]
     st.close()
     assert kinds["compaction_finished"] == 1 and kinds["unknown"] >= 2  # compact_boundary; future-thing, …
+    # the subagent's own file: it starts and, its last answer final, stops; no session start of its own
+    assert kinds["subagent_started"] == 1 and kinds["subagent_stopped"] == 1
+    assert kinds["session_started"] == 5  # one for each of the five main transcripts
     assert interrupted == 2 and denied == 1  # interrupted_turn: two interruptions, a rejected call
     assert side >= 2  # subagent_sidechain's agent and mixed_edge_cases' inline sidechain
     assert thinking == 0  # reasoning never kept

@@ -144,6 +144,10 @@ class _Transcript:
         return env
 
     def session_start(self, entry, key):
+        if self.sidechain:  # a subagent's transcript: its parent's session started elsewhere
+            d = self.draft("subagent_start", entry, "subagent_started")
+            d.turn = None
+            return self.finish(d, entry, key, "subagent_started")
         d = self.draft("session_start", entry, "session_started")
         d.turn = None
         d.provider_attr("entrypoint", entry.get("entrypoint"))
@@ -218,7 +222,11 @@ class _Transcript:
     def end(self) -> list:
         out = self.flush_group()
         if self.last_assistant and self.last_assistant[2] in TERMINAL_STOPS:
+            entry, key, _ = self.last_assistant
             out += self.turn_end()
+            if self.sidechain:  # a subagent whose last answer is final has stopped, there
+                out.append(self.finish(self.draft("subagent_stop", entry, "subagent_stopped"), entry, key,
+                                       "subagent_stopped"))
         return out
 
     def user(self, entry, key, msg) -> list:
