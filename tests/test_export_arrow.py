@@ -209,12 +209,18 @@ def test_hostile_export_directory(parquet_dir, tmp_path, capsys):
     assert code == 2 and "error[query.bad_export]" in err
 
 
-@needs_shell
-def test_a_value_of_the_wrong_type_is_a_coded_error(source, tmp_path, capsys):
+def edited_copy(source, tmp_path, sql) -> str:
+    """A copy of the module's database, edited in the real sqlite3 shell."""
     import shutil
     db = str(tmp_path / "edited.db")
     shutil.copyfile(source, db)
-    sqlite3_shell(db, "DROP TRIGGER events_no_update; UPDATE events SET hlc = 'abc' WHERE seq = 3;")
+    sqlite3_shell(db, sql)
+    return db
+
+
+@needs_shell
+def test_a_value_of_the_wrong_type_is_a_coded_error(source, tmp_path, capsys):
+    db = edited_copy(source, tmp_path, "DROP TRIGGER events_no_update; UPDATE events SET hlc = 'abc' WHERE seq = 3;")
     out = tmp_path / "x"
     code, _, err = cli(capsys, "export", str(out), "--db", db)
     assert code == 2 and "error[export.bad_value]: events.hlc" in err
@@ -232,10 +238,7 @@ def test_without_pyarrow_a_coded_error(source, tmp_path, capsys, monkeypatch):
 
 @needs_shell
 def test_a_column_someone_added_is_exported_as_text(source, tmp_path, capsys):
-    import shutil
-    db = str(tmp_path / "added.db")
-    shutil.copyfile(source, db)
-    sqlite3_shell(db, "ALTER TABLE events ADD COLUMN mine INTEGER DEFAULT 7;")
+    db = edited_copy(source, tmp_path, "ALTER TABLE events ADD COLUMN mine INTEGER DEFAULT 7;")
     out = tmp_path / "x"
     code, _, err = cli(capsys, "export", str(out), "--db", db)
     assert code == 0, err

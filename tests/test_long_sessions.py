@@ -84,17 +84,23 @@ def test_a_turn_costs_the_same_early_and_late(db):
     assert late < 1.5 * early, (early, late)  # without migration 0007 the 401st turn took 2.5x the 41st
 
 
+def hook_session_with_an_unknown_event(device_name: str, session: str) -> list:
+    """A session start, a hook name nobody knows (an `unknown` event without attrs.source), a
+    prompt: three hook envelopes, one second apart."""
+    device = ids.derive("dev_", device_name)
+    project = ids.project_identity("/home/dev/p", None, device)
+    ctx = adapters.Context(device, "local_semantic", project, 1787904000000000, hook_version="t")
+    return [adapters.build_event("claude-code", {"hook_event_name": name, "session_id": session,
+                                                 "timestamp": f"2026-08-20T09:00:0{i}Z"}, None, ctx)
+            for i, name in enumerate(("SessionStart", "SomethingNew", "UserPromptSubmit"))]
+
+
 def test_an_unknown_hook_event_is_projected_as_a_rebuild_would(db, capsys):
     """A hook name nobody knows becomes an `unknown` event without attrs.source. Before
     migration 0007 the incremental triggers skipped it (a NULL comparison) while a rebuild
     counted it, so `reproject --check` found the session row differing."""
     from attemptdb.cli.main import run
-    device = ids.derive("dev_", "unknown-events")
-    project = ids.project_identity("/home/dev/p", None, device)
-    ctx = adapters.Context(device, "local_semantic", project, 1787904000000000, hook_version="t")
-    envs = [adapters.build_event("claude-code", {"hook_event_name": name, "session_id": "s-unknown",
-                                                 "timestamp": f"2026-08-20T09:00:0{i}Z"}, None, ctx)
-            for i, name in enumerate(("SessionStart", "SomethingNew", "UserPromptSubmit"))]
+    envs = hook_session_with_an_unknown_event("unknown-events", "s-unknown")
     assert [e["kind"] for e in envs] == ["session_started", "unknown", "prompt_submitted"]
     assert "source" not in envs[1].get("attrs", {})
     st = Store.open(db)
@@ -111,12 +117,7 @@ def test_a_file_from_before_0007_gets_its_unknown_events_projected(db, monkeypat
     version migrates it, and migration 0007 re-derives that session once."""
     from attemptdb import store as store_mod
     from attemptdb.cli.main import run
-    device = ids.derive("dev_", "old-file")
-    project = ids.project_identity("/home/dev/p", None, device)
-    ctx = adapters.Context(device, "local_semantic", project, 1787904000000000, hook_version="t")
-    envs = [adapters.build_event("claude-code", {"hook_event_name": name, "session_id": "s-old",
-                                                 "timestamp": f"2026-08-20T09:00:0{i}Z"}, None, ctx)
-            for i, name in enumerate(("SessionStart", "SomethingNew", "UserPromptSubmit"))]
+    envs = hook_session_with_an_unknown_event("old-file", "s-old")
     shipped = store_mod.migrations
     monkeypatch.setattr(store_mod, "migrations", lambda: [m for m in shipped() if m[0] <= 6])
     st = Store.open(db)

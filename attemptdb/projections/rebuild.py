@@ -73,22 +73,6 @@ def retracted_events(conn) -> set:
     return {r[0] for r in conn.execute("SELECT event_id FROM events WHERE retracted = 1")}
 
 
-def diff(before: dict, after: dict, limit: int = 5) -> dict:
-    """{table: {"only_before": n, "only_after": n, "examples": [...]}} for tables that differ."""
-    out = {}
-    for t in sorted(set(before) | set(after)):
-        b, a = before.get(t, []), after.get(t, [])
-        if b == a:
-            continue
-        sb, sa = _multiset(b), _multiset(a)
-        only_b = [r for r in sb if sb[r] > sa.get(r, 0)]
-        only_a = [r for r in sa if sa[r] > sb.get(r, 0)]
-        out[t] = {"only_before": len(only_b), "only_after": len(only_a),
-                  "examples": [("incremental", list(r[:3])) for r in only_b[:limit]]
-                              + [("rebuild", list(r[:3])) for r in only_a[:limit]]}
-    return out
-
-
 def _snapshot(conn) -> None:
     """Copy the state tables into temp tables: the `before` side of a reproject. They stay in
     SQLite (its temp store on disk during a reproject), never in Python: the state of a
@@ -99,9 +83,9 @@ def _snapshot(conn) -> None:
 
 
 def _compared(conn, limit: int = 5) -> dict:
-    """What `diff` reports, computed in SQL between the snapshot and the current state (rows
-    of one side missing from the other; a surplus of identical rows counts too). Drops the
-    snapshot."""
+    """{table: {"only_before": n, "only_after": n, "examples": [...]}} for the state tables whose
+    rows differ between the snapshot and now (rows of one side missing from the other; a
+    surplus of identical rows counts too), computed in SQL. Drops the snapshot."""
     out = {}
     try:
         for t in STATE_TABLES:
@@ -123,13 +107,6 @@ def _compared(conn, limit: int = 5) -> dict:
         for t in STATE_TABLES:
             conn.execute(f'DROP TABLE IF EXISTS temp."before_{t}"')
     return out
-
-
-def _multiset(rows):
-    m = {}
-    for r in rows:
-        m[r] = m.get(r, 0) + 1
-    return m
 
 
 class Report:
