@@ -114,7 +114,7 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
 def _stored_line(r) -> str:
     """The canonical line of a row (COLUMNS, seq, event_hash), refused unless it still hashes to
     the stored event_hash: a bundle never signs a row edited in the file."""
-    from .store import hash_line
+    from .chain import hash_line
     n = len(event.COLUMNS)
     try:
         text = event.line_from_row(r[:n])

@@ -20,8 +20,6 @@ from .errors import AttemptError
 
 ORIGIN_PREFIX = "attemptdb.local/"
 DASH = "\u2014"
-GROW_EVENTS = 1000
-GROW_SECONDS = 600
 
 
 class Checkpoint:
@@ -147,29 +145,61 @@ class _OutsideLock:
         os.close(self.fd)
 
 
-def _extends_outside(store, device: str, size: int) -> None:
-    """Refuse to sign a chain that does not extend the device's last signed checkpoint: the
+def _signed_base(store, device: str, key, size: int, adopt: bool) -> int:
+    """The size of the device's last signed checkpoint, which the chain must still extend: the
     key signs only the file it signed before (a copy carrying the same device id, or a file
-    rolled back, must not get a fresh signature or replace the outside copy)."""
+    rolled back, must not get a fresh signature or replace the outside copy). Rows up to that
+    size were verified by whoever signed it; the caller verifies the rows after it."""
     note = read_outside(device)
     if note is None:
-        return
+        # the outside copy is what makes a deleted tail visible: a file that holds checkpoints
+        # without it is reported by verify, and a new signature would hide that
+        if not adopt and store.conn.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone():
+            raise AttemptError("checkpoint.outside_missing", "the file holds signed checkpoints but the "
+                               f"copy beside the key ({outside_path(device)}) is missing, so rows deleted "
+                               "after the last one could not be seen; nothing was signed. Run `attempt "
+                               "verify`; restore that file, or `attempt checkpoint --adopt` to verify the "
+                               "whole chain and sign it anew", exit_status=1)
+        return 0
     try:
         cp = parse(note)
     except AttemptError:
         raise AttemptError("checkpoint.outside_unreadable", "the checkpoint kept beside the key is not a "
                            "valid signed note; run `attempt verify`", exit_status=1) from None
     row = store.conn.execute("SELECT chain_hash FROM events WHERE seq = ?", (cp.size,)).fetchone()
-    if cp.origin != ORIGIN_PREFIX + device or cp.size > size or row is None or row[0] != cp.head:
+    if (cp.origin != ORIGIN_PREFIX + device or not check_signature(cp, key) or cp.size > size
+            or row is None or row[0] != cp.head):
         raise AttemptError("checkpoint.diverged", "this file's chain does not extend the device's last "
-                           f"signed checkpoint (size {cp.size}): it was rolled back, rewritten, or is a "
-                           "copy of another file; run `attempt verify`", exit_status=1)
+                           f"signed checkpoint (size {cp.size}): rows were removed, the file was rolled "
+                           "back or rewritten, or it is a copy of another file; nothing was signed. Run "
+                           "`attempt verify`", exit_status=1)
+    return cp.size
 
 
-def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = None) -> Checkpoint | None:
-    """Sign the current head and store it (in the file and beside the key). None when the
-    chain is empty or has not grown since the last checkpoint; AttemptError
-    (`checkpoint.diverged`) when the chain does not extend the last signed one."""
+def _verify_rows(store, lo: int, hi: int) -> None:
+    """Recompute the hashes and links of rows lo+1..hi (chain.check_rows) before they are
+    signed: no signature ever vouches for a row that does not verify."""
+    if hi <= lo:
+        return
+    from . import chain
+    _n, found = chain.check_rows(store.conn, lo + 1, hi + 1)
+    if found is None:
+        last = store.conn.execute("SELECT max(seq) FROM events WHERE seq <= ?", (hi,)).fetchone()[0]
+        if last != hi:
+            found = chain.problem("truncated", f"rows up to seq={hi} are missing")
+    if found is not None:
+        raise AttemptError("checkpoint.unverified", f"nothing was signed: {found['message']}; run "
+                           "`attempt verify`", exit_status=1)
+
+
+def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = None,
+           adopt: bool = False) -> Checkpoint | None:
+    """Verify the rows after the last signed checkpoint, then sign the current head and store
+    it (in the file and beside the key). None when the chain is empty or has not grown since
+    the last checkpoint; AttemptError when the chain does not extend the last signed one
+    (`checkpoint.diverged`), a row after it does not verify (`checkpoint.unverified`), or the
+    outside copy is gone while the file holds checkpoints (`checkpoint.outside_missing`, unless
+    `adopt`: the whole chain is verified instead)."""
     from . import keys
     device = store.device_id
     key = key or keys.load(device)
@@ -178,14 +208,21 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
     stamp = clock.iso(clock.now_us() if now_us is None else now_us)
     c = store.conn
     with _OutsideLock(device):
+        # the long part (the rows since the last signature) reads a snapshot without the write
+        # lock, so hooks are not held up; the rows that arrive meanwhile are checked under it
+        seen, _ = store.head()
+        last = latest(store)
+        if seen == 0 or (last is not None and last[0] >= seen):
+            return None
+        base = _signed_base(store, device, key, seen, adopt)
+        _verify_rows(store, base, seen)
         c.execute("BEGIN IMMEDIATE")
         try:
             size, head = store.head()
-            last = latest(store)
-            if size == 0 or (last is not None and last[0] >= size):
-                c.execute("ROLLBACK")
-                return None
-            _extends_outside(store, device, size)
+            if size < seen:
+                raise AttemptError("checkpoint.diverged", f"rows after seq={size} were removed while "
+                                   "they were being verified; nothing was signed", exit_status=1)
+            _verify_rows(store, seen, size)
             note = sign(key, device, size, head, stamp)
             c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
                       (size, head, stamp, key.identity, note))
@@ -198,24 +235,14 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
     return parse(note)
 
 
-def due(conn, now_us: int | None = None) -> bool:
-    """The documented schedule, read on any connection (read-only is enough): a checkpoint is
-    due when the chain grew by GROW_EVENTS since the last one, or grew at all and the last one
-    is older than GROW_SECONDS (or there is none)."""
+def due(conn) -> bool:
+    """A checkpoint is due whenever the chain grew since the newest one in the file (read on
+    any connection; read-only is enough): no tail stays unsigned longer than the next signer
+    that can write takes to come (spec/checkpoint.md)."""
     row = conn.execute("SELECT seq FROM events ORDER BY seq DESC LIMIT 1").fetchone()
     size = row[0] if row else 0
-    last = conn.execute("SELECT size, created_at FROM checkpoints ORDER BY size DESC LIMIT 1").fetchone()
-    if size == 0:
-        return False
-    if last is None:
-        return True
-    grown = size - last[0]
-    if grown <= 0:
-        return False
-    if grown >= GROW_EVENTS:
-        return True
-    now = clock.now_us() if now_us is None else now_us
-    return now - clock.from_iso(last[1]) >= GROW_SECONDS * 1_000_000
+    last = conn.execute("SELECT max(size) FROM checkpoints").fetchone()[0]
+    return size > (last or 0)
 
 
 def signable(conn) -> bool:
@@ -229,9 +256,11 @@ def signable(conn) -> bool:
     return os.path.exists(os.path.join(location.key_dir(), f"{dev[0]}.key"))
 
 
-def maybe_checkpoint(store) -> Checkpoint | None:
-    """Called by imports and read commands: sign when due and a key exists; never fails the
-    command (a read-only or locked file simply skips)."""
+def maybe_checkpoint(store, *, quiet: bool = False) -> Checkpoint | None:
+    """Called by imports, read commands and the capture daemon: sign when due and a key
+    exists; never fails the caller (a read-only or locked file simply skips). A chain that
+    cannot be signed (rows removed, a row that does not verify) is one `note:` line on stderr
+    unless `quiet`; `attempt verify` says what is wrong."""
     try:
         if store.readonly or not due(store.conn):
             return None
@@ -240,13 +269,13 @@ def maybe_checkpoint(store) -> Checkpoint | None:
     from . import keys  # cryptography is imported only when a signature is due
     try:
         key = keys.load(store.device_id)
-    except AttemptError as e:  # corrupt or exposed: say so on every due read, sign nothing
-        import sys
-        print(f"note: no checkpoint signed: {e}", file=sys.stderr)
-        return None
-    if key is None:
-        return None
-    try:
+        if key is None:
+            return None
         return create(store, key)
+    except AttemptError as e:  # say so on every due read; sign nothing
+        if not quiet:
+            import sys
+            print(f"note: no checkpoint signed: {e}", file=sys.stderr)
+        return None
     except Exception:  # a busy or read-only file must not fail a read command
         return None

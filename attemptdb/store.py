@@ -18,10 +18,9 @@ import time
 
 import apsw
 
-from . import clock, event, ids, resources
+from . import chain, clock, event, ids, resources
 from .errors import AttemptError
 
-GENESIS = "0" * 64
 BUSY_TIMEOUT_S = 10.0
 APPEND_BATCH = 500
 HLC_HORIZON_MS = 86_400_000  # foreign clocks more than a day ahead of ours are not followed
@@ -56,20 +55,6 @@ def request_replays(conn, sessions) -> None:
                      "project_id, from_key) VALUES (1, ?, ?, ?, ?)", row)
 
 
-def chain_link(prev_chain: str, event_hash: str, sha256=ids.sha256) -> str:
-    return sha256(bytes.fromhex(prev_chain) + bytes.fromhex(event_hash)).hexdigest()
-
-
-def hash_line(line: str, sha256=ids.sha256) -> str:
-    """SHA-256 (hex) of a canonical line. The builtin `_sha256` costs nothing to import (one
-    event per hook call); bulk paths pass hashlib's OpenSSL sha256, ~5x faster per byte."""
-    try:
-        data = line.encode("utf-8")
-    except UnicodeEncodeError:
-        raise event.EventError("$", "text is not valid Unicode (a lone surrogate escape)") from None
-    return sha256(data).hexdigest()
-
-
 PROGRESS_STEPS = 100_000  # SQLite VM instructions between two chances for Ctrl-C (a few ms)
 
 
@@ -85,11 +70,6 @@ def let_signals_in(conn: apsw.Connection) -> None:
     aborts the statement (a write rolls back with its transaction). A query swaps in its own
     deadline handler, also Python, for its length (attemptql.execute)."""
     conn.set_progress_handler(_signals_in, PROGRESS_STEPS)
-
-
-def bulk_sha256():
-    from hashlib import sha256
-    return sha256
 
 
 def _busy_handler(deadline_s: float):
@@ -290,7 +270,7 @@ class Store:
     def head(self) -> tuple[int, str]:
         """(size, chain hash of the last row); (0, GENESIS) when empty."""
         row = self.conn.execute("SELECT seq, chain_hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        return (0, GENESIS) if row is None else (row[0], row[1])
+        return (0, chain.GENESIS) if row is None else (row[0], row[1])
 
     def count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM events").fetchone()[0]
@@ -364,7 +344,7 @@ class Store:
                             ("dev_" + dev,)).fetchone()
             seqs[dev] = row[0] if row else 0
         now_ms = now // 1000
-        sha = bulk_sha256() if len(fresh) > 8 else ids.sha256
+        sha = chain.bulk_sha256() if len(fresh) > 8 else ids.sha256
         hlc_next = clock.hlc_next
         hlc_horizon = clock.hlc_pack(now_ms + HLC_HORIZON_MS, clock.HLC_LOGICAL_MAX)
         rows = []
@@ -380,8 +360,8 @@ class Store:
             else:
                 hlc = last_hlc = hlc_next(last_hlc, now_ms)
             row, line = p.finish(seq, hlc, now if p.ingested_at is None else p.ingested_at)
-            h = hash_line(line, sha)
-            prev = sha(bytes.fromhex(prev + h)).hexdigest()
+            h = chain.hash_line(line, sha)
+            prev = chain.link(prev, h, sha)
             rows.append(row + (h, prev))
             res.accepted.append(p.event_id)
         if len(rows) == 1:

@@ -13,13 +13,8 @@ cannot be seen: a note says so.
 
 import os
 
-from . import checkpoint, clock, event, fastjson, ids, keys, schema_integrity, store as store_mod
+from . import chain, checkpoint, clock, event, ids, keys, schema_integrity, store as store_mod
 
-_NCOL = len(event.COLUMNS)
-_SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, content_ref, raw_ref, event_hash, chain_hash "
-                 "FROM events WHERE seq >= ? AND seq < ? ORDER BY seq")
-_I_LOGICAL, _I_RELATIVE, _I_PATHS, _I_OBJECTS = (event.COLUMNS.index(c) for c in (
-    "path_logical", "path_relative", "paths_json", "path_objects_json"))
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
 # the first row marked retracted that no Retraction in the log covers: one naming it, its
@@ -57,7 +52,7 @@ class Report:
         return not self.problems
 
     def problem(self, kind: str, message: str, seq=None, event_id=None):
-        self.problems.append(_problem(kind, message, seq, event_id))
+        self.problems.append(chain.problem(kind, message, seq, event_id))
 
     def as_dict(self):
         return {"ok": self.ok, "events": self.events, "checkpoints": self.checkpoints,
@@ -67,94 +62,6 @@ class Report:
         if self.ok:
             return f"ok: {self.events} events, {self.checkpoints} checkpoints"
         return f"problem: {self.problems[0]['message']}"
-
-
-def check_range(path: str, lo: int, hi: int) -> tuple[int, dict | None]:
-    """Recompute event hashes and chain links of the rows with lo <= seq < hi of the file at
-    `path` (its own read-only connection: ranges run in parallel processes). Returns (rows
-    checked, the first problem or None). Each row links to the stored chain hash of the row
-    before it, whose own link is checked by the range holding it."""
-    import apsw
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return _check_rows(conn, lo, hi)
-    finally:
-        conn.close()
-
-
-def _check_rows(conn, lo: int, hi: int) -> tuple[int, dict | None]:
-    sha256 = store_mod.bulk_sha256()
-    line_from_row = event.line_from_row
-    before = conn.execute("SELECT seq, chain_hash, event_id FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
-                          (lo,)).fetchone()
-    prev_seq, prev, prev_eid = before if before else (0, store_mod.GENESIS, None)
-    n = 0
-    for r in conn.execute(_SELECT_RANGE, (lo, hi)):
-        n += 1
-        seq, eid, ev_hash, ch_hash = r[0], r[1], r[-2], r[-1]
-        if seq != prev_seq + 1:
-            what = "deleted" if seq > prev_seq + 1 else "inserted"
-            return n, _problem("sequence_gap", f"row seq={seq} ({eid}) follows seq={prev_seq}: "
-                               f"a row was {what} before it", seq, eid)
-        try:
-            actual = sha256(line_from_row(r[1:_NCOL + 1]).encode("utf-8")).hexdigest()
-        except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError):
-            actual = None  # a column no longer holds what the codec writes (type, prefix, time)
-        if actual != ev_hash:
-            return n, _problem("event_hash", f"row seq={seq} ({eid}) does not match its event_hash: "
-                               "the row was edited", seq, eid)
-        if r[_I_OBJECTS + 1] is not None or r[_I_LOGICAL + 1] is not None or r[_I_RELATIVE + 1] is not None \
-                or r[_I_PATHS + 1] is not None or r[_NCOL + 1] is not None or r[_NCOL + 2] is not None:
-            if not _derived_ok(r):
-                return n, _problem("derived_column", f"row seq={seq} ({eid}) has path or reference columns "
-                                   "that do not follow from its hashed content: the row was edited", seq, eid)
-        try:
-            link = sha256(bytes.fromhex(prev) + bytes.fromhex(ev_hash)).hexdigest()
-        except (ValueError, TypeError):  # the row before holds no hex chain hash (edited)
-            link = None
-        if link is None or link != ch_hash:
-            return n, _problem("chain", f"row seq={seq} ({eid}) does not link to the row before it "
-                               f"(seq={prev_seq}, {prev_eid}): rows were deleted, inserted or reordered",
-                               seq, eid)
-        prev_seq, prev, prev_eid = seq, ch_hash, eid
-    return n, None
-
-
-_DERIVED: dict = {}
-
-
-def _derive_paths(objects: str):
-    """(path_logical, path_relative, paths_json) as event.Prepared derives them from the
-    hashed path objects; None when the text is not a list of path objects. Memoised: the
-    same files are touched again and again."""
-    got = _DERIVED.get(objects)
-    if got is None:
-        try:
-            paths = fastjson.loads(objects)
-            got = event.path_columns(paths) if paths else False
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
-            got = False
-        if len(_DERIVED) > 8192:
-            _DERIVED.clear()
-        _DERIVED[objects] = got
-    return got or None
-
-
-def _derived_ok(r) -> bool:
-    """The columns stored beside the hashed ones hold what the codec derives (event.Prepared):
-    the first path's logical / repo_relative text, the display list of every path (the exact
-    text the codec writes), and NULL content_ref / raw_ref (nothing writes them)."""
-    if r[_NCOL + 1] is not None or r[_NCOL + 2] is not None:
-        return False
-    objects = r[_I_OBJECTS + 1]
-    derived = (r[_I_LOGICAL + 1], r[_I_RELATIVE + 1], r[_I_PATHS + 1])
-    if objects is None:
-        return derived == (None, None, None)
-    return isinstance(objects, str) and derived == _derive_paths(objects)
-
-
-def _problem(kind, message, seq=None, event_id=None) -> dict:
-    return {"kind": kind, "message": message, "seq": seq, "event_id": event_id}
 
 
 PARALLEL_MIN = 50_000
@@ -168,14 +75,14 @@ def _chain(st, rep: Report, workers: int | None = None):
     rep.events = total
     n = workers or (os.cpu_count() or 1)
     if total < PARALLEL_MIN or n < 2 or st.path == ":memory:":
-        results = [_check_rows(st.conn, first, last + 1)]
+        results = [chain.check_rows(st.conn, first, last + 1)]
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         step = (last - first + n) // n
         bounds = [(first + i * step, min(first + (i + 1) * step, last + 1)) for i in range(n)]
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as ex:
-            results = list(ex.map(check_range, [st.path] * n, *zip(*bounds)))
+            results = list(ex.map(chain.check_range, [st.path] * n, *zip(*bounds)))
     found = [p for _, p in results if p]
     if found:
         rep.problems.append(min(found, key=lambda p: p["seq"]))

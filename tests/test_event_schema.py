@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from jsonschema import Draft202012Validator
 
 from attemptdb import clock, event, ids, resources, synth
-from attemptdb.store import Store, hash_line
+from attemptdb.chain import hash_line
+from attemptdb.store import Store
 
 from conftest import ANCHOR, run_attempt
 

@@ -7,7 +7,7 @@ import sqlite3
 import apsw
 import pytest
 
-from attemptdb import event, ids, store as store_mod, synth
+from attemptdb import chain, event, ids, store as store_mod, synth
 from attemptdb.errors import AttemptError
 from attemptdb.store import Store
 
@@ -187,7 +187,7 @@ def test_row_line_and_prepared_agree_on_awkward_text(db):
     st.append([env])
     row = st.conn.execute(f"SELECT {', '.join(event.COLUMNS)}, event_hash FROM events").fetchone()
     line = event.line_from_row(row[:-1])
-    assert store_mod.hash_line(line) == row[-1]
+    assert chain.hash_line(line) == row[-1]
     assert json.loads(line)["provider_session_id"] == weird
 
 

@@ -10,7 +10,7 @@ import shutil
 import apsw
 import pytest
 
-from attemptdb import checkpoint, event, fastjson, ids, keys, synth
+from attemptdb import chain as chain_mod, checkpoint, event, fastjson, ids, keys, synth
 from attemptdb import store as store_mod
 from attemptdb import verify as verify_mod
 from attemptdb.cli.main import run
@@ -114,14 +114,14 @@ def rehash_from(db, start, change=None):
     then recompute event_hash and chain_hash of every row from `start` on. Returns SQL."""
     cols = ("seq",) + event.COLUMNS + ("event_hash", "chain_hash")
     all_rows = [dict(zip(cols, r)) for r in rows(db, f"SELECT {', '.join(cols)} FROM events ORDER BY seq")]
-    prev = store_mod.GENESIS
+    prev = chain_mod.GENESIS
     sql = []
     for r in all_rows:
         if r["seq"] >= start:
             if change:
                 change(r)
-            h = store_mod.hash_line(event.line_from_row([r[c] for c in event.COLUMNS]))
-            link = store_mod.chain_link(prev, h)
+            h = chain_mod.hash_line(event.line_from_row([r[c] for c in event.COLUMNS]))
+            link = chain_mod.link(prev, h)
             sets = {c: r[c] for c in event.COLUMNS if c not in ("event_id",)}
             sets.update(event_hash=h, chain_hash=link)
             sql.append(f"UPDATE events SET {', '.join(f'{k} = {q(v)}' for k, v in sets.items())} "
@@ -276,7 +276,7 @@ def test_edit_with_a_recomputed_event_hash_breaks_the_link(chain, capsys):
     # even when they do (next test), the signed checkpoint catches it
     r = dict(zip(("seq",) + event.COLUMNS, rows(chain, f"SELECT seq, {', '.join(event.COLUMNS)} FROM events WHERE seq = 41")[0]))
     r["kind"] = "unknown"
-    h = store_mod.hash_line(event.line_from_row([r[c] for c in event.COLUMNS]))
+    h = chain_mod.hash_line(event.line_from_row([r[c] for c in event.COLUMNS]))
     tamper(chain, f"UPDATE events SET kind = 'unknown', event_hash = '{h}' WHERE seq = 41")
     expect_problem(chain, capsys, 41, eid_at(chain, 41), kind="chain")
 
@@ -303,10 +303,10 @@ def _forged_copy(db, seq, new_seq, link_correctly):
     r = dict(zip(cols, rows(db, f"SELECT {', '.join(cols)} FROM events WHERE seq = ?", (seq,))[0]))
     r["seq"] = new_seq
     r["event_id"] = "ev_" + ids.uuid7()
-    r["event_hash"] = store_mod.hash_line(event.line_from_row([r[c] for c in event.COLUMNS]))
+    r["event_hash"] = chain_mod.hash_line(event.line_from_row([r[c] for c in event.COLUMNS]))
     if link_correctly:
         prev = rows(db, "SELECT chain_hash FROM events WHERE seq = ?", (new_seq - 1,))[0][0]
-        r["chain_hash"] = store_mod.chain_link(prev, r["event_hash"])
+        r["chain_hash"] = chain_mod.link(prev, r["event_hash"])
     return r, (f"INSERT INTO events ({', '.join(cols)}) VALUES ({', '.join(q(r[c]) for c in cols)})")
 
 
@@ -404,7 +404,7 @@ def test_rewrite_is_caught_by_the_checkpoints(chain, capsys):
     assert rows(chain, "SELECT json_extract(attrs_json, '$.hook_event_name') FROM events WHERE seq = 30")[0][0] == "Forged"
     # the chain itself is consistent again: only the signature can tell
     conn = apsw.Connection(chain, flags=apsw.SQLITE_OPEN_READONLY)
-    assert verify_mod._check_rows(conn, 1, 10**9) == (150, None)
+    assert chain_mod.check_rows(conn, 1, 10**9) == (150, None)
     conn.close()
     rep = expect_problem(chain, capsys, 120, eid_at(chain, 120), kind="checkpoint_mismatch")
     assert {p["kind"] for p in rep["problems"]} == {"checkpoint_mismatch"}
@@ -551,7 +551,7 @@ def _spy_check_range(path, lo, hi):
     return _REAL_CHECK_RANGE(path, lo, hi)
 
 
-_REAL_CHECK_RANGE = verify_mod.check_range
+_REAL_CHECK_RANGE = chain_mod.check_range
 
 
 def _small_events(n, device):
@@ -600,7 +600,7 @@ def test_large_file_uses_the_parallel_path_and_finds_a_tamper_in_the_second_half
     build_large(db, n)
     SPY_DIR = str(tmp_path / "spy")
     os.makedirs(SPY_DIR)
-    monkeypatch.setattr(verify_mod, "check_range", _spy_check_range)
+    monkeypatch.setattr(chain_mod, "check_range", _spy_check_range)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)  # the same on any machine
     code, out, _ = verify_cli(db, capsys)
     assert code == 0 and out == f"ok: {n} events, 0 checkpoints\n"
@@ -717,7 +717,7 @@ def test_a_broken_key_never_fails_a_read_and_says_so(tmp_path, home):
     with open(path, "w") as f:
         f.write("not a key\n")
     src = tmp_path / "in.jsonl"
-    src.write_bytes("".join(event.line(e) + "\n" for e in synth.generate(checkpoint.GROW_EVENTS + 5, seed=9)).encode())
+    src.write_bytes("".join(event.line(e) + "\n" for e in synth.generate(5, seed=9)).encode())
     r = run_attempt(["import", "jsonl", str(src), "--db", db], timeout=300)
     assert r.returncode == 0 and b"note: no checkpoint signed: error[keys.corrupt]" in r.stderr, r.stderr
     r = run_attempt(["timeline", "--db", db])

@@ -50,8 +50,8 @@ def housekeeping(path: str, conn) -> None:
 
 
 def checkpoint_after_import(st) -> None:
-    """An import signs a checkpoint when one is due (spec/checkpoint.md); the events are
-    stored whatever happens to the signature."""
+    """An import that appended events signs the new head before it returns
+    (spec/checkpoint.md); the events are stored whatever happens to the signature."""
     from .. import checkpoint
     try:
         checkpoint.maybe_checkpoint(st)
@@ -59,9 +59,10 @@ def checkpoint_after_import(st) -> None:
         pass
 
 
-def read_store(db, *, readonly=False):
-    """Open the database for a read command: ingest the spool first, and checkpoint when due
-    (spec/checkpoint.md). Never creates the database."""
+def read_store(db, *, readonly=False, sign=True):
+    """Open the database for a read command: ingest the spool first, and sign the new head
+    when the chain grew (spec/checkpoint.md; `sign=False` for repair tools, which must not
+    vouch for a file they are about to judge). Never creates the database."""
     from .. import checkpoint, spool
     st = open_store(db, readonly=readonly)
     if not readonly:
@@ -69,7 +70,8 @@ def read_store(db, *, readonly=False):
             spool.drain(st)
         except Exception:
             pass
-        checkpoint.maybe_checkpoint(st)
+        if sign:
+            checkpoint.maybe_checkpoint(st)
     return st
 
 
@@ -152,14 +154,26 @@ def verify_cmd(db, as_json):
 
 
 @click.command("checkpoint")
+@click.option("--adopt", is_flag=True,
+              help="The copy beside the key is gone (restored key, moved file): verify the whole file "
+                   "and, when nothing else is wrong, sign it anew.")
 @db_option
 @json_option
-def checkpoint_cmd(db, as_json):
-    """Sign the current chain head (size + head hash) with this device's key."""
+def checkpoint_cmd(adopt, db, as_json):
+    """Verify the rows since the last signature, then sign the chain head (size + head hash)
+    with this device's key."""
     from .. import checkpoint
     st = open_store(db)
     _ensure_key(st)
-    cp = checkpoint.create(st)
+    if adopt:
+        from .. import verify
+        rep = verify.verify(st)
+        other = [p for p in rep.problems if p["kind"] != "checkpoint_missing"]
+        if other:
+            st.close()
+            raise AttemptError("checkpoint.unverified", f"nothing was signed: {other[0]['message']}",
+                               exit_status=1)
+    cp = checkpoint.create(st, adopt=adopt)
     last = checkpoint.latest(st)
     st.close()
     if cp is None:

@@ -322,7 +322,7 @@ def reproject_cmd(check, db, as_json):
     their migrations wrote them (see `attempt verify`) are put back first. Exit 1 when
     something differed."""
     from ..projections import rebuild
-    st = read_store(db)
+    st = read_store(db, sign=False)
     try:
         rep = rebuild.reproject(st.conn, write=not check)
     finally:
