@@ -43,11 +43,9 @@ def shipped_schema_connection():
     """An in-memory database with every shipped migration applied (the schema this version
     of AttemptDB creates)."""
     import apsw
-    from .store import migrations
+    from . import schema
     conn = apsw.Connection(":memory:")
-    for n, path in migrations():
-        with open(path, encoding="utf-8") as f:
-            conn.execute(f.read())
+    schema.build(conn, schema.latest())
     return conn
 
 

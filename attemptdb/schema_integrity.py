@@ -1,20 +1,24 @@
-"""The file's schema against the migrations that made it.
+"""The file's schema against what AttemptDB wrote (attemptdb/schema.py).
 
-Invariants: `differences(conn, version)` lists every table, view, index and trigger that
-migrations 1..`version` create and the file lacks or holds with other SQL text, and every
-trigger the migrations do not create on one of their tables or views (it would run inside
-every write there). Other additions (a user's own index, view or table) are left alone. The
-expected schema is built by running the shipped migrations on an in-memory database (~15 ms,
+Invariants: `differences(conn, version)` lists every table and index that migrations
+1..`version` create and the file lacks or holds with other SQL text; for a file at the latest
+version also every view and trigger of the current SQL (`sql/`) that is missing or rewritten;
+and every trigger that is not AttemptDB's on one of its tables or views (it would run inside
+every write there). A file at an older version has the views and triggers of the code that
+wrote it, which no longer exist as text: they are not compared (verify says so), and the next
+write re-installs them. Other additions (a user's own index, view or table) are left alone. The
+expected schema is built on an in-memory database by the same code that builds a file (~15 ms,
 once per process and version), never kept as a second copy that could drift. `restore` makes
-every view, index and trigger of the migrations exactly what they wrote again, and drops foreign
-triggers on their tables, keeping the order a table's triggers fire in; it never touches a
-table (tables hold the data).
+every view, index and trigger exactly what AttemptDB writes again, and drops foreign triggers on
+its tables, keeping the order a table's triggers fire in; it never touches a table (tables
+hold the data).
 """
 
 import functools
 
 import apsw
 
+from . import schema
 from .errors import AttemptError
 
 _OBJECTS = ("SELECT type, name, tbl_name, sql FROM sqlite_master "
@@ -22,32 +26,50 @@ _OBJECTS = ("SELECT type, name, tbl_name, sql FROM sqlite_master "
 
 
 @functools.lru_cache(maxsize=4)
-def expected(version: int) -> dict:
-    """{name: (type, tbl_name, sql, number of the migration that last wrote it)}, in creation
-    order (which is also the order SQLite fires a table's triggers in, last created first)."""
-    from .store import migrations
+def _origins() -> dict:
+    """{name: where its current text lives}: the migration that last created a table or index
+    with its text, the sql/ file of a view or trigger."""
     mem = apsw.Connection(":memory:")
     try:
         out: dict = {}
-        for n, path in migrations():
-            if n > version:
-                break
-            with open(path, encoding="utf-8") as f:
-                mem.execute(f.read())
+        for n, path in schema.migrations():
+            mem.execute(schema.migration_parts(path)[0])
             now = {name: (t, tbl, sql) for t, name, tbl, sql in mem.execute(_OBJECTS)}
-            out = {name: (*d, out[name][3] if name in out and out[name][:3] == d else n)
+            out = {name: (*d, out[name][3] if name in out and out[name][:3] == d else f"migration {n:04d}")
                    for name, d in now.items()}
-        return out
+        for fname, text in schema.current_sql():
+            mem.execute(text)
+            for t, name, tbl, sql in mem.execute(_OBJECTS).fetchall():
+                if name not in out:
+                    out[name] = (t, tbl, sql, f"sql/{fname}")
+        return {name: d[3] for name, d in out.items()}
+    finally:
+        mem.close()
+
+
+@functools.lru_cache(maxsize=4)
+def expected(version: int) -> dict:
+    """{name: (type, tbl_name, sql, where its text lives)}, in creation order (which is also the
+    order SQLite fires a table's triggers in, last created first)."""
+    mem = apsw.Connection(":memory:")
+    try:
+        schema.build(mem, version)
+        where = _origins()
+        return {name: (t, tbl, sql, where.get(name, "?")) for t, name, tbl, sql in mem.execute(_OBJECTS)}
     finally:
         mem.close()
 
 
 def _compare(conn, version: int):
     """(expected objects, the file's {name: (type, tbl_name, sql)}, the names of foreign
-    triggers on the migrations' tables and views)."""
+    triggers on AttemptDB's tables and views). For a file at an older version, its views and
+    triggers of AttemptDB's names are neither expected nor foreign."""
     want = expected(version)
     have = {name: (t, tbl, sql) for t, name, tbl, sql in conn.execute(_OBJECTS)}
     ours = {name for name, (t, *_) in want.items() if t in ("table", "view")}
+    if version != schema.latest():
+        ours |= {name for name, t in schema.object_names().items() if t == "view"}
+        have = {name: d for name, d in have.items() if name not in schema.object_names()}
     foreign = [name for name, (t, tbl, _) in have.items() if t == "trigger" and name not in want and tbl in ours]
     return want, have, foreign
 
@@ -62,9 +84,9 @@ def differences(conn, version: int, *, reported_missing=()) -> list:
         t, tbl, sql, n = want[name]
         if name not in have:
             if name not in reported_missing:
-                out.append(f"{t} {name} is missing (migration {n:04d} creates it)")
+                out.append(f"{t} {name} is missing ({n} creates it)")
         elif have[name] != (t, tbl, sql):
-            out.append(f"{t} {name} is not what migration {n:04d} wrote")
+            out.append(f"{t} {name} is not what {n} writes")
     for name in sorted(foreign):
         out.append(f"trigger {name} on {have[name][1]} is not AttemptDB's: it runs inside every write there")
     return out
@@ -89,7 +111,7 @@ def restore(conn, version: int) -> list:
     for name, (t, tbl, sql, n) in want.items():
         got = have.get(name)
         if (t == "table" and got != (t, tbl, sql)) or (got is not None and got[0] != t):
-            what = "is missing" if got is None else f"is not what migration {n:04d} wrote"
+            what = "is missing" if got is None else f"is not what {n} writes"
             raise AttemptError("store.schema_changed", f"{t} {name} {what}; AttemptDB does not rewrite a "
                                f"table (or remove another object under its name): restore the file from a copy")
     done = []
@@ -102,7 +124,7 @@ def restore(conn, version: int) -> list:
             except apsw.ConstraintError:  # a unique index whose absence let duplicates in
                 raise AttemptError("store.schema_changed", f"index {name} cannot be put back: rows of {tbl} "
                                    "break it; restore the file from a copy") from None
-            done.append(f"put back {t} {name} (migration {n:04d})")
+            done.append(f"put back {t} {name} ({n})")
     redo = {tbl for name, (t, tbl, sql, _) in want.items()
             if t == "trigger" and have.get(name) != (t, tbl, sql)}
     redo |= {have[name][1] for name in foreign}
@@ -116,5 +138,5 @@ def restore(conn, version: int) -> list:
         if t == "trigger" and tbl in redo:
             conn.execute(sql)
             if have.get(name) != (t, tbl, sql):
-                done.append(f"put back trigger {name} (migration {n:04d})")
+                done.append(f"put back trigger {name} ({n})")
     return done

@@ -18,7 +18,7 @@ import time
 
 import apsw
 
-from . import chain, clock, event, ids, resources
+from . import chain, clock, event, ids, schema
 from .errors import AttemptError
 
 BUSY_TIMEOUT_S = 10.0
@@ -34,17 +34,6 @@ _INSERT = f"INSERT INTO events ({_ROW}) VALUES {_PARAMS}"
 _STAGE = f"CREATE TEMP TABLE IF NOT EXISTS append_stage ({_ROW})"
 _STAGE_INSERT = f"INSERT INTO temp.append_stage VALUES {_PARAMS}"
 _FROM_STAGE = f"INSERT INTO events ({_ROW}) SELECT {_ROW} FROM temp.append_stage ORDER BY rowid"
-
-
-def migrations() -> list[tuple[int, str]]:
-    """(number, path) of every shipped migration, in order."""
-    d = resources.folder("migrations")
-    out = []
-    for name in os.listdir(d):
-        if name.endswith(".sql") and name[:4].isdigit():
-            out.append((int(name[:4]), os.path.join(d, name)))
-    out.sort()
-    return out
 
 
 def request_replays(conn, sessions) -> None:
@@ -192,7 +181,7 @@ class Store:
 
     def _check_version(self) -> int:
         v = self.user_version()
-        known = migrations()[-1][0]
+        known = schema.latest()
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         if (tables or v > 0) and not {"meta", "events"} <= tables:
             # someone else's SQLite file (or a gutted one): never migrate into it
@@ -207,7 +196,7 @@ class Store:
 
     def _migrate(self, capture_mode: str | None):
         v = self._check_version()
-        if not [n for n, _ in migrations() if n > v] and v != 0:
+        if v == schema.latest():
             return
         c = self.conn
         c.execute("PRAGMA journal_mode=WAL")
@@ -216,10 +205,9 @@ class Store:
         c.execute("BEGIN IMMEDIATE")
         try:
             v = self._check_version()  # another process may have migrated while we waited
-            todo = [(n, p) for n, p in migrations() if n > v]
-            for n, p in todo:
-                with open(p, encoding="utf-8") as f:
-                    c.execute(f.read())
+            todo = [(n, p) for n, p in schema.migrations() if n > v]
+            if todo:
+                schema.upgrade(c, todo)
             if v == 0:
                 self._create_identity(capture_mode)
             if todo:

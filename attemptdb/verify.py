@@ -13,7 +13,7 @@ cannot be seen: a note says so.
 
 import os
 
-from . import chain, checkpoint, clock, event, ids, keys, schema_integrity, store as store_mod
+from . import chain, checkpoint, clock, event, ids, keys, schema, schema_integrity
 
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
@@ -151,13 +151,14 @@ def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, devic
 def verify(st) -> Report:
     rep = Report()
     c = st.conn
-    known = store_mod.migrations()[-1][0]
+    known = schema.latest()
     v = st.user_version()
     if v > known:
         rep.problem("migrations", f"schema version {v} is newer than this code ({known})")
         return rep
     if v < known:
-        rep.notes.append(f"schema version {v}; {known} after the next write (migrations pending)")
+        rep.notes.append(f"schema version {v}; {known} after the next write (migrations pending); its views "
+                         "and triggers are those of the AttemptDB that wrote it and were not compared")
     present = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     for t in _TRIGGERS:
         if t not in present:

@@ -297,7 +297,7 @@ def test_an_edited_schema_is_a_problem(home, db, exe):
                        "BEGIN SELECT 1; END;")
     rep = doctor.run(db, executable=exe)
     assert not rep["ok"] and rep["database"]["schema_changes"] == 2
-    assert rep["problems"] == ["the database schema: trigger events_apply is missing (migration 0007 creates "
+    assert rep["problems"] == ["the database schema: trigger events_apply is missing (sql/40_events.sql creates "
                                "it) (and 1 more); it was changed after AttemptDB wrote it (`attempt verify` "
                                "lists what, `attempt reproject` puts views and triggers back)"]
     p = run_attempt(["doctor", "--db", db], env={"HOME": str(home)})

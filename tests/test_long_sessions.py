@@ -3,8 +3,9 @@ more turn is O(that turn), not O(session). Work is counted in SQLite VM instruct
 the progress handler), which are deterministic, never in seconds."""
 
 import json
+import os
 
-from attemptdb import adapters, ids
+from attemptdb import adapters, ids, schema
 from attemptdb.importers import claude_transcript as ct
 from attemptdb.store import Store
 
@@ -112,23 +113,23 @@ def test_an_unknown_hook_event_is_projected_as_a_rebuild_would(db, capsys):
     assert run(["reproject", "--check", "--db", db]) == 0, capsys.readouterr().out
 
 
-def test_a_file_from_before_0007_gets_its_unknown_events_projected(db, monkeypatch, capsys):
-    """A file migrated to 0006 whose triggers skipped an unknown event: opening it with this
-    version migrates it, and migration 0007 re-derives that session once."""
-    from attemptdb import store as store_mod
+def test_a_file_from_before_0007_gets_its_unknown_events_projected(tmp_path, home, capsys):
+    """A file migrated to 0006 by the code of its time, whose triggers skipped an unknown event
+    (tests/data/file_at_0006.sql): opening it with this version migrates it, installs the
+    current triggers, and migration 0007's after-install part re-derives that session once."""
+    import apsw
     from attemptdb.cli.main import run
-    envs = hook_session_with_an_unknown_event("old-file", "s-old")
-    shipped = store_mod.migrations
-    monkeypatch.setattr(store_mod, "migrations", lambda: [m for m in shipped() if m[0] <= 6])
+    db = str(tmp_path / "old.db")
+    conn = apsw.Connection(db)
+    with open(os.path.join(os.path.dirname(__file__), "data", "file_at_0006.sql"), encoding="utf-8") as f:
+        conn.execute(f.read())
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert conn.execute("SELECT event_count FROM session_facts").fetchone()[0] == 2  # the old slip
+    conn.close()
     st = Store.open(db)
-    st.append(envs)
-    assert st.user_version() == 6
-    assert st.conn.execute("SELECT event_count FROM session_facts").fetchone()[0] == 2  # the old slip
-    st.close()
-    monkeypatch.setattr(store_mod, "migrations", shipped)
-    st = Store.open(db)
-    assert st.user_version() == 7
+    assert st.user_version() == schema.latest()
     assert st.conn.execute("SELECT event_count FROM session_facts").fetchone()[0] == 3
     st.close()
     capsys.readouterr()
     assert run(["reproject", "--check", "--db", db]) == 0, capsys.readouterr().out
+    assert run(["verify", "--db", db]) == 0, capsys.readouterr()

@@ -8,13 +8,14 @@ import json
 import apsw
 import pytest
 
-from attemptdb import schema_integrity, synth
-from attemptdb import store as store_mod
+import os
+
+from attemptdb import schema, schema_integrity, synth
 from attemptdb.store import Store
 
 from conftest import needs_shell, run_attempt, sqlite3_shell as shell
 
-LATEST = store_mod.migrations()[-1][0]
+LATEST = schema.latest()
 
 
 def differences(db):
@@ -42,29 +43,45 @@ def test_a_fresh_file_and_one_migrated_step_by_step_match(db, tmp_path):
     st = Store.open(db)
     st.close()
     assert differences(db) == []
-    # an older file: migrations up to 0005 only, its schema is judged against those
+    # an older file: migrations up to 0005 only (its views and triggers were those of the code
+    # that wrote it: not compared), its tables are judged against those
     old = str(tmp_path / "old.db")
     conn = apsw.Connection(old)
-    for n, path in store_mod.migrations():
-        if n <= 5:
-            with open(path, encoding="utf-8") as f:
-                conn.execute(f.read())
+    schema.build(conn, 5)
     conn.execute("PRAGMA user_version = 5")
     assert schema_integrity.differences(conn, 5) == []
     assert "replay_pending" not in schema_integrity.expected(5)
+    assert "turns" not in schema_integrity.expected(5)
     conn.close()
-    # then the pending migration, the way a writer applies it: the result matches the latest
+    # then the pending migrations, the way a writer applies them: the result matches the latest
     Store.open(old).close()
     assert differences(old) == []
 
 
-def test_each_object_is_attributed_to_the_migration_that_last_wrote_it():
+def test_an_old_file_is_upgraded_to_the_current_views_and_triggers_in_firing_order(tmp_path, db):
+    """A file written at version 6 by the code of its time (tests/data/file_at_0006.sql) ends
+    with exactly the schema of a fresh file, triggers created in the same order."""
+    old = str(tmp_path / "old6.db")
+    conn = apsw.Connection(old)
+    with open(os.path.join(os.path.dirname(__file__), "data", "file_at_0006.sql"), encoding="utf-8") as f:
+        conn.execute(f.read())
+    conn.close()
+    Store.open(old).close()
+    Store.open(db).close()
+    order = ("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('trigger', 'view') "
+             "ORDER BY tbl_name, rowid")
+    got = [apsw.Connection(p).execute(order).fetchall() for p in (old, db)]
+    assert got[0] == got[1]
+    assert differences(old) == []
+
+
+def test_each_object_is_attributed_to_where_its_text_lives():
     want = schema_integrity.expected(LATEST)
-    assert want["events"][0] == "table" and want["events"][3] == 1
-    assert want["apply_start"][:2] == ("trigger", "project_queue") and want["apply_start"][3] == 3
-    assert want["events_late"][3] == 7  # created again by 0006, then by 0007
-    assert want["apply_prompt"][3] == 7 and want["attempt_facts_turn_order"][3] == 7  # 0007: a trigger, an index
-    assert want["projection_control"][3] == 6  # a column added by 0006
+    assert want["events"][0] == "table" and want["events"][3] == "migration 0001"
+    assert want["apply_start"][:2] == ("trigger", "project_queue") and want["apply_start"][3] == "sql/20_apply.sql"
+    assert want["events_late"][3] == "sql/40_events.sql"
+    assert want["attempt_facts_turn_order"][3] == "migration 0007"  # an index
+    assert want["projection_control"][3] == "migration 0006"  # a column added by 0006
 
 
 @needs_shell
@@ -74,7 +91,7 @@ def test_verify_names_a_rewritten_view(filled):
     code, rep = verify_json(filled)
     assert code == 1 and not rep["ok"]
     assert [(p["kind"], p["message"]) for p in rep["problems"]] == [
-        ("schema_changed", "view turns is not what migration 0005 wrote")]
+        ("schema_changed", "view turns is not what sql/50_views.sql writes")]
 
 
 @needs_shell
@@ -88,7 +105,7 @@ def test_verify_names_a_dropped_projection_trigger_and_a_foreign_one(filled):
     assert code == 1
     # a user's own table, index and a trigger on their own table are left alone
     assert [p["message"] for p in rep["problems"]] == [
-        "trigger apply_start is missing (migration 0003 creates it)",
+        "trigger apply_start is missing (sql/20_apply.sql creates it)",
         "trigger sneaky on events is not AttemptDB's: it runs inside every write there"]
 
 
@@ -99,7 +116,7 @@ def test_a_no_op_trigger_under_an_immutability_triggers_name_does_not_pass(fille
     code, rep = verify_json(filled)
     assert code == 1
     assert [p["message"] for p in rep["problems"]] == [
-        "trigger events_no_delete is not what migration 0001 wrote"]
+        "trigger events_no_delete is not what sql/10_immutability.sql writes"]
 
 
 @needs_shell
@@ -117,7 +134,7 @@ def test_a_read_command_on_a_rewritten_view_gets_a_coded_error(filled, home):
     p = run_attempt(["timeline", "--db", filled])
     err = p.stderr.decode()
     assert p.returncode == 2, err
-    assert err.startswith("error[store.schema_changed]: ") and "view turns is not what migration 0005 wrote" in err
+    assert err.startswith("error[store.schema_changed]: ") and "view turns is not what sql/50_views.sql writes" in err
     assert "internal" not in err and "Traceback" not in err
     assert not (home / ".local" / "state" / "attemptdb" / "reports").exists()
 
@@ -144,10 +161,10 @@ def test_status_says_when_the_schema_is_not_the_migrations(filled):
     conn.close()
     p = run_attempt(["status", "--json", "--db", filled])
     rep = json.loads(p.stdout)
-    assert rep["schema_changes"] == ["trigger apply_end is missing (migration 0003 creates it)"]
+    assert rep["schema_changes"] == ["trigger apply_end is missing (sql/20_apply.sql creates it)"]
     p = run_attempt(["status", "--db", filled])
     assert p.returncode == 0
-    assert b"warning: the schema: trigger apply_end is missing (migration 0003 creates it); it was changed" in p.stderr
+    assert b"warning: the schema: trigger apply_end is missing (sql/20_apply.sql creates it); it was changed" in p.stderr
 
 
 @needs_shell
@@ -208,8 +225,8 @@ def test_reproject_puts_views_and_triggers_back_and_rebuilds_with_them(filled, t
     p = run_attempt(["reproject", "--db", filled])
     out = p.stdout.decode()
     assert p.returncode == 1, out
-    assert "schema: put back view turns (migration 0005)" in out
-    assert "schema: put back trigger apply_start (migration 0003)" in out
+    assert "schema: put back view turns (sql/50_views.sql)" in out
+    assert "schema: put back trigger apply_start (sql/20_apply.sql)" in out
     assert "schema: dropped trigger sneaky on events (not AttemptDB's)" in out
     assert differences(filled) == []
     assert trigger_order(filled) == trigger_order(clean)  # each table's: the order SQLite fires them in
@@ -232,7 +249,7 @@ def reproject_refuses(db, message_start):
 def test_reproject_refuses_a_rewritten_table_and_changes_nothing(filled):
     shell(filled, "DROP VIEW turns; CREATE VIEW turns AS SELECT 1 AS x;\n"
                   "ALTER TABLE session_facts ADD COLUMN mine TEXT;")
-    reproject_refuses(filled, "table session_facts is not what migration 0002 wrote")
+    reproject_refuses(filled, "table session_facts is not what migration 0002 writes")
 
 
 @needs_shell
@@ -249,7 +266,7 @@ def test_a_unique_index_that_rows_now_break_is_a_coded_error(filled):
 def test_one_of_our_trigger_names_on_another_table_is_put_back(filled):
     shell(filled, "DROP TRIGGER call_closed;\n"
                   "CREATE TRIGGER call_closed AFTER INSERT ON turn_facts BEGIN SELECT 1; END;")
-    assert differences(filled) == ["trigger call_closed is not what migration 0003 wrote"]
+    assert differences(filled) == ["trigger call_closed is not what sql/20_apply.sql writes"]
     p = run_attempt(["reproject", "--db", filled])
-    assert p.returncode == 1 and b"schema: put back trigger call_closed (migration 0003)" in p.stdout, p.stderr
+    assert p.returncode == 1 and b"schema: put back trigger call_closed (sql/20_apply.sql)" in p.stdout, p.stderr
     assert differences(filled) == []

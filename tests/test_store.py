@@ -7,7 +7,7 @@ import sqlite3
 import apsw
 import pytest
 
-from attemptdb import chain, event, ids, store as store_mod, synth
+from attemptdb import chain, event, ids, schema, store as store_mod, synth
 from attemptdb.errors import AttemptError
 from attemptdb.store import Store
 
@@ -19,7 +19,7 @@ def _events(n, seed=7, **kw):
 def test_create_sets_wal_version_identity_and_private_mode(db):
     st = Store.open(db)
     assert st.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert st.user_version() == store_mod.migrations()[-1][0]
+    assert st.user_version() == schema.latest()
     dev = st.device_id
     assert ids.is_uuid(dev) and dev[14] == "7"  # UUIDv7
     assert st.capture_mode == "local_semantic"
