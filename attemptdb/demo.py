@@ -19,7 +19,9 @@ def _story() -> dict:
         return fastjson.loads(f.read())
 
 
-def run_demo(path: str) -> dict:
+def run_demo(path: str, command: str = "attempt") -> dict:
+    """Build the demo history at `path`; the closing hints run `command` (shell words that
+    start this same `attempt`)."""
     from . import checkpoint, privacy
     from .adapters import Context, build_event
     from .store import Store
@@ -73,13 +75,15 @@ def run_demo(path: str) -> dict:
         lines.append("  what failed:")
         for provider, tool, cls in failures:
             lines.append(f"    {provider} {tool}: {cls}")
+    import shlex
+    db = shlex.quote(path)
     lines += ["", rep.line(), "", "Look around:",
-              f"  attempt events --db {path}",
-              f"  attempt verify --db {path}"]
+              f"  {command} events --db {db}",
+              f"  {command} verify --db {db}"]
     if "attempts" in tables:
-        lines.append(f"  attempt timeline --db {path}")
-        lines.append(f"  attempt query --db {path} \"SHOW ATTEMPTS\"")
-    lines.append(f"  sqlite3 {path} \"SELECT kind, count(*) FROM events GROUP BY kind\"")
+        lines.append(f"  {command} timeline --db {db}")
+        lines.append(f"  {command} query --db {db} \"SHOW ATTEMPTS\"")
+    lines.append(f"  sqlite3 {db} \"SELECT kind, count(*) FROM events GROUP BY kind\"")
     return {"path": path, "events": len(res.accepted), "verify": rep.as_dict(),
             "kinds": [{"provider": p, "kind": k, "count": n} for p, k, n in kinds],
             "text": "\n".join(lines)}

@@ -23,13 +23,12 @@ def _named(sql: str, names) -> list:
 
 
 def _context():
-    from .export_arrow import require_pyarrow
+    from .export_arrow import INSTALL_ARROW, require_pyarrow
     require_pyarrow()
     try:
         from datafusion import SessionContext
     except ImportError:
-        raise AttemptError("query.needs_datafusion", "--engine datafusion needs datafusion: pip install "
-                           "'attemptdb[arrow]' (or pipx inject attemptdb pyarrow datafusion)") from None
+        raise AttemptError("query.needs_datafusion", f"--engine datafusion needs datafusion; {INSTALL_ARROW}") from None
     return SessionContext()
 
 

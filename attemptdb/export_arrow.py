@@ -36,12 +36,17 @@ unknown top-level fields (a writer's extensions carry anything, as in the ingest
 A test keeps this in step with spec/catalog-columns.json."""
 
 
+ARROW_EXTRA = ("pyarrow", "datafusion")
+INSTALL_ARROW = ("add the arrow extra: from a checkout pip install '.[arrow]'; "
+                 f"under pipx: pipx inject attemptdb {' '.join(ARROW_EXTRA)}")
+"""How to get pyarrow and datafusion (no `attemptdb` is published on PyPI to name an extra of)."""
+
+
 def require_pyarrow():
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise AttemptError("export.needs_arrow", "this needs pyarrow: pip install 'attemptdb[arrow]' "
-                           "(or pipx inject attemptdb pyarrow datafusion)") from None
+        raise AttemptError("export.needs_arrow", f"this needs pyarrow; {INSTALL_ARROW}") from None
 
 
 def arrow_type(logical: str):

@@ -123,6 +123,25 @@ def test_show_superseded_joins_the_successor_outcome(db):
     assert d[A1]["superseded_by"] == A2 and d[A1]["successor_outcome"] == "failed"
 
 
+def _ids(db, where):
+    return set(col(run(db, f"SHOW ATTEMPTS WHERE {where} LIMIT 1000"), "attempt_id"))
+
+
+@pytest.mark.parametrize("a, b, c", [
+    ("outcome = 'failed'", "provider = 'codex'", "outcome = 'succeeded'"),
+    ("outcome = 'succeeded'", "provider = 'cursor'", "outcome = 'failed'"),  # both sides have rows
+])
+def test_where_and_binds_tighter_than_or(db, a, b, c):
+    """`a AND b OR c` is `(a AND b) OR c`, whichever side the AND is on: the rows of the two
+    queries run apart, and not those of `a OR b OR c` (which the data here tells apart)."""
+    union = _ids(db, f"{a} AND {b}") | _ids(db, c)
+    assert union
+    assert union != _ids(db, f"({a}) OR ({b}) OR ({c})") and union != _ids(db, f"{a} AND ({b} OR {c})")
+    assert _ids(db, f"{a} AND {b} OR {c}") == union
+    assert _ids(db, f"{c} OR {a} AND {b}") == union
+    assert _ids(db, f"NOT {c} AND {a} AND {b} OR {c}") == union
+
+
 def test_where_is_one_expression_anded_with_the_retraction_filter(db):
     r = run(db, "SHOW SESSIONS WHERE retracted = 1 OR 1 = 1")
     assert S4 not in col(r, "session_id")

@@ -258,14 +258,14 @@ BAD = ["WHAT IS project 'attemptdb' NOW", "SHOW ATTEMPTS FOO", "SHOW FAILED", "S
 
 
 def test_cached_grammar_is_equivalent_to_a_fresh_build(tmp_path, monkeypatch):
-    from attemptdb.attemptql import parse as P
+    from attemptdb.attemptql import parse as P, peg_runtime as peg
     import parsimonious
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    fresh = P.Rules(parsimonious.Grammar(P.grammar_text()))
+    fresh = peg.Rules(parsimonious.Grammar(P.grammar_text()))
     stored = P._load_grammar()          # builds, converts patterns, stores
     loaded = P._load_grammar()          # loads the pickle: keyword and lazy patterns
-    assert isinstance(loaded["DOING"].re, P.KeywordPattern)
-    assert isinstance(loaded["string"].re, P.LazyPattern)
+    assert isinstance(loaded["DOING"].re, peg.KeywordPattern)
+    assert isinstance(loaded["string"].re, peg.LazyPattern)
     assert os.listdir(tmp_path / "attemptdb")[0].startswith("attemptql-")
     outcomes = []
     for rules in (fresh, stored, loaded):

@@ -244,3 +244,68 @@ def test_the_demo_never_touches_your_own_history(tmp_path, home):
     st = Store.open(real, readonly=True)
     assert st.count() == 0
     st.close()
+
+
+def _demo_hints(stdout: bytes) -> list[str]:
+    text = stdout.decode()
+    block = text.split("Look around:\n", 1)[1].split("\n\n", 1)[0]
+    return [line.strip() for line in block.splitlines()]
+
+
+@pytest.mark.parametrize("how", ["script-typed-relative", "script-absolute", "script-on-path", "module"])
+def test_the_demo_hints_run_as_printed(tmp_path, home, how):
+    """Right after Quick start 1 `attempt` is only in .venv/bin: the demo's closing hints start
+    the same `attempt` the way it was started (as typed, or `python -m attemptdb`), and say just
+    `attempt` only when PATH finds that same one. Every hint runs, as printed, in a shell with
+    the demo's directory and PATH."""
+    import shlex
+    import subprocess
+    import sys
+    from conftest import ROOT, SQLITE3
+    script = os.path.join(os.path.dirname(sys.executable), "attempt")
+    if how.startswith("script") and not os.path.exists(script):
+        pytest.skip("no installed `attempt` script beside this interpreter")
+    work = tmp_path / "work"
+    work.mkdir()
+    path = "/usr/bin:/bin"
+    if how == "script-typed-relative":
+        os.symlink(os.path.dirname(script), work / "venvbin")  # like `.venv/bin/attempt demo`
+        cmd, prefix = ["venvbin/attempt"], "venvbin/attempt"
+    elif how == "script-absolute":
+        cmd, prefix = [script], shlex.quote(script)
+    elif how == "script-on-path":
+        path = os.path.dirname(script) + os.pathsep + path
+        cmd, prefix = [script], "attempt"
+    else:
+        cmd, prefix = [sys.executable, "-m", "attemptdb"], f"{shlex.quote(sys.executable)} -m attemptdb"
+    env = dict(os.environ, PATH=path, PYTHONPATH=ROOT)
+    env.pop("ATTEMPTDB_PATH", None)
+    p = subprocess.run(cmd + ["demo"], capture_output=True, cwd=work, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()
+    hints = _demo_hints(p.stdout)
+    db = str(work / "attemptdb-demo.db")
+    assert hints[0] == f"{prefix} events --db {shlex.quote(db)}", hints
+    ours = [h for h in hints if not h.startswith("sqlite3 ")]
+    assert len(ours) == 4 and all(h.startswith(prefix + " ") for h in ours), hints
+    if how == "script-on-path":
+        return  # the others already ran each hint's subcommand
+    for hint in hints:
+        if hint.startswith("sqlite3 ") and not os.access(SQLITE3, os.X_OK):
+            continue
+        r = subprocess.run(hint, shell=True, capture_output=True, cwd=work, env=env, timeout=120)
+        assert r.returncode == 0 and r.stdout, (hint, r.stderr.decode())
+
+
+def test_the_demo_database_is_git_ignored_in_this_repository():
+    """Quick start 1 runs `attempt demo` in the checkout: its file must not show up as a change."""
+    import shutil
+    import subprocess
+    from conftest import ROOT
+    git = shutil.which("git")
+    inside = git and subprocess.run([git, "rev-parse", "--is-inside-work-tree"], cwd=ROOT,
+                                    capture_output=True, text=True).stdout.strip() == "true"
+    if not inside:
+        pytest.skip("not a git checkout")
+    names = ["attemptdb-demo.db", "attemptdb-demo.db-wal", "attemptdb-demo.db-shm"]
+    p = subprocess.run([git, "check-ignore", "--no-index", *names], cwd=ROOT, capture_output=True, text=True)
+    assert p.stdout.split() == names, p.stdout

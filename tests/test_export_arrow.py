@@ -228,12 +228,36 @@ def test_a_value_of_the_wrong_type_is_a_coded_error(source, tmp_path, capsys):
     assert not [p for p in os.listdir(out) if p.startswith(".attempt-export-")]
 
 
+# Nothing named attemptdb is published, so `pip install 'attemptdb[arrow]'` cannot work: the hint
+# names the extra of a checkout and the packages to inject into a pipx install.
+INSTALL_HINT = "from a checkout pip install '.[arrow]'; under pipx: pipx inject attemptdb pyarrow datafusion"
+
+
 def test_without_pyarrow_a_coded_error(source, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` now raises ImportError
     code, _, err = cli(capsys, "export", str(tmp_path / "x"), "--db", source)
-    assert code == 2 and "error[export.needs_arrow]" in err and "attemptdb[arrow]" in err
+    assert code == 2 and "error[export.needs_arrow]" in err and INSTALL_HINT in err
+    assert "attemptdb[arrow]" not in err
     code, _, err = cli(capsys, "query", "--engine", "datafusion", "SELECT 1", "--db", source)
-    assert code == 2 and "error[export.needs_arrow]" in err
+    assert code == 2 and "error[export.needs_arrow]" in err and INSTALL_HINT in err
+
+
+def test_without_datafusion_a_coded_error(source, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "datafusion", None)
+    code, _, err = cli(capsys, "query", "--engine", "datafusion", "SELECT 1", "--db", source)
+    assert code == 2 and "error[query.needs_datafusion]" in err and INSTALL_HINT in err
+    assert "attemptdb[arrow]" not in err
+
+
+def test_the_install_hint_names_the_arrow_extra_of_setup_cfg():
+    """`pip install '.[arrow]'` installs what `pipx inject` is told to: the `arrow` extra."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.cfg"))
+    extra = [line.split(">")[0].split("=")[0].strip()
+             for line in cfg["options.extras_require"]["arrow"].splitlines() if line.strip()]
+    assert tuple(extra) == export_arrow.ARROW_EXTRA
+    assert export_arrow.INSTALL_ARROW.endswith(INSTALL_HINT)
 
 
 @needs_shell

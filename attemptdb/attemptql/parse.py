@@ -9,79 +9,22 @@ Invariants:
 - The grammar is built once per grammar text and cached (pickled) in the per-user cache
   directory, because building it costs ~35 ms and a statement's whole budget is ~2× the
   start-up of `attempt --version`. The cache is used only when it is the user's own private
-  file and was written for the same grammar text and parsimonious version.
+  file and was written for the same grammar text, parsimonious (`peg_runtime.fingerprint()`:
+  the installed distribution's version, location and regex engine), pickle protocol and Python.
+- Nothing here reaches into parsimonious's internals: that is `peg_runtime`'s job (the parse
+  loop, the packrat memo, the cached grammar's pattern classes, the start-up shortcut).
 """
 
 import os
 import pickle
 import stat
 import sys
-from collections import defaultdict
 
 from .. import resources
+from . import ast
+from . import peg_runtime as peg
 from .errors import AQLError
-
-
-def _import_parsimonious_core():
-    """Import parsimonious's expressions, nodes and exceptions — all a pickled grammar and a
-    NodeVisitor need — without paying for what they do not need.
-
-    Measured on these machines (a warm `attempt query` process, budget ~2× `attempt --version`
-    ≈ 100 ms): `import parsimonious` costs ~18 ms, of which ~8 ms is parsimonious/__init__
-    building parsimonious's own rule grammar and ~8 ms is the third-party `regex` module. So
-    the package is registered without running its __init__ (the stub completes itself by
-    running the real __init__ the first time anything asks it for a name it lacks, e.g.
-    `parsimonious.Grammar`), and when nothing has imported `regex` yet, parsimonious falls
-    back to the standard `re` (its own documented fallback) for the expressions this module
-    compiles. Any surprise falls back to the ordinary import."""
-    if "parsimonious.expressions" in sys.modules:
-        return
-    if "parsimonious" not in sys.modules:
-        try:
-            from importlib.machinery import PathFinder
-            spec = PathFinder.find_spec("parsimonious")
-            if spec is None or not spec.submodule_search_locations or not spec.origin:
-                raise ImportError("parsimonious is not a regular package here")
-            stub = type(sys)("parsimonious")
-            stub.__path__ = list(spec.submodule_search_locations)
-            stub.__file__ = spec.origin
-            stub.__spec__ = spec
-            stub.__package__ = "parsimonious"
-
-            def complete(name):
-                init = stub.__dict__.pop("__getattr__", None)  # run the real __init__ once
-                if init is not None:
-                    with open(spec.origin, encoding="utf-8") as f:
-                        exec(compile(f.read(), spec.origin, "exec"), stub.__dict__)
-                try:
-                    return stub.__dict__[name]
-                except KeyError:
-                    raise AttributeError(name) from None
-
-            stub.__getattr__ = complete
-            sys.modules["parsimonious"] = stub
-        except Exception:
-            sys.modules.pop("parsimonious", None)
-            import parsimonious  # noqa: F401
-            return
-    blocked = "regex" not in sys.modules
-    if blocked:
-        sys.modules["regex"] = None  # `import regex` raises ImportError: parsimonious uses `re`
-    try:
-        import parsimonious.exceptions  # noqa: F401
-        import parsimonious.expressions  # noqa: F401
-        import parsimonious.nodes  # noqa: F401
-    finally:
-        if blocked and sys.modules.get("regex", 0) is None:
-            del sys.modules["regex"]
-
-
-_import_parsimonious_core()
-
-from parsimonious.exceptions import ParseError  # noqa: E402
-from parsimonious.nodes import Node, NodeVisitor  # noqa: E402
-
-from . import ast  # noqa: E402
+from .peg_runtime import NodeVisitor, Rules
 
 try:
     from _sha256 import sha256 as _sha256
@@ -93,89 +36,6 @@ MAX_INTEGER = 10 ** 9
 
 _GRAMMAR = None
 _DESCENDANTS = None
-
-
-class Rules(dict):
-    """The compiled grammar: rule name → parsimonious Expression (what `parsimonious.Grammar`
-    holds, without its class: unpickling this needs only parsimonious.expressions)."""
-
-
-class LazyPattern:
-    """A regular expression compiled on first use. The cached grammar holds these instead of
-    compiled patterns: unpickling ~110 compiled patterns recompiles every one (~10 ms), while
-    a statement only ever tries a few dozen of them."""
-
-    def __init__(self, pattern: str, flags: int):
-        self.pattern = pattern
-        self.flags = flags
-
-    def __getattr__(self, name):  # match, search, groups, …: compile once, then delegate
-        if name.startswith("__"):
-            raise AttributeError(name)
-        import re
-        compiled = re.compile(self.pattern, self.flags)
-        self.match = compiled.match
-        self.search = compiled.search
-        return getattr(compiled, name)
-
-    def __reduce__(self):
-        return (LazyPattern, (self.pattern, self.flags))
-
-
-class _Span:
-    __slots__ = ("start", "end")
-
-    def __init__(self, start, end):
-        self.start, self.end = start, end
-
-    def span(self):
-        return self.start, self.end
-
-
-class KeywordPattern(LazyPattern):
-    """A keyword rule (`~r"WORD(?![A-Za-z0-9_])"i`) matched without the regex engine."""
-
-    def __init__(self, pattern: str, flags: int):
-        super().__init__(pattern, flags)
-        self.word = pattern.split("(", 1)[0]
-
-    def match(self, text, pos=0):
-        end = pos + len(self.word)
-        if text[pos:end].upper() != self.word:
-            return None
-        if end < len(text) and (text[end] == "_" or (text[end].isascii() and text[end].isalnum())):
-            return None
-        return _Span(pos, end)
-
-    def __reduce__(self):
-        return (KeywordPattern, (self.pattern, self.flags))
-
-
-_KEYWORD_TAIL = "(?![A-Za-z0-9_])"
-
-
-def _is_keyword(pattern) -> bool:
-    import re
-    word, _, tail = pattern.pattern.partition("(")
-    return ("(" + tail == _KEYWORD_TAIL and word.isupper() and word.replace("_", "").isalpha()
-            and bool(pattern.flags & re.IGNORECASE))
-
-
-def _lazy_patterns(rules: Rules) -> None:
-    seen = set()
-    stack = list(rules.values())
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        pattern = getattr(e, "re", None)
-        if pattern is not None and hasattr(pattern, "pattern") and not isinstance(pattern, LazyPattern):
-            e.re = (KeywordPattern if _is_keyword(pattern) else LazyPattern)(pattern.pattern, pattern.flags)
-            ident = getattr(e, "identity_tuple", None)
-            if isinstance(ident, tuple) and len(ident) == 2 and ident[1] is pattern:  # it holds the pattern too
-                e.identity_tuple = (ident[0], e.re)
-        stack.extend(getattr(e, "members", ()) or ())
 
 
 # --- grammar loading ----------------------------------------------------------------------
@@ -213,10 +73,7 @@ def grammar() -> Rules:
 
 
 def _cache_key(text: str) -> str:
-    exprs = sys.modules["parsimonious.expressions"]
-    engine = getattr(getattr(exprs, "re", None), "__name__", "?")
-    version = getattr(sys.modules.get("parsimonious"), "__dict__", {}).get("__version__", "")
-    return _sha256(f"{exprs.__file__}|{version}|{engine}|{pickle.HIGHEST_PROTOCOL}|{sys.version_info[:2]}|{text}"
+    return _sha256(f"{peg.fingerprint()}|{pickle.HIGHEST_PROTOCOL}|{sys.version_info[:2]}|{text}"
                    .encode()).hexdigest()[:24]
 
 
@@ -233,10 +90,9 @@ def _load_grammar() -> Rules:
                 return g
         except Exception:  # a damaged cache is rebuilt, never trusted
             pass
-    import parsimonious
-    g = Rules(parsimonious.Grammar(text))
+    g = peg.build(text)
     if use_cache:
-        _lazy_patterns(g)
+        peg.make_lazy(g)
         _store_grammar(g, d, path)
     return g
 
@@ -263,40 +119,6 @@ def _store_grammar(g, d: str, path: str) -> None:
 
 
 # --- expected-token collection -----------------------------------------------------------
-
-class _Furthest(ParseError):
-    """A ParseError that remembers every named rule failing at the furthest position."""
-
-    def __init__(self, text):
-        self._best = -1
-        self._expr = None
-        self._pending = None
-        self.found = []
-        super().__init__(text)
-
-    @property
-    def expr(self):
-        return self._expr
-
-    @expr.setter
-    def expr(self, e):
-        self._expr = e
-        self._pending = e
-
-    @property
-    def pos(self):
-        return self._best
-
-    @pos.setter
-    def pos(self, p):
-        e = self._pending
-        named = e is not None and e.name
-        if p > self._best:
-            self._best = p
-            self.found = [e] if named else []
-        elif p == self._best and named and e not in self.found:
-            self.found.append(e)
-
 
 KEYWORD_LABELS = {"direction_name": "UP, DOWN or BOTH"}
 
@@ -347,10 +169,6 @@ CONTEXT = {
 _QUALIFY = {"timestamp": "a timestamp", "subject": "a subject", "target": "a SHOW target"}
 
 
-def _members(e):
-    return getattr(e, "members", ()) or ()
-
-
 def _descendants():
     """id(labelled rule) → ids of every named rule reachable inside it."""
     global _DESCENDANTS
@@ -361,13 +179,13 @@ def _descendants():
             if name not in g:
                 continue
             seen = set()
-            stack = list(_members(g[name]))
+            stack = list(peg.members(g[name]))
             while stack:
                 e = stack.pop()
                 if id(e) in seen:
                     continue
                 seen.add(id(e))
-                stack.extend(_members(e))
+                stack.extend(peg.members(e))
             out[id(g[name])] = seen
         _DESCENDANTS = out
     return _DESCENDANTS
@@ -486,7 +304,7 @@ def _join(labels: list[str]) -> str:
     return ", ".join(labels[:-1]) + " or " + labels[-1]
 
 
-def _syntax_error(text: str, err: _Furthest, cache) -> AQLError:
+def _syntax_error(text: str, err, memo: peg.Memo) -> AQLError:
     g = grammar()
     pos = max(err.pos, 0)
     desc = _descendants()
@@ -507,24 +325,22 @@ def _syntax_error(text: str, err: _Furthest, cache) -> AQLError:
 
     # where did the last good construct end?
     prev_end = pos
-    ws_cache = cache.get(id(g["_"]), {})
-    for start, node in ws_cache.items():
-        if node is not None and node is not True and getattr(node, "end", None) == pos and start < prev_end:
+    for start, node in memo.at(g["_"]):
+        if node.end == pos and start < prev_end:
             prev_end = start
     context = None
     best = None
     if prev_end > 0:
-        for eid, entries in cache.items():
-            for start, node in entries.items():
-                if not isinstance(node, Node) or node.end != prev_end or start >= prev_end:
-                    continue
-                e = node.expr
-                name = e.name
-                if not name or not (name in CONTEXT or name.isupper()):
-                    continue
-                if best is None or start < best[0] or (
-                        start == best[0] and id(best[1]) in desc.get(id(e), ())):
-                    best = (start, e)
+        for start, node in memo.matches():
+            if node.end != prev_end or start >= prev_end:
+                continue
+            e = node.expr
+            name = e.name
+            if not name or not (name in CONTEXT or name.isupper()):
+                continue
+            if best is None or start < best[0] or (
+                    start == best[0] and id(best[1]) in desc.get(id(e), ())):
+                best = (start, e)
         if best is not None:
             name = best[1].name
             context = CONTEXT.get(name) or name
@@ -539,7 +355,7 @@ def _syntax_error(text: str, err: _Furthest, cache) -> AQLError:
         hint = f"; did you mean {guess}?" if guess else ""
         return AQLError("AQL0206", f"unknown statement: expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN{hint}",
                         source=text, pos=pos, end=tok_end, label="expected a statement verb")
-    in_where = any(isinstance(n, Node) for n in cache.get(id(g["WHERE"]), {}).values())
+    in_where = bool(memo.at(g["WHERE"]))
     if in_where and (token.upper() in _SUBQUERY_WORDS or (token == ";" and _ws_end(text, pos + 1) < len(text))):
         return AQLError("AQL0207", "WHERE takes exactly one SQL expression over the target's columns; "
                         "subqueries and further statements are refused", source=text, pos=pos,
@@ -964,15 +780,13 @@ def parse(text: str) -> ast.Statement:
                        source=text, pos=0, end=1, label="expected a statement")
     _prescan(text)
     g = grammar()
-    err = _Furthest(text)
-    cache = defaultdict(dict)
     try:
-        node = g["statement"].match_core(text, 0, cache, err)
+        node, err, memo = peg.match(g["statement"], text)
     except RecursionError:
         raise AQLError("AQL0208", "the statement nests too deeply to run safely; simplify the WHERE expression",
                        source=text) from None
     if node is None or node.end != len(text):
-        raise _syntax_error(text, err, cache)
+        raise _syntax_error(text, err, memo)
     try:
         return ASTBuilder(text).visit(node)
     except RecursionError:

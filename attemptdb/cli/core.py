@@ -468,6 +468,26 @@ def _seq(st, event_id):
     return row[0] if row else "?"
 
 
+def this_attempt() -> str:
+    """Shell words that run this same `attempt` again from the current directory: `attempt` when
+    that is what PATH finds, else the script's path as it was typed (right after the Quick start
+    it is only in .venv/bin), or `python -m attemptdb` when that is how it was started."""
+    import shlex
+    import shutil
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "__main__.py" and os.path.basename(os.path.dirname(argv0)) == "attemptdb":
+        return f"{shlex.quote(sys.executable)} -m attemptdb"
+    if os.path.basename(argv0) != "attempt" or not os.path.isfile(argv0):
+        return "attempt"  # run from a library or a test harness: no better guess
+    found = shutil.which("attempt")
+    try:
+        if found and os.path.samefile(found, argv0):
+            return "attempt"
+    except OSError:
+        pass
+    return shlex.quote(argv0 if os.sep in argv0 else os.path.join(os.curdir, argv0))
+
+
 @click.command("demo")
 @click.option("--db", "db", metavar="PATH",
               help="Demo database file (default: ./attemptdb-demo.db; never ATTEMPTDB_PATH, your own "
@@ -481,7 +501,7 @@ def demo_cmd(ctx, db, as_json):
     """
     from ..demo import run_demo
     path = db or os.path.abspath("attemptdb-demo.db")
-    report = run_demo(path)
+    report = run_demo(path, command=this_attempt())
     if as_json:
         echo_json(report)
         return

@@ -1,0 +1,354 @@
+"""parsimonious as AttemptQL uses it: the one module that relies on parsimonious's internals.
+
+The parser needs more than parsimonious's public names (Grammar, Node, NodeVisitor,
+ParseError): the furthest-failure protocol of `Expression.match_core` (it sets `pos` and `expr`
+on a ParseError as it goes), the packrat memo that call fills, `Expression.members`, the
+compiled pattern a `Regex` keeps in `.re` (and in `identity_tuple`), and, for start-up time,
+the package's layout. All of that lives here; parse.py uses only what this module exports.
+
+Invariants:
+- Importing this module leaves a parsimonious that passed a smoke parse through every internal
+  used here, or raises AttemptError `query.parser_unavailable` (never a bare ImportError).
+- The start-up shortcut (below) is kept only when its preconditions hold, its imports succeed
+  and the smoke parse passes through it; otherwise everything it loaded is dropped and a plain
+  `import parsimonious` runs instead (with parsimonious's own choice of regex engine).
+- `fingerprint()` names all a pickled grammar depends on: the installed parsimonious
+  distribution's version and location, the regex engine its expressions use, and `FORMAT` (the
+  meaning of the pickled classes below).
+- Tested with parsimonious 0.10.0 and 0.11.0 (setup.cfg allows >=0.10,<0.12).
+
+The shortcut: measured on these machines, `import parsimonious` costs ~18 ms of a cold query's
+~50 ms budget above `attempt --version`: ~8 ms of it parsimonious/__init__ building its own rule
+grammar and ~8 ms the third-party `regex` module. A cached AttemptQL grammar needs neither
+(unpickling it needs parsimonious.expressions; the visitor needs parsimonious.nodes). So the
+package is registered without running its __init__ (the stub runs the real __init__ the first
+time anything asks it for a name it lacks, e.g. `parsimonious.Grammar`), and, when nothing has
+imported `regex` yet, `regex` is blocked while the core modules load, so that parsimonious 0.11
+takes its documented fallback to the standard `re`. parsimonious 0.10 has no such fallback:
+there the shortcut fails and the plain import runs.
+"""
+
+import os
+import sys
+from collections import defaultdict
+
+from ..errors import AttemptError
+
+FORMAT = 2  # bump when LazyPattern, KeywordPattern or Rules change what a pickle means
+TESTED = ">=0.10,<0.12"
+_KEYWORD_TAIL = "(?![A-Za-z0-9_])"
+
+# bound by _bind() to the parsimonious in use
+ParseError = Node = NodeVisitor = Furthest = None
+_E = None  # parsimonious.expressions
+_ENGINE = None  # the regex module parsimonious.expressions compiles with (`re` or `regex`)
+SHORTCUT = False  # whether the start-up shortcut was kept (tests and `--explain`-style diagnostics)
+
+
+# --- what a cached grammar is made of ----------------------------------------------------
+
+class Rules(dict):
+    """A compiled grammar: rule name → parsimonious Expression (what `parsimonious.Grammar`
+    holds, without its class: unpickling this needs only parsimonious.expressions)."""
+
+
+class LazyPattern:
+    """A regular expression compiled on first use, by the engine parsimonious compiles with.
+    The cached grammar holds these instead of compiled patterns: unpickling ~110 compiled
+    patterns recompiles every one (~10 ms), while a statement only ever tries a few dozen."""
+
+    def __init__(self, pattern: str, flags: int):
+        self.pattern = pattern
+        self.flags = flags
+
+    def __getattr__(self, name):  # match, search, groups, …: compile once, then delegate
+        if name.startswith("__"):
+            raise AttributeError(name)
+        compiled = _ENGINE.compile(self.pattern, self.flags)
+        self.match = compiled.match
+        self.search = compiled.search
+        return getattr(compiled, name)
+
+    def __reduce__(self):
+        return (LazyPattern, (self.pattern, self.flags))
+
+
+class _Span:
+    __slots__ = ("start", "end")
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def span(self):
+        return self.start, self.end
+
+
+class KeywordPattern(LazyPattern):
+    """A keyword rule (`~r"WORD(?![A-Za-z0-9_])"i`) matched without the regex engine."""
+
+    def __init__(self, pattern: str, flags: int):
+        super().__init__(pattern, flags)
+        self.word = pattern.split("(", 1)[0]
+
+    def match(self, text, pos=0):
+        end = pos + len(self.word)
+        if text[pos:end].upper() != self.word:
+            return None
+        if end < len(text) and (text[end] == "_" or (text[end].isascii() and text[end].isalnum())):
+            return None
+        return _Span(pos, end)
+
+    def __reduce__(self):
+        return (KeywordPattern, (self.pattern, self.flags))
+
+
+def _is_keyword(pattern) -> bool:
+    word, _, tail = pattern.pattern.partition("(")
+    return ("(" + tail == _KEYWORD_TAIL and word.isupper() and word.replace("_", "").isalpha()
+            and bool(pattern.flags & _ENGINE.IGNORECASE))
+
+
+def members(e) -> tuple:
+    """The sub-expressions of `e` (none for a Literal or Regex)."""
+    return getattr(e, "members", ()) or ()
+
+
+def build(text: str) -> Rules:
+    """Compile a grammar text (the full parsimonious: its __init__ runs here if it has not)."""
+    import parsimonious
+    return Rules(parsimonious.Grammar(text))
+
+
+def make_lazy(rules: Rules) -> None:
+    """Replace every compiled pattern in `rules` by a LazyPattern (a KeywordPattern for a
+    keyword), in place, before the grammar is pickled."""
+    seen = set()
+    stack = list(rules.values())
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        pattern = getattr(e, "re", None)
+        if pattern is not None and hasattr(pattern, "pattern") and not isinstance(pattern, LazyPattern):
+            e.re = (KeywordPattern if _is_keyword(pattern) else LazyPattern)(pattern.pattern, pattern.flags)
+            ident = getattr(e, "identity_tuple", None)
+            if isinstance(ident, tuple) and len(ident) == 2 and ident[1] is pattern:  # it holds the pattern too
+                e.identity_tuple = (ident[0], e.re)
+        stack.extend(members(e))
+
+
+# --- matching -------------------------------------------------------------------------------
+
+def _furthest_class(base):
+    class Furthest(base):
+        """A ParseError that remembers every named rule failing at the furthest position
+        (match_core sets `expr`, then `pos`, each time a rule fails at or past the furthest)."""
+
+        def __init__(self, text):
+            self._best = -1
+            self._expr = None
+            self._pending = None
+            self.found = []
+            super().__init__(text)
+
+        @property
+        def expr(self):
+            return self._expr
+
+        @expr.setter
+        def expr(self, e):
+            self._expr = e
+            self._pending = e
+
+        @property
+        def pos(self):
+            return self._best
+
+        @pos.setter
+        def pos(self, p):
+            e = self._pending
+            named = e is not None and e.name
+            if p > self._best:
+                self._best = p
+                self.found = [e] if named else []
+            elif p == self._best and named and e not in self.found:
+                self.found.append(e)
+
+    return Furthest
+
+
+class Memo:
+    """The packrat memo of one match: which rule matched what, where."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, cache):
+        self._cache = cache
+
+    def at(self, expr) -> list:
+        """(start, node) for every place `expr` matched."""
+        return [(s, n) for s, n in self._cache.get(id(expr), {}).items() if isinstance(n, Node)]
+
+    def matches(self):
+        """(start, node) for every match of every rule."""
+        for entries in self._cache.values():
+            for s, n in entries.items():
+                if isinstance(n, Node):
+                    yield s, n
+
+
+def match(rule, text: str):
+    """Match `rule` at the start of `text`: (node or None, Furthest, Memo). The node may end
+    before the text does. Raises RecursionError on input nested too deeply."""
+    err = Furthest(text)
+    cache = defaultdict(dict)
+    node = rule.match_core(text, 0, cache, err)
+    return node, err, Memo(cache)
+
+
+# --- version ------------------------------------------------------------------------------
+
+def version() -> str:
+    """The installed parsimonious distribution's version (parsimonious defines no
+    `__version__`): read from the one `parsimonious-<version>.dist-info` beside the package
+    (a directory listing, ~0.1 ms), else from importlib.metadata (~10 ms to import)."""
+    site = os.path.dirname(os.path.dirname(os.path.abspath(_E.__file__)))
+    try:
+        found = [n for n in os.listdir(site)
+                 if n.lower().startswith("parsimonious-") and n.endswith(".dist-info")]
+    except OSError:
+        found = []
+    if len(found) == 1:
+        return found[0][len("parsimonious-"):-len(".dist-info")]
+    try:
+        from importlib.metadata import version as dist_version
+        return dist_version("parsimonious")
+    except Exception:
+        return "unknown"
+
+
+def fingerprint() -> str:
+    """What a pickled grammar depends on, besides the grammar text and the pickle protocol."""
+    return f"{os.path.abspath(_E.__file__)}|{version()}|{_ENGINE.__name__}|{FORMAT}"
+
+
+# --- loading ------------------------------------------------------------------------------
+
+def _loaded() -> list[str]:
+    return [n for n in sys.modules if n == "parsimonious" or n.startswith("parsimonious.")]
+
+
+def _shortcut() -> bool:
+    """Load parsimonious's core modules the cheap way. False (nothing loaded) when a
+    precondition does not hold; an exception when it broke half-way (the caller cleans up)."""
+    if _loaded():
+        return False  # imported already: use that
+    from importlib.machinery import PathFinder, SourceFileLoader
+    spec = PathFinder.find_spec("parsimonious")
+    if (spec is None or not isinstance(spec.loader, SourceFileLoader) or not spec.submodule_search_locations
+            or not spec.origin or os.path.basename(spec.origin) != "__init__.py"):
+        return False  # not a package of source files on sys.path (a zip, a custom finder, …)
+    stub = type(sys)("parsimonious")
+    stub.__path__ = list(spec.submodule_search_locations)
+    stub.__file__ = spec.origin
+    stub.__spec__ = spec
+    stub.__package__ = "parsimonious"
+
+    def complete(name):
+        init = stub.__dict__.pop("__getattr__", None)  # run the real __init__ once
+        if init is not None:
+            with open(spec.origin, encoding="utf-8") as f:
+                exec(compile(f.read(), spec.origin, "exec"), stub.__dict__)
+        try:
+            return stub.__dict__[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    stub.__getattr__ = complete
+    sys.modules["parsimonious"] = stub
+    blocked = "regex" not in sys.modules
+    if blocked:
+        sys.modules["regex"] = None  # `import regex` raises ImportError: 0.11 falls back to `re`
+    try:
+        import parsimonious.exceptions  # noqa: F401
+        import parsimonious.expressions  # noqa: F401
+        import parsimonious.nodes  # noqa: F401
+    finally:
+        if blocked and sys.modules.get("regex", 0) is None:
+            del sys.modules["regex"]
+    return True
+
+
+def _bind() -> None:
+    global ParseError, Node, NodeVisitor, Furthest, _E, _ENGINE
+    import parsimonious.exceptions
+    import parsimonious.expressions
+    import parsimonious.nodes
+    _E = parsimonious.expressions
+    _ENGINE = _E.re
+    ParseError = parsimonious.exceptions.ParseError
+    Node = parsimonious.nodes.Node
+    NodeVisitor = parsimonious.nodes.NodeVisitor
+    Furthest = _furthest_class(ParseError)
+
+
+def _smoke() -> None:
+    """Exercise every internal this module relies on with a three-rule grammar (~0.2 ms);
+    raise AssertionError (or whatever breaks) when one of them behaves differently."""
+    E = _E
+    kw = E.Regex("AB" + _KEYWORD_TAIL, name="AB", ignore_case=True)
+    word = E.Regex(r"[a-z]+", name="word", ignore_case=True)
+    bang = E.Literal("!", name="bang")
+    rule = E.Sequence(kw, E.OneOf(bang, word, name="tail"), name="s")
+    rules = Rules(s=rule)
+
+    class Visitor(NodeVisitor):
+        def visit_s(self, node, children):
+            return [node.expr_name, children[1]]
+
+        def generic_visit(self, node, children):
+            return node.text
+
+    for lazy in (False, True):
+        if lazy:
+            make_lazy(rules)
+            assert type(kw.re) is KeywordPattern and type(word.re) is LazyPattern
+        node, err, memo = match(rule, "ab!")
+        assert node is not None and node.end == 3 and Visitor().visit(node) == ["s", "!"]
+        assert [s for s, n in memo.at(kw)] == [0] and any(n.expr is bang for _, n in memo.matches())
+        node, err, memo = match(rule, "ab ?")
+        assert node is None and err.pos == 2 and {id(bang), id(word)} <= {id(e) for e in err.found}
+        node, err, memo = match(rule, "abc")
+        assert node is None and err.pos == 0 and any(e is kw for e in err.found)
+
+
+def _load() -> None:
+    global SHORTCUT
+    try:
+        taken = _shortcut()
+    except Exception:
+        taken = None
+    if taken:
+        try:
+            _bind()
+            _smoke()
+            SHORTCUT = True
+            return
+        except Exception:
+            pass
+    if taken is not False:  # undo what the shortcut loaded, then import it the ordinary way
+        for name in _loaded():
+            del sys.modules[name]
+    try:
+        import parsimonious  # noqa: F401
+        _bind()
+        _smoke()
+    except Exception as e:
+        raise AttemptError(
+            "query.parser_unavailable",
+            f"AttemptQL cannot use the installed parsimonious ({type(e).__name__}); install a tested "
+            f"version: pip install 'parsimonious{TESTED}'") from None
+
+
+_load()
