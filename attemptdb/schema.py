@@ -76,8 +76,13 @@ def _ident(c: str) -> bool:
 
 def expand(text: str, predicates: dict) -> str:
     """`@name(ROW)` → the predicate's expression over ROW, in parentheses (`X.` of the
-    definition becomes `ROW.`). An unknown name is an error: a typo must not reach a file.
-    String scanning, no `re`: a hook may build the first file."""
+    definition becomes `ROW.`), outside comment lines. An unknown name is an error: a typo must
+    not reach a file. String scanning, no `re`: a hook may build the first file."""
+    return "\n".join(line if line.lstrip().startswith("--") else _expand_line(line, predicates)
+                     for line in text.split("\n"))
+
+
+def _expand_line(text: str, predicates: dict) -> str:
     out, i = [], 0
     while True:
         at = text.find("@", i)
@@ -111,6 +116,10 @@ def _rename(expr: str, arg: str, row: str) -> str:
         whole = k == 0 or not _ident(expr[k - 1])
         out.append(expr[i:k] + (row + "." if whole else key))
         i = k + len(key)
+
+
+def predicates() -> dict:
+    return _predicates(_read(p) for p in sql_files())
 
 
 def current_sql() -> list[tuple[str, str]]:
@@ -163,8 +172,9 @@ def upgrade(conn, pending: list[tuple[int, str]]) -> None:
             if after.strip():
                 afters.append(after)
         install(conn)
+        preds = predicates()
         for after in afters:
-            conn.execute(after)
+            conn.execute(expand(after, preds))
     finally:
         conn.execute("PRAGMA legacy_alter_table = OFF")
 

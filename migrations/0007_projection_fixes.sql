@@ -19,8 +19,6 @@ CREATE INDEX attempt_facts_superseded ON attempt_facts (session_id, superseded_k
 -- a payload that could not be read).
 
 INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, project_id, from_key)
-  SELECT DISTINCT 1, CASE WHEN e.provider_session_id IN ('', 'unknown')
-                          THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24)
-                          ELSE e.session_id END, e.session_id, e.project_id, ''
+  SELECT DISTINCT 1, @gsid(e), e.session_id, e.project_id, ''
   FROM events e
   WHERE e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') IS NULL;

@@ -44,10 +44,8 @@ SELECT
   e.event_id AS event_id,
   substr(e.event_id, 4) AS uid,
   e.session_id AS raw_sid,
-  CASE WHEN e.provider_session_id IN ('', 'unknown')
-       THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24)
-       ELSE e.session_id END AS gsid,
-  e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id AS ekey,
+  @gsid(e) AS gsid,
+  @ekey(e) AS ekey,
   e.observed_at AS at,
   e.kind AS kind,
   e.provider AS provider,
@@ -115,9 +113,9 @@ SELECT
   CASE WHEN e.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
         AND json_type(e.attrs_json, '$.tests_failed') = 'integer'
        THEN json_extract(e.attrs_json, '$.tests_failed') END AS tests_failed,
-  CASE WHEN e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') = 'otel' THEN 1 ELSE 0 END AS telemetry,
-  NOT EXISTS (SELECT 1 FROM session_facts s WHERE s.session_id = CASE WHEN e.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24) ELSE e.session_id END
-              AND s.last_key >= e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id) AS in_order,
+  CASE WHEN @telemetry(e) THEN 1 ELSE 0 END AS telemetry,
+  NOT EXISTS (SELECT 1 FROM session_facts s WHERE s.session_id = @gsid(e)
+              AND s.last_key >= @ekey(e)) AS in_order,
   0 AS go_prepare,
   0 AS go_start,
   0 AS go_end,
@@ -747,7 +745,7 @@ BEGIN
   INSERT OR REPLACE INTO project_queue
     SELECT 1, p.* FROM project_input p
     WHERE p.raw_sid = NEW.raw_session_id AND p.gsid = NEW.session_id
-      AND p.kind NOT IN ('correction', 'retraction', 'capture_test') AND p.telemetry = 0
+      AND @projected_kind(p) AND p.telemetry = 0
       AND p.ekey >= coalesce((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), '')
       AND p.at >= coalesce(substr((SELECT snap_key FROM snap_points WHERE session_id = NEW.session_id), 1, 27), '')
       AND NOT EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = p.event_id AND r.target_type = 'event')

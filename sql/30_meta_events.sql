@@ -37,7 +37,7 @@ FROM (
          END AS target_type
   FROM (
     SELECT e.event_id AS event_id,
-           e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id AS ekey,
+           @ekey(e) AS ekey,
            e.observed_at AS corrected_at, e.session_id AS session_id, e.project_id AS project_id,
            CASE WHEN json_type(e.attrs_json, '$.correction_type') = 'text' THEN json_extract(e.attrs_json, '$.correction_type') END AS correction_type,
            CASE WHEN json_type(e.attrs_json, '$.target') = 'text' THEN json_extract(e.attrs_json, '$.target') END AS raw_target,
@@ -60,7 +60,7 @@ FROM (
 
 CREATE VIEW retraction_input AS
 SELECT e.event_id AS event_id,
-       e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id AS ekey,
+       @ekey(e) AS ekey,
        e.observed_at AS retracted_at, e.session_id AS session_id, e.project_id AS project_id,
        CASE WHEN substr(t.t, 1, 4) IN ('ses_', 'att_') AND (length(substr(t.t, 5)) = 36 AND substr(substr(t.t, 5), 9, 1) || substr(substr(t.t, 5), 14, 1) || substr(substr(t.t, 5), 19, 1) || substr(substr(t.t, 5), 24, 1) = '----' AND length(replace(substr(t.t, 5), '-', '')) = 32 AND ltrim(substr(t.t, 5), '0123456789abcdef-') = '')
               THEN CASE substr(t.t, 1, 4) WHEN 'ses_' THEN 'session' ELSE 'attempt' END
@@ -133,7 +133,7 @@ END;
 
 -- A retraction records itself, flags what it retracts and marks the events it removes; an
 -- event's session is re-derived without it (unless the event is OTel telemetry, which is never
--- projected: @telemetry).
+-- projected: the telemetry predicate of 00_predicates.sql).
 CREATE TRIGGER meta_retraction AFTER UPDATE OF retraction_seq ON projection_control
 BEGIN
   INSERT OR IGNORE INTO retraction_facts (event_id, ekey, retracted_at, session_id, project_id,
@@ -156,11 +156,11 @@ BEGIN
   WHERE retracted = 0 AND kind NOT IN ('correction', 'retraction')
     AND event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event');
   INSERT OR IGNORE INTO projection_dirty (session_id, raw_session_id, project_id)
-    SELECT CASE WHEN e.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24) ELSE e.session_id END, e.session_id, e.project_id FROM events e
-    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND e.kind NOT IN ('correction', 'retraction', 'capture_test') AND NOT (e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') IS 'otel')
+    SELECT @gsid(e), e.session_id, e.project_id FROM events e
+    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND @projected_kind(e) AND NOT @telemetry(e)
       AND (SELECT paused FROM projection_control WHERE id = 1) = 1;
   INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, project_id, from_key)
-    SELECT 1, CASE WHEN e.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(e.session_id, 5, 19) || substr(e.project_id, 24) ELSE e.session_id END, e.session_id, e.project_id,
-           e.observed_at || '|' || printf('%020d|%020d|', e.hlc, e.source_seq) || e.event_id FROM events e
-    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND e.kind NOT IN ('correction', 'retraction', 'capture_test') AND NOT (e.kind = 'unknown' AND json_extract(e.attrs_json, '$.source') IS 'otel');
+    SELECT 1, @gsid(e), e.session_id, e.project_id,
+           @ekey(e) FROM events e
+    WHERE e.event_id = (SELECT target FROM retraction_facts WHERE event_id = (SELECT event_id FROM events WHERE seq = NEW.retraction_seq) AND target_type = 'event') AND @projected_kind(e) AND NOT @telemetry(e);
 END;

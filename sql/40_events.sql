@@ -17,12 +17,11 @@ END;
 
 -- While projection is paused (bulk import) an event only notes its session.
 CREATE TRIGGER events_paused AFTER INSERT ON events
-WHEN NEW.kind NOT IN ('correction', 'retraction', 'capture_test')
+WHEN @projected_kind(NEW)
  AND (SELECT paused FROM projection_control WHERE id = 1) = 1
 BEGIN
   INSERT OR IGNORE INTO projection_dirty (session_id, raw_session_id, project_id)
-    VALUES (CASE WHEN NEW.provider_session_id IN ('', 'unknown')
-                 THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24) ELSE NEW.session_id END,
+    VALUES (@gsid(NEW),
             NEW.session_id, NEW.project_id);
 END;
 
@@ -42,43 +41,37 @@ END;
 -- it only notes its session in replay_pending; the writer replays each noted session once,
 -- after the batch's INSERT.
 CREATE TRIGGER events_late AFTER INSERT ON events
-WHEN NEW.kind NOT IN ('correction', 'retraction', 'capture_test')
- AND NOT (NEW.kind = 'unknown' AND json_extract(NEW.attrs_json, '$.source') IS 'otel')
+WHEN @projected_kind(NEW)
+ AND NOT @telemetry(NEW)
  AND EXISTS (SELECT 1 FROM session_facts
-             WHERE session_id = CASE WHEN NEW.provider_session_id IN ('', 'unknown')
-                                     THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24)
-                                     ELSE NEW.session_id END
-               AND last_key > NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id)
+             WHERE session_id = @gsid(NEW)
+               AND last_key > @ekey(NEW))
  AND (SELECT paused FROM projection_control WHERE id = 1) = 0
  AND NOT EXISTS (SELECT 1 FROM retraction_facts WHERE target = NEW.event_id AND target_type = 'event')
 BEGIN
   INSERT INTO replay_pending (session_id, raw_session_id, project_id, from_key)
-    SELECT CASE WHEN NEW.provider_session_id IN ('', 'unknown')
-                THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24) ELSE NEW.session_id END,
+    SELECT @gsid(NEW),
            NEW.session_id, NEW.project_id,
-           NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id
+           @ekey(NEW)
     WHERE (SELECT defer_replays FROM projection_control WHERE id = 1) = 1
     ON CONFLICT (session_id) DO UPDATE SET from_key = min(from_key, excluded.from_key);
   INSERT OR REPLACE INTO replay_requests (rid, session_id, raw_session_id, project_id, from_key)
     SELECT 1,
-           CASE WHEN NEW.provider_session_id IN ('', 'unknown')
-                THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24) ELSE NEW.session_id END,
+           @gsid(NEW),
            NEW.session_id, NEW.project_id,
-           NEW.observed_at || '|' || printf('%020d|%020d|', NEW.hlc, NEW.source_seq) || NEW.event_id
+           @ekey(NEW)
     WHERE (SELECT defer_replays FROM projection_control WHERE id = 1) = 0;
 END;
 
 -- The append path: a fact event becomes one queue row, read through project_input (the same
 -- expressions a replay uses), except for a session whose replay is pending (the replay applies it).
 CREATE TRIGGER events_apply AFTER INSERT ON events
-WHEN NEW.kind NOT IN ('correction', 'retraction', 'capture_test')
- AND NOT (NEW.kind = 'unknown' AND json_extract(NEW.attrs_json, '$.source') IS 'otel')
+WHEN @projected_kind(NEW)
+ AND NOT @telemetry(NEW)
  AND (SELECT paused FROM projection_control WHERE id = 1) = 0
  AND NOT EXISTS (SELECT 1 FROM retraction_facts WHERE target = NEW.event_id AND target_type = 'event')
  AND NOT EXISTS (SELECT 1 FROM replay_pending
-                 WHERE session_id = CASE WHEN NEW.provider_session_id IN ('', 'unknown')
-                                         THEN 'ses_' || substr(NEW.session_id, 5, 19) || substr(NEW.project_id, 24)
-                                         ELSE NEW.session_id END)
+                 WHERE session_id = @gsid(NEW))
 BEGIN
   INSERT OR REPLACE INTO project_queue SELECT 1, p.* FROM project_input p WHERE p.seq = NEW.seq;
 END;

@@ -29,7 +29,7 @@ SELECT c.*,
                      AND (p.kind IN ('session_started', 'tool_call_started', 'permission_requested')
                           OR (p.kind = 'prompt_submitted'
                               AND EXISTS (SELECT 1 FROM turn_facts h WHERE h.prompt_event_id = p.event_id)))
-                     AND (CASE WHEN p.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(p.session_id, 5, 19) || substr(p.project_id, 24) ELSE p.session_id END) = c.from_session
+                     AND @gsid(p) = c.from_session
                      AND NOT EXISTS (SELECT 1 FROM retraction_facts r WHERE r.target = p.event_id AND r.target_type = 'event'))
   ) AS giver_ended,
   substr(c.giver_end_key, 1, 27) AS giver_ended_at,
@@ -45,7 +45,7 @@ FROM (
     CASE WHEN gs.saw_end THEN (
       SELECT p.observed_at || printf('|%020d|%020d|', p.hlc, p.source_seq) || p.event_id FROM events p
       WHERE p.session_id = gs.raw_session_id AND p.kind = 'session_ended' AND p.observed_at <= r.begins
-        AND (CASE WHEN p.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(p.session_id, 5, 19) || substr(p.project_id, 24) ELSE p.session_id END) = gs.session_id
+        AND @gsid(p) = gs.session_id
         AND NOT EXISTS (SELECT 1 FROM retraction_facts x WHERE x.target = p.event_id AND x.target_type = 'event')
       ORDER BY p.observed_at DESC, p.hlc DESC, p.source_seq DESC, p.event_id DESC LIMIT 1) END AS giver_end_key
   FROM (SELECT sp.*,

@@ -617,7 +617,7 @@ def evidence_source(ctx, ref: ast.Subject):
 
 # --- TRACE --------------------------------------------------------------------------------
 
-# The causal edges, one view per kind of link (migrations 0005): (view, edge_kind, to-side guard,
+# The causal edges, one view per kind of link (sql/70_edges.sql): (view, edge_kind, to-side guard,
 # from-side guard). Each view is a join over stored, indexed columns, so a step of the walk is
 # an index lookup per arm; a guard keeps an arm that can only touch one type of node (and that
 # is costly to open: handoffs are judged when read) closed for the other nodes.

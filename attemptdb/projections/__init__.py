@@ -2,7 +2,7 @@
 retractions, handoffs and edges, derived from the fact log inside the SQLite file.
 
 Invariant: the projection state is a pure function of the set of fact events. SQL triggers
-(migrations 0002–0005) keep it current in the append's own transaction, whatever order events
+(tables: migrations 0002 onwards; views and triggers: sql/) keep it current in the append's own transaction, whatever order events
 arrive in; this package only reads it, writes Correction/Retraction events through
 `Store.append`, and can rebuild it from nothing (`rebuild.reproject`) to prove the point.
 The rules and every deliberate difference from the original are in spec/projections.md.

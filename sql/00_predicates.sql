@@ -1,0 +1,20 @@
+-- Predicates the views and triggers share, each written once. `@name(ROW)` in any file of sql/
+-- (or in a migration's after-install part) is replaced, when a file is built or upgraded, by the
+-- expression below in parentheses with `X.` read as `ROW.` (attemptdb/schema.py). What SQLite
+-- stores and the sqlite3 shell shows is the expanded text.
+--
+-- The projection session of an event: its own, except for a provider session id that is empty
+-- or 'unknown', which gets one synthetic session per (session id, project) so two repositories
+-- never merge (reference inference §2.1).
+-- @define gsid(X) = CASE WHEN X.provider_session_id IN ('', 'unknown') THEN 'ses_' || substr(X.session_id, 5, 19) || substr(X.project_id, 24) ELSE X.session_id END
+--
+-- The sort key of an event inside its session: observed time, then HLC, source sequence and id
+-- (fixed-width, so text order is the order).
+-- @define ekey(X) = X.observed_at || '|' || printf('%020d|%020d|', X.hlc, X.source_seq) || X.event_id
+--
+-- OTel telemetry (an unknown event whose attrs.source is 'otel'): counted, never projected. IS,
+-- not =: an unknown event without a source is projected.
+-- @define telemetry(X) = X.kind = 'unknown' AND json_extract(X.attrs_json, '$.source') IS 'otel'
+--
+-- A kind that is session activity: not a Correction or Retraction (meta events) nor a wiring check.
+-- @define projected_kind(X) = X.kind NOT IN ('correction', 'retraction', 'capture_test')
