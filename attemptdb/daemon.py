@@ -14,6 +14,10 @@ Invariants:
   0700 and owned by the user, and both ends check the peer's uid.
 - Never in the way: the hook side imports only `_socket` and what the hook path already has;
   a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
+- Isolated from the repository a hook ran in (DESIGN.md invariant 8): the daemon is started
+  as `python -I …/attemptdb/launch.py` (no working directory, script directory or PYTHON*
+  variable reaches its imports; it runs the hook's own package) and works from `/`, never
+  changing into a hook's directory.
 """
 
 import os
@@ -163,10 +167,16 @@ def spawn(db_path: str) -> None:
                 return
     else:
         return
+    from .launch import argv
+    cmd = argv() + ["daemon", "run", "--db", os.path.abspath(db_path)]
+    if not sys.executable or not os.path.isabs(cmd[0]):
+        _unlink(marker)
+        return  # no interpreter to name: hooks keep writing the file themselves
     null = os.devnull
     try:
-        os.posix_spawn(sys.executable, [sys.executable, "-m", "attemptdb", "daemon", "run", "--db",
-                                        os.path.abspath(db_path)], dict(os.environ),
+        # isolated (`-I`, an absolute script: nothing from the hook's working directory or its
+        # PYTHON* variables is imported); the daemon moves to `/` before anything else
+        os.posix_spawn(cmd[0], cmd, dict(os.environ),
                        file_actions=[(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
                                      (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
                                      (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)],
@@ -233,15 +243,14 @@ class Daemon:
             data += chunk
         eid = req.get("event_id")
         captured = req.get("captured_at")
-        hook = capture.Hook(data[:n], req.get("truncated") is True, _text(req.get("cwd")),
+        cwd = _text(req.get("cwd"))
+        hook = capture.Hook(data[:n], req.get("truncated") is True,
+                            cwd if cwd is not None and os.path.isabs(cwd) else None,
                             _text(req.get("claude_project_dir")),
                             captured if isinstance(captured, int) and not isinstance(captured, bool) else None,
                             eid if isinstance(eid, str) and ids.is_uuid(eid) else None)
-        try:
-            os.chdir(hook.cwd or "/")
-        except OSError:
-            os.chdir("/")
-            hook.cwd = None
+        # no chdir: the daemon stays in `/` and the pipeline resolves the hook's relative paths
+        # against hook.cwd, so nothing in the repository is ever this process's directory
         try:
             capture.run(req["argv"] + ["--db", self.db], hook, store=self.store)
         except Exception as e:
@@ -321,7 +330,10 @@ def _text(v):
 
 
 def run(db_path: str) -> int:
-    """`attempt daemon run`: serve one database in the foreground until idle."""
+    """`attempt daemon run`: serve one database in the foreground until idle, from `/` (never
+    from the directory of the hook that started it)."""
+    db_path = os.path.abspath(db_path)
+    os.chdir("/")
     path = endpoint(db_path)
     if path is None:
         return 0

@@ -1,0 +1,171 @@
+"""DESIGN.md invariant 8, the repository is hostile: hooks run in whatever repository an agent
+opened, and nothing in it may run as code, enter the history as the user's own events,
+redirect a write or a delete, or reach the terminal as control characters.
+
+Everything here is real: `attempt` subprocesses fed on stdin, capture daemons the hooks start
+themselves, `git` repositories and `git pull`. The hostile repository shadows `attemptdb`
+(a package with `__init__.py` and `__main__.py`), two dependencies (`apsw.py`, `click/`) and a
+standard-library module the daemon imports late (`fcntl.py`); each writes a marker file when
+it is executed. Every test checks that no marker exists and that the hook's event was stored.
+Test-side interpreters that run in the hostile directory start with `-P`, so the test itself
+is never fooled by it.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import apsw
+import pytest
+
+from conftest import ROOT, run_attempt
+from test_daemon import Env, alive, daemons_for, wait_dead
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+SHADOWS = {"attemptdb/__init__.py", "attemptdb/__main__.py", "apsw.py", "click/__init__.py", "fcntl.py"}
+
+
+def evil_tree(where, marks, names=SHADOWS):
+    """Modules that write `marks/<name>` when executed, under `where`."""
+    os.makedirs(marks, exist_ok=True)
+    for name in names:
+        path = os.path.join(where, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        mark = os.path.join(marks, name.replace("/", "_"))
+        with open(path, "w") as f:
+            f.write(f"open({mark!r}, 'w').write('ran')\n")
+
+
+def git(cwd, *args, umask=None):
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid")
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, preexec_fn=pre)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    """(repository, marker directory): a git repository shadowing attemptdb, apsw, click, fcntl."""
+    repo, marks = tmp_path / "evil", tmp_path / "marks"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    evil_tree(str(repo), str(marks))
+    return repo, marks
+
+
+def ran(marks) -> list:
+    return sorted(os.listdir(marks))
+
+
+@pytest.fixture
+def hooks(tmp_path):
+    made = []
+
+    def make(name, cwd, **extra):
+        e = Env(tmp_path, name)
+        e.cwd = str(cwd)
+        e.vars.update(extra)
+        made.append(e)
+        return e
+    yield make
+    for e in made:
+        e.stop()
+
+
+def prompt(repo, n=0):
+    return {"session_id": "sess-hostile", "cwd": str(repo), "hook_event_name": "UserPromptSubmit",
+            "prompt": f"fix the build {n}"}
+
+
+# what a hook imports, run in the hostile directory: `-P` keeps it off this driver's sys.path
+DRIVER = r"""
+import sys
+from attemptdb import capture
+capture.main(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write("\n".join(sorted(sys.modules)))
+"""
+
+
+def hook_modules(e, payload, out) -> list:
+    env = dict(os.environ, **e.vars)
+    p = subprocess.run([sys.executable, "-P", "-c", DRIVER, str(out), "claude-code"],
+                       input=json.dumps(payload).encode(), env=env, cwd=e.cwd, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    return out.read_text().split("\n")
+
+
+def wait_for_daemon_or_marks(e, marks, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if ran(marks):
+            return None
+        pid = e.pid
+        if pid and alive(pid) and os.path.exists(e.sock):
+            return pid
+        time.sleep(0.02)
+    return None
+
+
+# --- no code from the repository runs --------------------------------------------------------
+
+def test_the_daemon_a_hook_starts_in_a_hostile_repository_runs_none_of_its_code(hooks, hostile, tmp_path):
+    """The first hook starts the daemon from inside the repository, with PYTHONPATH naming a
+    directory that shadows click and fcntl too: the daemon imports none of it, serves the
+    next hooks, and works from `/`, not from the repository."""
+    repo, marks = hostile
+    env_evil = tmp_path / "pythonpath-evil"
+    evil_tree(str(env_evil), str(marks), {"click/__init__.py", "fcntl.py"})
+    e = hooks("home", repo, PYTHONPATH=os.pathsep.join([ROOT, str(env_evil)]))
+    e.capture(prompt(repo, 0))  # writes the file itself and starts a daemon
+    pid = wait_for_daemon_or_marks(e, marks)
+    assert ran(marks) == [] and pid, "the daemon ran the repository's code or never started"
+    assert os.readlink(f"/proc/{pid}/cwd") == "/"
+    modules = hook_modules(e, prompt(repo, 1), tmp_path / "modules.txt")
+    assert "apsw" not in modules  # the daemon stored it
+    for n in range(2, 5):
+        e.capture(prompt(repo, n))
+    assert e.pid == pid and ran(marks) == []
+    rows = e.rows("SELECT kind, project_root FROM events ORDER BY seq")
+    assert rows == [("prompt_submitted", str(repo))] * 5
+    assert e.hook_log() == ""
+
+
+def test_a_hook_writing_the_file_itself_in_a_hostile_repository_runs_none_of_its_code(hooks, hostile):
+    repo, marks = hostile
+    e = hooks("home", repo)
+    for n in range(3):
+        e.capture(prompt(repo, n), daemon_on=False)
+    assert ran(marks) == []
+    assert [r[2] for r in e.rows()] == ["prompt_submitted"] * 3
+    assert not daemons_for(e.db)
+
+
+def test_the_installers_python_fallback_command_runs_none_of_the_repositorys_code(hooks, hostile, monkeypatch):
+    """Without an `attempt` executable anywhere the installer writes an interpreter command;
+    run by the agent's shell in the repository, it must still be AttemptDB that runs."""
+    from attemptdb.installer import command
+    monkeypatch.setattr(command, "_is_attempt_script", lambda p: False)
+    monkeypatch.setattr(command.shutil, "which", lambda name: None)
+    exe = command.find_executable("")
+    assert exe.source == "python-module"
+    cmd = exe.command("claude-code")
+    assert command.is_ours(cmd) and command.parse_ours(cmd)["hook_id"] == "claude-code"
+    repo, marks = hostile
+    e = hooks("home", repo, PYTHONPATH=ROOT)
+    for daemon_on in ("1", ""):
+        env = dict(os.environ, **dict(e.vars, ATTEMPTDB_NO_DAEMON=daemon_on))
+        p = subprocess.run(cmd, shell=True, input=json.dumps(prompt(repo, int(daemon_on or 0))).encode(),
+                           env=env, cwd=str(repo), capture_output=True, timeout=60)
+        assert p.returncode == 0 and p.stdout == b"" and p.stderr == b"", p
+    pid = wait_for_daemon_or_marks(e, marks)
+    assert ran(marks) == [] and pid
+    assert [r[2] for r in e.rows()] == ["prompt_submitted"] * 2
