@@ -297,3 +297,55 @@ def test_a_spool_symlink_a_pull_brings_is_never_followed(clone, tmp_path):
     assert run_attempt(["events", "--json"], cwd=str(down)).returncode == 0  # ingests the fallback
     assert [r[1] for r in local_rows(down)] == ["sess-user"] * 3
     assert sorted(os.listdir(elsewhere)) == before and victim.exists()
+
+
+@pytest.mark.parametrize("shipped", ["spooled-events", "database", "symlink", "empty"])
+def test_init_local_refuses_an_attemptdb_directory_the_repository_ships(tmp_path, home, shipped):
+    """`init --local` in a clone whose `.attemptdb/` came from the repository: refused with a
+    coded error, nothing registered, nothing in it read, moved or deleted (an empty directory
+    is fine: nothing to adopt)."""
+    up = tmp_path / "upstream"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main")
+    (up / "README").write_text("x\n")
+    files, links = {"README": b"x\n"}, {}
+    if shipped == "spooled-events":
+        files[".attemptdb/attempt.db.spool/0000000000000000001-x.event"] = (planted_line() + "\n").encode()
+    elif shipped == "database":
+        files[".attemptdb/attempt.db"] = b"SQLite format 3\x00" + b"\x00" * 100
+    elif shipped == "symlink":
+        (tmp_path / "elsewhere").mkdir()
+        links[".attemptdb"] = str(tmp_path / "elsewhere")
+    ship(up, files, links)
+    down = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(up), str(down))
+    if shipped == "empty":
+        (down / ".attemptdb").mkdir()
+    before = sorted(str(p.relative_to(down)) for p in down.rglob("*") if ".git" not in p.parts)
+    r = run_attempt(["init", "--local"], cwd=str(down))
+    from attemptdb import location
+    if shipped == "empty":
+        assert r.returncode == 0, r.stderr
+        assert location.find_local(str(down)) == str(down / ".attemptdb" / "attempt.db")
+        return
+    assert r.returncode == 2 and b"error[init.local_not_ours]" in r.stderr and b"Traceback" not in r.stderr
+    after = sorted(str(p.relative_to(down)) for p in down.rglob("*") if ".git" not in p.parts)
+    assert after == before
+    assert location.find_local(str(down)) is None
+    assert not location.registered_local(str(down / ".attemptdb" / "attempt.db"))
+    if shipped == "symlink":
+        assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_init_local_keeps_the_directory_out_of_git(tmp_path, home):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    assert run_attempt(["init", "--local"], cwd=str(repo)).returncode == 0
+    hook(repo, 0)
+    assert (repo / ".attemptdb" / "attempt.db").exists()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    git(repo, "add", "-A")  # and `git add -A` does not pick it up
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    r = run_attempt(["init", "--local", "--json"], cwd=str(repo))  # again: it is ours
+    assert r.returncode == 0 and json.loads(r.stdout)["created"] is False and json.loads(r.stdout)["events"] == 1
