@@ -349,3 +349,47 @@ def test_init_local_keeps_the_directory_out_of_git(tmp_path, home):
     assert git(repo, "diff", "--cached", "--name-only") == ""
     r = run_attempt(["init", "--local", "--json"], cwd=str(repo))  # again: it is ours
     assert r.returncode == 0 and json.loads(r.stdout)["created"] is False and json.loads(r.stdout)["events"] == 1
+
+
+# --- nothing from the repository or the file reaches the terminal as control characters -------
+
+ESCAPES = ("\x1b]0;pwned\x07", "\x1b]52;c;ZWNobyBwd25lZA==\x07", "\x9b31m", "\u202e")
+
+
+def test_a_remote_url_with_escape_sequences_never_reaches_the_terminal(tmp_path, home):
+    """`.git/config` holds a remote URL with OSC sequences (window title, clipboard) and the
+    directory name holds some too: the stored project name has no control character, and
+    `attempt status` prints none — piped, as a script would read it."""
+    repo = tmp_path / ("proj" + ESCAPES[0])
+    repo.mkdir()
+    git(repo, "init", "-q")
+    with open(repo / ".git" / "config", "a", encoding="utf-8") as f:
+        f.write('[remote "origin"]\n\turl = https://github.com/acme/app' + "".join(ESCAPES) + "\n")
+    db = str(tmp_path / "a.db")
+    p = run_attempt(["capture", "claude-code", "--db", db], cwd=str(repo),
+                    input=json.dumps(prompt(repo)).encode())
+    assert p.returncode == 0 and p.stderr == b""
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    (name, remote), = conn.execute("SELECT project_name, repo_remote FROM events")
+    conn.close()
+    assert remote is None and not any(c in name for c in "\x1b\x07\x9b\u202e"), name
+    out = run_attempt(["status", "--db", db])
+    assert out.returncode == 0, out.stderr
+    assert not any(c.encode() in out.stdout + out.stderr for c in ("\x1b", "\x07", "\x9b", "\u202e"))
+    assert b"proj" in out.stdout
+
+
+def test_an_imported_project_name_with_escape_sequences_never_reaches_the_terminal(tmp_path, home):
+    """An event from elsewhere (a JSONL import) names its project with escape sequences: it is
+    stored as it came (facts are immutable), and `attempt status` shows it filtered."""
+    from attemptdb import event, synth
+    env = next(synth.generate(1, seed=3))
+    env["project"] = dict(env["project"], name="app" + "".join(ESCAPES))
+    src = tmp_path / "in.jsonl"
+    src.write_text(event.line(event.canonical(env)) + "\n")
+    db = str(tmp_path / "a.db")
+    assert run_attempt(["import", "jsonl", str(src), "--db", db]).returncode == 0
+    out = run_attempt(["status", "--db", db])
+    assert out.returncode == 0, out.stderr
+    assert b"app" in out.stdout
+    assert not any(c.encode() in out.stdout + out.stderr for c in ("\x1b", "\x07", "\x9b", "\u202e"))
