@@ -344,8 +344,40 @@ def run(db_path: str) -> int:
     return Daemon(db_path).serve()
 
 
+def serving_pid(db_path: str, state: str | None = None) -> int | None:
+    """The pid of the daemon serving this database right now, or None. Asked of the socket
+    itself — the listening process's credentials (SO_PEERCRED, Linux), of our own uid — never
+    taken from the `.pid` file alone: after a `kill -9` that file is left behind, and once its
+    pid is reused it names an unrelated process. (Elsewhere: the pid file, but only while a
+    daemon answers on the socket, which it binds before writing that file.) The connection is
+    closed at once; the daemon reads end-of-file and drops it."""
+    path = endpoint(db_path, state)
+    if path is None or not private_dir(os.path.dirname(path)):
+        return None
+    import _socket
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.settimeout(1.0)
+        try:
+            s.connect(path)
+        except OSError:
+            return None
+        if not hasattr(_socket, "SO_PEERCRED"):
+            return pid(db_path, state)
+        try:
+            cred = s.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+        except OSError:
+            return None
+        peer = int.from_bytes(cred[0:4], sys.byteorder)
+        uid = int.from_bytes(cred[4:8], sys.byteorder)
+        return peer if peer > 0 and uid == os.getuid() else None
+    finally:
+        s.close()
+
+
 def pid(db_path: str, state: str | None = None) -> int | None:
-    """The pid a running daemon for this database recorded (it may have died since)."""
+    """The pid a daemon for this database recorded (it may have died since, and the number may
+    belong to another process by now: to signal a daemon, use serving_pid)."""
     path = endpoint(db_path, state)
     try:
         with open(path + ".pid") as f:
