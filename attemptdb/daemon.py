@@ -15,7 +15,7 @@ Invariants:
 - Never in the way: the hook side imports only `_socket` and what the hook path already has;
   a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
 - Isolated from the repository a hook ran in (DESIGN.md invariant 8): the daemon is started
-  as `python -I …/attemptdb/launch.py` (no working directory, script directory or PYTHON*
+  as `python -I …/attemptdb/__main__.py` (no working directory, script directory or PYTHON*
   variable reaches its imports; it runs the hook's own package) and works from `/`, never
   changing into a hook's directory.
 """
@@ -167,8 +167,8 @@ def spawn(db_path: str) -> None:
                 return
     else:
         return
-    from .launch import argv
-    cmd = argv() + ["daemon", "run", "--db", os.path.abspath(db_path)]
+    from .resources import isolated_argv
+    cmd = isolated_argv() + ["daemon", "run", "--db", os.path.abspath(db_path)]
     if not sys.executable or not os.path.isabs(cmd[0]):
         _unlink(marker)
         return  # no interpreter to name: hooks keep writing the file themselves

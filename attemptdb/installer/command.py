@@ -2,12 +2,12 @@
 
 Invariant: the command is `'<absolute path of attempt>' capture <hook-id>` (POSIX quoting:
 the path single-quoted, `'` written `'\\''`), or, when no `attempt` executable exists,
-`'<python>' -I '<dir>/attemptdb/launch.py' capture <hook-id>`: isolated mode and an absolute
+`'<python>' -I '<dir>/attemptdb/__main__.py' capture <hook-id>`: isolated mode and an absolute
 script, so the repository the agent works in (the hook's working directory) and PYTHON*
 variables never reach its imports (`python -m attemptdb` would import a repository's own
 `attemptdb/` first). Recognition accepts every form any AttemptDB ever wrote: first token
 named `attempt`/`attempt.exe` followed by `capture` (or the legacy `hook`),
-`attempt-hook <provider>`, a Python interpreter running `-I …/attemptdb/launch.py` or (the
+`attempt-hook <provider>`, a Python interpreter running `-I …/attemptdb/__main__.py` or (the
 old, unsafe form, recognised so that `hook install` replaces it) `-m attemptdb`, then
 `capture|hook`, or a command containing the legacy marker `attemptdb-hook`. Nothing else is
 ever ours.
@@ -28,7 +28,7 @@ _HOOK_BIN_NAMES = ("attempt-hook", "attempt-hook.exe")
 class Executable:
     """How hooks run AttemptDB: `argv` (absolute paths) and where it was found (`source`:
     running-script | environment | path | python-module, the last being the isolated
-    interpreter form of attemptdb.launch)."""
+    interpreter form, resources.isolated_argv)."""
 
     __slots__ = ("argv", "source")
 
@@ -54,7 +54,7 @@ def _is_attempt_script(p: str) -> bool:
 def find_executable(argv0: str | None = None) -> Executable:
     """The `attempt` that hooks should call: the running `attempt` script when that is what
     runs; else the `attempt` script of this interpreter's environment; else `attempt` on PATH;
-    else this interpreter in isolated mode running this package's `launch.py`. Paths are
+    else this interpreter in isolated mode running this package's `__main__.py` by path. Paths are
     absolute but symlinks are kept (a pipx `~/.local/bin/attempt` link survives upgrades)."""
     a0 = sys.argv[0] if argv0 is None else argv0
     if a0 and _is_attempt_script(a0):
@@ -65,8 +65,8 @@ def find_executable(argv0: str | None = None) -> Executable:
     found = shutil.which("attempt")
     if found:
         return Executable([os.path.abspath(found)], "path")
-    from ..launch import argv
-    return Executable(argv(), "python-module")
+    from ..resources import isolated_argv
+    return Executable(isolated_argv(), "python-module")
 
 
 def _word(s: str) -> str:
@@ -150,7 +150,7 @@ def parse_ours(cmd) -> dict | None:
             return {"binary": w[0], "verb": None, "hook_id": w[1], "form": "attempt-hook"}
         if (_is_python(name) and len(w) >= 4 and w[3] in VERBS
                 and ((w[1] == "-m" and w[2] == "attemptdb")
-                     or (w[1] == "-I" and w[2].replace("\\", "/").endswith("/attemptdb/launch.py")))):
+                     or (w[1] == "-I" and w[2].replace("\\", "/").endswith("/attemptdb/__main__.py")))):
             return {"binary": w[0], "verb": w[3], "hook_id": w[4] if len(w) > 4 else None,
                     "form": "python-module"}
     if LEGACY_MARKER in cmd:
