@@ -167,11 +167,11 @@ def spawn(db_path: str) -> None:
                 return
     else:
         return
-    from .resources import isolated_argv
-    cmd = isolated_argv() + ["daemon", "run", "--db", os.path.abspath(db_path)]
-    if not sys.executable or not os.path.isabs(cmd[0]):
+    if not sys.executable:
         _unlink(marker)
         return  # no interpreter to name: hooks keep writing the file themselves
+    from .resources import isolated_argv
+    cmd = isolated_argv() + ["daemon", "run", "--db", os.path.abspath(db_path)]
     null = os.devnull
     try:
         # isolated (`-I`, an absolute script: nothing from the hook's working directory or its

@@ -157,8 +157,8 @@ def _mac(key: bytes, body: bytes) -> str:
 
 
 def seal(line: str) -> bytes:
-    """The bytes of a spool file for one canonical event line: the line, then its seal (no
-    seal when no key can be made; such a file is quarantined, never ingested)."""
+    """The bytes of a spool file for one canonical event line: the line, then its seal (none
+    when no key can be made: such a file is never ingested, and set aside once a key exists)."""
     body = (line + "\n").encode("utf-8", "surrogatepass")
     key = _key(create=True)
     return body + (_mac(key, body) + "\n").encode("ascii") if key else body
@@ -170,7 +170,8 @@ def _unseal(data: bytes, key: bytes | None) -> bytes:
     if not sep or key is None or len(mac) != 64:
         raise ValueError("spool file without a valid seal")
     body += b"\n"
-    if _mac(key, body).encode("ascii") != mac:
+    from _operator import _compare_digest  # hmac.compare_digest, without importing hmac
+    if not _compare_digest(_mac(key, body).encode("ascii"), mac):
         raise ValueError("spool file without a valid seal")
     return body
 
