@@ -1,5 +1,15 @@
 """`attempt` entry point. `attempt capture …` takes the lean hook path (no click, no
-jsonschema, no cryptography); everything else loads the click CLI."""
+jsonschema, no cryptography); everything else loads the click CLI.
+
+Also runnable by absolute path in isolated mode, `<python> -I <dir>/attemptdb/__main__.py ARGS…`
+(attemptdb.resources.isolated_argv): how the capture daemon is started, and the hook command
+the installer writes when no `attempt` executable exists (spec/capture-daemon.md). Such a
+process imports nothing from its working directory (the repository a hook runs in) nor from
+PYTHON* variables (DESIGN.md invariant 8): `-I` keeps the current and the script's directory,
+user site-packages and every PYTHON* variable off `sys.path`, and the bootstrap below drops any
+relative entry left and puts the directory holding *this* package first when the interpreter's
+own paths lack it (a source checkout), so the process runs the same code as its starter.
+"""
 
 import os
 import sys
@@ -25,5 +35,18 @@ def main(argv=None) -> int:
     return run(args)
 
 
+def _run_by_path() -> int:
+    """`python -I <dir>/attemptdb/__main__.py ARGS…`: import this very package, then run."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    parent = os.path.dirname(here)
+    sys.path[:] = [p for p in sys.path if os.path.isabs(p) and p != here]
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    import attemptdb.__main__ as package_main
+    if os.path.dirname(os.path.abspath(package_main.__file__)) != here:
+        return 70  # another attemptdb comes first: run nothing rather than the wrong code
+    return package_main.main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main() if __package__ else _run_by_path())

@@ -182,7 +182,12 @@ def _project(cwd: str | None, opts: dict, device_id: str, process_cwd: str | Non
     remote = opts.get("repo_remote")
     branch = head = None
     if root is None or remote is None:
-        info = gitinfo.git_info(root or cwd or ".")
+        # a relative directory is relative to the hook's own working directory (`process_cwd`),
+        # whichever process reads it: the daemon never changes into the hook's directory
+        where = root or cwd or "."
+        if process_cwd and isinstance(where, str) and not os.path.isabs(where):
+            where = os.path.join(process_cwd, where)
+        info = gitinfo.git_info(where)
         if root is None:
             root = info.root or cwd or process_cwd or "."
         if remote is None and opts.get("project_root") is None:

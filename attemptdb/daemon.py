@@ -14,6 +14,10 @@ Invariants:
   0700 and owned by the user, and both ends check the peer's uid.
 - Never in the way: the hook side imports only `_socket` and what the hook path already has;
   a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
+- Isolated from the repository a hook ran in (DESIGN.md invariant 8): the daemon is started
+  as `python -I …/attemptdb/__main__.py` (no working directory, script directory or PYTHON*
+  variable reaches its imports; it runs the hook's own package) and works from `/`, never
+  changing into a hook's directory.
 """
 
 import os
@@ -164,10 +168,16 @@ def spawn(db_path: str) -> None:
                 return
     else:
         return
+    if not sys.executable:
+        _unlink(marker)
+        return  # no interpreter to name: hooks keep writing the file themselves
+    from .resources import isolated_argv
+    cmd = isolated_argv() + ["daemon", "run", "--db", os.path.abspath(db_path)]
     null = os.devnull
     try:
-        os.posix_spawn(sys.executable, [sys.executable, "-m", "attemptdb", "daemon", "run", "--db",
-                                        os.path.abspath(db_path)], dict(os.environ),
+        # isolated (`-I`, an absolute script: nothing from the hook's working directory or its
+        # PYTHON* variables is imported); the daemon moves to `/` before anything else
+        os.posix_spawn(cmd[0], cmd, dict(os.environ),
                        file_actions=[(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
                                      (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
                                      (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)],
@@ -235,15 +245,14 @@ class Daemon:
             data += chunk
         eid = req.get("event_id")
         captured = req.get("captured_at")
-        hook = capture.Hook(data[:n], req.get("truncated") is True, _text(req.get("cwd")),
+        cwd = _text(req.get("cwd"))
+        hook = capture.Hook(data[:n], req.get("truncated") is True,
+                            cwd if cwd is not None and os.path.isabs(cwd) else None,
                             _text(req.get("claude_project_dir")),
                             captured if isinstance(captured, int) and not isinstance(captured, bool) else None,
                             eid if isinstance(eid, str) and ids.is_uuid(eid) else None)
-        try:
-            os.chdir(hook.cwd or "/")
-        except OSError:
-            os.chdir("/")
-            hook.cwd = None
+        # no chdir: the daemon stays in `/` and the pipeline resolves the hook's relative paths
+        # against hook.cwd, so nothing in the repository is ever this process's directory
         try:
             capture.run(req["argv"] + ["--db", self.db], hook, store=self.store)
         except Exception as e:
@@ -344,7 +353,10 @@ def _text(v):
 
 
 def run(db_path: str) -> int:
-    """`attempt daemon run`: serve one database in the foreground until idle."""
+    """`attempt daemon run`: serve one database in the foreground until idle, from `/` (never
+    from the directory of the hook that started it)."""
+    db_path = os.path.abspath(db_path)
+    os.chdir("/")
     path = endpoint(db_path)
     if path is None:
         return 0
@@ -355,8 +367,40 @@ def run(db_path: str) -> int:
     return Daemon(db_path).serve()
 
 
+def serving_pid(db_path: str, state: str | None = None) -> int | None:
+    """The pid of the daemon serving this database right now, or None. Asked of the socket
+    itself — the listening process's credentials (SO_PEERCRED, Linux), of our own uid — never
+    taken from the `.pid` file alone: after a `kill -9` that file is left behind, and once its
+    pid is reused it names an unrelated process. (Elsewhere: the pid file, but only while a
+    daemon answers on the socket, which it binds before writing that file.) The connection is
+    closed at once; the daemon reads end-of-file and drops it."""
+    path = endpoint(db_path, state)
+    if path is None or not private_dir(os.path.dirname(path)):
+        return None
+    import _socket
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.settimeout(1.0)
+        try:
+            s.connect(path)
+        except OSError:
+            return None
+        if not hasattr(_socket, "SO_PEERCRED"):
+            return pid(db_path, state)
+        try:
+            cred = s.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+        except OSError:
+            return None
+        peer = int.from_bytes(cred[0:4], sys.byteorder)
+        uid = int.from_bytes(cred[4:8], sys.byteorder)
+        return peer if peer > 0 and uid == os.getuid() else None
+    finally:
+        s.close()
+
+
 def pid(db_path: str, state: str | None = None) -> int | None:
-    """The pid a running daemon for this database recorded (it may have died since)."""
+    """The pid a daemon for this database recorded (it may have died since, and the number may
+    belong to another process by now: to signal a daemon, use serving_pid)."""
     path = endpoint(db_path, state)
     try:
         with open(path + ".pid") as f:

@@ -102,12 +102,27 @@ def tool_event_id(provider: str, provider_session_id: str, kind: str, call_id: s
     return derive("ev_", "event-v1", provider, provider_session_id, slot, "call:" + call_id)
 
 
+_UNSAFE = frozenset([chr(c) for c in range(0x20)] + ["\x7f"] + [chr(c) for c in range(0x80, 0xA0)]
+                   + list("\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+"""Control characters (C0, DEL, C1) and the line/bidi controls a terminal or a reader could be
+fooled by: never part of a project name (DESIGN.md invariant 8)."""
+
+
+def safe_name(text: str) -> str:
+    """`text` with every character of _UNSAFE replaced by U+FFFD (a display name)."""
+    if text.isprintable():
+        return text
+    return "".join("\ufffd" if c in _UNSAFE else c for c in text)
+
+
 def normalise_remote(remote) -> str | None:
-    """Git remote → `host/owner/repo` (lowercase, no scheme, credentials or .git), or None."""
+    """Git remote → `host/owner/repo` (lowercase, no scheme, credentials or .git), or None.
+    A remote holding a control character (an escape sequence in `.git/config`) is garbage:
+    none."""
     if not isinstance(remote, str):
         return None
     r = remote.strip()
-    if not r:
+    if not r or not r.isprintable():
         return None
     if "://" in r:
         r = r.split("://", 1)[1]
@@ -133,7 +148,7 @@ def project_identity(root: str, remote, device_id: str) -> dict:
     else:
         pid = derive("prj_", "root", device_id, root)
         name = [c for c in root.rstrip("/").split("/") if c][-1:] or ["project"]
-        name = name[0]
+        name = safe_name(name[0])  # the root itself stays the exact path: it is data, not a label
     out = {"project_id": pid, "root": root, "name": name}
     if norm:
         out["repo_remote"] = norm

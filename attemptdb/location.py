@@ -66,6 +66,75 @@ def remember_local(db_path: str) -> None:
         f.write(db_path + "\n")
 
 
+GITIGNORE = ("# Written by `attempt init --local`: this directory holds your captured prompts and\n"
+             "# commands. Never commit it.\n*\n")
+
+
+def prepare_local(directory: str) -> None:
+    """Make `directory` (`./.attemptdb`) ready for `attempt init --local`, or refuse.
+
+    A repository is hostile (DESIGN.md invariant 8): it can ship `.attemptdb/` with a database,
+    spooled events or a symlinked spool in it. So the directory must be absent (made 0700),
+    or a real directory of this user that is empty (a `.gitignore` of ours aside) or that holds
+    the database this account's `init --local` made there before. Anything else is refused
+    (`init.local_not_ours`): nothing in it is adopted, moved or deleted. A `.gitignore`
+    holding `*` keeps the directory out of `git status` and out of commits."""
+    from .errors import AttemptError
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    try:
+        dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow)
+    except OSError:
+        raise AttemptError("init.local_not_ours", f"{directory} exists and is not a directory of yours; "
+                           "move it away, then run `attempt init --local` again") from None
+    try:
+        st = os.fstat(dfd)
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            raise AttemptError("init.local_not_ours", f"{directory} belongs to another user; "
+                               "move it away, then run `attempt init --local` again")
+        names = set(os.listdir(dfd))
+        if names and not _ours_before(os.path.join(directory, DB_NAME)) and (
+                names != {".gitignore"} or not _is_our_gitignore(dfd)):
+            raise AttemptError(
+                "init.local_not_ours",
+                f"{directory} already holds files AttemptDB did not create on this account "
+                "(a repository can ship them); move it away or remove it, then run "
+                "`attempt init --local` again")
+        os.fchmod(dfd, 0o700)
+        try:
+            fd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=dfd)
+        except FileExistsError:
+            return  # ours (checked above), or one the user wrote into their own database's directory
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(GITIGNORE)
+    finally:
+        os.close(dfd)
+
+
+def _ours_before(db: str) -> bool:
+    """The database this account's `init --local` made here: recorded, a regular file of ours."""
+    try:
+        st = os.lstat(db)
+    except OSError:
+        return False
+    return (stat.S_ISREG(st.st_mode) and (not hasattr(os, "geteuid") or st.st_uid == os.geteuid())
+            and registered_local(db))
+
+
+def _is_our_gitignore(dfd: int) -> bool:
+    try:
+        fd = os.open(".gitignore", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dfd)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4096) == GITIGNORE.encode()
+    finally:
+        os.close(fd)
+
+
 def trusted_local_dir(path: str) -> bool:
     """True when `path` (a `.attemptdb` directory) may be trusted as the user's own database."""
     try:

@@ -22,3 +22,11 @@ def folder(name: str) -> str:
 
 def path(name: str, *parts: str) -> str:
     return os.path.join(folder(name), *parts)
+
+
+def isolated_argv() -> list:
+    """`[python, "-I", <this package>/__main__.py]`, absolute: how to start AttemptDB isolated
+    from the working directory and PYTHON* variables (attemptdb/__main__.py), with the running
+    interpreter (its path as given, so a virtual environment stays itself) and this package."""
+    import sys
+    return [os.path.abspath(sys.executable), "-I", os.path.join(_HERE, "__main__.py")]

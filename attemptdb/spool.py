@@ -2,18 +2,34 @@
 (locked, unwritable, corrupt, missing directory), so that nothing is ever lost.
 
 Layout: `<database>.spool/` beside the database file (fallback:
-`$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/` when that cannot be written),
+`$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/` when that cannot be used),
 one file per event named `<unix ns, 19 digits>-<uuid7>.event` holding its canonical line after
-the ingestion contract (so a metadata_only capture spools no content either), written to a
-private temp file and renamed into place. `drain` appends spooled events in name (= time)
-order; an event already stored is a duplicate, never a second row; a file is removed only after
-its event is committed; a file that cannot be read as an event, or whose event the store
+the ingestion contract (so a metadata_only capture spools no content either) and, on a second
+line, its seal: HMAC-SHA256 of the first line under this account's spool key
+(`<data dir>/spool-key`, 0600, made on first use). Written to a private temp file and renamed
+into place. `drain` appends spooled events in name (= time) order; an event already stored is
+a duplicate, never a second row; a file is removed only after its event is committed; a file
+that cannot be read as an event, whose seal is missing or wrong, or whose event the store
 refuses, is moved aside to `quarantine/` (never deleted, never blocking the rest); a database
-error stops the drain and leaves every file for the next one.
+error, or a spool key that cannot be read, stops the drain and leaves every file for the next
+one.
+
+The spool of a project-local database lies inside a repository, and the repository is hostile
+(DESIGN.md invariant 8): it can ship `.attemptdb/attempt.db.spool/` with `.event` files in it,
+or as a symlink to somewhere else, in its first commit or in a later `git pull`. So:
+- a spool directory is used only when it is a real directory (opened with O_NOFOLLOW, never
+  through a symlink) owned by this user with no group or other permission bits (made 0700);
+  otherwise a capture writes to the fallback, and a drain ignores it;
+- every create, read, rename and unlink happens relative to that directory's descriptor;
+- only regular files owned by this user with mode 0600 are considered at all (others are
+  skipped: left where they are, never read, moved or deleted), and only a sealed file is
+  ingested: under a umask of 077 a file `git` checks out is also ours and 0600, but it cannot
+  carry a valid seal without the key, which never lives in a repository.
 Only os and C modules: the hook path writes here.
 """
 
 import os
+import stat
 import time
 
 import apsw
@@ -22,7 +38,11 @@ from . import event, fastjson, ids
 from .errors import AttemptError
 
 SUFFIX = ".event"
+QUARANTINE = "quarantine"
+KEY_FILE = "spool-key"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC
 
 
 def primary_dir(db_path: str) -> str:
@@ -36,23 +56,152 @@ def fallback_dir(db_path: str) -> str:
     return os.path.join(location.state_dir(), "spool", tag)
 
 
-def _write_in(directory: str, name: str, data: bytes) -> str:
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    tmp = os.path.join(directory, f".{name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
+def _uid() -> int | None:
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _ours(st, mode: int | None = None) -> bool:
+    """Owned by this user and, for a directory, no group/other bits; for a file, exactly `mode`."""
+    uid = _uid()
+    if uid is not None and st.st_uid != uid:
+        return False
+    return not st.st_mode & 0o077 if mode is None else stat.S_IMODE(st.st_mode) == mode
+
+
+def _open_dir(name: str, dir_fd=None, create: bool = False) -> int | None:
+    """A descriptor of the directory `name` when it is private to this user (a real directory,
+    ours, no group/other bits), made 0700 when missing and `create`; else None."""
+    if create:
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)  # never follows a symlink in the last component
+        except FileExistsError:
+            pass
     try:
-        os.write(fd, data)
+        fd = os.open(name, _O_DIR, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode) or not _ours(st):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _open_spool(directory: str, create: bool) -> int | None:
+    if create:
+        try:
+            os.makedirs(os.path.dirname(directory), mode=0o700, exist_ok=True)
+        except OSError:
+            return None
+    try:
+        return _open_dir(directory, create=create)
+    except OSError:
+        return None
+
+
+# --- the seal -------------------------------------------------------------------------------
+
+def _key(create: bool) -> bytes | None:
+    """This account's spool key (32 random bytes, hex in `<data dir>/spool-key`, 0600)."""
+    from . import location
+    d = location.data_dir()
+    path = os.path.join(d, KEY_FILE)
+    key = _read_key(path)
+    if key is None and create:
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.{time.time_ns()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, os.urandom(32).hex().encode("ascii") + b"\n")
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)  # atomic and never replaces: of two first captures, one key wins
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        except OSError:
+            return None
+        key = _read_key(path)
+    return key
+
+
+def _read_key(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _ours(st, 0o600):
+            return None
+        key = bytes.fromhex(os.read(fd, 128).decode("ascii").strip())
+    except (OSError, ValueError):
+        return None
     finally:
         os.close(fd)
-    final = os.path.join(directory, name)
-    os.rename(tmp, final)
-    return final
+    return key if len(key) == 32 else None
+
+
+def _mac(key: bytes, body: bytes) -> str:
+    """HMAC-SHA256 (RFC 2104) with the C hash the hook path already has."""
+    from .ids import sha256
+    k = key.ljust(64, b"\0")
+    inner = sha256(bytes(b ^ 0x36 for b in k) + body).digest()
+    return sha256(bytes(b ^ 0x5C for b in k) + inner).hexdigest()
+
+
+def seal(line: str) -> bytes:
+    """The bytes of a spool file for one canonical event line: the line, then its seal (none
+    when no key can be made: such a file is never ingested, and set aside once a key exists)."""
+    body = (line + "\n").encode("utf-8", "surrogatepass")
+    key = _key(create=True)
+    return body + (_mac(key, body) + "\n").encode("ascii") if key else body
+
+
+def _unseal(data: bytes, key: bytes | None) -> bytes:
+    """The event line of a spool file whose seal is right; ValueError otherwise."""
+    body, sep, mac = data.rstrip(b"\n").rpartition(b"\n")
+    if not sep or key is None or len(mac) != 64:
+        raise ValueError("spool file without a valid seal")
+    body += b"\n"
+    from _operator import _compare_digest  # hmac.compare_digest, without importing hmac
+    if not _compare_digest(_mac(key, body).encode("ascii"), mac):
+        raise ValueError("spool file without a valid seal")
+    return body
+
+
+# --- writing --------------------------------------------------------------------------------
+
+def _write_in(directory: str, name: str, data: bytes) -> str:
+    dfd = _open_spool(directory, create=True)
+    if dfd is None:
+        raise PermissionError(f"not a private spool directory: {directory}")
+    try:
+        tmp = f".{name}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=dfd)
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask: a file of any other mode is never read
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    return os.path.join(directory, name)
 
 
 def put(db_path: str, env: dict) -> str:
     """Spool one canonical envelope; returns the file written. Raises OSError only when
     neither spool directory can be written."""
-    data = (event.line(env) + "\n").encode("utf-8", "surrogatepass")
+    data = seal(event.line(env))
     # a uuid7 alone orders only by millisecond; the ns prefix keeps one hook's events in order
     name = f"{time.time_ns():019d}-{ids.uuid7()}{SUFFIX}"
     try:
@@ -61,40 +210,83 @@ def put(db_path: str, env: dict) -> str:
         return _write_in(fallback_dir(db_path), name, data)
 
 
+# --- reading --------------------------------------------------------------------------------
+
+def _candidate(dfd: int, name: str) -> bool:
+    """A spool entry worth reading: a regular file of ours with mode 0600 (not followed)."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and _ours(st, 0o600)
+
+
+class _Spool:
+    """The private spool directories of one database, open, and their candidate entries in
+    spool order as (name, directory path, descriptor)."""
+
+    def __init__(self, db_path: str):
+        self.fds = []
+        self.entries = []
+        for d in (primary_dir(db_path), fallback_dir(db_path)):
+            fd = _open_spool(d, create=False)
+            if fd is None:
+                continue
+            self.fds.append(fd)
+            try:
+                names = os.listdir(fd)
+            except OSError:
+                continue
+            self.entries.extend((n, d, fd) for n in names if n.endswith(SUFFIX) and _candidate(fd, n))
+        self.entries.sort()
+
+    def close(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
 def pending(db_path: str) -> list[str]:
     """Spooled files waiting for `db_path`, oldest first (cheap when there are none)."""
-    out = []
-    for d in (primary_dir(db_path), fallback_dir(db_path)):
-        try:
-            names = os.listdir(d)
-        except OSError:
-            continue
-        out.extend(os.path.join(d, n) for n in names if n.endswith(SUFFIX))
-    out.sort(key=os.path.basename)
-    return out
+    sp = _Spool(db_path)
+    sp.close()
+    return [os.path.join(d, n) for n, d, _fd in sp.entries]
 
 
-def _quarantine(path: str):
-    qdir = os.path.join(os.path.dirname(path), "quarantine")
+def _quarantine(dfd: int, name: str):
     try:
-        os.makedirs(qdir, mode=0o700, exist_ok=True)
-        os.rename(path, os.path.join(qdir, os.path.basename(path)))
+        qfd = _open_dir(QUARANTINE, dir_fd=dfd, create=True)
+    except OSError:
+        qfd = None
+    if qfd is None:
+        return  # no private quarantine: the file stays where it is
+    try:
+        os.rename(name, name, src_dir_fd=dfd, dst_dir_fd=qfd)
     except OSError:
         pass
+    finally:
+        os.close(qfd)
 
 
-def _read(path: str):
-    fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+class _NotOurs(Exception):
+    """The entry changed between the listing and the open: skip it."""
+
+
+def _read(dfd: int, name: str, key: bytes | None):
+    fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), dir_fd=dfd)
     try:
-        data = b""
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _ours(st, 0o600):
+            raise _NotOurs(name)
+        chunks = []
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
-            data += chunk
+            chunks.append(chunk)
     finally:
         os.close(fd)
-    env = fastjson.loads(data.decode("utf-8"))
+    env = fastjson.loads(_unseal(b"".join(chunks), key).decode("utf-8"))
     event.validate(env)
     env = event.canonical(env)
     event.check_storable(env)
@@ -108,9 +300,9 @@ ROW_REFUSED = (apsw.ConstraintError, apsw.TooBigError, apsw.MismatchError, apsw.
 when the schema itself is wrong; told apart by whether any other event went in."""
 
 
-def _unlink(path: str):
+def _unlink(dfd: int, name: str):
     try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dfd)
     except FileNotFoundError:
         pass
 
@@ -162,22 +354,32 @@ def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
     """Append every spooled event for this store; returns how many files were consumed
     (stored, already stored, or quarantined). A database error (locked, read-only, …) is
     raised with every unconsumed file left in place."""
-    files = pending(db_path or store.path)[:limit]
-    if not files:
+    sp = _Spool(db_path or store.path)
+    try:
+        return _drain(store, sp.entries[:limit])
+    finally:
+        sp.close()
+
+
+def _drain(store, entries) -> int:
+    if not entries:
         return 0
-    good, paths = [], []
+    key = _key(create=False)
+    if key is None:  # nothing can be authenticated now (no key, or one others could read): wait
+        return 0
+    good, files = [], []
     consumed = 0
-    for path in files:
+    for name, _d, dfd in entries:
         try:
-            env = _read(path)
-        except FileNotFoundError:  # another process drained it
+            env = _read(dfd, name, key)
+        except (FileNotFoundError, _NotOurs):  # another process drained it; or not ours now
             continue
         except Exception:
-            _quarantine(path)
+            _quarantine(dfd, name)
             consumed += 1
             continue
         good.append(env)
-        paths.append(path)
+        files.append((dfd, name))
     if not good:
         return consumed
     fallback = fallback_device(create=False)
@@ -185,30 +387,30 @@ def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
     try:
         store.append(good)
     except EVENT_REFUSED + ROW_REFUSED:
-        return consumed + _one_by_one(store, good, paths)
-    for path in paths:
-        _unlink(path)
-    return consumed + len(paths)
+        return consumed + _one_by_one(store, good, files)
+    for dfd, name in files:
+        _unlink(dfd, name)
+    return consumed + len(files)
 
 
-def _one_by_one(store, envs, paths) -> int:
+def _one_by_one(store, envs, files) -> int:
     """The batch was refused: append each event alone so that one bad entry cannot hold back
     the rest. Row errors are the event's fault only if some other event went in; when every
     event fails that way the database is at fault and every file stays for later."""
     stored, row_refused = 0, []
-    for env, path in zip(envs, paths):
+    for env, (dfd, name) in zip(envs, files):
         try:
             store.append([env])
         except EVENT_REFUSED:
-            _quarantine(path)
+            _quarantine(dfd, name)
             continue
         except ROW_REFUSED as e:
-            row_refused.append((path, e))
+            row_refused.append((dfd, name, e))
             continue
-        _unlink(path)
+        _unlink(dfd, name)
         stored += 1
     if row_refused and stored == 0:
-        raise row_refused[0][1]
-    for path, _e in row_refused:
-        _quarantine(path)
-    return len(paths)
+        raise row_refused[0][2]
+    for dfd, name, _e in row_refused:
+        _quarantine(dfd, name)
+    return len(files)

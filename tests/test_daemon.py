@@ -405,3 +405,33 @@ def test_a_working_directory_that_is_not_utf8_still_stores_the_real_event(hooks,
     assert [r[0] for r in rows] == ["prompt_submitted"] * 2 and not any("capture_gap" in r[1] for r in rows)
     assert rows[0][2] == rows[1][2] and rows[0][2].endswith("dir-\ufffd\ufffd")
     assert e.hook_log() == ""
+
+
+def test_stop_never_signals_a_process_a_leftover_pid_file_names(hooks):
+    """After a `kill -9` the pid file stays; once its number belongs to another process,
+    `daemon stop` must not signal that process. Only the process listening on the socket is
+    a daemon of ours: with one running, it is the one stopped whatever the pid file says."""
+    e = hooks()
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        os.makedirs(os.path.dirname(e.sock), mode=0o700, exist_ok=True)
+        with open(e.sock + ".pid", "w") as f:  # a dead daemon's file; its pid reused by `sleep`
+            f.write(f"{bystander.pid}\n")
+        env = dict(e.vars)
+        p = run_attempt(["daemon", "status", "--json"], env=env)
+        assert json.loads(p.stdout)["running"] is False
+        p = run_attempt(["daemon", "stop"], env=env)
+        assert p.returncode == 0 and p.stdout == b"not running\n"
+        time.sleep(0.2)
+        assert bystander.poll() is None  # not signalled
+        e.capture(tool(0))  # a real daemon starts (and rewrites the pid file)
+        pid = e.wait_running()
+        with open(e.sock + ".pid", "w") as f:
+            f.write(f"{bystander.pid}\n")
+        p = run_attempt(["daemon", "stop"], env=env)
+        assert p.returncode == 0 and f"stopped: pid {pid}".encode() in p.stdout
+        wait_dead(pid)
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()

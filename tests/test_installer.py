@@ -281,6 +281,7 @@ def test_duplicates_and_misplaced_entries_are_repaired(home):
     '& "C:\\AttemptDB\\attempt.exe" hook claude-code',
     "'/opt/x/attempt-hook' gemini-cli",
     "'/usr/bin/python3.11' -m attemptdb capture cursor",
+    "'/usr/bin/python3.11' -I '/opt/lib/site-packages/attemptdb/__main__.py' capture cursor",
     "/some/where/attemptdb-hook --provider x",
     "'/tmp/it'\\''s here/attempt' capture codex",
 ])
@@ -290,7 +291,7 @@ def test_recognises_every_form_of_ours(cmd):
 
 @pytest.mark.parametrize("cmd", [
     "attempt-notify", "/usr/bin/attempt2 capture codex", "echo attempt capture", "attempt",
-    "python -m attemptdbx capture codex", "/bin/attempt run", "~/bin/check.sh", "", None, 42,
+    "python -m attemptdbx capture codex", "python -I /x/__main__.py capture codex", "/bin/attempt run", "~/bin/check.sh", "", None, 42,
     "'/opt/x/attempt-hook' not-a-provider",
 ])
 def test_never_claims_other_commands(cmd):
@@ -331,7 +332,7 @@ def test_find_executable_prefers_the_running_script(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     e = find_executable("/usr/lib/python3/pytest")
     if e.source == "python-module":
-        assert e.argv == [os.path.abspath(sys.executable), "-m", "attemptdb"]
+        assert e.argv[:2] == [os.path.abspath(sys.executable), "-I"] and e.argv[2].endswith("/attemptdb/__main__.py")
         assert is_ours(e.command("codex"))
 
 

@@ -62,7 +62,9 @@ def test_put_writes_one_private_canonical_file_beside_the_database(store, db):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(db + ".spool").st_mode) == 0o700
     with open(path, encoding="utf-8") as f:
-        assert f.read() == event.line(env) + "\n"
+        line, seal = f.read().split("\n")[:2]
+    assert line == event.line(env) and len(seal) == 64  # the line, then its HMAC under the spool key
+    assert stat.S_IMODE(os.stat(os.path.join(os.environ["XDG_DATA_HOME"], "attemptdb", "spool-key")).st_mode) == 0o600
     assert spool.pending(db) == [path]
     assert [n for n in os.listdir(db + ".spool") if n.endswith(".tmp")] == []
 
@@ -83,7 +85,7 @@ def test_a_file_drained_twice_is_still_one_event(store, db):
     env = envelope(store.device_id)
     path = spool.put(db, env)
     keep = path + ".copy"
-    shutil.copyfile(path, keep)
+    shutil.copy2(path, keep)  # with its mode: a spool file of any other mode is never read
     assert spool.drain(store) == 1
     os.rename(keep, path)
     assert spool.drain(store) == 1  # consumed, as a duplicate
@@ -120,10 +122,13 @@ def test_both_spool_directories_drain_together_in_time_order(store, db, home):
     assert event_ids(db) == [first["event_id"], second["event_id"]]
 
 
-def _hostile(db, name, data: bytes):
+def _hostile(db, name, data: bytes, mode=0o600):
+    """A file in the spool directory as a capture of ours would leave it (0600), holding `data`."""
     d = db + ".spool"
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, name), "wb") as f:
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)
+    with os.fdopen(fd, "wb") as f:
         f.write(data)
     return os.path.join(d, name)
 
@@ -131,17 +136,89 @@ def _hostile(db, name, data: bytes):
 def test_unreadable_entries_are_quarantined_and_the_rest_ingested(store, db, tmp_path):
     good = envelope(store.device_id)
     spool.put(db, good)
-    _hostile(db, "00000000-0000-7000-8000-000000000001.event", b"\x00garbage\xff")
-    _hostile(db, "00000000-0000-7000-8000-000000000002.event", b'{"event_id": "not an event"}')
+    _hostile(db, "00000000-0000-7000-8000-000000000001.event", spool.seal("\x00garbage\xff"))
+    _hostile(db, "00000000-0000-7000-8000-000000000002.event", spool.seal('{"event_id": "not an event"}'))
+    # a valid event without its seal, or with another key's: not written by this account
+    _hostile(db, "00000000-0000-7000-8000-000000000003.event", (event.line(envelope(store.device_id)) + "\n").encode())
+    _hostile(db, "00000000-0000-7000-8000-000000000004.event",
+             (event.line(envelope(store.device_id)) + "\n" + "0" * 64 + "\n").encode())
     outside = tmp_path / "elsewhere.event"
-    outside.write_text(event.line(envelope(store.device_id)))
-    os.symlink(outside, os.path.join(db + ".spool", "00000000-0000-7000-8000-000000000003.event"))
-    assert spool.drain(store) == 4  # one stored, three quarantined
+    outside.write_bytes(spool.seal(event.line(envelope(store.device_id))))
+    os.chmod(outside, 0o600)
+    os.symlink(outside, os.path.join(db + ".spool", "00000000-0000-7000-8000-000000000005.event"))
+    assert spool.drain(store) == 5  # one stored, four quarantined; the symlink skipped
     assert event_ids(db) == [good["event_id"]]  # the symlink was not followed
     quarantined = sorted(os.listdir(os.path.join(db + ".spool", "quarantine")))
-    assert quarantined == [f"00000000-0000-7000-8000-00000000000{i}.event" for i in (1, 2, 3)]
+    assert quarantined == [f"00000000-0000-7000-8000-00000000000{i}.event" for i in (1, 2, 3, 4)]
     assert spool.pending(db) == []
+    assert os.path.islink(os.path.join(db + ".spool", "00000000-0000-7000-8000-000000000005.event"))
     assert outside.exists()
+
+
+def test_entries_not_ours_or_not_0600_are_skipped_untouched(store, db):
+    """Only a regular file of this user with mode 0600 is read at all; anything else stays where
+    it is (never read, moved or deleted) and is not counted as pending."""
+    good = envelope(store.device_id, 1)
+    spool.put(db, good)
+    loose = _hostile(db, "0000000000000000001-loose.event", spool.seal(event.line(envelope(store.device_id, 2))),
+                     mode=0o644)
+    os.mkdir(os.path.join(db + ".spool", "0000000000000000002-dir.event"), 0o700)
+    paths = [loose]
+    if hasattr(os, "chown") and IS_ROOT:  # only root can give a file away
+        other = _hostile(db, "0000000000000000003-other.event", spool.seal(event.line(envelope(store.device_id, 3))))
+        os.chown(other, 12345, 12345)
+        paths.append(other)
+    assert len(spool.pending(db)) == 1
+    assert spool.drain(store) == 1
+    assert event_ids(db) == [good["event_id"]]
+    assert all(os.path.exists(p) for p in paths)
+    assert not os.path.exists(os.path.join(db + ".spool", "quarantine"))
+
+
+@pytest.mark.parametrize("how", ["symlink", "group-writable", "not-ours"])
+def test_a_spool_directory_that_is_not_private_is_never_used(store, db, tmp_path, how):
+    """`<db>.spool` a symlink (to a directory of ours, even), or with group/other bits, or
+    another user's: a capture writes to the per-user fallback instead, and a drain neither
+    reads, moves nor deletes anything in it."""
+    if how == "not-ours" and not IS_ROOT:
+        pytest.skip("only root can make a directory another user's")
+    target = tmp_path / "target"
+    target.mkdir(mode=0o700)
+    planted = target / "0000000000000000001-planted.event"
+    planted.write_bytes(spool.seal(event.line(envelope(store.device_id, 1))))
+    os.chmod(planted, 0o600)
+    if how == "symlink":
+        os.symlink(target, db + ".spool")
+    else:
+        os.rename(target, db + ".spool")
+        planted = type(planted)(db + ".spool") / planted.name
+        if how == "group-writable":
+            os.chmod(db + ".spool", 0o770)
+        else:
+            os.chown(db + ".spool", 12345, 12345)
+    before = sorted(os.listdir(db + ".spool"))
+    assert spool.pending(db) == []
+    env = envelope(store.device_id, 2)
+    path = spool.put(db, env)
+    assert os.path.dirname(path) == spool.fallback_dir(db)
+    assert spool.drain(store) == 1
+    assert event_ids(db) == [env["event_id"]]
+    assert sorted(os.listdir(db + ".spool")) == before and planted.exists()
+
+
+def test_the_spool_key_is_made_once_and_never_read_through_a_link_or_when_others_can_read_it(store, db, home):
+    from attemptdb import location
+    env = envelope(store.device_id)
+    spool.put(db, env)
+    key_path = os.path.join(location.data_dir(), spool.KEY_FILE)
+    key = open(key_path).read()
+    spool.put(db, envelope(store.device_id, 1))
+    assert open(key_path).read() == key and [n for n in os.listdir(location.data_dir()) if n.endswith(".tmp")] == []
+    os.chmod(key_path, 0o644)  # a key others can read authenticates nothing: the files wait
+    assert spool.drain(store) == 0 and event_ids(db) == [] and len(spool.pending(db)) == 2
+    os.chmod(key_path, 0o600)
+    assert spool.drain(store) == 2 and len(event_ids(db)) == 2
+    assert not os.path.exists(os.path.join(db + ".spool", "quarantine"))
 
 
 def test_an_event_the_store_refuses_never_blocks_the_spool(store, db):
@@ -153,8 +230,8 @@ def test_an_event_the_store_refuses_never_blocks_the_spool(store, db):
     line = event.line(poison).replace('"provider_session_id":"s"', '"provider_session_id":"\\udc80"')
     assert line != event.line(poison)
     spool.put(db, after)
-    _hostile(db, "00000000-0000-7000-8000-00000000000a.event", line.encode())  # drained first
-    _hostile(db, "ffffffff-ffff-7fff-bfff-ffffffffffff.event", line.encode())  # drained last
+    _hostile(db, "00000000-0000-7000-8000-00000000000a.event", spool.seal(line))  # drained first
+    _hostile(db, "ffffffff-ffff-7fff-bfff-ffffffffffff.event", spool.seal(line))  # drained last
     spool.drain(store)
     assert event_ids(db) == [before["event_id"], after["event_id"]]
     assert spool.pending(db) == []
@@ -226,7 +303,7 @@ def spool_then_ingest(db, home, block, unblock, ingest_by="events"):
     files = spool_files(db, home)
     assert len(files) == 1, files
     backup = files[0] + ".bak"
-    shutil.copyfile(files[0], backup)
+    shutil.copy2(files[0], backup)
     unblock()
     if ingest_by == "events":
         assert [e["kind"] for e in events_cmd(db)] == ["prompt_submitted", "tool_call_finished"]

@@ -76,7 +76,9 @@ def read_store(db, *, readonly=False, sign=True):
 
 
 @click.command("init")
-@click.option("--local", is_flag=True, help="Create ./.attemptdb/attempt.db in this directory (found by walking up).")
+@click.option("--local", is_flag=True,
+              help="Create ./.attemptdb/attempt.db in this directory (found by walking up), with a .gitignore "
+                   "that keeps it out of git; an existing .attemptdb/ you did not create here is refused.")
 @click.option("--capture-mode", "capture_mode", metavar="M",
               help="metadata_only | local_semantic | full_sync (default local_semantic for a new database).")
 @db_option
@@ -88,8 +90,7 @@ def init_cmd(local, capture_mode, db, as_json):
         if db:
             raise click.UsageError("--local and --db name two different places; give one")
         d = os.path.abspath(location.LOCAL_DIR)
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        os.chmod(d, 0o700)
+        location.prepare_local(d)  # refuses a `.attemptdb/` a repository shipped
         path = os.path.join(d, location.DB_NAME)
         location.remember_local(path)
     else:
@@ -107,7 +108,7 @@ def init_cmd(local, capture_mode, db, as_json):
         echo_json(report)
         return
     verb = "created" if report["created"] else "already there"
-    click.echo(f"{path}: {verb}")
+    click.echo(f"{printable(path)}: {verb}")
     click.echo(f"  device        {report['device_id']}")
     click.echo(f"  capture mode  {report['capture_mode']}")
     click.echo(f"  signing key   {report['key_id']}")

@@ -28,17 +28,11 @@ def run_cmd(db):
 
 
 def _state(db):
+    """(database, socket, pid of the daemon serving it now or None). The pid comes from the
+    socket's listening process, not from a pid file that may outlive its daemon."""
     from .. import daemon
     path = db_path(db)
-    pid = daemon.pid(path)
-    alive = False
-    if pid:
-        try:
-            os.kill(pid, 0)
-            alive = True
-        except OSError:
-            pass
-    return path, daemon.endpoint(path), pid if alive else None
+    return path, daemon.endpoint(path), daemon.serving_pid(path)
 
 
 @daemon_group.command("status")
@@ -62,11 +56,17 @@ def status_cmd(db, as_json):
 @db_option
 @json_option
 def stop_cmd(db, as_json):
-    """Stop the daemon serving this database (hooks write directly until one starts again)."""
+    """Stop the daemon serving this database (hooks write directly until one starts again).
+
+    Only the process listening on the database's socket is signalled, never a pid merely read
+    from a leftover pid file."""
     _, _, pid = _state(db)
     if pid is not None:
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(100):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:  # it left on its own just now
+            pid = None
+        for _ in range(100 if pid else 0):
             try:
                 os.kill(pid, 0)
             except OSError:

@@ -302,17 +302,21 @@ def status_cmd(project, session, since, until, limit, as_json, db):
     if as_json:
         echo_json(rep)
         return
-    click.echo(f"database      {rep['database']}")
+    # every value from the file (or a repository, through a captured project name) is shown
+    # through the read commands' filter: no control character reaches the terminal
+    from ..projections.read import clean
+    click.echo(f"database      {printable(rep['database'])}")
     click.echo(f"schema        {rep['schema_version']}")
-    click.echo(f"capture mode  {rep['capture_mode'] or 'unknown'}")
+    click.echo(f"capture mode  {clean(rep['capture_mode'] or 'unknown', 40)}")
     click.echo(f"events        {rep['events']}" + (f" · {rep['sessions']} session(s)" if rep["sessions"] is not None else ""))
     click.echo(f"on disk       {rep['size_bytes']} bytes · {rep['wal_bytes']} bytes WAL")
     for p in rep["providers"]:
-        click.echo(f"  {p['provider']:<12} {p['events']:>9} events  {p['sessions']:>5} sessions  last {p['last_event_at']}")
+        click.echo(f"  {clean(p['provider'], 24):<12} {p['events']:>9} events  {p['sessions']:>5} sessions  "
+                   f"last {clean(p['last_event_at'], 32)}")
     if rep["projects"]:
         click.echo("projects")
         for p in rep["projects"]:
-            click.echo(f"  {p['project_name'][:40]:<40} {p['events']:>9} events  {p['sessions']:>5} sessions")
+            click.echo(f"  {clean(p['project_name'], 40):<40} {p['events']:>9} events  {p['sessions']:>5} sessions")
     for w in rep["warnings"]:
         click.echo(printable(f"warning: {w}"), err=True)
 

@@ -1,11 +1,16 @@
 """The hook command written into agent configs, and recognising commands that are ours.
 
 Invariant: the command is `'<absolute path of attempt>' capture <hook-id>` (POSIX quoting:
-the path single-quoted, `'` written `'\\''`), or `'<python>' -m attemptdb capture <hook-id>`
-when no `attempt` executable exists. Recognition accepts every form any AttemptDB ever
-wrote: first token named `attempt`/`attempt.exe` followed by `capture` (or the legacy
-`hook`), `attempt-hook <provider>`, a Python interpreter running `-m attemptdb capture|hook`,
-or a command containing the legacy marker `attemptdb-hook`. Nothing else is ever ours.
+the path single-quoted, `'` written `'\\''`), or, when no `attempt` executable exists,
+`'<python>' -I '<dir>/attemptdb/__main__.py' capture <hook-id>`: isolated mode and an absolute
+script, so the repository the agent works in (the hook's working directory) and PYTHON*
+variables never reach its imports (`python -m attemptdb` would import a repository's own
+`attemptdb/` first). Recognition accepts every form any AttemptDB ever wrote: first token
+named `attempt`/`attempt.exe` followed by `capture` (or the legacy `hook`),
+`attempt-hook <provider>`, a Python interpreter running `-I …/attemptdb/__main__.py` or (the
+old, unsafe form, recognised so that `hook install` replaces it) `-m attemptdb`, then
+`capture|hook`, or a command containing the legacy marker `attemptdb-hook`. Nothing else is
+ever ours.
 """
 
 import os
@@ -22,7 +27,8 @@ _HOOK_BIN_NAMES = ("attempt-hook", "attempt-hook.exe")
 
 class Executable:
     """How hooks run AttemptDB: `argv` (absolute paths) and where it was found (`source`:
-    running-script | environment | path | python-module)."""
+    running-script | environment | path | python-module, the last being the isolated
+    interpreter form, resources.isolated_argv)."""
 
     __slots__ = ("argv", "source")
 
@@ -31,7 +37,7 @@ class Executable:
         self.source = source
 
     def command(self, hook_id: str) -> str:
-        return " ".join([shell_quote(self.argv[0])] + self.argv[1:] + ["capture", hook_id])
+        return " ".join([shell_quote(self.argv[0])] + [_word(a) for a in self.argv[1:]] + ["capture", hook_id])
 
     @property
     def path(self) -> str:
@@ -48,8 +54,8 @@ def _is_attempt_script(p: str) -> bool:
 def find_executable(argv0: str | None = None) -> Executable:
     """The `attempt` that hooks should call: the running `attempt` script when that is what
     runs; else the `attempt` script of this interpreter's environment; else `attempt` on PATH;
-    else this interpreter with `-m attemptdb`. Paths are absolute but symlinks are kept
-    (a pipx `~/.local/bin/attempt` link survives upgrades)."""
+    else this interpreter in isolated mode running this package's `__main__.py` by path. Paths are
+    absolute but symlinks are kept (a pipx `~/.local/bin/attempt` link survives upgrades)."""
     a0 = sys.argv[0] if argv0 is None else argv0
     if a0 and _is_attempt_script(a0):
         return Executable([os.path.abspath(a0)], "running-script")
@@ -59,7 +65,13 @@ def find_executable(argv0: str | None = None) -> Executable:
     found = shutil.which("attempt")
     if found:
         return Executable([os.path.abspath(found)], "path")
-    return Executable([os.path.abspath(sys.executable), "-m", "attemptdb"], "python-module")
+    from ..resources import isolated_argv
+    return Executable(isolated_argv(), "python-module")
+
+
+def _word(s: str) -> str:
+    """A flag stays bare (`-I`); anything else (a path) is quoted."""
+    return s if s.startswith("-") and s[1:].isalnum() else shell_quote(s)
 
 
 def shell_quote(s: str) -> str:
@@ -136,8 +148,9 @@ def parse_ours(cmd) -> dict | None:
                     "form": "attempt"}
         if name.lower() in _HOOK_BIN_NAMES and len(w) >= 2 and registry.provider_id(w[1]):
             return {"binary": w[0], "verb": None, "hook_id": w[1], "form": "attempt-hook"}
-        if (_is_python(name) and len(w) >= 4 and w[1] == "-m" and w[2] == "attemptdb"
-                and w[3] in VERBS):
+        if (_is_python(name) and len(w) >= 4 and w[3] in VERBS
+                and ((w[1] == "-m" and w[2] == "attemptdb")
+                     or (w[1] == "-I" and w[2].replace("\\", "/").endswith("/attemptdb/__main__.py")))):
             return {"binary": w[0], "verb": w[3], "hook_id": w[4] if len(w) > 4 else None,
                     "form": "python-module"}
     if LEGACY_MARKER in cmd:
