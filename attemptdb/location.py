@@ -46,24 +46,46 @@ def _registry() -> str:
     return os.path.join(data_dir(), LOCAL_REGISTRY)
 
 
-def registered_local(db_path: str) -> bool:
-    """Was this project-local database created by `attempt init --local` on this account?"""
+def _entries() -> dict:
+    """{absolute database path: recorded device id or None} of the registry. A line is the path,
+    then (since the device id is recorded) a tab and `dev_<uuid>`."""
+    out = {}
     try:
         with open(_registry(), encoding="utf-8", errors="replace") as f:
-            return os.path.abspath(db_path) in (line.rstrip("\n") for line in f)
+            for line in f:
+                path, _, dev = line.rstrip("\n").partition("\t")
+                out[path] = dev or None
     except OSError:
-        return False
+        pass
+    return out
 
 
-def remember_local(db_path: str) -> None:
-    """Record a project-local database `attempt init --local` made (idempotent)."""
+def registered_local(db_path: str) -> bool:
+    """Was this project-local database created by `attempt init --local` on this account?"""
+    return os.path.abspath(db_path) in _entries()
+
+
+def local_device(db_path: str) -> str | None:
+    """The device id `attempt init --local` recorded for this database (`dev_…`), if any."""
+    return _entries().get(os.path.abspath(db_path))
+
+
+def remember_local(db_path: str, device_id: str | None = None) -> None:
+    """Record a project-local database `attempt init --local` made, with its device id once it
+    has one (idempotent; the registry is rewritten whole, atomically)."""
     db_path = os.path.abspath(db_path)
-    if "\n" in db_path or registered_local(db_path):
+    if "\n" in db_path or "\t" in db_path:
         return
+    entries = _entries()
+    if db_path in entries and (device_id is None or entries[db_path] == device_id):
+        return
+    entries[db_path] = device_id or entries.get(db_path)
     os.makedirs(data_dir(), mode=0o700, exist_ok=True)
-    fd = os.open(_registry(), os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as f:
-        f.write(db_path + "\n")
+    tmp = f"{_registry()}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("".join(f"{p}\t{d}\n" if d else f"{p}\n" for p, d in entries.items()))
+    os.replace(tmp, _registry())
 
 
 GITIGNORE = ("# Written by `attempt init --local`: this directory holds your captured prompts and\n"

@@ -78,6 +78,12 @@ def _busy_handler(deadline_s: float):
     return handler
 
 
+def _uri_path(path: str) -> str:
+    """`path` for a `file:` URI (percent-encoded where SQLite's URI parser would read it)."""
+    return "".join(c if c.isalnum() or c in "/._-~" else "%{:02X}".format(ord(c)) if ord(c) < 128
+                   else c for c in os.path.abspath(path))
+
+
 class AppendResult:
     """What an append did: ids (bare UUIDs) stored, and ids that were already there."""
 
@@ -144,6 +150,8 @@ class Store:
             # the file is input like any other: its views and triggers may only call what
             # SQLite marks harmless (spec/checkpoint.md)
             conn.execute("PRAGMA trusted_schema=OFF")
+            if os.path.basename(os.path.dirname(path)) == ".attemptdb":
+                store._check_local_identity()  # before anything is read from or written to it
             if not readonly:
                 # temp_store=MEMORY: each append touches a dozen pages and SQLite copies them into
                 # a statement journal, which otherwise spills to a temp file past 64 KiB
@@ -164,6 +172,40 @@ class Store:
 
     def close(self):
         self.conn.close()
+
+    def _check_local_identity(self):
+        """A project-local database must still be the one `attempt init --local` made there: git
+        replaces an ignored file on a pull without a word, so a repository can put its own
+        database in the place of the user's (DESIGN.md invariant 8). The identity is read from
+        the main file alone (SQLite would lay the user's leftover `-wal` over a replaced file and
+        show the user's identity), then, for a file never checkpointed yet, through the WAL."""
+        from . import location
+        recorded = location.local_device(self.path)
+        if recorded is None:
+            return
+        found = None
+        for uri in (f"file:{_uri_path(self.path)}?immutable=1", None):
+            try:
+                if uri is None:
+                    found = self.meta("device_id")
+                else:
+                    main = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+                    try:
+                        found = main.execute("SELECT value FROM meta WHERE key = 'device_id'").fetchone()
+                        found = found and found[0]
+                    finally:
+                        main.close()
+            except apsw.Error:
+                found = None
+            if found is not None:
+                break
+        if recorded == f"dev_{found}":
+            return
+        self.conn.close()
+        raise AttemptError("store.local_replaced", f"{self.path} is not the database `attempt init --local` "
+                           "made here (another device identity: a `git pull` or a copy put it in its place); "
+                           "nothing was read from or written to it. Move it (and its -wal/-shm) away, then "
+                           "run `attempt init --local` again", exit_status=1)
 
     def set_busy_timeout(self, seconds: float):
         """How long a statement waits for another writer's lock before SQLITE_BUSY."""

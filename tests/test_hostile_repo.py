@@ -393,3 +393,29 @@ def test_an_imported_project_name_with_escape_sequences_never_reaches_the_termin
     assert out.returncode == 0, out.stderr
     assert b"app" in out.stdout
     assert not any(c.encode() in out.stdout + out.stderr for c in ("\x1b", "\x07", "\x9b", "\u202e"))
+
+
+def test_a_database_a_pull_puts_in_place_of_the_users_is_refused(clone, tmp_path, home):
+    """`.attemptdb/` is git-ignored, and git replaces an ignored file on a pull without a word:
+    an upstream commit adding `.attemptdb/attempt.db` swaps the user's database for the
+    repository's. That file has the user's ownership and the registered path, but not the
+    device identity `init --local` recorded: hooks exit 0 and never write into it, reads refuse
+    it with a coded error, and nothing of it is read."""
+    up, down = clone
+    hook(down, 0)
+    planted = tmp_path / "planted.db"
+    r = run_attempt(["import", "jsonl", "-", "--db", str(planted)], input=(planted_line() + "\n").encode())
+    assert r.returncode == 0, r.stderr
+    conn = apsw.Connection(str(planted))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = planted.read_bytes()
+    ship(up, {".attemptdb/attempt.db": before})
+    git(down, "pull", "-q")
+    db = down / ".attemptdb" / "attempt.db"
+    assert db.read_bytes() == before  # git did replace it
+    hook(down, 1)
+    r = run_attempt(["events", "--json"], cwd=str(down))
+    assert r.returncode == 1 and r.stderr.startswith(b"error[store.local_replaced]"), r.stderr
+    assert b"planted" not in r.stdout + r.stderr
+    assert db.read_bytes() == before  # nothing written into it

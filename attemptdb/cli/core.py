@@ -101,6 +101,8 @@ def init_cmd(local, capture_mode, db, as_json):
     if existed and mode and st.capture_mode != mode:
         st.set_meta("capture_mode", mode)
     key, _ = _ensure_key(st)
+    if local:  # a database put in its place later (a `git pull` of an ignored path) is refused
+        location.remember_local(path, "dev_" + st.device_id)
     report = {"path": path, "created": not existed, "device_id": "dev_" + st.device_id,
               "capture_mode": st.capture_mode, "key_id": key.identity, "events": st.count()}
     st.close()
