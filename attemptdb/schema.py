@@ -8,7 +8,8 @@ Two sources, each with one job:
 - `sql/NN_name.sql`: every view and trigger, as the SQL that runs now (one definition of each),
   installed whole in file-name order, statements in file order. Shared predicates are written
   once, in `sql/00_predicates.sql`, as `-- @define name(X) = expression` lines; a body writes
-  `@name(NEW)` and the installer substitutes the expression with `X.` replaced by `NEW.`.
+  `@name(NEW)` and the installer substitutes the expression with its parameter replaced by the
+  argument (a row name, a column, any expression: `@us(max(c.first_at, x))`).
 
 Invariants:
 - An upgrade is one transaction: drop every view and trigger of ours, run the pending
@@ -74,15 +75,17 @@ def _ident(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-def expand(text: str, predicates: dict) -> str:
-    """`@name(ROW)` → the predicate's expression over ROW, in parentheses (`X.` of the
-    definition becomes `ROW.`), outside comment lines. An unknown name is an error: a typo must
+def expand(text: str, predicates: dict, _depth: int = 0) -> str:
+    """`@name(ARG)` → the predicate's expression, in parentheses, with its parameter (a whole
+    word) replaced by ARG, outside comment lines. An unknown name is an error: a typo must
     not reach a file. String scanning, no `re`: a hook may build the first file."""
-    return "\n".join(line if line.lstrip().startswith("--") else _expand_line(line, predicates)
+    if _depth > 8:
+        raise ValueError("projection SQL predicates nest too deep (a predicate using itself?)")
+    return "\n".join(line if line.lstrip().startswith("--") else _expand_line(line, predicates, _depth)
                      for line in text.split("\n"))
 
 
-def _expand_line(text: str, predicates: dict) -> str:
+def _expand_line(text: str, predicates: dict, depth: int) -> str:
     out, i = [], 0
     while True:
         at = text.find("@", i)
@@ -92,30 +95,52 @@ def _expand_line(text: str, predicates: dict) -> str:
         j = at + 1
         while j < len(text) and _ident(text[j]):
             j += 1
-        close = text.find(")", j)
-        if j == at + 1 or j >= len(text) or text[j] != "(" or close < 0:
+        close = _closing(text, j) if j > at + 1 and j < len(text) and text[j] == "(" else -1
+        if close < 0:
             out.append(text[i:j])
             i = j
             continue
-        name, row = text[at + 1:j], text[j + 1:close]
+        name, value = text[at + 1:j], text[j + 1:close]
         if name not in predicates:
             raise ValueError(f"unknown predicate @{name} in the projection SQL")
         arg, expr = predicates[name]
-        out.append(text[i:at] + "(" + _rename(expr, arg, row) + ")")
+        value = expand(value, predicates, depth + 1)
+        out.append(text[i:at] + "(" + expand(_rename(expr, arg, value), predicates, depth + 1) + ")")
         i = close + 1
 
 
-def _rename(expr: str, arg: str, row: str) -> str:
-    """`arg.` → `row.` where `arg` is a whole word."""
-    out, i, key = [], 0, arg + "."
+def _closing(text: str, open_at: int) -> int:
+    """The index of the parenthesis closing the one at `open_at` (quoted text skipped), or -1."""
+    depth, k, quote = 0, open_at, None
+    while k < len(text):
+        ch = text[k]
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return k
+        k += 1
+    return -1
+
+
+def _rename(expr: str, arg: str, value: str) -> str:
+    """The definition's parameter `arg`, wherever it stands as a whole word, becomes `value`."""
+    out, i = [], 0
     while True:
-        k = expr.find(key, i)
+        k = expr.find(arg, i)
         if k < 0:
             out.append(expr[i:])
             return "".join(out)
-        whole = k == 0 or not _ident(expr[k - 1])
-        out.append(expr[i:k] + (row + "." if whole else key))
-        i = k + len(key)
+        end = k + len(arg)
+        whole = (k == 0 or not _ident(expr[k - 1])) and (end == len(expr) or not _ident(expr[end]))
+        out.append(expr[i:k] + (value if whole else arg))
+        i = end
 
 
 def predicates() -> dict:

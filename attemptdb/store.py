@@ -19,6 +19,7 @@ import time
 import apsw
 
 from . import chain, clock, event, ids, schema
+from .projections import units
 from .errors import AttemptError
 
 BUSY_TIMEOUT_S = 10.0
@@ -250,6 +251,7 @@ class Store:
             todo = [(n, p) for n, p in schema.migrations() if n > v]
             if todo:
                 schema.upgrade(c, todo)
+                units.refresh(c)  # turns an after-install part marked (0009: every turn of an old file)
             if v == 0:
                 self._create_identity(capture_mode)
             if todo:
@@ -419,3 +421,4 @@ class Store:
                       "max(last_source_seq, excluded.last_source_seq)",
                       [("dev_" + d, s) for d, s in seqs.items()])
         self.set_meta("last_hlc", str(last_hlc))
+        units.refresh(c)  # work units of the turns this append touched (sql/80_unit_marks.sql)

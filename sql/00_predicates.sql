@@ -1,6 +1,7 @@
--- Predicates the views and triggers share, each written once. `@name(ROW)` in any file of sql/
--- (or in a migration's after-install part) is replaced, when a file is built or upgraded, by the
--- expression below in parentheses with `X.` read as `ROW.` (attemptdb/schema.py). What SQLite
+-- Predicates the views and triggers share, each written once. `@name(ARG)` in any file of sql/,
+-- in a migration's after-install part or in the statements of attemptdb/projections/units.py is
+-- replaced, when it is installed or prepared, by the expression below in parentheses with its
+-- parameter read as ARG (attemptdb/schema.py). What SQLite
 -- stores and the sqlite3 shell shows is the expanded text.
 --
 -- The projection session of an event: its own, except for a provider session id that is empty
@@ -18,3 +19,11 @@
 --
 -- A kind that is session activity: not a Correction or Retraction (meta events) nor a wiring check.
 -- @define projected_kind(X) = X.kind NOT IN ('correction', 'retraction', 'capture_test')
+--
+-- An ISO-8601 UTC time (six fractional digits, the stored form) as integer microseconds since the
+-- epoch, for differences and windows.
+-- @define us(T) = CAST(strftime('%s', T) AS INTEGER) * 1000000 + CAST(substr(T, 21, 6) AS INTEGER)
+--
+-- The time of reading, in the stored form (SQLite reads the clock once per statement). AttemptQL's
+-- `... AT t` statements judge the same views' rules against t instead.
+-- @define now(X) = strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'

@@ -242,7 +242,7 @@ SELECT a.attempt_id, a.session_id, a.provider, a.project_id, a.project_name, a.t
      WHERE ev IS NOT NULL ORDER BY at, o, n)) AS evidence,
   a.confidence,
   'tier1-v5-sql1' AS algorithm_version,
-  NULL AS work_unit_id,
+  (SELECT m.work_unit_id FROM unit_turns m WHERE m.turn_id = a.turn_id) AS work_unit_id,
   a.corrected_by,
   (SELECT corrected_at FROM correction_facts WHERE event_id = a.corrected_by) AS corrected_at,
   (SELECT correction_type FROM correction_facts WHERE event_id = a.corrected_by) AS correction_type,

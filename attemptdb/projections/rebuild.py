@@ -10,9 +10,9 @@ import time
 
 from .. import schema_integrity
 from ..store import request_replays
-from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS
+from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS, units
 
-STATE_TABLES = FACT_TABLES + CHECKPOINT_TABLES
+STATE_TABLES = FACT_TABLES + CHECKPOINT_TABLES + units.UNIT_TABLES
 META_TABLES = ("correction_facts", "retraction_facts")
 
 _REPLAY_ALL = """
@@ -154,6 +154,7 @@ def rebuild_locked(conn) -> None:
     conn.execute("DELETE FROM projection_dirty")
     conn.execute("UPDATE projection_control SET paused = 0 WHERE id = 1")
     conn.execute(_REPLAY_ALL)
+    units.rebuild(conn)
 
 
 def reproject(conn, *, write: bool = True) -> Report:
@@ -207,6 +208,7 @@ def resume(conn) -> int:
         dirty = conn.execute("SELECT session_id, raw_session_id, project_id, '' FROM projection_dirty").fetchall()
         request_replays(conn, dirty)
         conn.execute("DELETE FROM projection_dirty")
+        units.refresh(conn)
         conn.execute("COMMIT")
     except BaseException:
         if not conn.getautocommit():

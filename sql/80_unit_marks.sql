@@ -1,0 +1,85 @@
+-- Work units (spec/projections.md §16): every change to what unit building reads marks its turn in
+-- unit_dirty; attemptdb/projections/units.py refreshes the marked turns at the end of the append,
+-- in the same transaction. These triggers only note a turn id (a replay marks every turn it
+-- touches): the unit work is done once per append, for the turns it touched.
+CREATE TRIGGER unit_mark_turn_new AFTER INSERT ON turn_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_turn_gone AFTER DELETE ON turn_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (OLD.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_turn_changed AFTER UPDATE OF started_at, ended_at, first_event_id ON turn_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_call_new AFTER INSERT ON tool_call_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_call_gone AFTER DELETE ON tool_call_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (OLD.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_call_changed AFTER UPDATE OF turn_id, started_at, finished_at, first_at, paths,
+    tool_category, lines_added, lines_removed ON tool_call_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
+  INSERT OR IGNORE INTO unit_dirty (turn_id) SELECT OLD.turn_id WHERE OLD.turn_id IS NOT NEW.turn_id;
+END;
+
+CREATE TRIGGER unit_mark_attempt_retraction AFTER UPDATE OF retraction ON attempt_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_session_retraction AFTER UPDATE OF retraction ON session_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id;
+END;
+
+-- A span's end moves with every event of the current turn, a first turn's begin with its session's
+-- start (handoffs read both).
+CREATE TRIGGER unit_mark_span AFTER UPDATE OF turn_last_at ON session_facts
+WHEN NEW.cur_turn_id IS NOT NULL
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.cur_turn_id);
+END;
+
+CREATE TRIGGER unit_mark_session_start AFTER UPDATE OF started_at ON session_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id)
+    SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index LIMIT 1;
+END;
+
+-- A session's end is a handoff giver's last moment: its last turn is marked when it changes.
+CREATE TRIGGER unit_mark_session_end AFTER UPDATE OF ended_at ON session_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id)
+    SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index DESC LIMIT 1;
+END;
+
+-- Who waits on a human (a pending blocking signal of the turn) feeds the views too.
+CREATE TRIGGER unit_mark_signal_new AFTER INSERT ON signal_facts
+WHEN NEW.turn_id IS NOT NULL
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_signal_changed AFTER UPDATE OF cleared_at, blocking, turn_id ON signal_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) SELECT NEW.turn_id WHERE NEW.turn_id IS NOT NULL;
+  INSERT OR IGNORE INTO unit_dirty (turn_id) SELECT OLD.turn_id WHERE OLD.turn_id IS NOT NULL AND OLD.turn_id IS NOT NEW.turn_id;
+END;
+
+CREATE TRIGGER unit_mark_signal_gone AFTER DELETE ON signal_facts
+WHEN OLD.turn_id IS NOT NULL
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (OLD.turn_id);
+END;
