@@ -1,5 +1,6 @@
 """Projections: sessions, turns, tool calls, attempts, signals, commits, corrections,
-retractions, handoffs and edges, derived from the fact log inside the SQLite file.
+retractions, handoffs, edges, work units, decisions, conflicts and Needs You, derived from the
+fact log inside the SQLite file.
 
 Invariant: the projection state is a pure function of the set of fact events. SQL triggers
 (tables: migrations 0002 onwards; views and triggers: sql/) keep it current in the append's own transaction, whatever order events
@@ -11,8 +12,12 @@ The rules and every deliberate difference from the original are in spec/projecti
 ALGORITHM_VERSION = "tier1-v5-sql1"
 
 PUBLIC_VIEWS = ("sessions", "turns", "tool_calls", "attempts", "signals", "edges", "handoffs",
-                "commits", "corrections", "retractions")
-"""The catalog names this package maintains (seed 003), all views over the *_facts tables."""
+                "commits", "corrections", "retractions", "work_units", "decisions", "conflicts", "needs_you")
+"""The catalog names this package maintains (seed 003), all views over the stored state."""
+
+READ_CLOCK_COLUMNS = {"work_units": ("status_reason",)}
+"""Columns that quote the clock of the read itself (idle seconds): two reads a second apart
+differ there and nowhere else, so comparisons of two reads leave them out."""
 
 FACT_TABLES = ("session_facts", "session_agents", "turn_facts", "turn_prompts", "tool_call_facts",
                "attempt_facts", "signal_facts", "commit_facts", "correction_facts", "correction_targets",

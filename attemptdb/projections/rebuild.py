@@ -10,7 +10,7 @@ import time
 
 from .. import schema_integrity
 from ..store import request_replays
-from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS, units
+from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS, READ_CLOCK_COLUMNS, units
 
 STATE_TABLES = FACT_TABLES + CHECKPOINT_TABLES + units.UNIT_TABLES
 META_TABLES = ("correction_facts", "retraction_facts")
@@ -66,7 +66,17 @@ def dump(conn, tables=STATE_TABLES, portable: bool = False) -> dict:
 
 
 def dump_views(conn, views=PUBLIC_VIEWS) -> dict:
-    return {v: table_rows(conn, v) for v in views}
+    """Every row of each view, sorted; columns that quote the read's own clock are blanked."""
+    out = {}
+    for v in views:
+        rows = table_rows(conn, v)
+        clocked = READ_CLOCK_COLUMNS.get(v)
+        if clocked:
+            names = [r[1] for r in conn.execute(f"PRAGMA table_info({v})")]
+            blank = {names.index(c) for c in clocked}
+            rows = sorted((tuple(None if i in blank else x for i, x in enumerate(r)) for r in rows), key=_sort_key)
+        out[v] = rows
+    return out
 
 
 def retracted_events(conn) -> set:

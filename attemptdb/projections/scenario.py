@@ -2,7 +2,8 @@
 (fixtures/scenarios/*.json, format in fixtures/scenarios/README.md).
 
 Invariant: building a scenario is deterministic — every event id is derived from the scenario
-name and the event's label, payloads become events through the real adapters
+name and the event's label (a scenario dated "now" places its events before the moment it is
+built, so Needs You and open units can be checked; its times move, its ids do not), payloads become events through the real adapters
 (`attemptdb.adapters.build_event`), and Correction/Retraction steps through the same builders
 the CLI uses — so expected rows can name ids symbolically (`{att:e5}`) and hold on any machine,
 in any arrival order.
@@ -23,7 +24,8 @@ ID_COLUMNS = {
     "attempts": ("attempt_id",), "signals": ("event_id",), "commits": ("commit_id",),
     "corrections": ("event_id",), "retractions": ("event_id",),
     "handoffs": ("from_turn", "to_turn"), "edges": ("edge_kind", "from_id", "to_id"),
-    "events": ("event_id",),
+    "events": ("event_id",), "work_units": ("work_unit_id",), "decisions": ("decision_id",),
+    "conflicts": ("first_work_unit", "second_work_unit"), "needs_you": ("kind", "work_unit_id"),
 }
 _REF = re.compile(r"\{([a-z0]+):([^{}]+)\}")
 
@@ -56,14 +58,18 @@ class Built:
         self.labels: dict[str, str] = {}
         self.events: list[dict] = []
         self.steps: list[dict] = []
+        self.built_at = clock.now_us() // 1_000_000 * 1_000_000
 
     # --- references ---------------------------------------------------------------------
 
     def ref(self, kind: str, arg: str) -> str:
-        if kind in ("ev", "att", "trn", "tc", "cmt"):
+        if kind in ("ev", "att", "trn", "tc", "cmt", "wu", "deca", "decb"):
             if arg not in self.labels:
                 raise AttemptError("scenario.ref", f"{self.name}: unknown event label {arg!r}")
-            return {"ev": "ev_", "att": "att_", "trn": "trn_", "tc": "tc_", "cmt": "cmt_"}[kind] + self.labels[arg]
+            uid = self.labels[arg]
+            if kind in ("deca", "decb"):  # a decision: its anchor's uuid with version digit a / b
+                return "dec_" + uid[:14] + kind[3] + uid[15:]
+            return {"ev": "ev_", "att": "att_", "trn": "trn_", "tc": "tc_", "cmt": "cmt_", "wu": "wu_"}[kind] + uid
         if kind in ("ses", "trn0", "agt", "att0"):
             provider, _, psid = arg.partition(":")
             sid = ids.session_id(provider, psid)
@@ -104,6 +110,12 @@ class Built:
 
     def at(self, text: str) -> int:
         date = self.scn.get("date", DEFAULT_DATE)
+        if date == "now":  # "-HH:MM:SS" before the moment the scenario is built (whole seconds)
+            sign, hms = text[0], text[1:]
+            h, m, sec = (int(x) for x in hms.split(":"))
+            if sign != "-":
+                raise AttemptError("scenario.time", f"{self.name}: with date 'now' a time is '-HH:MM:SS', got {text!r}")
+            return self.built_at - ((h * 60 + m) * 60 + sec) * 1_000_000
         t = text if "T" in text else f"{date}T{text}"
         if not t.endswith("Z"):
             t += "Z"
