@@ -29,6 +29,7 @@ CREATE TABLE unit_turns (
   first_event_id TEXT NOT NULL,
   order_key      TEXT NOT NULL,
   giver_turn_id  TEXT,
+  giver_session_id TEXT,
   open_calls     INTEGER NOT NULL,   -- calls in flight (started, not finished)
   waiting_since  TEXT,               -- raised_at '|' event_id of its latest pending blocking signal
   work_unit_id   TEXT NOT NULL
@@ -36,9 +37,11 @@ CREATE TABLE unit_turns (
 CREATE INDEX unit_turns_unit ON unit_turns (work_unit_id, order_key);
 CREATE INDEX unit_turns_unit_active ON unit_turns (work_unit_id, active_until);
 CREATE INDEX unit_turns_session ON unit_turns (session_id, turn_index);
-CREATE INDEX unit_turns_span_end ON unit_turns (project_id, span_end);
+CREATE INDEX unit_turns_span_end ON unit_turns (project_id, span_end, turn_id);
 CREATE INDEX unit_turns_begins ON unit_turns (project_id, begins);
 CREATE INDEX unit_turns_giver ON unit_turns (giver_turn_id) WHERE giver_turn_id IS NOT NULL;
+CREATE INDEX unit_turns_giver_session ON unit_turns (giver_session_id) WHERE giver_session_id IS NOT NULL;
+CREATE INDEX unit_turns_receivers ON unit_turns (session_id) WHERE giver_turn_id IS NOT NULL;
 CREATE INDEX unit_turns_open ON unit_turns (work_unit_id) WHERE open_calls > 0;
 CREATE INDEX unit_turns_waiting ON unit_turns (work_unit_id, waiting_since) WHERE waiting_since IS NOT NULL;
 CREATE INDEX unit_turns_active ON unit_turns (active_until);

@@ -1,7 +1,8 @@
 -- Work units (spec/projections.md §16): every change to what unit building reads marks its turn in
 -- unit_dirty; attemptdb/projections/units.py refreshes the marked turns at the end of the append,
 -- in the same transaction. These triggers only note a turn id (a replay marks every turn it
--- touches): the unit work is done once per append, for the turns it touched.
+-- touches): the unit work is done once per append, for the turns it touched. An UPDATE OF a
+-- session's column fires whether or not the value changed, so those marks say WHEN it did.
 CREATE TRIGGER unit_mark_turn_new AFTER INSERT ON turn_facts
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
@@ -35,11 +36,13 @@ BEGIN
 END;
 
 CREATE TRIGGER unit_mark_attempt_retraction AFTER UPDATE OF retraction ON attempt_facts
+WHEN NEW.retraction IS NOT OLD.retraction
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
 END;
 
 CREATE TRIGGER unit_mark_session_retraction AFTER UPDATE OF retraction ON session_facts
+WHEN NEW.retraction IS NOT OLD.retraction
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id;
 END;
@@ -47,12 +50,13 @@ END;
 -- A span's end moves with every event of the current turn, a first turn's begin with its session's
 -- start (handoffs read both).
 CREATE TRIGGER unit_mark_span AFTER UPDATE OF turn_last_at ON session_facts
-WHEN NEW.cur_turn_id IS NOT NULL
+WHEN NEW.cur_turn_id IS NOT NULL AND NEW.turn_last_at IS NOT OLD.turn_last_at
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.cur_turn_id);
 END;
 
 CREATE TRIGGER unit_mark_session_start AFTER UPDATE OF started_at ON session_facts
+WHEN NEW.started_at IS NOT OLD.started_at
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id)
     SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index LIMIT 1;
@@ -60,6 +64,7 @@ END;
 
 -- A session's end is a handoff giver's last moment: its last turn is marked when it changes.
 CREATE TRIGGER unit_mark_session_end AFTER UPDATE OF ended_at ON session_facts
+WHEN NEW.ended_at IS NOT OLD.ended_at
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id)
     SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index DESC LIMIT 1;

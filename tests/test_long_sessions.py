@@ -133,3 +133,56 @@ def test_a_file_from_before_0007_gets_its_unknown_events_projected(tmp_path, hom
     capsys.readouterr()
     assert run(["reproject", "--check", "--db", db]) == 0, capsys.readouterr().out
     assert run(["verify", "--db", db]) == 0, capsys.readouterr()
+
+
+def unit_sessions(n: int, project_root: str) -> list:
+    """n short Claude sessions an hour apart in one project, each editing a file of its own: n
+    work units that never link."""
+    device = ids.derive("dev_", "long-sessions")
+    project = ids.project_identity(project_root, None, device)
+    envs = []
+    for i in range(n):
+        t = 1780000000000000 + i * 3_600_000_000
+        ctx = adapters.Context(device, "local_semantic", project, t, hook_version="t")
+        base = {"session_id": f"unit-{i}", "cwd": project_root}
+        for k, p in enumerate((
+                {"hook_event_name": "UserPromptSubmit", "prompt": f"task {i}"},
+                {"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": f"e{i}",
+                 "tool_input": {"file_path": f"{project_root}/src/m{i}.py", "old_string": "a", "new_string": "b"}},
+                {"hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": f"e{i}",
+                 "tool_input": {"file_path": f"{project_root}/src/m{i}.py", "old_string": "a", "new_string": "b"},
+                 "tool_response": {"filePath": f"{project_root}/src/m{i}.py"}},
+                {"hook_event_name": "Stop"})):
+            ctx = adapters.Context(device, "local_semantic", project, t + k * 1_000_000, hook_version="t")
+            envs.append(adapters.build_event("claude-code", dict(base, **p), None, ctx))
+    return envs
+
+
+def test_a_turn_costs_the_same_early_and_late_in_a_project_of_1000_units(tmp_path):
+    """Work units are kept per append for the turns it touched: with 1,000 units in the project,
+    the 401st turn of a long session still costs what the 41st did, and the 41st costs what it
+    costs in a project of its own (VM instructions, the unit refresh included)."""
+    evs = session_events(401)
+    per_turn = len(evs) // 401
+
+    def measure(path, others):
+        st = Store.open(path)
+        try:
+            for i in range(0, len(others), 500):
+                st.append(others[i:i + 500])
+            st.append(evs[:1 + 40 * per_turn])
+            early = steps_for(st, evs[1 + 40 * per_turn:1 + 41 * per_turn])
+            st.append(evs[1 + 41 * per_turn:1 + 400 * per_turn])
+            late = steps_for(st, evs[1 + 400 * per_turn:])
+            units = st.conn.execute("SELECT count(*) FROM work_units").fetchone()[0]
+            long_unit = st.conn.execute("SELECT max(turn_count) FROM work_units").fetchone()[0]
+        finally:
+            st.close()
+        return early, late, units, long_unit
+
+    crowded = measure(str(tmp_path / "crowded.db"), unit_sessions(1000, "/home/dev/long/project"))
+    alone = measure(str(tmp_path / "alone.db"), [])
+    assert crowded[2:] == (1001, 401) and alone[2:] == (1, 401)  # the session's turns are adjacent: one unit
+    early, late = crowded[:2]
+    assert late < 1.5 * early, (early, late)
+    assert early < 1.5 * alone[0], (early, alone[0])  # nothing per event grows with the project

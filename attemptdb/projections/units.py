@@ -50,7 +50,7 @@ _STATEMENTS = {
 CREATE TEMP TABLE IF NOT EXISTS unit_d (turn_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_w (turn_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_turns (turn_id TEXT PRIMARY KEY, project_id, session_id, turn_index,
-  started_at, first_event_id, order_key, work_unit_id, begins, span_end, giver_turn_id) WITHOUT ROWID;
+  started_at, first_event_id, order_key, work_unit_id, begins, span_end, giver_turn_id, giver_session_id) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_edits (project_id, path, edit_key, turn_id, session_id,
   PRIMARY KEY (project_id, path, edit_key)) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_links (turn_id, kind, path, target_turn_id,
@@ -59,17 +59,17 @@ CREATE TEMP TABLE IF NOT EXISTS unit_old_links (turn_id, kind, path, target_turn
 INSERT INTO temp.unit_d SELECT turn_id FROM unit_dirty;
 DELETE FROM unit_dirty;
 INSERT INTO temp.unit_old_turns SELECT u.turn_id, u.project_id, u.session_id, u.turn_index, u.started_at,
-  u.first_event_id, u.order_key, u.work_unit_id, u.begins, u.span_end, u.giver_turn_id
-  FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id;
+  u.first_event_id, u.order_key, u.work_unit_id, u.begins, u.span_end, u.giver_turn_id, u.giver_session_id
+  FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id;
 INSERT INTO temp.unit_old_edits SELECT e.project_id, e.path, e.edit_key, e.turn_id, e.session_id
-  FROM temp.unit_d d JOIN unit_edits e ON e.turn_id = d.turn_id;
+  FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id;
 DELETE FROM unit_edits WHERE turn_id IN (SELECT turn_id FROM temp.unit_d);
 DELETE FROM unit_turns WHERE turn_id IN (SELECT turn_id FROM temp.unit_d);""",
     # 1. the marked turns' inputs, read again
     "turns": """
 INSERT INTO unit_turns (turn_id, project_id, session_id, provider, turn_index, started_at, ended_at, active_until,
-                        begins, span_end, first_event_id, order_key, giver_turn_id, open_calls, waiting_since,
-                        work_unit_id)
+                        begins, span_end, first_event_id, order_key, giver_turn_id, giver_session_id, open_calls,
+                        waiting_since, work_unit_id)
 SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.started_at, t.ended_at,
   max(t.started_at, coalesce(t.ended_at, ''),
       coalesce((SELECT max(max(c.first_at, coalesce(c.finished_at, c.first_at))) FROM tool_call_facts c
@@ -80,13 +80,13 @@ SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.starte
        THEN min(s.started_at, t.started_at) ELSE t.started_at END,
   max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END),
   t.first_event_id, t.started_at || '|' || t.session_id || '|' || printf('%010d', t.turn_index),
-  o.giver_turn_id,
+  o.giver_turn_id, o.giver_session_id,
   (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND c.end_event_id IS NULL
      AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
   (SELECT g.raised_at || '|' || g.event_id FROM signal_facts g WHERE g.session_id = t.session_id AND g.turn_id = t.turn_id
      AND g.cleared_at IS NULL AND g.blocking = 1 ORDER BY g.raised_at DESC, g.event_id DESC LIMIT 1),
   coalesce(o.work_unit_id, 'wu_' || substr(t.first_event_id, 4))
-FROM temp.unit_d d JOIN turn_facts t ON t.turn_id = d.turn_id
+FROM temp.unit_d d CROSS JOIN turn_facts t ON t.turn_id = d.turn_id
 JOIN session_facts s ON s.session_id = t.session_id
 LEFT JOIN temp.unit_old_turns o ON o.turn_id = t.turn_id
 WHERE s.retraction = 0""",
@@ -103,8 +103,7 @@ FROM (
                        ORDER BY coalesce(c.finished_at, c.started_at, c.first_at), c.call_ord) AS first_rank,
     row_number() OVER (PARTITION BY u.turn_id, q.value
                        ORDER BY coalesce(c.finished_at, c.started_at, c.first_at) DESC, c.call_ord DESC) AS last_rank
-  FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id
-  JOIN tool_call_facts c ON c.turn_id = u.turn_id, json_each(c.paths) q
+  FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id CROSS JOIN tool_call_facts c ON c.turn_id = u.turn_id, json_each(c.paths) q
   WHERE c.tool_category IN {MUTATING} AND q.type = 'text'
     AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0))
 GROUP BY turn_id, path""",
@@ -112,15 +111,15 @@ GROUP BY turn_id, path""",
     # (compound SELECTs run left to right: each difference is a subquery of its own)
     "session_pairs": """
 SELECT * FROM (SELECT project_id, session_id FROM temp.unit_old_turns
-               EXCEPT SELECT u.project_id, u.session_id FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id)
+               EXCEPT SELECT u.project_id, u.session_id FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id)
 UNION
-SELECT * FROM (SELECT u.project_id, u.session_id FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id
+SELECT * FROM (SELECT u.project_id, u.session_id FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id
                EXCEPT SELECT project_id, session_id FROM temp.unit_old_turns)""",
     "path_pairs": """
 SELECT * FROM (SELECT project_id, path, session_id FROM temp.unit_old_edits
-               EXCEPT SELECT e.project_id, e.path, e.session_id FROM temp.unit_d d JOIN unit_edits e ON e.turn_id = d.turn_id)
+               EXCEPT SELECT e.project_id, e.path, e.session_id FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id)
 UNION
-SELECT * FROM (SELECT e.project_id, e.path, e.session_id FROM temp.unit_d d JOIN unit_edits e ON e.turn_id = d.turn_id
+SELECT * FROM (SELECT e.project_id, e.path, e.session_id FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id
                EXCEPT SELECT project_id, path, session_id FROM temp.unit_old_edits)""",
     # 3. the turns whose links are drawn again: marked turns that are new or gone, whose start,
     # session or first edits changed ...
@@ -129,27 +128,27 @@ INSERT OR IGNORE INTO temp.unit_w
 SELECT turn_id FROM (
   SELECT turn_id, session_id, started_at, first_event_id, begins FROM temp.unit_old_turns
   EXCEPT SELECT u.turn_id, u.session_id, u.started_at, u.first_event_id, u.begins
-         FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id)
+         FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id)
 UNION
 SELECT turn_id FROM (
   SELECT u.turn_id, u.session_id, u.started_at, u.first_event_id, u.begins
-  FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id
+  FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id
   EXCEPT SELECT turn_id, session_id, started_at, first_event_id, begins FROM temp.unit_old_turns)
 UNION
 SELECT turn_id FROM (
   SELECT turn_id, path, edit_key FROM temp.unit_old_edits
-  EXCEPT SELECT e.turn_id, e.path, e.edit_key FROM temp.unit_d d JOIN unit_edits e ON e.turn_id = d.turn_id)
+  EXCEPT SELECT e.turn_id, e.path, e.edit_key FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id)
 UNION
 SELECT turn_id FROM (
-  SELECT e.turn_id, e.path, e.edit_key FROM temp.unit_d d JOIN unit_edits e ON e.turn_id = d.turn_id
+  SELECT e.turn_id, e.path, e.edit_key FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id
   EXCEPT SELECT turn_id, path, edit_key FROM temp.unit_old_edits)""",
     # ... the LOOK_BACK + 1 turns after a marked turn on each path it edits or edited ...
     "after_on_path": f"""
 INSERT OR IGNORE INTO temp.unit_w
 SELECT e.turn_id FROM (
     SELECT project_id, path, edit_key FROM temp.unit_old_edits
-    UNION SELECT e.project_id, e.path, e.edit_key FROM temp.unit_d d JOIN unit_edits e ON e.turn_id = d.turn_id) k
-JOIN unit_edits e ON e.project_id = k.project_id AND e.path = k.path AND e.edit_key > k.edit_key
+    UNION SELECT e.project_id, e.path, e.edit_key FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id) k
+CROSS JOIN unit_edits e ON e.project_id = k.project_id AND e.path = k.path AND e.edit_key > k.edit_key
   AND e.edit_key <= coalesce((SELECT f.edit_key FROM unit_edits f WHERE f.project_id = k.project_id
                               AND f.path = k.path AND f.edit_key > k.edit_key
                               ORDER BY f.edit_key LIMIT 1 OFFSET {LOOK_BACK}), '~')""",
@@ -160,7 +159,7 @@ SELECT nx FROM (
   SELECT (SELECT x.turn_id FROM unit_turns x WHERE x.session_id = o.session_id AND x.turn_index > o.turn_index
           ORDER BY x.turn_index LIMIT 1) AS nx
   FROM (SELECT session_id, turn_index FROM temp.unit_old_turns
-        UNION SELECT u.session_id, u.turn_index FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id) o)
+        UNION SELECT u.session_id, u.turn_index FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id) o)
 WHERE nx IS NOT NULL""",
     # ... and the receivers a handoff from a marked turn's span could reach or stop reaching
     # (their giver is the latest-ending span sorted before them, which must end by their begin:
@@ -172,26 +171,27 @@ SELECT r.turn_id FROM (
     SELECT o.project_id, o.begins, max(o.span_end, coalesce(s.ended_at, '')) AS ends FROM temp.unit_old_turns o
       LEFT JOIN session_facts s ON s.session_id = o.session_id
     UNION SELECT u.project_id, u.begins, max(u.span_end, coalesce(s.ended_at, '')) FROM temp.unit_d d
-      JOIN unit_turns u ON u.turn_id = d.turn_id LEFT JOIN session_facts s ON s.session_id = u.session_id) k
-JOIN unit_turns r ON r.project_id = k.project_id AND r.begins > k.begins
+      CROSS JOIN unit_turns u ON u.turn_id = d.turn_id LEFT JOIN session_facts s ON s.session_id = u.session_id) k
+CROSS JOIN unit_turns r ON r.project_id = k.project_id AND r.begins > k.begins
+  AND r.begins <= strftime('%Y-%m-%dT%H:%M:%f', k.ends, '+31 minutes') || '000Z'
   AND @us(r.begins) <= @us(k.ends) + 1800000000
 UNION
 SELECT r.turn_id FROM (
     SELECT session_id FROM temp.unit_old_turns
-    UNION SELECT u.session_id FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id) k
-JOIN unit_turns r ON r.session_id = k.session_id AND r.giver_turn_id IS NOT NULL
+    UNION SELECT u.session_id FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id) k
+CROSS JOIN unit_turns r INDEXED BY unit_turns_receivers ON r.session_id = k.session_id AND r.giver_turn_id IS NOT NULL
 UNION
 SELECT r.turn_id FROM (
-    SELECT o.session_id FROM temp.unit_old_turns o
-    UNION SELECT u.session_id FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id) k
-JOIN unit_turns g ON g.session_id = k.session_id JOIN unit_turns r ON r.giver_turn_id = g.turn_id""",
+    SELECT session_id FROM temp.unit_old_turns
+    UNION SELECT u.session_id FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id) k
+CROSS JOIN unit_turns r INDEXED BY unit_turns_giver_session ON r.giver_session_id = k.session_id""",
     # ... and every turn with a link to a marked turn (whatever the rule: a target may be gone)
     "linked_to": """
 INSERT OR IGNORE INTO temp.unit_w
-SELECT l.turn_id FROM temp.unit_d d JOIN unit_links l ON l.target_turn_id = d.turn_id
-UNION SELECT r.turn_id FROM temp.unit_d d JOIN unit_turns r ON r.giver_turn_id = d.turn_id""",
+SELECT l.turn_id FROM temp.unit_d d CROSS JOIN unit_links l ON l.target_turn_id = d.turn_id
+UNION SELECT r.turn_id FROM temp.unit_d d CROSS JOIN unit_turns r ON r.giver_turn_id = d.turn_id""",
     "save_links": """
-INSERT INTO temp.unit_old_links SELECT l.* FROM temp.unit_w w JOIN unit_links l ON l.turn_id = w.turn_id;
+INSERT INTO temp.unit_old_links SELECT l.* FROM temp.unit_w w CROSS JOIN unit_links l ON l.turn_id = w.turn_id;
 DELETE FROM unit_links WHERE turn_id IN (SELECT turn_id FROM temp.unit_w);""",
     # links: one per edited path (the best of the LOOK_BACK turns before it on that path that is
     # not concurrent and edited it within 6 h) ...
@@ -207,27 +207,27 @@ SELECT * FROM (
       AND NOT (ct.session_id <> t.session_id AND ct.started_at <= t.active_until AND t.started_at <= ct.active_until)
       AND @us(c.last_edit) >= @us(e.first_edit) - {SIX_HOURS_US}
     ORDER BY ct.session_id = t.session_id DESC, c.last_edit DESC, c.edit_key DESC LIMIT 1) AS target
-  FROM temp.unit_w w JOIN unit_edits e ON e.turn_id = w.turn_id JOIN unit_turns t ON t.turn_id = e.turn_id
+  FROM temp.unit_w w CROSS JOIN unit_edits e ON e.turn_id = w.turn_id JOIN unit_turns t ON t.turn_id = e.turn_id
   WHERE NOT coalesce((SELECT p.hot FROM unit_paths p WHERE p.project_id = e.project_id AND p.path = e.path), 0))
 WHERE target IS NOT NULL""",
     # ... and the same session's previous turn, when this one started within 10 min of its end
     "adjacent_links": f"""
 INSERT INTO unit_links (turn_id, kind, path, target_turn_id)
 SELECT t.turn_id, 'adjacent', '', p.turn_id
-FROM temp.unit_w w JOIN unit_turns t ON t.turn_id = w.turn_id
-JOIN unit_turns p ON p.turn_id = (SELECT x.turn_id FROM unit_turns x WHERE x.session_id = t.session_id
+FROM temp.unit_w w CROSS JOIN unit_turns t ON t.turn_id = w.turn_id
+CROSS JOIN unit_turns p ON p.turn_id = (SELECT x.turn_id FROM unit_turns x WHERE x.session_id = t.session_id
                                    AND x.turn_index < t.turn_index ORDER BY x.turn_index DESC LIMIT 1)
 WHERE p.ended_at IS NOT NULL AND @us(t.started_at) - @us(p.ended_at) <= {ADJACENT_US}""",
     # ... and a handoff's receiving turn to its giver (sql/60_handoffs.sql's rule: the giver of
     # another session and provider ended by the receiver's begin; within 30 min with an edited
     # path the receiving session touches from its begin on, or within 5 min without one)
     "givers": """
-UPDATE unit_turns SET giver_turn_id = (
-  SELECT x.giver FROM (
+UPDATE unit_turns SET (giver_turn_id, giver_session_id) = (
+  SELECT x.giver, x.gs FROM (
     SELECT g.turn_id AS giver, g.session_id AS gs, g.provider AS gp, g.span_end AS ge,
       max(g.span_end, coalesce((SELECT s.ended_at FROM session_facts s WHERE s.session_id = g.session_id
                                 AND s.ended_at <= unit_turns.begins), '')) AS giver_last
-    FROM unit_turns g
+    FROM unit_turns g INDEXED BY unit_turns_span_end  -- newest end first: the first span sorted before wins
     WHERE g.project_id = unit_turns.project_id
       AND (g.begins, g.session_id, g.started_at, g.turn_id)
           < (unit_turns.begins, unit_turns.session_id, unit_turns.started_at, unit_turns.turn_id)
@@ -241,7 +241,7 @@ SELECT h.turn_id, 'handoff', '', h.giver FROM (
   SELECT r.turn_id, g.turn_id AS giver, r.begins, r.session_id AS rs, g.session_id AS gs,
     max(g.span_end, coalesce((SELECT s.ended_at FROM session_facts s WHERE s.session_id = g.session_id
                               AND s.ended_at <= r.begins), '')) AS giver_last
-  FROM temp.unit_w w JOIN unit_turns r ON r.turn_id = w.turn_id JOIN unit_turns g ON g.turn_id = r.giver_turn_id) h
+  FROM temp.unit_w w CROSS JOIN unit_turns r ON r.turn_id = w.turn_id CROSS JOIN unit_turns g ON g.turn_id = r.giver_turn_id) h
 WHERE @us(h.begins) - @us(h.giver_last) <= 300000000 OR EXISTS (
   SELECT 1 FROM tool_call_facts gc, json_each(gc.paths) q
   WHERE gc.session_id = h.gs AND gc.tool_category IN {MUTATING} AND gc.first_at <= h.begins
@@ -265,7 +265,7 @@ WHERE NOT EXISTS (SELECT 1 FROM unit_turns u WHERE u.turn_id = o.turn_id AND u.o
 LIMIT 1""",
     "new": """
 INSERT OR REPLACE INTO unit_index (work_unit_id, project_id, first_turn_id, started_at)
-SELECT u.work_unit_id, u.project_id, u.turn_id, u.started_at FROM temp.unit_d d JOIN unit_turns u ON u.turn_id = d.turn_id
+SELECT u.work_unit_id, u.project_id, u.turn_id, u.started_at FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id
 WHERE u.turn_id NOT IN (SELECT turn_id FROM temp.unit_old_turns)""",
     "clear": """
 DELETE FROM temp.unit_d; DELETE FROM temp.unit_w; DELETE FROM temp.unit_old_turns;
