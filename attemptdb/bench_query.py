@@ -31,6 +31,8 @@ from .errors import AttemptError
 
 GROUP_BY_RECIPE = ("SELECT failure_class, count(*) AS failures FROM attempts WHERE outcome = 'failed' "
                    "AND retracted = false GROUP BY failure_class ORDER BY failures DESC")
+STUCK_RECIPE = ("SELECT work_unit_id, phase, phase_reason, failed_attempt_count FROM work_units "
+                "WHERE status = 'open' AND failed_attempt_count >= 2 ORDER BY updated_at DESC")
 
 
 def _bytecode():
@@ -110,6 +112,9 @@ def statements(s: dict) -> list[str]:
         f"TRACE attempt {s['attempt']} CAUSES DEPTH 10",
         f"STATE project AT '{s['at']}'",
         GROUP_BY_RECIPE,
+        "SHOW WORK UNITS",
+        STUCK_RECIPE,
+        "SELECT * FROM needs_you",
     ]
 
 

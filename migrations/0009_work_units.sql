@@ -31,6 +31,7 @@ CREATE TABLE unit_turns (
   giver_turn_id  TEXT,
   giver_session_id TEXT,
   open_calls     INTEGER NOT NULL,   -- calls in flight (started, not finished)
+  loose_calls    INTEGER NOT NULL,   -- calls paired by order or seen at one end only (pairing not call_id)
   waiting_since  TEXT,               -- raised_at '|' event_id of its latest pending blocking signal
   work_unit_id   TEXT NOT NULL
 ) WITHOUT ROWID;

@@ -29,7 +29,7 @@ BEGIN
 END;
 
 CREATE TRIGGER unit_mark_call_changed AFTER UPDATE OF turn_id, started_at, finished_at, first_at, paths,
-    tool_category, lines_added, lines_removed ON tool_call_facts
+    tool_category, lines_added, lines_removed, pairing, end_event_id ON tool_call_facts
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
   INSERT OR IGNORE INTO unit_dirty (turn_id) SELECT OLD.turn_id WHERE OLD.turn_id IS NOT NEW.turn_id;

@@ -1,20 +1,19 @@
 -- ---- work units (reference inference §2.9, spec/projections.md §16) -------------------------
 -- Membership is stored (unit_turns, kept by attemptdb/projections/units.py); everything that
 -- depends on the time of reading (status, idleness, whether a wait still blocks) is judged here,
--- against @now(). Every read is by key or an index range of the unit's members.
+-- against @now(). Every read is by key or an index range of the unit's members. A verdict reads
+-- its inputs through a MATERIALIZED CTE, so each input is computed once per unit however many
+-- branches of the verdict read it (a view's columns are otherwise copied into every use).
 
--- What a unit's phase and status read: its newest activity, last turn and attempt, calls in
--- flight, the wait holding it up, and its last five calls (newest first) among its five most
--- recently active turns.
+-- What a unit's status reads: its newest activity, last turn and attempt, calls in flight, the
+-- wait holding it up, whether anything of its sessions was captured.
 CREATE VIEW unit_base AS
 SELECT u.work_unit_id, u.project_id, u.first_turn_id, u.started_at,
-  (SELECT s.project_name FROM unit_turns f JOIN session_facts s ON s.session_id = f.session_id
-    WHERE f.turn_id = u.first_turn_id) AS project_name,
   (SELECT m.active_until FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
     ORDER BY m.active_until DESC LIMIT 1) AS updated_at,
   (SELECT m.turn_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
     ORDER BY m.order_key DESC LIMIT 1) AS last_turn_id,
-  (SELECT a.group_key FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
+  (SELECT a.group_key FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
     WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0
       AND m.active_until >= coalesce((
         SELECT max(a2.started_at) FROM attempt_facts a2
@@ -22,150 +21,188 @@ SELECT u.work_unit_id, u.project_id, u.first_turn_id, u.started_at,
                                                  ORDER BY m2.active_until DESC LIMIT 1)), '')
     ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS last_attempt_key,
   EXISTS (SELECT 1 FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id AND m.open_calls > 0) AS in_flight,
-  (SELECT substr(m.waiting_since, 29) FROM unit_turns m JOIN session_facts s ON s.session_id = m.session_id
+  (SELECT substr(m.waiting_since, 29) FROM unit_turns m CROSS JOIN session_facts s ON s.session_id = m.session_id
     WHERE m.work_unit_id = u.work_unit_id AND m.waiting_since IS NOT NULL
       AND @us(coalesce(s.last_activity_at, s.last_at)) >= @us(@now()) - 43200000000
     ORDER BY m.waiting_since DESC LIMIT 1) AS blocking_signal,
-  NOT EXISTS (SELECT 1 FROM unit_turns m JOIN session_facts s ON s.session_id = m.session_id
-              WHERE m.work_unit_id = u.work_unit_id AND (s.prompt_count > 0 OR s.call_seq > 0)) AS coverage_unknown,
-  (SELECT json_group_array(json_array(k.cat, k.status, k.git, k.cmd, k.at)) FROM (
-     SELECT c.tool_category AS cat, CASE WHEN c.end_event_id IS NOT NULL THEN c.outcome_status END AS status,
-            c.git_subcommand AS git, c.command_category AS cmd, coalesce(c.started_at, c.finished_at) AS at
-     FROM tool_call_facts c
-     WHERE c.turn_id IN (SELECT x.turn_id FROM unit_turns x WHERE x.work_unit_id = u.work_unit_id
-                         ORDER BY x.active_until DESC LIMIT 5)
-       AND NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0)
-     ORDER BY at DESC, c.tool_call_id DESC LIMIT 5) k) AS recent
+  NOT EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN session_facts s ON s.session_id = m.session_id
+              WHERE m.work_unit_id = u.work_unit_id AND (s.prompt_count > 0 OR s.call_seq > 0)) AS coverage_unknown
 FROM unit_index u;
 
--- The decisive call (an edit, a shell command or a plan) among the recent ones, the verdicts on
--- the last turn and attempt, and the idle time.
-CREATE VIEW unit_judged AS
-SELECT b.*,
-  (SELECT min(CAST(j.key AS INTEGER)) FROM json_each(b.recent) j
-    WHERE json_extract(j.value, '$[0]') IN ('file_write', 'file_edit', 'notebook', 'shell', 'plan')) AS dec_pos,
-  (SELECT t.status FROM turn_facts t WHERE t.turn_id = b.last_turn_id) AS last_turn_status,
-  (SELECT s.ended_at IS NOT NULL FROM unit_turns t JOIN session_facts s ON s.session_id = t.session_id
-    WHERE t.turn_id = b.last_turn_id) AS last_session_ended,
-  (SELECT a.outcome FROM attempt_facts a WHERE a.group_key = b.last_attempt_key) AS last_outcome,
-  (SELECT attempt_id FROM attempt_facts a WHERE a.group_key = b.last_attempt_key) AS last_attempt,
-  (@us(@now()) - @us(b.updated_at)) / 1000000 AS idle_s,
-  (SELECT m.turn_id FROM unit_turns m JOIN turn_facts t ON t.turn_id = m.turn_id
-    WHERE m.work_unit_id = b.work_unit_id AND t.prompt_event_id IS NOT NULL ORDER BY m.order_key LIMIT 1) AS objective_turn
-FROM unit_base b;
-
-CREATE VIEW unit_phased AS
-SELECT j.*,
-  json_extract(j.recent, '$[' || j.dec_pos || '][0]') AS dec_cat,
-  json_extract(j.recent, '$[' || j.dec_pos || '][1]') AS dec_status,
-  json_extract(j.recent, '$[' || j.dec_pos || '][2]') AS dec_git,
-  json_extract(j.recent, '$[' || j.dec_pos || '][3]') AS dec_cmd,
-  EXISTS (SELECT 1 FROM unit_turns m JOIN unit_edits e ON e.turn_id = m.turn_id
-          WHERE m.work_unit_id = j.work_unit_id
-            AND e.first_edit < coalesce(json_extract(j.recent, '$[' || j.dec_pos || '][4]'),
-                                        json_extract(j.recent, '$[#-1][4]'), '')) AS edit_before,
-  CASE WHEN j.coverage_unknown THEN 'unknown'
-       WHEN j.last_turn_status = 'completed' AND j.last_outcome = 'succeeded' AND NOT j.in_flight
-            AND (j.last_session_ended OR j.idle_s > 1800) THEN 'completed'
-       WHEN j.blocking_signal IS NULL AND j.idle_s > 7200
-            AND (j.last_outcome IN ('failed', 'superseded', 'abandoned', 'in_progress') OR j.in_flight
-                 OR j.last_turn_status = 'in_progress') THEN 'abandoned'
-       ELSE 'open' END AS status
-FROM unit_judged j;
+-- Status and phase of each unit, each "verdict" char(31) "reason".
+CREATE VIEW unit_verdicts AS
+SELECT u.work_unit_id,
+  (WITH b AS MATERIALIZED (SELECT * FROM unit_base x WHERE x.work_unit_id = u.work_unit_id),
+        s AS MATERIALIZED (
+          SELECT b.*,
+            (SELECT t.status FROM turn_facts t WHERE t.turn_id = b.last_turn_id) AS last_turn_status,
+            (SELECT f.ended_at IS NOT NULL FROM unit_turns t CROSS JOIN session_facts f ON f.session_id = t.session_id
+              WHERE t.turn_id = b.last_turn_id) AS last_session_ended,
+            (SELECT a.outcome FROM attempt_facts a WHERE a.group_key = b.last_attempt_key) AS last_outcome,
+            (@us(@now()) - @us(b.updated_at)) / 1000000 AS idle_s
+          FROM b),
+        v AS MATERIALIZED (
+          SELECT s.*,
+            CASE WHEN s.coverage_unknown THEN 'unknown'
+                 WHEN s.last_turn_status = 'completed' AND s.last_outcome = 'succeeded' AND NOT s.in_flight
+                      AND (s.last_session_ended OR s.idle_s > 1800) THEN 'completed'
+                 WHEN s.blocking_signal IS NULL AND s.idle_s > 7200
+                      AND (s.last_outcome IN ('failed', 'superseded', 'abandoned', 'in_progress') OR s.in_flight
+                           OR s.last_turn_status = 'in_progress') THEN 'abandoned'
+                 ELSE 'open' END AS status
+          FROM s)
+   SELECT v.status || char(31) || CASE v.status
+     WHEN 'unknown' THEN 'nothing of its sessions was captured beyond their existence (coverage unknown)'
+     WHEN 'completed' THEN 'last turn completed with a succeeded attempt, nothing in flight, '
+                           || CASE WHEN v.last_session_ended THEN 'session ended' ELSE v.idle_s || 's idle (> 30 min)' END
+     WHEN 'abandoned' THEN CASE WHEN v.in_flight OR v.last_turn_status = 'in_progress' OR v.last_outcome = 'in_progress'
+                                THEN 'the last turn never stopped and ' ELSE 'last attempt ' || v.last_outcome || ' and ' END
+                           || v.idle_s || 's idle (> 2 h)'
+     ELSE CASE WHEN v.blocking_signal IS NOT NULL THEN 'the last turn is waiting on a human'
+               WHEN v.last_session_ended THEN 'session ended but the work did not finish: ' || v.idle_s || 's idle (<= 2 h)'
+               ELSE 'session open and ' || v.idle_s || 's idle' || CASE WHEN v.idle_s <= 1800 THEN ' (<= 30 min)' ELSE '' END END
+     END FROM v) AS status_x,
+  -- phase: the last five calls (newest first: a turn's calls are numbered in the order they were
+  -- first seen) among the five most recently active turns; the decisive one is the newest edit,
+  -- shell command or plan
+  (WITH r AS MATERIALIZED (
+          SELECT (SELECT b.blocking_signal FROM unit_base b WHERE b.work_unit_id = u.work_unit_id) AS blocking_signal,
+            (SELECT json_group_array(json_array(k.cat, k.status, k.git, k.cmd, k.at)) FROM (
+               SELECT c.tool_category AS cat, CASE WHEN c.end_event_id IS NOT NULL THEN c.outcome_status END AS status,
+                      c.git_subcommand AS git, c.command_category AS cmd, coalesce(c.started_at, c.finished_at) AS at
+               FROM (SELECT x.turn_id FROM unit_turns x WHERE x.work_unit_id = u.work_unit_id
+                     ORDER BY x.active_until DESC LIMIT 5) x
+               CROSS JOIN tool_call_facts c ON c.turn_id = x.turn_id
+                 AND c.call_ord >= coalesce((SELECT c5.call_ord FROM tool_call_facts c5 WHERE c5.turn_id = x.turn_id
+                                             ORDER BY c5.call_ord DESC LIMIT 1 OFFSET 4), 0)
+               WHERE NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0)
+               ORDER BY at DESC, c.call_ord DESC LIMIT 5) k) AS recent),
+        d AS MATERIALIZED (
+          SELECT r.*, (SELECT min(CAST(j.key AS INTEGER)) FROM json_each(r.recent) j
+                       WHERE json_extract(j.value, '$[0]') IN ('file_write', 'file_edit', 'notebook', 'shell', 'plan')) AS dec_pos
+          FROM r),
+        k AS MATERIALIZED (
+          SELECT d.*,
+            json_extract(d.recent, '$[' || d.dec_pos || '][0]') AS dec_cat,
+            json_extract(d.recent, '$[' || d.dec_pos || '][1]') AS dec_status,
+            json_extract(d.recent, '$[' || d.dec_pos || '][2]') AS dec_git,
+            json_extract(d.recent, '$[' || d.dec_pos || '][3]') AS dec_cmd,
+            json_array_length(d.recent) AS n_recent,
+            EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN unit_edits e ON e.turn_id = m.turn_id
+                    WHERE m.work_unit_id = u.work_unit_id
+                      AND e.first_edit < coalesce(json_extract(d.recent, '$[' || d.dec_pos || '][4]'),
+                                                  json_extract(d.recent, '$[#-1][4]'), '')) AS edit_before
+          FROM d)
+   SELECT CASE WHEN k.blocking_signal IS NOT NULL THEN 'blocked'
+               WHEN k.dec_pos IS NULL THEN CASE WHEN k.edit_before THEN 'review' ELSE 'explore' END
+               WHEN k.dec_cat IN ('file_write', 'file_edit', 'notebook', 'shell') AND k.dec_status IN ('failure', 'denied') THEN 'debug'
+               WHEN k.dec_cat = 'shell' AND k.dec_git IN ('commit', 'push') THEN 'deliver'
+               WHEN k.dec_cat = 'shell' AND k.dec_cmd = 'test' THEN CASE WHEN k.edit_before THEN 'verify' ELSE 'explore' END
+               WHEN k.dec_cat = 'shell' THEN 'implement'
+               WHEN k.dec_cat = 'plan' THEN 'plan'
+               WHEN k.dec_pos > 0 THEN 'review'
+               ELSE 'implement' END
+     || char(31) ||
+          CASE WHEN k.blocking_signal IS NOT NULL
+                 THEN 'waiting on a human: ' || coalesce((SELECT g.kind || CASE WHEN g.signal_type IS NOT NULL THEN ' (' || g.signal_type || ')' ELSE '' END
+                                                          || ' raised at ' || g.raised_at
+                                                          FROM signal_facts g WHERE g.event_id = k.blocking_signal), 'a signal')
+                      || ' is still pending'
+               WHEN k.dec_pos IS NULL THEN 'no edit, shell command or plan among the last ' || k.n_recent
+                      || ' calls' || CASE WHEN k.edit_before THEN ', after earlier edits' ELSE ' and no edit yet' END
+               WHEN k.dec_cat IN ('file_write', 'file_edit', 'notebook', 'shell') AND k.dec_status IN ('failure', 'denied')
+                 THEN 'the last ' || CASE WHEN k.dec_cat = 'shell' THEN 'shell command' ELSE 'edit' END || ' ended ' || k.dec_status
+               WHEN k.dec_cat = 'shell' AND k.dec_git IN ('commit', 'push') THEN 'the last decisive call is a git ' || k.dec_git
+               WHEN k.dec_cat = 'shell' AND k.dec_cmd = 'test'
+                 THEN CASE WHEN k.edit_before THEN 'tests ran after an edit' ELSE 'tests ran with no edit before them' END
+               WHEN k.dec_cat = 'shell' THEN 'the last decisive call is a shell command'
+               WHEN k.dec_cat = 'plan' THEN 'the last decisive call is a plan'
+               WHEN k.dec_pos > 0 THEN 'an edit followed by ' || k.dec_pos || ' other call' || CASE WHEN k.dec_pos > 1 THEN 's' ELSE '' END
+               ELSE 'the last call is an edit' END
+   FROM k) AS phase_x
+FROM unit_index u;
 
 CREATE VIEW work_units AS
-SELECT p.work_unit_id, 1 AS version, p.project_id, p.project_name,
-  (SELECT t.prompt_event_id FROM turn_facts t WHERE t.turn_id = p.objective_turn) AS objective_event_id,
-  (SELECT x.objective FROM turn_text x WHERE x.turn_id = p.objective_turn) AS objective,
-  CASE WHEN p.blocking_signal IS NOT NULL THEN 'blocked'
-       WHEN p.dec_pos IS NULL THEN CASE WHEN p.edit_before THEN 'review' ELSE 'explore' END
-       WHEN p.dec_cat IN ('file_write', 'file_edit', 'notebook', 'shell') AND p.dec_status IN ('failure', 'denied') THEN 'debug'
-       WHEN p.dec_cat = 'shell' AND p.dec_git IN ('commit', 'push') THEN 'deliver'
-       WHEN p.dec_cat = 'shell' AND p.dec_cmd = 'test' THEN CASE WHEN p.edit_before THEN 'verify' ELSE 'explore' END
-       WHEN p.dec_cat = 'shell' THEN 'implement'
-       WHEN p.dec_cat = 'plan' THEN 'plan'
-       WHEN p.dec_pos > 0 THEN 'review'
-       ELSE 'implement' END AS phase,
-  CASE WHEN p.blocking_signal IS NOT NULL
-         THEN 'waiting on a human: ' || coalesce((SELECT g.kind || CASE WHEN g.signal_type IS NOT NULL THEN ' (' || g.signal_type || ')' ELSE '' END
-                                                  FROM signal_facts g WHERE g.event_id = p.blocking_signal), 'a signal')
-              || ' raised at ' || (SELECT g.raised_at FROM signal_facts g WHERE g.event_id = p.blocking_signal)
-              || ' is still pending'
-       WHEN p.dec_pos IS NULL THEN 'no edit, shell command or plan among the last ' || json_array_length(p.recent)
-              || ' calls' || CASE WHEN p.edit_before THEN ', after earlier edits' ELSE ' and no edit yet' END
-       WHEN p.dec_cat IN ('file_write', 'file_edit', 'notebook', 'shell') AND p.dec_status IN ('failure', 'denied')
-         THEN 'the last ' || CASE WHEN p.dec_cat = 'shell' THEN 'shell command' ELSE 'edit' END || ' ended ' || p.dec_status
-       WHEN p.dec_cat = 'shell' AND p.dec_git IN ('commit', 'push') THEN 'the last decisive call is a git ' || p.dec_git
-       WHEN p.dec_cat = 'shell' AND p.dec_cmd = 'test'
-         THEN CASE WHEN p.edit_before THEN 'tests ran after an edit' ELSE 'tests ran with no edit before them' END
-       WHEN p.dec_cat = 'shell' THEN 'the last decisive call is a shell command'
-       WHEN p.dec_cat = 'plan' THEN 'the last decisive call is a plan'
-       WHEN p.dec_pos > 0 THEN 'an edit followed by ' || p.dec_pos || ' other call' || CASE WHEN p.dec_pos > 1 THEN 's' ELSE '' END
-       ELSE 'the last call is an edit' END AS phase_reason,
-  p.status,
-  CASE p.status
-    WHEN 'unknown' THEN 'nothing of its sessions was captured beyond their existence (coverage unknown)'
-    WHEN 'completed' THEN 'last turn completed with a succeeded attempt, nothing in flight, '
-                          || CASE WHEN p.last_session_ended THEN 'session ended'
-                                  ELSE p.idle_s || 's idle (> 30 min)' END
-    WHEN 'abandoned' THEN CASE WHEN p.in_flight OR p.last_turn_status = 'in_progress' OR p.last_outcome = 'in_progress'
-                               THEN 'the last turn never stopped and ' ELSE 'last attempt ' || p.last_outcome || ' and ' END
-                          || p.idle_s || 's idle (> 2 h)'
-    ELSE CASE WHEN p.blocking_signal IS NOT NULL THEN 'the last turn is waiting on a human'
-              WHEN p.last_session_ended THEN 'session ended but the work did not finish: ' || p.idle_s || 's idle (<= 2 h)'
-              ELSE 'session open and ' || p.idle_s || 's idle' || CASE WHEN p.idle_s <= 1800 THEN ' (<= 30 min)' ELSE '' END END
-  END AS status_reason,
-  p.started_at, p.updated_at,
-  CASE WHEN p.status IN ('completed', 'abandoned') THEN p.updated_at END AS ended_at,
+SELECT u.work_unit_id, 1 AS version, u.project_id,
+  (SELECT s.project_name FROM unit_turns f CROSS JOIN session_facts s ON s.session_id = f.session_id
+    WHERE f.turn_id = u.first_turn_id) AS project_name,
+  (SELECT t.prompt_event_id FROM unit_turns m CROSS JOIN turn_facts t ON t.turn_id = m.turn_id
+    WHERE m.work_unit_id = u.work_unit_id AND t.prompt_event_id IS NOT NULL ORDER BY m.order_key LIMIT 1) AS objective_event_id,
+  (SELECT x.objective FROM turn_text x WHERE x.turn_id = (
+     SELECT m.turn_id FROM unit_turns m CROSS JOIN turn_facts t ON t.turn_id = m.turn_id
+     WHERE m.work_unit_id = u.work_unit_id AND t.prompt_event_id IS NOT NULL ORDER BY m.order_key LIMIT 1)) AS objective,
+  substr(v.phase_x, 1, instr(v.phase_x, char(31)) - 1) AS phase,
+  substr(v.phase_x, instr(v.phase_x, char(31)) + 1) AS phase_reason,
+  substr(v.status_x, 1, instr(v.status_x, char(31)) - 1) AS status,
+  substr(v.status_x, instr(v.status_x, char(31)) + 1) AS status_reason,
+  u.started_at,
+  (SELECT m.active_until FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
+    ORDER BY m.active_until DESC LIMIT 1) AS updated_at,
+  CASE WHEN substr(v.status_x, 1, instr(v.status_x, char(31)) - 1) IN ('completed', 'abandoned')
+       THEN (SELECT m.active_until FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
+              ORDER BY m.active_until DESC LIMIT 1) END AS ended_at,
   (SELECT json_group_array(session_id) FROM (
-     SELECT m.session_id FROM unit_turns m WHERE m.work_unit_id = p.work_unit_id
+     SELECT m.session_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
      GROUP BY m.session_id ORDER BY min(m.order_key))) AS sessions,
-  (SELECT count(DISTINCT m.session_id) FROM unit_turns m WHERE m.work_unit_id = p.work_unit_id) AS session_count,
+  (SELECT count(DISTINCT m.session_id) FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) AS session_count,
   (SELECT json_group_array(turn_id) FROM (
-     SELECT m.turn_id FROM unit_turns m WHERE m.work_unit_id = p.work_unit_id ORDER BY m.order_key)) AS turns,
-  (SELECT count(*) FROM unit_turns m WHERE m.work_unit_id = p.work_unit_id) AS turn_count,
+     SELECT m.turn_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id ORDER BY m.order_key)) AS turns,
+  (SELECT count(*) FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) AS turn_count,
   (SELECT json_group_array(attempt_id) FROM (
-     SELECT a.attempt_id FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
-     WHERE m.work_unit_id = p.work_unit_id AND a.retraction = 0 ORDER BY a.started_at, m.order_key, a.attempt_index))
+     SELECT a.attempt_id FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+     WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0 ORDER BY a.started_at, m.order_key, a.attempt_index))
     AS attempts,
-  (SELECT count(*) FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = p.work_unit_id AND a.retraction = 0) AS attempt_count,
-  (SELECT count(*) FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = p.work_unit_id AND a.retraction = 0 AND a.outcome IN ('failed', 'superseded'))
+  (SELECT count(*) FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+    WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0) AS attempt_count,
+  (SELECT count(*) FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+    WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0 AND a.outcome IN ('failed', 'superseded'))
     AS failed_attempt_count,
+  -- the paths its calls edited (no shell call carries paths here), first touched first
   (SELECT json_group_array(path) FROM (
-     SELECT q.value AS path FROM unit_turns m JOIN tool_call_facts c ON c.turn_id = m.turn_id, json_each(c.paths) q
-     WHERE m.work_unit_id = p.work_unit_id AND c.tool_category IN ('file_write', 'file_edit', 'notebook', 'shell')
-       AND NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0)
-     GROUP BY q.value ORDER BY min(coalesce(c.started_at, c.finished_at)), q.value)) AS paths,
+     SELECT e.path FROM unit_turns m CROSS JOIN unit_edits e ON e.turn_id = m.turn_id
+     WHERE m.work_unit_id = u.work_unit_id
+     GROUP BY e.path ORDER BY min(e.first_edit), e.path)) AS paths,
   (SELECT json_group_array(sha) FROM (
-     SELECT k.sha FROM unit_turns m JOIN tool_call_facts c ON c.turn_id = m.turn_id AND c.git_subcommand = 'commit'
-       JOIN commit_facts k ON k.tool_call_id = c.tool_call_id
-     WHERE m.work_unit_id = p.work_unit_id AND k.sha IS NOT NULL
+     SELECT k.sha FROM (SELECT DISTINCT m.session_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) ms
+     CROSS JOIN commit_facts k ON k.session_id = ms.session_id
+     CROSS JOIN tool_call_facts c ON c.tool_call_id = k.tool_call_id
+     WHERE k.sha IS NOT NULL
+       AND EXISTS (SELECT 1 FROM unit_turns m WHERE m.turn_id = c.turn_id AND m.work_unit_id = u.work_unit_id)
        AND NOT EXISTS (SELECT 1 FROM attempt_facts r WHERE r.group_key = c.attempt_key AND r.retraction > 0)
      GROUP BY k.sha ORDER BY min(k.end_key))) AS commit_shas,
   (SELECT json_group_array(provider) FROM (
-     SELECT m.provider FROM unit_turns m WHERE m.work_unit_id = p.work_unit_id
+     SELECT m.provider FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
      GROUP BY m.provider ORDER BY min(m.order_key))) AS actors,
-  p.last_attempt,
-  p.blocking_signal,
+  (SELECT a.attempt_id FROM unit_base b CROSS JOIN attempt_facts a ON a.group_key = b.last_attempt_key
+    WHERE b.work_unit_id = u.work_unit_id) AS last_attempt,
+  (SELECT b.blocking_signal FROM unit_base b WHERE b.work_unit_id = u.work_unit_id) AS blocking_signal,
+  -- what it was inferred from: each member turn's prompt (or first event) and stop, in member
+  -- order, then the last attempt's failing event and the wait holding it up
   (SELECT json_group_array(ev) FROM (
      SELECT ev FROM (
-       SELECT coalesce(t.prompt_event_id, t.first_event_id) AS ev, t.started_at AS at, 0 AS o
-         FROM unit_turns m JOIN turn_facts t ON t.turn_id = m.turn_id WHERE m.work_unit_id = p.work_unit_id
+       SELECT 0 AS o, m.order_key AS k, coalesce(t.prompt_event_id, t.first_event_id) AS ev
+         FROM unit_turns m CROSS JOIN turn_facts t ON t.turn_id = m.turn_id WHERE m.work_unit_id = u.work_unit_id
        UNION ALL
-       SELECT a.first_event_id, a.first_at, 1 FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
-        WHERE m.work_unit_id = p.work_unit_id AND a.retraction = 0
+       SELECT 0, m.order_key || '|stop', t.stop_event_id
+         FROM unit_turns m CROSS JOIN turn_facts t ON t.turn_id = m.turn_id
+        WHERE m.work_unit_id = u.work_unit_id AND t.stop_event_id IS NOT NULL
        UNION ALL
-       SELECT a.fail_event_id, a.boundary, 2 FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
-        WHERE m.work_unit_id = p.work_unit_id AND a.retraction = 0 AND a.fail_event_id IS NOT NULL
+       SELECT 1, '', a.fail_event_id FROM unit_base b CROSS JOIN attempt_facts a ON a.group_key = b.last_attempt_key
+        WHERE b.work_unit_id = u.work_unit_id
        UNION ALL
-       SELECT t.stop_event_id, t.ended_at, 3 FROM unit_turns m JOIN turn_facts t ON t.turn_id = m.turn_id
-        WHERE m.work_unit_id = p.work_unit_id AND t.stop_event_id IS NOT NULL
-       UNION ALL
-       SELECT p.blocking_signal, NULL, 4)
-     WHERE ev IS NOT NULL GROUP BY ev ORDER BY min(coalesce(at, '~')), min(o), ev)) AS evidence,
-  coalesce(min(0.7, (SELECT min(r.confidence) FROM unit_turns m JOIN attempt_rows r ON r.turn_id = m.turn_id
-                     WHERE m.work_unit_id = p.work_unit_id AND r.retraction = 0)), 0.4) AS confidence,
+       SELECT 2, '', b.blocking_signal FROM unit_base b WHERE b.work_unit_id = u.work_unit_id)
+     WHERE ev IS NOT NULL GROUP BY ev ORDER BY min(o), min(k))) AS evidence,
+  -- the lowest member attempt's confidence (attempts' rule: 0.4 for a session captured minimally,
+  -- 0.6 for a turn that did not finish or a call paired by order), capped at 0.7; 0.4 without attempts
+  CASE WHEN NOT EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+                        WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0) THEN 0.4
+       WHEN EXISTS (SELECT 1 FROM (SELECT DISTINCT m.session_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) ms
+                    CROSS JOIN session_cover c ON c.session_id = ms.session_id
+                    WHERE c.coverage IN ('minimal', 'unknown')) THEN 0.4
+       WHEN EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+                    WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0
+                      AND a.turn_status NOT IN ('completed', 'failed'))
+         OR EXISTS (SELECT 1 FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id AND m.loose_calls > 0) THEN 0.6
+       ELSE 0.7 END AS confidence,
   'tier1-v5-sql1' AS algorithm_version
-FROM unit_phased p;
+FROM unit_index u JOIN unit_verdicts v ON v.work_unit_id = u.work_unit_id;

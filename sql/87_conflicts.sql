@@ -60,9 +60,11 @@ SELECT c.conflict_id, c.project_id, c.first_work_unit, c.second_work_unit, c.fir
 FROM (
   SELECT 'cfl_' || substr(s.first_unit, 4) || '+' || substr(s.second_unit, 4) AS conflict_id, s.project_id,
     s.first_unit AS first_work_unit, s.second_unit AS second_work_unit,
-    f.started_at AS first_started_at, g.started_at AS second_started_at, s.started_at, s.updated_at,
+    (SELECT i.started_at FROM unit_index i WHERE i.work_unit_id = s.first_unit) AS first_started_at,
+    (SELECT i.started_at FROM unit_index i WHERE i.work_unit_id = s.second_unit) AS second_started_at,
+    s.started_at, s.updated_at,
     s.paths, s.path_count, s.any_overlap,
-    (f.status = 'open' AND g.status = 'open') AS overlapping,
+    (f.status_x LIKE 'open' || char(31) || '%' AND g.status_x LIKE 'open' || char(31) || '%') AS overlapping,
     EXISTS (SELECT 1 FROM unit_turns m JOIN commit_facts k ON k.session_id = m.session_id
             WHERE m.work_unit_id = s.first_unit AND k.committed_at >= s.first_last_edit) AS first_committed,
     EXISTS (SELECT 1 FROM unit_turns m JOIN commit_facts k ON k.session_id = m.session_id
@@ -71,7 +73,7 @@ FROM (
     (SELECT json_group_array(ev) FROM (SELECT DISTINCT q2.value AS ev FROM json_each(s.events) q, json_each(q.value) q2
                                        WHERE q2.value IS NOT NULL)) AS evidence
   FROM conflict_sides s
-  JOIN unit_phased f ON f.work_unit_id = s.first_unit
-  JOIN unit_phased g ON g.work_unit_id = s.second_unit
+  JOIN unit_verdicts f ON f.work_unit_id = s.first_unit
+  JOIN unit_verdicts g ON g.work_unit_id = s.second_unit
 ) c
 ORDER BY c.first_started_at, c.conflict_id;

@@ -33,15 +33,19 @@ FROM (
     (SELECT json_group_array(ev) FROM (SELECT coalesce(a2.cause_ev, a2.first_event_id) AS ev
                                        UNION ALL SELECT coalesce(a1.cause_ev, a1.first_event_id))),
     r.work_unit_id
-  FROM (SELECT p.work_unit_id, p.project_name, p.last_attempt_key AS k1,
-          (SELECT a.group_key FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
+  FROM (SELECT p.work_unit_id,
+          (SELECT s.project_name FROM unit_turns f CROSS JOIN session_facts s ON s.session_id = f.session_id
+            WHERE f.turn_id = p.first_turn_id) AS project_name,
+          p.last_attempt_key AS k1,
+          (SELECT a.group_key FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
             WHERE m.work_unit_id = p.work_unit_id AND a.retraction = 0 AND a.group_key <> p.last_attempt_key
               AND (a.started_at, m.order_key, a.attempt_index)
                   <= (SELECT x.started_at, mx.order_key, x.attempt_index FROM attempt_facts x
                         JOIN unit_turns mx ON mx.turn_id = x.turn_id WHERE x.group_key = p.last_attempt_key)
             ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS k2
-        FROM unit_phased p
-        WHERE p.status = 'open' AND p.last_outcome IN ('failed', 'superseded')) r
+        FROM unit_base p JOIN unit_verdicts v ON v.work_unit_id = p.work_unit_id
+        WHERE (SELECT a.outcome FROM attempt_facts a WHERE a.group_key = p.last_attempt_key) IN ('failed', 'superseded')
+          AND v.status_x LIKE 'open' || char(31) || '%') r
   JOIN attempt_facts a1 ON a1.group_key = r.k1
   JOIN attempt_facts a2 ON a2.group_key = r.k2
   WHERE a1.failed AND a2.failed AND a1.failure_class IS NOT NULL AND a1.failure_class = a2.failure_class

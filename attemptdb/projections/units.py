@@ -69,7 +69,7 @@ DELETE FROM unit_turns WHERE turn_id IN (SELECT turn_id FROM temp.unit_d);""",
     "turns": """
 INSERT INTO unit_turns (turn_id, project_id, session_id, provider, turn_index, started_at, ended_at, active_until,
                         begins, span_end, first_event_id, order_key, giver_turn_id, giver_session_id, open_calls,
-                        waiting_since, work_unit_id)
+                        loose_calls, waiting_since, work_unit_id)
 SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.started_at, t.ended_at,
   max(t.started_at, coalesce(t.ended_at, ''),
       coalesce((SELECT max(max(c.first_at, coalesce(c.finished_at, c.first_at))) FROM tool_call_facts c
@@ -82,6 +82,8 @@ SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.starte
   t.first_event_id, t.started_at || '|' || t.session_id || '|' || printf('%010d', t.turn_index),
   o.giver_turn_id, o.giver_session_id,
   (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND c.end_event_id IS NULL
+     AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
+  (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND c.pairing <> 'call_id'
      AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
   (SELECT g.raised_at || '|' || g.event_id FROM signal_facts g WHERE g.session_id = t.session_id AND g.turn_id = t.turn_id
      AND g.cleared_at IS NULL AND g.blocking = 1 ORDER BY g.raised_at DESC, g.event_id DESC LIMIT 1),
