@@ -27,11 +27,14 @@ CREATE TABLE unit_turns (
   begins         TEXT NOT NULL,
   span_end       TEXT NOT NULL,
   first_event_id TEXT NOT NULL,
+  stop_event_id  TEXT,
   order_key      TEXT NOT NULL,
   giver_turn_id  TEXT,
   giver_session_id TEXT,
   open_calls     INTEGER NOT NULL,   -- calls in flight (started, not finished)
   loose_calls    INTEGER NOT NULL,   -- calls paired by order or seen at one end only (pairing not call_id)
+  attempt_ids    TEXT NOT NULL,      -- its attempts that are not retracted, in order (a JSON array)
+  failed_attempts INTEGER NOT NULL,  -- how many of them failed or were superseded
   waiting_since  TEXT,               -- raised_at '|' event_id of its latest pending blocking signal
   work_unit_id   TEXT NOT NULL
 ) WITHOUT ROWID;
@@ -103,6 +106,20 @@ CREATE TABLE unit_index (
 ) WITHOUT ROWID;
 CREATE INDEX unit_index_started ON unit_index (started_at);
 CREATE INDEX unit_index_project ON unit_index (project_id, started_at);
+
+-- Per unit and path, its edit window (first_key / last_key = the first and last edit '|' its event)
+-- and the lines it changed there: what conflicts pair up.
+CREATE TABLE unit_path_windows (
+  work_unit_id   TEXT NOT NULL,
+  project_id     TEXT NOT NULL,
+  path           TEXT NOT NULL,
+  first_key      TEXT NOT NULL,
+  last_key       TEXT NOT NULL,
+  lines_added    INTEGER NOT NULL,
+  lines_removed  INTEGER NOT NULL,
+  PRIMARY KEY (work_unit_id, path)
+) WITHOUT ROWID;
+CREATE INDEX unit_path_windows_path ON unit_path_windows (project_id, path);
 
 -- Turns whose unit inputs may have changed since the last refresh (marked by triggers).
 CREATE TABLE unit_dirty (

@@ -13,7 +13,7 @@ BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (OLD.turn_id);
 END;
 
-CREATE TRIGGER unit_mark_turn_changed AFTER UPDATE OF started_at, ended_at, first_event_id ON turn_facts
+CREATE TRIGGER unit_mark_turn_changed AFTER UPDATE OF started_at, ended_at, first_event_id, stop_event_id ON turn_facts
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
 END;
@@ -35,8 +35,20 @@ BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) SELECT OLD.turn_id WHERE OLD.turn_id IS NOT NEW.turn_id;
 END;
 
-CREATE TRIGGER unit_mark_attempt_retraction AFTER UPDATE OF retraction ON attempt_facts
-WHEN NEW.retraction IS NOT OLD.retraction
+-- A turn's attempts (their ids, whether they failed) are read by the units' counts and lists.
+CREATE TRIGGER unit_mark_attempt_new AFTER INSERT ON attempt_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_attempt_gone AFTER DELETE ON attempt_facts
+BEGIN
+  INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (OLD.turn_id);
+END;
+
+CREATE TRIGGER unit_mark_attempt_changed AFTER UPDATE OF retraction, attempt_id, started_at, attempt_index,
+    failing_call_id, last_of_agent, turn_status, superseded_key, successor_live, corr_outcome, session_retracted
+    ON attempt_facts
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
 END;

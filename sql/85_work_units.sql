@@ -29,7 +29,8 @@ SELECT u.work_unit_id, u.project_id, u.first_turn_id, u.started_at,
               WHERE m.work_unit_id = u.work_unit_id AND (s.prompt_count > 0 OR s.call_seq > 0)) AS coverage_unknown
 FROM unit_index u;
 
--- Status and phase of each unit, each "verdict" char(31) "reason".
+-- Status and phase of each unit, each the verdict padded to 9 characters, then its reason: one
+-- reference to the column reads either part (a view's expression is copied into every use).
 CREATE VIEW unit_verdicts AS
 SELECT u.work_unit_id,
   (WITH b AS MATERIALIZED (SELECT * FROM unit_base x WHERE x.work_unit_id = u.work_unit_id),
@@ -51,7 +52,7 @@ SELECT u.work_unit_id,
                            OR s.last_turn_status = 'in_progress') THEN 'abandoned'
                  ELSE 'open' END AS status
           FROM s)
-   SELECT v.status || char(31) || CASE v.status
+   SELECT substr(v.status || '         ', 1, 9) || CASE v.status
      WHEN 'unknown' THEN 'nothing of its sessions was captured beyond their existence (coverage unknown)'
      WHEN 'completed' THEN 'last turn completed with a succeeded attempt, nothing in flight, '
                            || CASE WHEN v.last_session_ended THEN 'session ended' ELSE v.idle_s || 's idle (> 30 min)' END
@@ -88,12 +89,11 @@ SELECT u.work_unit_id,
             json_extract(d.recent, '$[' || d.dec_pos || '][2]') AS dec_git,
             json_extract(d.recent, '$[' || d.dec_pos || '][3]') AS dec_cmd,
             json_array_length(d.recent) AS n_recent,
-            EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN unit_edits e ON e.turn_id = m.turn_id
-                    WHERE m.work_unit_id = u.work_unit_id
-                      AND e.first_edit < coalesce(json_extract(d.recent, '$[' || d.dec_pos || '][4]'),
-                                                  json_extract(d.recent, '$[#-1][4]'), '')) AS edit_before
+            coalesce((SELECT min(w.first_key) FROM unit_path_windows w WHERE w.work_unit_id = u.work_unit_id), '~')
+              < coalesce(json_extract(d.recent, '$[' || d.dec_pos || '][4]'), json_extract(d.recent, '$[#-1][4]'), '')
+              AS edit_before
           FROM d)
-   SELECT CASE WHEN k.blocking_signal IS NOT NULL THEN 'blocked'
+   SELECT substr(CASE WHEN k.blocking_signal IS NOT NULL THEN 'blocked'
                WHEN k.dec_pos IS NULL THEN CASE WHEN k.edit_before THEN 'review' ELSE 'explore' END
                WHEN k.dec_cat IN ('file_write', 'file_edit', 'notebook', 'shell') AND k.dec_status IN ('failure', 'denied') THEN 'debug'
                WHEN k.dec_cat = 'shell' AND k.dec_git IN ('commit', 'push') THEN 'deliver'
@@ -101,8 +101,7 @@ SELECT u.work_unit_id,
                WHEN k.dec_cat = 'shell' THEN 'implement'
                WHEN k.dec_cat = 'plan' THEN 'plan'
                WHEN k.dec_pos > 0 THEN 'review'
-               ELSE 'implement' END
-     || char(31) ||
+               ELSE 'implement' END || '         ', 1, 9) ||
           CASE WHEN k.blocking_signal IS NOT NULL
                  THEN 'waiting on a human: ' || coalesce((SELECT g.kind || CASE WHEN g.signal_type IS NOT NULL THEN ' (' || g.signal_type || ')' ELSE '' END
                                                           || ' raised at ' || g.raised_at
@@ -131,14 +130,14 @@ SELECT u.work_unit_id, 1 AS version, u.project_id,
   (SELECT x.objective FROM turn_text x WHERE x.turn_id = (
      SELECT m.turn_id FROM unit_turns m CROSS JOIN turn_facts t ON t.turn_id = m.turn_id
      WHERE m.work_unit_id = u.work_unit_id AND t.prompt_event_id IS NOT NULL ORDER BY m.order_key LIMIT 1)) AS objective,
-  substr(v.phase_x, 1, instr(v.phase_x, char(31)) - 1) AS phase,
-  substr(v.phase_x, instr(v.phase_x, char(31)) + 1) AS phase_reason,
-  substr(v.status_x, 1, instr(v.status_x, char(31)) - 1) AS status,
-  substr(v.status_x, instr(v.status_x, char(31)) + 1) AS status_reason,
+  rtrim(substr(v.phase_x, 1, 9)) AS phase,
+  substr(v.phase_x, 10) AS phase_reason,
+  rtrim(substr(v.status_x, 1, 9)) AS status,
+  substr(v.status_x, 10) AS status_reason,
   u.started_at,
   (SELECT m.active_until FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
     ORDER BY m.active_until DESC LIMIT 1) AS updated_at,
-  CASE WHEN substr(v.status_x, 1, instr(v.status_x, char(31)) - 1) IN ('completed', 'abandoned')
+  CASE WHEN substr(v.status_x, 1, 9) IN ('completed', 'abandoned')
        THEN (SELECT m.active_until FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
               ORDER BY m.active_until DESC LIMIT 1) END AS ended_at,
   (SELECT json_group_array(session_id) FROM (
@@ -148,20 +147,15 @@ SELECT u.work_unit_id, 1 AS version, u.project_id,
   (SELECT json_group_array(turn_id) FROM (
      SELECT m.turn_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id ORDER BY m.order_key)) AS turns,
   (SELECT count(*) FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) AS turn_count,
-  (SELECT json_group_array(attempt_id) FROM (
-     SELECT a.attempt_id FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-     WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0 ORDER BY a.started_at, m.order_key, a.attempt_index))
-    AS attempts,
-  (SELECT count(*) FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0) AS attempt_count,
-  (SELECT count(*) FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0 AND a.outcome IN ('failed', 'superseded'))
-    AS failed_attempt_count,
+  -- its attempts, turn by turn (each turn's in their order: unit_turns.attempt_ids)
+  (SELECT json_group_array(a) FROM (SELECT q.value AS a FROM unit_turns m, json_each(m.attempt_ids) q
+                                     WHERE m.work_unit_id = u.work_unit_id ORDER BY m.order_key, q.key)) AS attempts,
+  (SELECT sum(json_array_length(m.attempt_ids)) FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) AS attempt_count,
+  (SELECT sum(m.failed_attempts) FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) AS failed_attempt_count,
   -- the paths its calls edited (no shell call carries paths here), first touched first
   (SELECT json_group_array(path) FROM (
-     SELECT e.path FROM unit_turns m CROSS JOIN unit_edits e ON e.turn_id = m.turn_id
-     WHERE m.work_unit_id = u.work_unit_id
-     GROUP BY e.path ORDER BY min(e.first_edit), e.path)) AS paths,
+     SELECT w.path FROM unit_path_windows w WHERE w.work_unit_id = u.work_unit_id ORDER BY w.first_key, w.path))
+    AS paths,
   (SELECT json_group_array(sha) FROM (
      SELECT k.sha FROM (SELECT DISTINCT m.session_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) ms
      CROSS JOIN commit_facts k ON k.session_id = ms.session_id
@@ -179,19 +173,15 @@ SELECT u.work_unit_id, 1 AS version, u.project_id,
   -- what it was inferred from: each member turn's prompt (or first event) and stop, in member
   -- order, then the last attempt's failing event and the wait holding it up
   (SELECT json_group_array(ev) FROM (
-     SELECT ev FROM (
-       SELECT 0 AS o, m.order_key AS k, coalesce(t.prompt_event_id, t.first_event_id) AS ev
-         FROM unit_turns m CROSS JOIN turn_facts t ON t.turn_id = m.turn_id WHERE m.work_unit_id = u.work_unit_id
-       UNION ALL
-       SELECT 0, m.order_key || '|stop', t.stop_event_id
-         FROM unit_turns m CROSS JOIN turn_facts t ON t.turn_id = m.turn_id
-        WHERE m.work_unit_id = u.work_unit_id AND t.stop_event_id IS NOT NULL
-       UNION ALL
-       SELECT 1, '', a.fail_event_id FROM unit_base b CROSS JOIN attempt_facts a ON a.group_key = b.last_attempt_key
-        WHERE b.work_unit_id = u.work_unit_id
-       UNION ALL
-       SELECT 2, '', b.blocking_signal FROM unit_base b WHERE b.work_unit_id = u.work_unit_id)
-     WHERE ev IS NOT NULL GROUP BY ev ORDER BY min(o), min(k))) AS evidence,
+     SELECT q.value AS ev FROM (SELECT json_array(m.first_event_id, m.stop_event_id) AS pair FROM unit_turns m
+                                WHERE m.work_unit_id = u.work_unit_id ORDER BY m.order_key) x, json_each(x.pair) q
+     WHERE q.value IS NOT NULL
+     UNION ALL
+     SELECT ev FROM (SELECT a.fail_event_id AS ev FROM unit_base b CROSS JOIN attempt_facts a ON a.group_key = b.last_attempt_key
+                     WHERE b.work_unit_id = u.work_unit_id
+                     UNION ALL SELECT b.blocking_signal FROM unit_base b WHERE b.work_unit_id = u.work_unit_id)
+     WHERE ev IS NOT NULL AND ev NOT IN (SELECT m.stop_event_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
+                                         AND m.stop_event_id IS NOT NULL))) AS evidence,
   -- the lowest member attempt's confidence (attempts' rule: 0.4 for a session captured minimally,
   -- 0.6 for a turn that did not finish or a call paired by order), capped at 0.7; 0.4 without attempts
   CASE WHEN NOT EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id

@@ -43,9 +43,8 @@ FROM (
                   <= (SELECT x.started_at, mx.order_key, x.attempt_index FROM attempt_facts x
                         JOIN unit_turns mx ON mx.turn_id = x.turn_id WHERE x.group_key = p.last_attempt_key)
             ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS k2
-        FROM unit_base p JOIN unit_verdicts v ON v.work_unit_id = p.work_unit_id
-        WHERE (SELECT a.outcome FROM attempt_facts a WHERE a.group_key = p.last_attempt_key) IN ('failed', 'superseded')
-          AND v.status_x LIKE 'open' || char(31) || '%') r
+        FROM units_open_now o JOIN unit_base p ON p.work_unit_id = o.work_unit_id
+        WHERE (SELECT a.outcome FROM attempt_facts a WHERE a.group_key = p.last_attempt_key) IN ('failed', 'superseded')) r
   JOIN attempt_facts a1 ON a1.group_key = r.k1
   JOIN attempt_facts a2 ON a2.group_key = r.k2
   WHERE a1.failed AND a2.failed AND a1.failure_class IS NOT NULL AND a1.failure_class = a2.failure_class
@@ -63,7 +62,9 @@ FROM (
       || c.first_work_unit || ', ' || c.second_work_unit || '): ' || json_extract(c.paths, '$[0]')
       || CASE WHEN c.path_count > 1 THEN ' +' || (c.path_count - 1) || ' more' ELSE '' END,
     c.evidence, c.conflict_id
-  FROM conflicts c WHERE c.overlapping
+  FROM conflicts c
+  WHERE c.first_work_unit IN (SELECT work_unit_id FROM units_open_now)
+    AND c.second_work_unit IN (SELECT work_unit_id FROM units_open_now) AND c.overlapping
 )
 WHERE confidence >= 0.5
 ORDER BY rank, since, confidence DESC, sort_id;

@@ -12,7 +12,9 @@ changed; `refresh` then, with SQL statements over those turns:
    receivers a handoff from its span could reach, and every turn on a path whose hotness flipped;
 4. labels components: links only added merge units (the unit whose earliest member is earlier
    keeps its id, the other's members take it); a link or member removed labels the units it
-   touched again from their links (a SQLite trigger cannot loop, so this one step is Python).
+   touched again from their links (a SQLite trigger cannot loop, so this one step is Python);
+5. keeps each unit's edit window per path (`unit_path_windows`, what conflicts pair up): an
+   edit that only grew widens it, anything else recounts it from the unit's members.
 The result equals a build from nothing (every turn marked), whatever order the events arrived
 in: each row is a function of the projected turns and calls alone. A turn's own links do not
 read its activity (a candidate edited the path before it did, so started before its activity
@@ -29,7 +31,8 @@ HOT_MIN_SESSIONS = 5
 MUTATING = "('file_write', 'file_edit', 'notebook')"
 FULL_RELABEL_LINKS = 2000  # past this many new links (a rebuild), label components in one pass
 
-UNIT_TABLES = ("unit_turns", "unit_edits", "unit_projects", "unit_paths", "unit_links", "unit_index")
+UNIT_TABLES = ("unit_turns", "unit_edits", "unit_projects", "unit_paths", "unit_links", "unit_index",
+               "unit_path_windows")
 """The stored unit state (compared by `attempt reproject` like every other projection table)."""
 
 _SQL: dict = {}
@@ -51,8 +54,9 @@ CREATE TEMP TABLE IF NOT EXISTS unit_d (turn_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_w (turn_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_turns (turn_id TEXT PRIMARY KEY, project_id, session_id, turn_index,
   started_at, first_event_id, order_key, work_unit_id, begins, span_end, giver_turn_id, giver_session_id) WITHOUT ROWID;
-CREATE TEMP TABLE IF NOT EXISTS unit_old_edits (project_id, path, edit_key, turn_id, session_id,
-  PRIMARY KEY (project_id, path, edit_key)) WITHOUT ROWID;
+CREATE TEMP TABLE IF NOT EXISTS unit_old_edits (project_id, path, edit_key, turn_id, session_id, first_edit,
+  last_edit, lines_added, lines_removed, first_event, last_event, PRIMARY KEY (project_id, path, edit_key)) WITHOUT ROWID;
+CREATE TEMP TABLE IF NOT EXISTS unit_recounted (work_unit_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_links (turn_id, kind, path, target_turn_id,
   PRIMARY KEY (turn_id, kind, path)) WITHOUT ROWID;""",
     "save": """
@@ -61,15 +65,16 @@ DELETE FROM unit_dirty;
 INSERT INTO temp.unit_old_turns SELECT u.turn_id, u.project_id, u.session_id, u.turn_index, u.started_at,
   u.first_event_id, u.order_key, u.work_unit_id, u.begins, u.span_end, u.giver_turn_id, u.giver_session_id
   FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id;
-INSERT INTO temp.unit_old_edits SELECT e.project_id, e.path, e.edit_key, e.turn_id, e.session_id
+INSERT INTO temp.unit_old_edits SELECT e.project_id, e.path, e.edit_key, e.turn_id, e.session_id, e.first_edit,
+  e.last_edit, e.lines_added, e.lines_removed, e.first_event, e.last_event
   FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id;
 DELETE FROM unit_edits WHERE turn_id IN (SELECT turn_id FROM temp.unit_d);
 DELETE FROM unit_turns WHERE turn_id IN (SELECT turn_id FROM temp.unit_d);""",
     # 1. the marked turns' inputs, read again
     "turns": """
 INSERT INTO unit_turns (turn_id, project_id, session_id, provider, turn_index, started_at, ended_at, active_until,
-                        begins, span_end, first_event_id, order_key, giver_turn_id, giver_session_id, open_calls,
-                        loose_calls, waiting_since, work_unit_id)
+                        begins, span_end, first_event_id, stop_event_id, order_key, giver_turn_id, giver_session_id, open_calls,
+                        loose_calls, attempt_ids, failed_attempts, waiting_since, work_unit_id)
 SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.started_at, t.ended_at,
   max(t.started_at, coalesce(t.ended_at, ''),
       coalesce((SELECT max(max(c.first_at, coalesce(c.finished_at, c.first_at))) FROM tool_call_facts c
@@ -79,12 +84,16 @@ SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.starte
   CASE WHEN t.turn_index = (SELECT min(f.turn_index) FROM turn_facts f WHERE f.session_id = t.session_id)
        THEN min(s.started_at, t.started_at) ELSE t.started_at END,
   max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END),
-  t.first_event_id, t.started_at || '|' || t.session_id || '|' || printf('%010d', t.turn_index),
+  t.first_event_id, t.stop_event_id, t.started_at || '|' || t.session_id || '|' || printf('%010d', t.turn_index),
   o.giver_turn_id, o.giver_session_id,
   (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND c.end_event_id IS NULL
      AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
   (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND c.pairing <> 'call_id'
      AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
+  (SELECT json_group_array(attempt_id) FROM (SELECT a.attempt_id FROM attempt_facts a
+     WHERE a.turn_id = t.turn_id AND a.retraction = 0 ORDER BY a.started_at, a.attempt_index)),
+  (SELECT count(*) FROM attempt_facts a WHERE a.turn_id = t.turn_id AND a.retraction = 0
+     AND a.outcome IN ('failed', 'superseded')),
   (SELECT g.raised_at || '|' || g.event_id FROM signal_facts g WHERE g.session_id = t.session_id AND g.turn_id = t.turn_id
      AND g.cleared_at IS NULL AND g.blocking = 1 ORDER BY g.raised_at DESC, g.event_id DESC LIMIT 1),
   coalesce(o.work_unit_id, 'wu_' || substr(t.first_event_id, 4))
@@ -269,9 +278,51 @@ LIMIT 1""",
 INSERT OR REPLACE INTO unit_index (work_unit_id, project_id, first_turn_id, started_at)
 SELECT u.work_unit_id, u.project_id, u.turn_id, u.started_at FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id
 WHERE u.turn_id NOT IN (SELECT turn_id FROM temp.unit_old_turns)""",
+    # 5. edit windows per unit and path: a marked turn's edit that only grew (a new path, a later
+    # last edit, more lines) widens its unit's window; anything else (a row gone, a first edit
+    # moved, fewer lines) recounts that window from the unit's members. Units labelled again
+    # were recounted whole (unit_recounted).
+    "window_growth": """
+INSERT INTO unit_path_windows (work_unit_id, project_id, path, first_key, last_key, lines_added, lines_removed)
+SELECT u.work_unit_id, n.project_id, n.path, n.first_edit || '|' || n.first_event, n.last_edit || '|' || n.last_event,
+  n.lines_added - coalesce(o.lines_added, 0), n.lines_removed - coalesce(o.lines_removed, 0)
+FROM temp.unit_d d CROSS JOIN unit_edits n ON n.turn_id = d.turn_id CROSS JOIN unit_turns u ON u.turn_id = n.turn_id
+LEFT JOIN temp.unit_old_edits o ON o.turn_id = n.turn_id AND o.path = n.path
+WHERE u.work_unit_id NOT IN (SELECT work_unit_id FROM temp.unit_recounted)
+  AND (o.turn_id IS NULL OR (n.first_edit = o.first_edit AND n.first_event = o.first_event AND n.last_edit >= o.last_edit
+                             AND n.lines_added >= o.lines_added AND n.lines_removed >= o.lines_removed))
+ON CONFLICT (work_unit_id, path) DO UPDATE SET first_key = min(first_key, excluded.first_key),
+  last_key = max(last_key, excluded.last_key), lines_added = lines_added + excluded.lines_added,
+  lines_removed = lines_removed + excluded.lines_removed""",
+    "window_shrunk": """
+SELECT u.work_unit_id, n.project_id, n.path
+FROM temp.unit_d d CROSS JOIN unit_edits n ON n.turn_id = d.turn_id CROSS JOIN unit_turns u ON u.turn_id = n.turn_id
+JOIN temp.unit_old_edits o ON o.turn_id = n.turn_id AND o.path = n.path
+WHERE u.work_unit_id NOT IN (SELECT work_unit_id FROM temp.unit_recounted)
+  AND NOT (n.first_edit = o.first_edit AND n.first_event = o.first_event AND n.last_edit >= o.last_edit
+           AND n.lines_added >= o.lines_added AND n.lines_removed >= o.lines_removed)
+UNION
+SELECT u.work_unit_id, o.project_id, o.path
+FROM temp.unit_old_edits o CROSS JOIN unit_turns u ON u.turn_id = o.turn_id
+WHERE u.work_unit_id NOT IN (SELECT work_unit_id FROM temp.unit_recounted)
+  AND NOT EXISTS (SELECT 1 FROM unit_edits n WHERE n.turn_id = o.turn_id AND n.path = o.path)""",
+    "window_recount": """
+INSERT OR REPLACE INTO unit_path_windows (work_unit_id, project_id, path, first_key, last_key, lines_added, lines_removed)
+SELECT m.work_unit_id, e.project_id, e.path, min(e.first_edit || '|' || e.first_event),
+  max(e.last_edit || '|' || e.last_event), sum(e.lines_added), sum(e.lines_removed)
+FROM unit_edits e CROSS JOIN unit_turns m ON m.turn_id = e.turn_id
+WHERE e.project_id = ?1 AND e.path = ?2 AND m.work_unit_id = ?3
+GROUP BY m.work_unit_id, e.path""",
+    "windows_of_units": """
+INSERT INTO unit_path_windows (work_unit_id, project_id, path, first_key, last_key, lines_added, lines_removed)
+SELECT m.work_unit_id, e.project_id, e.path, min(e.first_edit || '|' || e.first_event),
+  max(e.last_edit || '|' || e.last_event), sum(e.lines_added), sum(e.lines_removed)
+FROM temp.unit_recounted r CROSS JOIN unit_turns m ON m.work_unit_id = r.work_unit_id
+CROSS JOIN unit_edits e ON e.turn_id = m.turn_id
+GROUP BY m.work_unit_id, e.path""",
     "clear": """
 DELETE FROM temp.unit_d; DELETE FROM temp.unit_w; DELETE FROM temp.unit_old_turns;
-DELETE FROM temp.unit_old_edits; DELETE FROM temp.unit_old_links;""",
+DELETE FROM temp.unit_old_edits; DELETE FROM temp.unit_old_links; DELETE FROM temp.unit_recounted;""",
 }
 
 
@@ -301,6 +352,7 @@ def refresh(conn) -> int:
         conn.execute(_sql("givers"))
         conn.execute(_sql("handoff_links"))
         _label(conn)
+        _windows(conn)
         return n
     finally:
         conn.execute(_sql("clear"))
@@ -387,6 +439,13 @@ def _merge(c, a: str, b: str) -> None:
     keep, lose = (ua, ub) if _first(c, ua) < _first(c, ub) else (ub, ua)
     c.execute("UPDATE unit_turns SET work_unit_id = ? WHERE work_unit_id = ?", (keep, lose))
     c.execute("DELETE FROM unit_index WHERE work_unit_id = ?", (lose,))
+    c.execute("INSERT INTO unit_path_windows (work_unit_id, project_id, path, first_key, last_key, lines_added, "
+              "lines_removed) SELECT ?, project_id, path, first_key, last_key, lines_added, lines_removed "
+              "FROM unit_path_windows WHERE work_unit_id = ? ON CONFLICT (work_unit_id, path) DO UPDATE SET "
+              "first_key = min(first_key, excluded.first_key), last_key = max(last_key, excluded.last_key), "
+              "lines_added = lines_added + excluded.lines_added, lines_removed = lines_removed + excluded.lines_removed",
+              (keep, lose))
+    c.execute("DELETE FROM unit_path_windows WHERE work_unit_id = ?", (lose,))
 
 
 _TOUCHED_UNITS = """
@@ -433,6 +492,7 @@ def _relabel(c) -> None:
                     parent[ra] = rb
     for u in {m[4] for m in members.values()} | set(units):
         c.execute("DELETE FROM unit_index WHERE work_unit_id = ?", (u,))
+        c.execute("DELETE FROM unit_path_windows WHERE work_unit_id = ?", (u,))
     indexed = set()
     for turn, (_key, _first_event, _project, _started, old) in members.items():
         root = find(turn)
@@ -444,6 +504,15 @@ def _relabel(c) -> None:
             indexed.add(root)
             c.execute("INSERT OR REPLACE INTO unit_index (work_unit_id, project_id, first_turn_id, started_at) "
                       "VALUES (?, ?, ?, ?)", (unit, project, root, started))
+            c.execute("INSERT OR IGNORE INTO temp.unit_recounted (work_unit_id) VALUES (?)", (unit,))
+    c.execute(_sql("windows_of_units"))
+
+
+def _windows(c) -> None:
+    c.execute(_sql("window_growth"))
+    for unit, project, path in c.execute(_sql("window_shrunk")).fetchall():
+        c.execute("DELETE FROM unit_path_windows WHERE work_unit_id = ? AND path = ?", (unit, path))
+        c.execute(_sql("window_recount"), (project, path, unit))
 
 
 def rebuild(conn) -> None:
