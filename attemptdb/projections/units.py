@@ -76,20 +76,12 @@ INSERT INTO unit_turns (turn_id, project_id, session_id, provider, turn_index, s
                         begins, span_end, first_event_id, stop_event_id, order_key, giver_turn_id, giver_session_id, open_calls,
                         loose_calls, attempt_ids, failed_attempts, waiting_since, work_unit_id)
 SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.started_at, t.ended_at,
-  max(t.started_at, coalesce(t.ended_at, ''),
-      coalesce((SELECT max(max(c.first_at, coalesce(c.finished_at, c.first_at))) FROM tool_call_facts c
-                WHERE c.turn_id = t.turn_id
-                  AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
-               '')),
+  max(t.started_at, coalesce(t.ended_at, ''), coalesce(k.last_at, '')),
   CASE WHEN t.turn_index = (SELECT min(f.turn_index) FROM turn_facts f WHERE f.session_id = t.session_id)
        THEN min(s.started_at, t.started_at) ELSE t.started_at END,
   max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END),
   t.first_event_id, t.stop_event_id, t.started_at || '|' || t.session_id || '|' || printf('%010d', t.turn_index),
-  o.giver_turn_id, o.giver_session_id,
-  (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND c.end_event_id IS NULL
-     AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
-  (SELECT count(*) FROM tool_call_facts c WHERE c.turn_id = t.turn_id AND c.pairing <> 'call_id'
-     AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)),
+  o.giver_turn_id, o.giver_session_id, coalesce(k.open_calls, 0), coalesce(k.loose_calls, 0),
   (SELECT json_group_array(attempt_id) FROM (SELECT a.attempt_id FROM attempt_facts a
      WHERE a.turn_id = t.turn_id AND a.retraction = 0 ORDER BY a.started_at, a.attempt_index)),
   (SELECT count(*) FROM attempt_facts a WHERE a.turn_id = t.turn_id AND a.retraction = 0
@@ -100,6 +92,15 @@ SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.starte
 FROM temp.unit_d d CROSS JOIN turn_facts t ON t.turn_id = d.turn_id
 JOIN session_facts s ON s.session_id = t.session_id
 LEFT JOIN temp.unit_old_turns o ON o.turn_id = t.turn_id
+-- the turn's calls, read once (a retracted attempt's calls do not count; checked only when the
+-- session has one)
+LEFT JOIN (SELECT c.turn_id, max(max(c.first_at, coalesce(c.finished_at, c.first_at))) AS last_at,
+                  sum(c.end_event_id IS NULL) AS open_calls, sum(c.pairing <> 'call_id') AS loose_calls
+           FROM temp.unit_d d2 CROSS JOIN tool_call_facts c ON c.turn_id = d2.turn_id
+           CROSS JOIN session_facts cs ON cs.session_id = c.session_id
+           WHERE NOT cs.retracted_attempts
+              OR NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)
+           GROUP BY c.turn_id) k ON k.turn_id = t.turn_id
 WHERE s.retraction = 0""",
     "edits": f"""
 INSERT INTO unit_edits (project_id, path, edit_key, turn_id, session_id, first_edit, last_edit,
@@ -114,9 +115,11 @@ FROM (
                        ORDER BY coalesce(c.finished_at, c.started_at, c.first_at), c.call_ord) AS first_rank,
     row_number() OVER (PARTITION BY u.turn_id, q.value
                        ORDER BY coalesce(c.finished_at, c.started_at, c.first_at) DESC, c.call_ord DESC) AS last_rank
-  FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id CROSS JOIN tool_call_facts c ON c.turn_id = u.turn_id, json_each(c.paths) q
+  FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id CROSS JOIN tool_call_facts c ON c.turn_id = u.turn_id
+  CROSS JOIN session_facts cs ON cs.session_id = c.session_id, json_each(c.paths) q
   WHERE c.tool_category IN {MUTATING} AND q.type = 'text'
-    AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0))
+    AND (NOT cs.retracted_attempts
+         OR NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)))
 GROUP BY turn_id, path""",
     # 2. counters: the (project, session) and (project, path, session) pairs that appeared or left
     # (compound SELECTs run left to right: each difference is a subquery of its own)
