@@ -30,6 +30,7 @@ LOOK_BACK = 32
 HOT_MIN_SESSIONS = 5
 MUTATING = "('file_write', 'file_edit', 'notebook')"
 FULL_RELABEL_LINKS = 2000  # past this many new links (a rebuild), label components in one pass
+BULK_GIVERS = 200  # past this many re-linked turns, find givers with one window over their projects
 
 UNIT_TABLES = ("unit_turns", "unit_edits", "unit_projects", "unit_paths", "unit_links", "unit_index",
                "unit_path_windows")
@@ -57,6 +58,7 @@ CREATE TEMP TABLE IF NOT EXISTS unit_old_turns (turn_id TEXT PRIMARY KEY, projec
 CREATE TEMP TABLE IF NOT EXISTS unit_old_edits (project_id, path, edit_key, turn_id, session_id, first_edit,
   last_edit, lines_added, lines_removed, first_event, last_event, PRIMARY KEY (project_id, path, edit_key)) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_recounted (work_unit_id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TEMP TABLE IF NOT EXISTS unit_priors (turn_id TEXT PRIMARY KEY, prior) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_links (turn_id, kind, path, target_turn_id,
   PRIMARY KEY (turn_id, kind, path)) WITHOUT ROWID;""",
     "save": """
@@ -105,16 +107,12 @@ WHERE s.retraction = 0""",
     "edits": f"""
 INSERT INTO unit_edits (project_id, path, edit_key, turn_id, session_id, first_edit, last_edit,
                         lines_added, lines_removed, first_event, last_event)
-SELECT project_id, path, min(at) || '|' || turn_id, turn_id, session_id, min(at), max(at),
-  sum(added), sum(removed), max(CASE WHEN first_rank = 1 THEN ev END), max(CASE WHEN last_rank = 1 THEN ev END)
+SELECT project_id, path, substr(min(k), 1, 27) || '|' || turn_id, turn_id, session_id, substr(min(k), 1, 27),
+  substr(max(k), 1, 27), sum(added), sum(removed), substr(min(k), 29), substr(max(k), 29)
 FROM (
-  SELECT u.project_id, q.value AS path, u.turn_id, u.session_id, coalesce(c.finished_at, c.started_at, c.first_at) AS at,
-    coalesce(c.lines_added, 0) AS added, coalesce(c.lines_removed, 0) AS removed,
-    coalesce(c.end_event_id, c.start_event_id) AS ev,
-    row_number() OVER (PARTITION BY u.turn_id, q.value
-                       ORDER BY coalesce(c.finished_at, c.started_at, c.first_at), c.call_ord) AS first_rank,
-    row_number() OVER (PARTITION BY u.turn_id, q.value
-                       ORDER BY coalesce(c.finished_at, c.started_at, c.first_at) DESC, c.call_ord DESC) AS last_rank
+  SELECT u.project_id, q.value AS path, u.turn_id, u.session_id,
+    coalesce(c.finished_at, c.started_at, c.first_at) || '|' || coalesce(c.end_event_id, c.start_event_id) AS k,
+    coalesce(c.lines_added, 0) AS added, coalesce(c.lines_removed, 0) AS removed
   FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id CROSS JOIN tool_call_facts c ON c.turn_id = u.turn_id
   CROSS JOIN session_facts cs ON cs.session_id = c.session_id, json_each(c.paths) q
   WHERE c.tool_category IN {MUTATING} AND q.type = 'text'
@@ -235,6 +233,27 @@ WHERE p.ended_at IS NOT NULL AND @us(t.started_at) - @us(p.ended_at) <= {ADJACEN
     # ... and a handoff's receiving turn to its giver (sql/60_handoffs.sql's rule: the giver of
     # another session and provider ended by the receiver's begin; within 30 min with an edited
     # path the receiving session touches from its begin on, or within 5 min without one)
+    "givers_bulk": """
+UPDATE unit_turns SET (giver_turn_id, giver_session_id) = (
+  SELECT x.giver, x.gs FROM (
+    SELECT substr(p.prior, 29) AS giver, g.session_id AS gs, g.provider AS gp, g.span_end AS ge,
+      max(g.span_end, coalesce((SELECT s.ended_at FROM session_facts s WHERE s.session_id = g.session_id
+                                AND s.ended_at <= unit_turns.begins), '')) AS giver_last
+    FROM temp.unit_priors p JOIN unit_turns g ON g.turn_id = substr(p.prior, 29)
+    WHERE p.turn_id = unit_turns.turn_id) x
+  WHERE x.ge <= unit_turns.begins AND x.gs <> unit_turns.session_id AND x.gp <> unit_turns.provider
+    AND @us(unit_turns.begins) - @us(x.giver_last) BETWEEN 0 AND 1800000000)
+WHERE turn_id IN (SELECT turn_id FROM temp.unit_w)""",
+    # the latest-ending span sorted before each turn of the projects of many re-linked turns
+    "priors": """
+INSERT INTO temp.unit_priors (turn_id, prior)
+SELECT turn_id, prior FROM (
+  SELECT sp.turn_id, max(sp.span_end || ' ' || sp.turn_id) OVER (
+           PARTITION BY sp.project_id ORDER BY sp.begins, sp.session_id, sp.started_at, sp.turn_id
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
+  FROM unit_turns sp
+  WHERE sp.project_id IN (SELECT DISTINCT t.project_id FROM temp.unit_w w CROSS JOIN unit_turns t ON t.turn_id = w.turn_id))
+WHERE prior IS NOT NULL AND turn_id IN (SELECT turn_id FROM temp.unit_w)""",
     "givers": """
 UPDATE unit_turns SET (giver_turn_id, giver_session_id) = (
   SELECT x.giver, x.gs FROM (
@@ -325,7 +344,8 @@ CROSS JOIN unit_edits e ON e.turn_id = m.turn_id
 GROUP BY m.work_unit_id, e.path""",
     "clear": """
 DELETE FROM temp.unit_d; DELETE FROM temp.unit_w; DELETE FROM temp.unit_old_turns;
-DELETE FROM temp.unit_old_edits; DELETE FROM temp.unit_old_links; DELETE FROM temp.unit_recounted;""",
+DELETE FROM temp.unit_old_edits; DELETE FROM temp.unit_old_links; DELETE FROM temp.unit_recounted;
+DELETE FROM temp.unit_priors;""",
 }
 
 
@@ -352,7 +372,11 @@ def refresh(conn) -> int:
         conn.execute(_sql("save_links"))
         conn.execute(_sql("path_links"))
         conn.execute(_sql("adjacent_links"))
-        conn.execute(_sql("givers"))
+        if conn.execute("SELECT count(*) FROM temp.unit_w").fetchone()[0] > BULK_GIVERS:
+            conn.execute(_sql("priors"))
+            conn.execute(_sql("givers_bulk"))
+        else:
+            conn.execute(_sql("givers"))
         conn.execute(_sql("handoff_links"))
         _label(conn)
         _windows(conn)

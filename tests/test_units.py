@@ -1,0 +1,83 @@
+"""Work-unit refresh (attemptdb/projections/units.py): its two ways of doing a step — one turn at a
+time through indexes, or many at once (a rebuild: givers from one window over the project,
+components labelled in one pass) — give the same state, on every scenario and on all of them
+interleaved; the state equals `attempt reproject`'s; and a unit split by a hot path or a
+retraction is labelled again."""
+
+import pytest
+
+from attemptdb.projections import rebuild, scenario, units
+from attemptdb.store import Store
+
+NAMES = scenario.names()
+ALL = [e for n in NAMES for e in scenario.build(scenario.load(n)).events]
+
+
+def unit_state(path, envs, one_by_one=True):
+    st = Store.open(path)
+    try:
+        if one_by_one:
+            for e in envs:
+                st.append([dict(e)])
+        else:
+            st.append([dict(e) for e in envs])
+        return rebuild.dump(st.conn, units.UNIT_TABLES, portable=True)
+    finally:
+        st.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bulk_and_per_turn_steps_agree(tmp_path, monkeypatch, name):
+    envs = scenario.build(scenario.load(name)).events
+    want = unit_state(str(tmp_path / "a.db"), envs)
+    monkeypatch.setattr(units, "BULK_GIVERS", -1)
+    monkeypatch.setattr(units, "FULL_RELABEL_LINKS", -1)
+    assert unit_state(str(tmp_path / "b.db"), envs) == want
+    assert unit_state(str(tmp_path / "c.db"), envs, one_by_one=False) == want
+
+
+def test_every_scenario_interleaved_in_one_batch_equals_one_by_one(tmp_path):
+    want = unit_state(str(tmp_path / "a.db"), ALL)
+    assert unit_state(str(tmp_path / "b.db"), ALL, one_by_one=False) == want
+
+
+def test_units_rebuilt_from_nothing_equal_the_kept_state(tmp_path):
+    path = str(tmp_path / "a.db")
+    unit_state(path, ALL)
+    st = Store.open(path)
+    try:
+        rep = rebuild.reproject(st.conn, write=False)
+        assert rep.clean, rep.as_dict()
+        before = rebuild.dump(st.conn, units.UNIT_TABLES)
+        st.conn.execute("BEGIN IMMEDIATE")
+        units.rebuild(st.conn)
+        after = rebuild.dump(st.conn, units.UNIT_TABLES)
+        st.conn.execute("ROLLBACK")
+    finally:
+        st.close()
+    assert before == after
+
+
+def test_a_retracted_session_leaves_its_unit(tmp_path):
+    """Two sessions linked by a shared edited path are one unit; retracting the first leaves the
+    second a unit of its own (a removed member relabels the unit), and its id follows its own
+    earliest turn."""
+    from attemptdb.projections import meta
+    b = scenario.build(scenario.load("units_shared_path"))
+    st = Store.open(str(tmp_path / "a.db"))
+    try:
+        st.append([dict(e) for e in b.events])
+        unit = b.expand("{wu:a_p}")
+        assert st.conn.execute("SELECT session_count FROM work_units WHERE work_unit_id = ?", (unit,)).fetchone() == (2,)
+        sid = b.expand("{ses:claude_code:sp-a1}")
+        env = meta.retraction_envelope(target=sid, target_type="session", session={
+            "session_id": sid[4:], "provider_session_id": "sp-a1", "project": b.project(None)},
+            reason="test", note=None, device_id=b.device_id, capture_mode="local_semantic",
+            observed_at=b.at("23:00:00"))
+        st.append([env])
+        rows = st.conn.execute("SELECT work_unit_id, sessions FROM work_units ORDER BY started_at").fetchall()
+        assert (unit,) not in [(r[0],) for r in rows]
+        assert (b.expand("{wu:b_p}"), f'["{b.expand("{ses:codex:sp-b1}")}"]') in rows
+        assert rebuild.reproject(st.conn, write=False).clean
+    finally:
+        st.close()
