@@ -359,16 +359,18 @@ def test_doctor_reports_the_daemon_and_a_socket_directory_others_can_enter(hooks
 
 def test_sixty_four_hooks_at_once_on_a_cold_database(hooks):
     """The issue's concurrency check with the daemon on, from nothing: no database, no daemon.
-    All exit 0 silently, 64 events, verify ok, and one daemon is left serving."""
+    All exit 0 silently, verify ok, and one daemon is left serving. On a loaded machine a hook
+    that waited out its lock timeout spools its event (capture never fails the agent); the next
+    capture drains the spool first, so after it every one of the 64 is stored, once."""
     e = hooks()
     at_once(e, range(64))
-    assert len(e.rows()) == 64 and len({r[1] for r in e.rows()}) == 64
     assert run_attempt(["verify", "--db", e.db]).returncode == 0
     e.wait_running()
     time.sleep(0.5)  # any other starter has given up by now
     assert len(daemons_for(e.db)) == 1
     e.capture(tool(99))
-    assert len(e.rows()) == 65
+    assert len(e.rows()) == 65 and len({r[1] for r in e.rows()}) == 65
+    assert run_attempt(["verify", "--db", e.db]).returncode == 0
 
 
 def test_gemini_gets_its_ack_through_the_daemon_and_its_names_match_the_registry(hooks):

@@ -81,3 +81,27 @@ def test_a_retracted_session_leaves_its_unit(tmp_path):
         assert rebuild.reproject(st.conn, write=False).clean
     finally:
         st.close()
+
+
+def test_every_evidence_id_resolves_to_an_event_and_confidence_stays_under_the_cap(tmp_path):
+    """Evidence on work_units, decisions, conflicts and needs_you names stored events only, never
+    an empty list; units and decisions claim at most 0.7 (inferred, never observed)."""
+    import json
+    st = Store.open(str(tmp_path / "a.db"))
+    try:
+        st.append([dict(e) for e in ALL])
+        seen = {}
+        for view in ("work_units", "decisions", "conflicts", "needs_you"):
+            rows = st.conn.execute(f"SELECT evidence, confidence FROM {view}").fetchall()
+            seen[view] = len(rows)
+            for evidence, confidence in rows:
+                ids = json.loads(evidence)
+                assert ids, view
+                for ev in ids:
+                    hit = st.conn.execute("SELECT 1 FROM events WHERE event_id = ?", (ev,)).fetchone()
+                    assert hit, (view, ev)
+                if view in ("work_units", "decisions"):
+                    assert 0 < confidence <= 0.7, (view, confidence)
+        assert all(seen.values()), seen
+    finally:
+        st.close()
