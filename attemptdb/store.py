@@ -110,6 +110,7 @@ class Store:
         self.busy_timeout_s = BUSY_TIMEOUT_S
         self._device_id = None
         self._defers = None
+        self._units = None
 
     # --- opening --------------------------------------------------------------------------
 
@@ -421,4 +422,7 @@ class Store:
                       "max(last_source_seq, excluded.last_source_seq)",
                       [("dev_" + d, s) for d, s in seqs.items()])
         self.set_meta("last_hlc", str(last_hlc))
-        units.refresh(c)  # work units of the turns this append touched (sql/80_unit_marks.sql)
+        if self._units is None:  # a file with the unit tables (every file Store.open made)
+            self._units = bool(c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'unit_dirty'").fetchall())
+        if self._units:
+            units.refresh(c)  # work units of the turns this append touched (sql/80_unit_marks.sql)
