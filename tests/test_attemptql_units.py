@@ -454,3 +454,13 @@ def test_why_and_trace_commands_take_a_work_unit(live, home):
     p = attempt(["trace", i.U_FIX[:11], "--json"], path)
     rows = json.loads(p.stdout)
     assert rows[0]["edge_type"] == "parent_of" and rows[0]["to_id"] == i.T_FIX
+
+
+def test_as_of_t_leaves_out_only_the_pruning_term():
+    """The one text change made to the views for `… AT t` (attemptql/units.PRUNING): it must
+    still be found in sql/85_work_units.sql, or STATE of a large unit becomes quadratic."""
+    from attemptdb.attemptql import units as unit_rules
+    now = dict(unit_rules.view_bodies())["unit_base"]
+    at_t = dict(unit_rules.view_bodies(":t"))["unit_base"]
+    assert unit_rules.PRUNING in now and unit_rules.PRUNING not in at_t
+    assert len(now) - len(at_t) < 400

@@ -125,6 +125,8 @@ def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
     if now_expr is not None:
         preds["now"] = ("X", now_expr)
     text = schema.expand("\n".join(line for line in text.split("\n") if not line.startswith(schema.DEFINE)), preds)
+    if now_expr is not None:
+        text = _drop_pruning(text)
     out = []
     rest = text
     while rest.strip():
@@ -138,6 +140,23 @@ def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
         out.append((words[2], words[4]))
     _TEXT[now_expr] = out
     return out
+
+
+PRUNING = "AND m.active_until >= coalesce(("
+"""The start of a term of `unit_base.last_attempt_key` that only prunes: it skips member turns
+whose activity ended before the latest attempt start of the unit's most recently active turn,
+and such a turn cannot hold the unit's latest attempt (an attempt starts within its turn's
+activity), so the term never changes the answer. Over the stored table it is an index lookup
+per member; over the as-of-t shadow (no index on the judged activity) it re-sorts every member
+for each member, O(members²) for a unit of thousands of turns. As of t the term is left out."""
+
+
+def _drop_pruning(text: str) -> str:
+    i = text.find(PRUNING)
+    if i < 0:
+        return text
+    j = schema._closing(text, text.find("(", i))
+    return text if j < 0 else text[:i] + text[j + 1:]
 
 
 def _split(sql: str) -> tuple[str, str]:
@@ -177,12 +196,13 @@ def _shadow(conn, table: str) -> str:
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
 
 
-def program(conn, units_sql: str, *, at: bool) -> str:
+def program(conn, units_sql: str, *, at: bool, materialize: bool = True) -> str:
     """The WITH clause that defines `unit_base`, `unit_judged`, `unit_phased` and `work_units`
     (columns as the views') for the units `units_sql` selects (a SELECT over `main.unit_index u`
     returning its rows, e.g. `SELECT u.* FROM main.unit_index u WHERE u.project_id = :p`). With
     `at`, every rule is judged as of the named parameter `:t` (shadowed inputs, `@now()` = :t);
-    without, against the clock like the views."""
+    without, against the clock like the views. `materialize=False` leaves `unit_base` a plain
+    CTE: cheaper when a statement reads only status (which does not read the recent calls)."""
     parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
     if at:
         parts += [_shadow(conn, t) for t in ("unit_turns", "tool_call_facts", "attempt_facts", "turn_facts",
@@ -195,7 +215,7 @@ def program(conn, units_sql: str, *, at: bool) -> str:
                      + ", ".join("+a.outcome AS outcome" if c == "outcome" else f"a.{c}" for c in cols)
                      + " FROM main.attempt_facts a)")
     for name, body in view_bodies(":t" if at else None):
-        hint = "MATERIALIZED" if name == "unit_base" else "NOT MATERIALIZED"
+        hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
         parts.append(f"{name} AS {hint} (\n{body}\n)")
     return "WITH " + ",\n".join(parts) + "\n"
 

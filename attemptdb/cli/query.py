@@ -338,7 +338,7 @@ NEEDS_KIND = {"permission_gate": "permission", "input_request": "input", "repeat
 
 
 @click.command("needs-you")
-@click.option("--project", metavar="NAME", help="Only this project (owner/repo, its last part, or prj_…).")
+@click.option("--project", metavar="NAME", help="Only this project (owner/repo, its last part, prj_… or a directory).")
 @click.option("--evidence", is_flag=True, help="Show evidence event ids instead of counts.")
 @json_option
 @db_option
@@ -355,10 +355,16 @@ def needs_you_cmd(project, evidence, as_json, db):
     try:
         ids, label = None, None
         if project:
+            from ..errors import AttemptError
             try:
-                found = resolve.resolve_project(conn, project)
+                if os.path.isdir(project):  # a repository directory, as the other read commands take it
+                    here = resolve.project_of_directory(conn, project)
+                    if here is None:
+                        raise AttemptError("scope.project", f"no sessions recorded for the repository at {project}")
+                    found = [here]
+                else:
+                    found = resolve.resolve_project(conn, project)
             except AQLError as e:
-                from ..errors import AttemptError
                 raise AttemptError("scope.unresolved", e.message) from None
             ids, label = [pid for pid, _ in found], ", ".join(sorted({n for _, n in found}))
         data = read.needs_you(conn, ids)
