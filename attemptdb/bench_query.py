@@ -114,8 +114,16 @@ def statements(s: dict) -> list[str]:
         GROUP_BY_RECIPE,
         "SHOW WORK UNITS",
         STUCK_RECIPE,
-        "SELECT * FROM needs_you",
+        "attempt needs-you",
     ]
+
+
+def command(statement: str) -> list[str]:
+    """The `attempt` arguments that run one measured entry: a statement through `attempt
+    query`, or an entry written as a command ("attempt needs-you") as itself."""
+    if statement.startswith("attempt "):
+        return statement.split()[1:] + ["--json"]
+    return ["query", statement, "--json"]
 
 
 _LAUNCHER = r"""
@@ -183,7 +191,7 @@ def run(events: int = 1_450_000, reuse: str | None = None, runs: int = 5, seed: 
         with Launcher(env) as launcher:
             launcher.run(exe + ["--version"])  # warm the file cache and the grammar cache
             for s in stmts:  # a statement that fails (e.g. past its time limit) is measured once
-                wall, rss, status = launcher.run(exe + ["query", s, "--json"])
+                wall, rss, status = launcher.run(exe + command(s))
                 if status != 0:
                     failed[s] = status
                     per[s][0].append(wall)
@@ -194,7 +202,7 @@ def run(events: int = 1_450_000, reuse: str | None = None, runs: int = 5, seed: 
                     version.append(wall)
                     if s in failed:
                         continue
-                    wall, rss, _ = launcher.run(exe + ["query", s, "--json"])
+                    wall, rss, _ = launcher.run(exe + command(s))
                     per[s][0].append(wall)
                     per[s][1].append(rss)
         v = statistics.median(version)

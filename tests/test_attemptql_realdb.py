@@ -7,9 +7,8 @@ import os
 
 import pytest
 
-from attemptdb import catalog
+from attemptdb import bench_query, catalog
 from attemptdb.attemptql import execute
-from attemptdb.attemptql.errors import AQLError
 from attemptdb.readonly import connect
 from conftest import run_attempt
 
@@ -51,7 +50,8 @@ def contract(result):
 
 def test_show_every_target(real):
     for target in ("ATTEMPTS", "FAILED ATTEMPTS", "SUPERSEDED ATTEMPTS", "SESSIONS", "TURNS", "TOOL CALLS",
-                   "HANDOFFS", "EDGES", "SIGNALS", "COMMITS", "CORRECTIONS", "RETRACTIONS"):
+                   "HANDOFFS", "EDGES", "SIGNALS", "COMMITS", "CORRECTIONS", "RETRACTIONS", "WORK UNITS",
+                   "DECISIONS", "CONFLICTS"):
         r = run(real, f"SHOW {target} LIMIT 5")
         contract(r)
     assert run(real, "SHOW ATTEMPTS").rows
@@ -62,8 +62,14 @@ def test_verbs_on_real_ids(real):
     contract(run(real, f"SHOW EVIDENCE FOR attempt {ids['attempt']}"))
     contract(run(real, f"WHY session {ids['session']} STATUS BLOCKED"))
     contract(run(real, f"WHY attempt {ids['attempt']} STATUS FAILED"))
-    contract(run(real, f"STATE project AT '{ids['at']}'"))
+    r = run(real, f"STATE project AT '{ids['at']}'")
+    contract(r)
+    assert "work_unit" in {d["subject_type"] for d in r.dicts()}  # units open in the middle of the history
     contract(run(real, f"DIFF STATE '{ids['at']}' NOW"))
+    unit = real[1].execute("SELECT work_unit_id FROM unit_index ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+    contract(run(real, f"WHY {unit} STATUS BLOCKED"))
+    contract(run(real, f"TRACE {unit} CAUSES"))
+    contract(run(real, f"SHOW EVIDENCE FOR {unit}"))
     contract(run(real, "WHAT IS project DOING NOW"))
     assert "plan" in [r[0] for r in run(real, "EXPLAIN SHOW FAILED ATTEMPTS").rows]
 
@@ -81,11 +87,6 @@ def test_recipes(real):
     ids = real[3]
     for recipe in catalog.load_docs()["recipes"]:
         text = recipe["statement"].replace("{session}", ids["session"]).replace("{attempt}", ids["attempt"])
-        if "work_units" in text or "conflicts" in text:
-            with pytest.raises(AQLError) as e:
-                run(real, text)
-            assert e.value.code == "AQL0408"
-            continue
         r = run(real, text)
         assert r.columns, text
 
@@ -110,7 +111,11 @@ def test_bench_query_json_shape(home, tmp_path):
     assert p.returncode == 0, p.stderr.decode()
     rep = json.loads(p.stdout)
     assert set(rep) == {"events", "version_wall_ms", "statements"} and rep["events"] == 300
-    assert [s["statement"].split()[0] for s in rep["statements"]] == ["SHOW", "SHOW", "WHY", "TRACE", "STATE", "SELECT"]
+    assert [s["statement"].split()[0] for s in rep["statements"]] == ["SHOW", "SHOW", "WHY", "TRACE", "STATE", "SELECT",
+                                                                      "SHOW", "SELECT", "attempt"]
+    assert [s["statement"] for s in rep["statements"]][-3:] == ["SHOW WORK UNITS", bench_query.STUCK_RECIPE,
+                                                               "attempt needs-you"]
+    assert not any("error" in s for s in rep["statements"]), rep
     for s in rep["statements"]:
         assert {"statement", "wall_ms", "ratio", "peak_rss_mb"} <= set(s) <= {"statement", "wall_ms", "ratio",
                                                                               "peak_rss_mb", "error"}

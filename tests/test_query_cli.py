@@ -105,6 +105,6 @@ def test_missing_database_is_a_coded_error(home, tmp_path):
 
 
 def test_every_command_has_help(home):
-    for cmd in ("query", "why", "trace", "handoffs", "status", "schema"):
+    for cmd in ("query", "why", "trace", "handoffs", "status", "schema", "needs-you"):
         p = run_attempt([cmd, "--help"])
         assert p.returncode == 0 and b"Usage:" in p.stdout, cmd

@@ -87,7 +87,7 @@ Show = _node("Show", "target target_pos ref between filters where since until or
              {"target_pos": 0, "ref": None, "between": None, "filters": (), "where": None, "since": None,
               "until": None, "order": None, "limit": None, "limit_pos": 0, "including_retracted": False},
              doc="SHOW <target>: target is attempts, failed_attempts, superseded_attempts, handoffs, "
-                 "work_units, decisions, evidence (ref = SHOW EVIDENCE FOR <ref>), sessions, turns, "
+                 "work_units, decisions, conflicts, evidence (ref = SHOW EVIDENCE FOR <ref>), sessions, turns, "
                  "tool_calls, edges, signals, corrections, retractions or commits; between is "
                  "(AgentFilter, AgentFilter); order is (column, ASC|DESC, pos, end).")
 WhatIs = _node("WhatIs", "subject")

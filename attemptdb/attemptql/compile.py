@@ -126,11 +126,20 @@ TARGETS = {
                            "evidence", "uncertainty")),
     "work_units": Target("WORK UNITS", "work_units", "work_unit_id", "started_at",
                          (("started_at", "DESC"), ("work_unit_id", "ASC")), False,
-                         ("work_unit_id", "phase", "status", "attempt_count", "failed_attempt_count", "updated_at",
-                          "evidence", "uncertainty")),
+                         ("work_unit_id", "phase", "status", "status_reason", "attempt_count", "failed_attempt_count",
+                          "updated_at", "evidence", "uncertainty"),
+                         note="work units are tier-1 heuristics (capped at 0.7): quote phase_reason and "
+                              "status_reason with the labels; status is judged when read"),
     "decisions": Target("DECISIONS", "decisions", "decision_id", "decided_at",
                         (("decided_at", "DESC"), ("decision_id", "ASC")), False,
-                        ("decision_id", "kind", "selected", "decided_at", "evidence", "uncertainty")),
+                        ("decision_id", "kind", "selected", "decided_at", "evidence", "uncertainty"),
+                        note="decisions are derived from what happened around a change of direction; "
+                             "nothing here was stated by a human (rationale_source = derived)"),
+    "conflicts": Target("CONFLICTS", "conflicts", "conflict_id", "started_at",
+                        (("started_at", "DESC"), ("conflict_id", "ASC")), False,
+                        ("first_work_unit", "second_work_unit", "paths", "overlapping", "first_committed",
+                         "second_committed", "started_at", "evidence", "uncertainty"),
+                        note="overlapping = 1: both work units are open now, two agents editing the same files"),
     "evidence": Target("EVIDENCE", "events", "event_id", "observed_at", (("observed_at", "ASC"), ("seq", "ASC")), True,
                        ("observed_at", "kind", "provider", "tool_name", "path_relative", "outcome_status",
                         "event_id", "session_id")),
@@ -143,6 +152,10 @@ TARGETS = {
 
 FILTER_KEYS = ("project", "provider", "agent", "session", "turn", "path", "outcome", "tool", "phase",
                "status", "since", "until")
+UNIT_INDEX_FILTERS = ("project", "provider", "agent", "session", "turn", "since", "until")
+"""SHOW WORK UNITS filters that read only unit_index columns (work_unit_id, project_id,
+started_at) and the stored membership: applied before any unit is judged."""
+UNIT_INDEX_COLUMNS = ("work_unit_id", "project_id", "started_at")
 
 
 def _text(f: ast.Filter) -> str:
@@ -210,6 +223,28 @@ def f_entity(ctx, f, a, arg):
     if how == "either":
         return "(" + " OR ".join(f"{a}.{c} = ?" for c in cols) + ")", [value] * len(cols)
     return f"EXISTS (SELECT 1 FROM json_each({a}.{cols}) WHERE value = ?)", [value]
+
+
+def f_unit_member(ctx, f, a, arg):
+    """A work unit (or, for conflicts, either of its two units) holding a member turn that
+    matches: read from the stored membership (`unit_turns`, indexed by session and turn), so
+    the unit's computed lists are never built to be searched."""
+    kind, cols = arg
+    if kind == "provider" or kind == "agent":
+        who, value = resolve_agent(ctx.conn, _text(f), _loc(ctx, f.value))
+        if who == "agent":
+            if kind == "provider":
+                raise AQLError("AQL0404", "provider takes a provider name (claude_code, codex, …); use agent = "
+                               "'agt_…' for one agent", source=ctx.source, pos=f.value.pos, end=f.value.end,
+                               label="not a provider")
+            member = "m.session_id IN (SELECT g.session_id FROM session_agents g WHERE g.agent_id = ?)"
+        else:
+            member = "m.provider = ?"
+    else:
+        value = _entity(ctx, f, kind)
+        member = f"m.{kind}_id = ?"
+    sub = f"(SELECT m.work_unit_id FROM unit_turns m WHERE {member})"
+    return "(" + " OR ".join(f"{a}.{c} IN {sub}" for c in cols) + ")", [value] * len(cols)
 
 
 def _glob(pattern: str) -> str:
@@ -326,10 +361,19 @@ FILTERS = {
     },
     "retractions": {"project": (f_project, "project_id"), **_TIME},
     "work_units": {
-        "project": (f_project, "project_id"), "provider": (f_provider, "actors"),
-        "agent": (f_agent, (None, "actors")), "session": (f_entity, ("session", "contains", "sessions")),
-        "turn": (f_entity, ("turn", "contains", "turns")), "path": (f_path, "paths"),
+        "project": (f_project, "project_id"), "provider": (f_unit_member, ("provider", ("work_unit_id",))),
+        "agent": (f_unit_member, ("agent", ("work_unit_id",))),
+        "session": (f_unit_member, ("session", ("work_unit_id",))),
+        "turn": (f_unit_member, ("turn", ("work_unit_id",))), "path": (f_path, "paths"),
         "status": (f_vocab, ("work_units", "status")), "phase": (f_vocab, ("work_units", "phase")), **_TIME,
+    },
+    "conflicts": {
+        "project": (f_project, "project_id"),
+        "provider": (f_unit_member, ("provider", ("first_work_unit", "second_work_unit"))),
+        "agent": (f_unit_member, ("agent", ("first_work_unit", "second_work_unit"))),
+        "session": (f_unit_member, ("session", ("first_work_unit", "second_work_unit"))),
+        "turn": (f_unit_member, ("turn", ("first_work_unit", "second_work_unit"))), "path": (f_path, "paths"),
+        **_TIME,
     },
     "decisions": {
         "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
@@ -508,6 +552,10 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
         conds.append(conds_b)
         params.extend(params_b)
 
+    # SHOW WORK UNITS runs the rules of the work_units view over the units its filters select
+    # from the unit index (attemptql/units.py): phase and status are judged for those only
+    units_program = show.target == "work_units" and table_exists(ctx.conn, "unit_index")
+    unit_conds, unit_params = [], []
     rules = FILTERS.get(show.target, {})
     for f in show.filters:
         if f.key not in FILTER_KEYS:
@@ -519,6 +567,11 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
             raise AQLError("AQL0404", f"filter {f.key} is not supported for SHOW {target.name}; supported: {supported}",
                            source=ctx.source, pos=f.key_pos, end=f.key_pos + len(f.key), label="not supported here")
         builder, arg = rule
+        if units_program and f.key in UNIT_INDEX_FILTERS:  # read off the unit index, before any unit is judged
+            sql, p = builder(ctx, f, "u", arg)
+            unit_conds.append(sql)
+            unit_params.extend(p)
+            continue
         sql, p = builder(ctx, f, a, arg)
         conds.append(sql)
         params.extend(p)
@@ -530,8 +583,12 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
             raise AQLError("AQL0404", f"SHOW {target.name} has no time column for SINCE/UNTIL", source=ctx.source,
                            pos=clause.pos, end=clause.end, label="no time column")
         us = resolve_time(clause.kind, clause.text, ctx.now_us, (ctx.source, clause.pos, clause.end))
-        conds.append(f"{a}.{target.time} {op} ?")
-        params.append(ctx.iso(us))
+        if units_program:
+            unit_conds.append(f"u.{target.time} {op} ?")
+            unit_params.append(ctx.iso(us))
+        else:
+            conds.append(f"{a}.{target.time} {op} ?")
+            params.append(ctx.iso(us))
 
     if show.where is not None:
         printer = WherePrinter(ctx, a, columns, extra_cols)
@@ -556,11 +613,21 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     inner = (f"SELECT {a}.*{extra_select} FROM {target.table} AS {a}{joins}{where} "
              f"ORDER BY {order_sql(target, show, a, columns, ctx)} LIMIT ?")
+    prefix = ""
+    if units_program:
+        from . import units
+        units_sql = "SELECT u.* FROM main.unit_index u" + (" WHERE " + " AND ".join(unit_conds) if unit_conds else "")
+        if not conds and (show.order is None or show.order[0] in UNIT_INDEX_COLUMNS):
+            # nothing left to filter on judged columns: the newest N units are the N rows
+            units_sql += f" ORDER BY {order_sql(target, show, 'u', columns, ctx)} LIMIT ?"
+            unit_params.append(limit)
+        prefix = units.program(ctx.conn, units_sql, at=False)
+        params = unit_params + params
     if target.table == "events":
         outer_cols = "q.*, json_array(q.event_id) AS evidence"
     else:
         outer_cols = "q.*"
-    sql = (f"SELECT {outer_cols}, {uncertainty_sql(target.table, 'q', columns)} AS uncertainty "
+    sql = (f"{prefix}SELECT {outer_cols}, {uncertainty_sql(target.table, 'q', columns)} AS uncertainty "
            f"FROM ({inner}) AS q ORDER BY {order_sql(target, show, 'q', columns | set(extra_cols), ctx)}")
     return ShowPlan(target, Query("rows", sql, tuple(params) + (limit,)), hidden, limit,
                     target.display + (("evidence", "uncertainty") if target.table == "events" else ()), notes)
@@ -590,12 +657,13 @@ EVIDENCE_OF = {  # kind → SQL listing the entity's evidence event ids (one par
     "turn": "SELECT value FROM json_each((SELECT evidence FROM turns WHERE turn_id = ?))",
     "span": "SELECT value FROM json_each((SELECT evidence FROM tool_calls WHERE tool_call_id = ?))",
     "work_unit": "SELECT value FROM json_each((SELECT evidence FROM work_units WHERE work_unit_id = ?))",
+    "decision": "SELECT value FROM json_each((SELECT evidence FROM decisions WHERE decision_id = ?))",
     "session": "SELECT event_id FROM events WHERE session_id = ?",
     "event": "SELECT ?",
 }
 
 KIND_LABEL = {"attempt": "attempt", "turn": "turn", "span": "tool call", "work_unit": "work unit",
-              "session": "session", "event": "event"}
+              "session": "session", "event": "event", "decision": "decision"}
 
 
 def resolve_subject_entity(ctx, subject: ast.Subject, allowed=None) -> tuple[str, str]:
@@ -630,13 +698,23 @@ EDGE_ARMS = (
     ("edge_blocked", "blocked", "session", "event"),
     ("edge_handoff", "handed_off", "session", "session"),
 )
-_NODE_PREFIX = {"turn": "trn_", "event": "ev_", "attempt": "att_", "session": "ses_"}
+_NODE_PREFIX = {"turn": "trn_", "event": "ev_", "attempt": "att_", "session": "ses_", "work_unit": "wu_"}
+
+UNIT_TURN_EDGES_SQL = """SELECT 'parent_of' AS edge_kind, 'work_unit' AS from_type, m.work_unit_id AS from_id,
+       'turn' AS to_type, m.turn_id AS to_id, json_array(coalesce(t.prompt_event_id, t.first_event_id)) AS evidence,
+       (SELECT w.confidence FROM work_units w WHERE w.work_unit_id = m.work_unit_id) AS confidence,
+       'projection' AS edge_source
+  FROM unit_turns m JOIN turn_facts t ON t.turn_id = m.turn_id"""
+"""The structural edges from a work unit to its member turns (seed 003: parent_of also links
+work_unit → turn; evidence the turn's prompt, else its first event; confidence the unit's).
+sql/70_edges.sql has no view of them yet: TRACE reads this text, which is the view it asks for
+(`CREATE VIEW edge_unit_turn AS` + this SELECT)."""
 _EDGE_COLS = "e.edge_kind, e.from_type, e.from_id, e.to_type, e.to_id, e.evidence, e.confidence, e.edge_source"
 EDGE_ORDER = "edge_source DESC, edge_kind, from_type, from_id, to_type, to_id"
 """The order of the `edges` view (its ordinal): TRACE lists edges of one depth in this order."""
 
 
-def trace_sql(direction: str, arms: bool = True) -> str:
+def trace_sql(direction: str, arms: bool = True, units: bool = False) -> str:
     """The recursive CTE of TRACE (named parameters :start, :depth): one row per edge reached,
     at the first depth it was reached (kind 'edge'), then the edges one level past the limit
     (kind 'beyond': what the depth limit cut; the executor folds them into one `depth_limit`
@@ -646,10 +724,23 @@ def trace_sql(direction: str, arms: bool = True) -> str:
     SELECT per arm and direction) so every step is an index lookup, never a read of the whole
     graph. A node already on the path is not expanded again: cycles are cut, the closing edge
     is shown once. `arms=False` walks an `edges` table instead (a file whose edges are one
-    stored table, such as the hand-built catalog databases of the tests)."""
+    stored table, such as the hand-built catalog databases of the tests).
+
+    With `units`, a walk that starts at a work unit first steps to the unit's member turns (its
+    structural parent_of edges, whatever the direction: a unit is made of its turns, and has no
+    causes of its own), then walks the causal edges from them; no causal edge leads to a unit,
+    so a walk from anything else never passes through one."""
     if not arms:
         return _trace_edges_sql(direction)
     seeds, steps = [], []
+    pre = ""
+    if units:
+        pre = ("unit_conf(c) AS MATERIALIZED (SELECT w.confidence FROM work_units w "
+               "WHERE substr(:start, 1, 3) = 'wu_' AND w.work_unit_id = :start),\n")
+        arm = UNIT_TURN_EDGES_SQL.replace(
+            "(SELECT w.confidence FROM work_units w WHERE w.work_unit_id = m.work_unit_id)", "(SELECT c FROM unit_conf)")
+        seeds.append(f"SELECT 1, e.to_id, '|' || :start || '|', {_EDGE_COLS} FROM ({arm}) e "
+                     f"WHERE substr(:start, 1, 3) = 'wu_' AND e.from_id = :start")
     for view, kind, to_type, from_type in EDGE_ARMS:
         if kind not in CAUSAL_EDGE_KINDS:
             continue
@@ -664,7 +755,7 @@ def trace_sql(direction: str, arms: bool = True) -> str:
                          f"JOIN {view} e ON e.{near} = w.node "
                          f"WHERE {wguard} AND w.depth <= :depth AND instr(w.path, '|' || w.node || '|') = 0")
     return f"""WITH RECURSIVE
-walk(depth, node, path, edge_kind, from_type, from_id, to_type, to_id, evidence, confidence, edge_source) AS (
+{pre}walk(depth, node, path, edge_kind, from_type, from_id, to_type, to_id, evidence, confidence, edge_source) AS (
   {chr(10).join(("  UNION " if i else "") + q for i, q in enumerate(seeds))}
   UNION
   {chr(10).join(("  UNION " if i else "") + q for i, q in enumerate(steps))}

@@ -52,7 +52,7 @@ CODES = {
     "AQL0405": ("semantics", "unknown column (lists the target's columns)"),
     "AQL0406": ("semantics", "value outside the column's vocabulary (lists valid values)"),
     "AQL0407": ("semantics", "not supported yet (planned in RFC 0004)"),
-    "AQL0408": ("semantics", "work units, decisions and conflicts are not built yet (a later release)"),
+    "AQL0408": ("semantics", "work units, decisions and conflicts are not in this file (written before they existed)"),
     "AQL0409": ("semantics", "subject not supported by this statement"),
     "AQL0410": ("semantics", "number outside its allowed range (LIMIT, DEPTH)"),
     "AQL0411": ("semantics", "state not supported for this kind of subject"),

@@ -420,14 +420,18 @@ def run_attemptql(ctx, *, explain: bool = False) -> Result:
 # ... subject scoping shared by STATE, WHY, DIFF, WHAT IS
 
 class Scope:
-    """Which sessions a statement looks at: SQL (on alias s) + named params + a label."""
+    """Which sessions and work units a statement looks at: SQL on the sessions (alias s) and on
+    the units' member turns (alias m of unit_turns), their named params, and a label."""
 
-    def __init__(self, sql="", params=None, label="all projects", single=None, notes=None):
+    def __init__(self, sql="", params=None, label="all projects", single=None, notes=None, units="",
+                 unit_single=None):
         self.sql = sql
         self.params = params or {}
         self.label = label
         self.single = single       # session id when the subject is one session
         self.notes = notes or []
+        self.units = units         # condition on a unit's member turns (m)
+        self.unit_single = unit_single  # work unit id when the subject is one unit
 
 
 def scope_of(ctx, subject, statement: str) -> Scope:
@@ -438,36 +442,59 @@ def scope_of(ctx, subject, statement: str) -> Scope:
             if here is None:
                 return Scope(label="all projects",
                              notes=["project: all projects (the current directory is not a captured project)"])
-            return Scope(" AND s.project_id = :p0", {"p0": here[0]}, f"project {here[1]}")
+            return Scope(" AND s.project_id = :p0", {"p0": here[0]}, f"project {here[1]}",
+                         units=" AND m.project_id = :p0")
         projects = resolve_project(ctx.conn, subject.value, loc)
         names = {f"p{i}": pid for i, (pid, _) in enumerate(projects)}
         label = "project " + ", ".join(sorted({n for _, n in projects}))
-        return Scope(f" AND s.project_id IN ({', '.join(':' + k for k in names)})", names, label)
+        marks = ", ".join(":" + k for k in names)
+        return Scope(f" AND s.project_id IN ({marks})", names, label, units=f" AND m.project_id IN ({marks})")
     if subject.kind == "agent":
         kind, value = resolve_agent(ctx.conn, subject.value, loc)
         if kind == "agent":
             return Scope(" AND EXISTS (SELECT 1 FROM json_each(s.agents) WHERE value = :agent)", {"agent": value},
-                         f"agent {value}")
-        return Scope(" AND s.provider = :provider", {"provider": value}, f"agent {value}")
+                         f"agent {value}", units=" AND m.session_id IN (SELECT g.session_id FROM main.session_agents g "
+                                                 "WHERE g.agent_id = :agent)")
+        return Scope(" AND s.provider = :provider", {"provider": value}, f"agent {value}",
+                     units=" AND m.provider = :provider")
     if subject.kind == "work_unit" or (subject.kind == "ref" and subject.value.lower().startswith("wu_")):
-        if not table_exists(ctx.conn, "work_units"):
-            raise planned_error("work units", loc)
-        raise AQLError("AQL0409", f"{statement} over a work unit is not supported yet", source=ctx.source,
-                       pos=subject.pos, end=subject.end)
+        _, wu = C.resolve_subject_entity(ctx, subject)
+        return Scope(" AND s.session_id IN (SELECT u.session_id FROM unit_turns u WHERE u.work_unit_id = :wu)",
+                     {"wu": wu}, f"work unit {wu}", units=" AND m.work_unit_id = :wu", unit_single=wu)
     kind, ident = C.resolve_subject_entity(ctx, subject)
     if kind != "session":
         if statement in ("STATE", "DIFF STATE"):
             raise AQLError("AQL0409", f"{statement} takes a project, a session, an agent or a work unit, "
                            f"not a {C.KIND_LABEL[kind]}", source=ctx.source, pos=subject.pos, end=subject.end,
                            label="not a state subject")
+        turn = _turn_of(ctx, kind, ident)
         ident = _session_of(ctx, kind, ident)
-    return Scope(" AND s.session_id = :session", {"session": ident}, f"session {ident}", single=ident)
+        if turn is not None:  # the session, and the one unit holding the attempt, turn or call
+            return Scope(" AND s.session_id = :session", {"session": ident, "turn": turn}, f"session {ident}",
+                         single=ident, units=" AND m.work_unit_id IN (SELECT u.work_unit_id FROM main.unit_turns u "
+                                             "WHERE u.turn_id = :turn AND u.started_at <= :t)")
+    return Scope(" AND s.session_id = :session", {"session": ident}, f"session {ident}", single=ident,
+                 units=" AND m.work_unit_id IN (SELECT u.work_unit_id FROM main.unit_turns u "
+                       "WHERE u.session_id = :session AND u.started_at <= :t)")
+
+
+_TURN_OF = {"attempt": "SELECT turn_id FROM attempt_facts WHERE attempt_id = ?",
+            "turn": "SELECT ?",
+            "span": "SELECT turn_id FROM tool_call_facts WHERE tool_call_id = ?"}
+
+
+def _turn_of(ctx, kind, ident):
+    if kind not in _TURN_OF or not table_exists(ctx.conn, "attempt_facts"):
+        return None
+    row = ctx.conn.execute(_TURN_OF[kind], (ident,)).fetchone()
+    return row[0] if row else None
 
 
 _SESSION_OF = {"attempt": "SELECT session_id FROM attempts WHERE attempt_id = ?",
                "turn": "SELECT session_id FROM turns WHERE turn_id = ?",
                "span": "SELECT session_id FROM tool_calls WHERE tool_call_id = ?",
-               "event": "SELECT session_id FROM events WHERE event_id = ?"}
+               "event": "SELECT session_id FROM events WHERE event_id = ?",
+               "decision": "SELECT session_id FROM decisions WHERE decision_id = ?"}
 
 
 def _session_of(ctx, kind, ident):
@@ -489,7 +516,8 @@ def state_queries(ctx, scope: Scope, t_us: int, pick_open: bool) -> list:
             C.Query("attempt evidence", C.STATE_EVIDENCE_SQL, {"attempts": "[]"}),
             C.Query("signals", C.STATE_SIGNALS_SQL, {"t": t, "sessions": "[]"}),
             C.Query("turns", C.STATE_TURNS_SQL, {"t": t, "sessions": "[]"}),
-            C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "turns": "[]"})]
+            C.Query("in-flight tool calls", C.STATE_IN_FLIGHT_SQL, {"t": t, "turns": "[]"})] + (
+        [units_query(ctx, scope, t_us, pick_open)] if table_exists(ctx.conn, "unit_index") else [])
 
 
 def _group(rows, key="session_id"):
@@ -560,7 +588,8 @@ def _states(ctx, sessions: list[dict], t_us: int) -> list[dict]:
 STATE_COLUMNS = ("subject_type", "subject_id", "session_id", "work_unit_id", "provider", "project_name", "status",
                  "phase", "current_turn", "turn_index", "turn_status", "in_flight_tool_calls",
                  "in_flight_tool_call_ids", "last_attempt", "last_attempt_outcome", "last_failure_class",
-                 "last_activity_at", "blocked", "block_reason", "attempts", "failed", "evidence", "uncertainty")
+                 "last_activity_at", "blocked", "block_reason", "attempts", "failed", "sessions", "phase_reason",
+                 "status_reason", "evidence", "uncertainty")
 STATE_DISPLAY = ("subject_type", "subject_id", "provider", "status", "phase", "turn_status", "last_attempt_outcome",
                  "blocked", "attempts", "failed", "last_activity_at", "evidence", "uncertainty")
 
@@ -601,7 +630,7 @@ def state_row(r: dict, t_iso: str) -> tuple:
             r.get("current_turn"), r.get("turn_index"), r.get("turn_status"), len(in_flight), in_flight,
             r.get("last_attempt"), r.get("last_attempt_outcome"), r.get("last_failure_class"),
             r.get("last_activity_at"), 1 if block else 0, block[1] if block else None, r.get("attempts") or 0,
-            r.get("failed") or 0, evidence, uncertainty(conf, "heuristic", note))
+            r.get("failed") or 0, [r["session_id"]], None, None, evidence, uncertainty(conf, "heuristic", note))
 
 
 def _no_state_row(label_type, label_id, note, evidence=()):
@@ -612,7 +641,100 @@ def _no_state_row(label_type, label_id, note, evidence=()):
     return tuple(row)
 
 
-WORK_UNITS_NOTE = "work units are not built yet (a later release): rows are sessions"
+NO_UNITS_NOTE = "this file holds no work-unit tables (written before they existed): rows are sessions"
+
+
+# ... work units at t (the rules of the work_units view, judged as of t: attemptql/units.py)
+
+def units_query(ctx, scope: Scope, t_us: int, pick_open: bool = True, ids=None) -> C.Query:
+    """The work units of `scope` judged as of t: with `pick_open`, only units with member activity
+    in the 12 h before t (a unit silent longer is completed, abandoned or stale); `ids` judges
+    exactly these units."""
+    from . import units
+    params = dict(scope.params)
+    params.update(t=ctx.iso(t_us), t_wait=ctx.iso(t_us - units.WAIT_WINDOW_US))
+    if ids is not None:
+        params["unit_ids"] = fastjson.dumps(list(ids))
+        units_sql = units.candidates_sql(" AND m.work_unit_id IN (SELECT value FROM json_each(:unit_ids))",
+                                         window=False)
+    else:
+        window = pick_open and scope.single is None and scope.unit_single is None
+        units_sql = units.candidates_sql(scope.units, window=window)
+    return C.Query(f"work units at {ctx.iso(t_us)}", units.state_sql(ctx.conn, units_sql, params), params)
+
+
+UNITS_STARTED_SQL = ("SELECT count(DISTINCT m.work_unit_id) FROM unit_turns m WHERE m.started_at <= :t{cond}")
+
+
+def units_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
+    """(the work units of `scope` as they stood at t — those open at t, or every one judged when
+    the subject is a single session or unit, or pick_open is false — and a summary: judged,
+    closed (completed or abandoned by t), started (units with a member started by t)); None
+    and an empty summary when the file holds no work units."""
+    if not table_exists(ctx.conn, "unit_index"):
+        return None, {}
+    rows = ctx.dicts(units_query(ctx, scope, t_us, pick_open))
+    closed = sum(1 for r in rows if r["status"] in ("completed", "abandoned"))
+    params = dict(scope.params)
+    params["t"] = ctx.iso(t_us)
+    started = ctx.conn.execute(UNITS_STARTED_SQL.format(cond=scope.units), params).fetchone()[0]
+    summary = {"judged": len(rows), "closed": closed, "started": started}
+    if pick_open and scope.single is None and scope.unit_single is None:
+        rows = [r for r in rows if r["status"] not in ("completed", "abandoned")]
+    return rows, summary
+
+
+def units_note(scope: Scope, t_iso: str, units, summary: dict) -> str:
+    if units is None:
+        return NO_UNITS_NOTE
+    if scope.unit_single or scope.single:
+        return (f"{len(units)} work unit(s) of {scope.label} judged as of {t_iso} by the rules of the work_units "
+                "view, whatever their status")
+    label = scope.label
+    silent = max(0, summary["started"] - summary["judged"])
+    return (f"{len(units)} work unit(s) of {label} open at {t_iso} ({summary['closed']} completed or abandoned by "
+            f"then are not listed; {silent} more started by then had no activity in the 12 h before it)")
+
+
+def unit_block(u: dict):
+    """('signal'|'repeat', reason, evidence) when the unit was blocked: a pending wait (its phase
+    is blocked), else its last two attempts failing with the same class; None otherwise."""
+    if u.get("blocking_signal"):
+        return ("signal", u["phase_reason"], [u["blocking_signal"]])
+    o1, o2 = u.get("last_outcome"), u.get("previous_outcome")
+    c1, c2 = u.get("last_failure_class"), u.get("previous_failure_class")
+    if o1 in _FAILED and o2 in _FAILED and c1 and c1 == c2:
+        return ("repeat", f"the last two attempts both failed with {c1}: the work is repeating itself",
+                _dedup([u.get("last_fail_event") or u.get("last_first_event"),
+                        u.get("previous_fail_event") or u.get("previous_first_event")]))
+    return None
+
+
+def unit_evidence(u: dict) -> list:
+    """A unit row's evidence as of its instant: the objective's prompt, the last turn's prompt, the
+    last attempt's first and failing events, the wait holding it (all observed by then)."""
+    block = unit_block(u)
+    return _dedup([u.get("objective_event_id"), u.get("turn_event_id"), u.get("last_first_event"),
+                   u.get("last_fail_event")] + (block[2] if block else []))
+
+
+def unit_uncertainty(u: dict, t_iso: str | None, reason: str = "heuristic") -> dict:
+    when = f" as of {t_iso}, from what was observed by then" if t_iso else ""
+    return uncertainty(u.get("confidence"), reason,
+                       f"work-unit grouping, phase and status are tier1-v5 heuristics (confidence "
+                       f"{u.get('confidence')}, capped at 0.7){when}. Phase: {u.get('phase_reason')}. "
+                       f"Status: {u.get('status_reason')}.")
+
+
+def unit_state_row(u: dict, t_iso: str) -> tuple:
+    block = unit_block(u)
+    return ("work_unit", u["work_unit_id"], None, u["work_unit_id"], ", ".join(_loads_list(u.get("actors"))),
+            u["project_name"], u["status"], u["phase"], u.get("last_turn_id"), u.get("turn_index"),
+            u.get("turn_status"), u.get("in_flight") or 0, [], u.get("last_attempt"), u.get("last_outcome"),
+            u.get("last_failure_class") if u.get("last_outcome") in _FAILED else None, u.get("updated_at"),
+            1 if block else 0, block[1] if block else None, u.get("attempt_count") or 0,
+            u.get("failed_attempt_count") or 0, _loads_list(u.get("sessions")), u.get("phase_reason"),
+            u.get("status_reason"), unit_evidence(u), unit_uncertainty(u, t_iso))
 
 
 def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
@@ -652,15 +774,20 @@ class StateHandler:
 
 def state_result(ctx, scope, t, *, what="STATE"):
     t_iso = ctx.iso(t)
-    rows, summary = state_at(ctx, scope, t)
+    rows, summary = state_at(ctx, scope, t)  # a work unit: its member sessions open at t
     out = [state_row(r, t_iso) for r in rows]
+    units, usummary = units_at(ctx, scope, t)
+    out += [unit_state_row(u, t_iso) for u in units or ()]
     notes = list(scope.notes)
     started = summary.get("started") or 0
     ended = summary.get("ended") or 0
     open_n = sum(1 for r in rows if r["status"] == "open")
     notes.append(f"state of {scope.label} at {t_iso}: {open_n} open session(s) of {started} started by then "
                  f"({ended} ended; {max(0, started - ended - open_n)} silent for over 30 minutes, stale)")
-    notes.append(WORK_UNITS_NOTE)
+    notes.append(units_note(scope, t_iso, units, usummary))
+    if scope.unit_single and not units:
+        out = [_no_state_row("work_unit", scope.unit_single, f"work unit {scope.unit_single} had no member turn "
+                                                             f"started by {t_iso}")]
     if not out:
         last = summary.get("last_at")
         if scope.single:
@@ -709,14 +836,17 @@ class WhyHandler:
         if st not in VALID_STATES:
             if st in PLANNED_STATES:
                 raise AQLError("AQL0407", f"WHY … STATUS {st} is not supported yet (planned); supported: BLOCKED "
-                               "(session, project) and FAILED (attempt)", source=ctx.source, pos=cmd.state_pos,
+                               "(session, project, work unit) and FAILED (attempt)", source=ctx.source, pos=cmd.state_pos,
                                end=cmd.state_end, label="planned")
             raise AQLError("AQL0401", "unknown state name; valid: BLOCKED (session, project, work unit) and "
                            "FAILED (attempt)", source=ctx.source, pos=cmd.state_pos, end=cmd.state_end,
                            label="unknown state")
         s = cmd.subject
         if s.kind == "work_unit" or (s.kind == "ref" and s.value.lower().startswith("wu_")):
-            raise planned_error("work units", (ctx.source, s.pos, s.end))
+            if st != "BLOCKED":
+                raise AQLError("AQL0411", "a work unit answers STATUS BLOCKED; FAILED applies to an attempt",
+                               source=ctx.source, pos=cmd.state_pos, end=cmd.state_end, label="not for a work unit")
+            return "BLOCKED_UNIT", C.resolve_subject_entity(ctx, s)[1]
         if st == "FAILED":
             if s.kind in ("project", "agent", "session", "turn", "span", "event"):
                 raise AQLError("AQL0411", f"FAILED applies to an attempt; for a {s.kind} ask STATUS BLOCKED",
@@ -744,6 +874,8 @@ class WhyHandler:
             return [C.Query("attempt", C.ATTEMPT_SQL, (ident,)),
                     C.Query("failing event", C.FAILING_EVENT_SQL, ("[]",))]
         scope = scope_of(ctx, cmd.subject, "WHY")
+        if st == "BLOCKED_UNIT":
+            return [units_query(ctx, scope, ctx.now_us)]
         return state_queries(ctx, scope, ctx.now_us, scope.single is None)
 
     @classmethod
@@ -751,7 +883,53 @@ class WhyHandler:
         st, ident = cls._check(ctx, cmd)
         if st == "FAILED":
             return cls._failed(ctx, ident)
+        if st == "BLOCKED_UNIT":
+            return cls._blocked_unit(ctx, scope_of(ctx, cmd.subject, "WHY"))
         return cls._blocked(ctx, scope_of(ctx, cmd.subject, "WHY"))
+
+    @staticmethod
+    def _blocked_unit(ctx, scope):
+        """WHY wu_… STATUS BLOCKED: the unit's blocking signal (the pending wait that makes its
+        phase blocked), else its last two attempts failing with the same class; a unit that is
+        neither answers state_mismatch with its phase and status, and invents nothing."""
+        wu = scope.unit_single
+        now_iso = ctx.iso(ctx.now_us)
+        found = ctx.dicts(units_query(ctx, scope, ctx.now_us))
+        notes = [f"judged at {now_iso} by the rules of the work_units view; SHOW EVIDENCE FOR {wu} lists every "
+                 "event the unit was built from"]
+        if not found:
+            note = f"work unit {wu} has no member turn started by {now_iso}"
+            return Result(WHY_COLUMNS, [_why_row(subject_type="work_unit", subject_id=wu, claim=note, evidence=[],
+                                                 uncertainty=uncertainty(0.0, "insufficient_evidence", note))],
+                          notes, kind="explanation", display=WHY_DISPLAY)
+        u = found[0]
+        block = unit_block(u)
+        out = []
+        if block and block[0] == "signal":
+            g = ctx.conn.execute("SELECT confidence FROM signals WHERE event_id = ?", (u["blocking_signal"],)).fetchone()
+            conf = min(g[0] if g and g[0] is not None else 0.65, u.get("confidence") or 0.7)
+            out.append(_why_row(subject_type="work_unit", subject_id=wu, inference_id=u["blocking_signal"],
+                                edge_type="blocked", from_type="event", from_id=u["blocking_signal"],
+                                kind=u.get("signal_kind"), at=u.get("signal_raised_at"),
+                                claim=f"work unit {wu} is blocked: {u['phase_reason']}", evidence=block[2],
+                                uncertainty=uncertainty(conf, "heuristic", unit_uncertainty(u, now_iso)["note"])))
+        elif block:
+            for att, outc, fev, sev in (("last_attempt", "last_outcome", "last_fail_event", "last_first_event"),
+                                        ("previous_attempt", "previous_outcome", "previous_fail_event",
+                                         "previous_first_event")):
+                ev = _dedup([u.get(fev) or u.get(sev)])
+                out.append(_why_row(subject_type="work_unit", subject_id=wu, inference_id=u.get(att),
+                                    edge_type="failed", from_type="attempt", from_id=u.get(att), kind=u.get(outc),
+                                    at=u.get("updated_at"), claim=f"work unit {wu} is blocked: {block[1]}",
+                                    evidence=ev, uncertainty=uncertainty(min(0.7, u.get("confidence") or 0.7),
+                                                                         "heuristic", "repeated failure of the same "
+                                                                         "class within the unit")))
+        else:
+            claim = (f"work unit {wu} is not blocked: phase {u['phase']} ({u['phase_reason']}); status "
+                     f"{u['status']} ({u['status_reason']})")
+            out.append(_why_row(subject_type="work_unit", subject_id=wu, claim=claim, evidence=unit_evidence(u),
+                                uncertainty=unit_uncertainty(u, now_iso, "state_mismatch")))
+        return Result(WHY_COLUMNS, out, notes, kind="explanation", display=WHY_DISPLAY)
 
     @staticmethod
     def _failed(ctx, ident):
@@ -818,6 +996,12 @@ class WhyHandler:
         notes.append(f"{len({r[1] for r in out})} blocked session(s) of {len(rows)} examined for {scope.label}; "
                      "blocked = an uncleared permission request or input wait, or the last two attempts failing "
                      "with the same class")
+        units, _ = units_at(ctx, scope, ctx.now_us)
+        blocked_units = [u["work_unit_id"] for u in units or () if unit_block(u)]
+        if blocked_units:
+            notes.append(f"blocked work unit(s): {', '.join(blocked_units[:10])}"
+                         + (f" and {len(blocked_units) - 10} more" if len(blocked_units) > 10 else "")
+                         + "; WHY <work unit id> STATUS BLOCKED explains one")
         if not out:
             if rows:
                 if scope.single:
@@ -865,8 +1049,7 @@ class TraceHandler:
     @classmethod
     def queries(cls, ctx, cmd):
         kind, ident, depth, direction = cls._args(ctx, cmd)
-        return [C.Query("trace", C.trace_sql(direction, table_exists(ctx.conn, C.EDGE_ARMS[0][0])),
-                        {"start": ident, "depth": depth})]
+        return [_trace_query(ctx, direction, ident, depth)]
 
     @classmethod
     def run(cls, ctx, cmd):
@@ -874,9 +1057,14 @@ class TraceHandler:
         return trace_result(ctx, kind, ident, depth, direction)
 
 
+def _trace_query(ctx, direction, ident, depth) -> C.Query:
+    arms = table_exists(ctx.conn, C.EDGE_ARMS[0][0])
+    return C.Query("trace", C.trace_sql(direction, arms, arms and table_exists(ctx.conn, "unit_turns")),
+                   {"start": ident, "depth": depth})
+
+
 def trace_result(ctx, kind, ident, depth, direction):
-    rows = ctx.dicts(C.Query("trace", C.trace_sql(direction, table_exists(ctx.conn, C.EDGE_ARMS[0][0])),
-                             {"start": ident, "depth": depth}))
+    rows = ctx.dicts(_trace_query(ctx, direction, ident, depth))
     out = []
     beyond, cut_evidence = 0, []
     for r in rows:
@@ -897,6 +1085,10 @@ def trace_result(ctx, kind, ident, depth, direction):
                     uncertainty(None, "depth_limit", note)))
     notes = [f"trace from {C.KIND_LABEL[kind]} {ident} (direction {direction}, depth ≤ {depth}): {edges} edge(s) "
              f"over {', '.join(C.CAUSAL_EDGE_KINDS)}"]
+    if kind == "work_unit":
+        notes.append("a work unit is made of its turns: the walk steps to them first (parent_of, depth 1), then "
+                     "follows the causal edges from each; DIRECTION BOTH also reaches the attempts their prompts "
+                     "triggered")
     if not out:
         note = f"no causal edges reach {C.KIND_LABEL[kind]} {ident} (direction {direction})"
         out.append((0, None, None, None, None, None, None, None, [], uncertainty(0.0, "insufficient_evidence", note)))
@@ -985,15 +1177,74 @@ class DiffHandler:
                         rows.append(("session", sid, sid, provider, "changed", f, _text_value(x[f]), _text_value(y[f]),
                                      conf, ev, unc))
         notes = list(scope.notes) + [f"DIFF STATE of {scope.label}: {len(open1)} open session(s) at {i1}, "
-                                     f"{len(open2)} at {i2}; one row per changed field", WORK_UNITS_NOTE]
+                                     f"{len(open2)} at {i2}; one row per changed field"]
+        unit_rows, unit_note = cls._units(ctx, scope, t1, t2)
+        rows += unit_rows
+        notes.append(unit_note)
         if not rows:
-            if not a and not b:
+            if not a and not b and not unit_rows:
                 note = f"no session of {scope.label} was active at {i1} or at {i2}"
                 rows.append(("project", scope.single or scope.label, None, None, None, None, None, None, None, [],
                              uncertainty(0.0, "insufficient_evidence", note)))
             else:
                 notes.append(f"no state change for {scope.label} between {i1} and {i2}")
         return Result(DIFF_COLUMNS, rows, notes, kind="explanation")
+
+
+    @staticmethod
+    def _units(ctx, scope, t1, t2):
+        """DIFF rows of the work units open at t1 or t2: a unit listed at one time only is added
+        or removed (its state at the other time, judged there, is the other side); a unit listed
+        at both has one row per changed field."""
+        i1, i2 = ctx.iso(t1), ctx.iso(t2)
+        u1, s1 = units_at(ctx, scope, t1)
+        u2, s2 = units_at(ctx, scope, t2)
+        if u1 is None:
+            return [], NO_UNITS_NOTE
+        a = {u["work_unit_id"]: u for u in u1}
+        b = {u["work_unit_id"]: u for u in u2}
+        listed_a, listed_b = set(a), set(b)
+        for missing, t, into in (([w for w in a if w not in b], t2, b), ([w for w in b if w not in a], t1, a)):
+            if missing:
+                for u in ctx.dicts(units_query(ctx, scope, t, ids=missing)):
+                    into[u["work_unit_id"]] = u
+        rows = []
+        for wu in list(a) + [w for w in b if w not in a]:
+            x = dict(zip(STATE_COLUMNS, unit_state_row(a[wu], i1))) if wu in a else None
+            y = dict(zip(STATE_COLUMNS, unit_state_row(b[wu], i2))) if wu in b else None
+            for d in (x, y):
+                if d is not None:
+                    d["session_count"] = len(d["sessions"])
+            confs = [d["uncertainty"]["confidence"] for d in (x, y) if d and d["uncertainty"]["confidence"] is not None]
+            conf = min(confs) if confs else None
+            ev = _dedup((x["evidence"] if x else []) + (y["evidence"] if y else []))
+            provider = (y or x)["provider"]
+            unc = uncertainty(conf, "heuristic", f"work unit judged at {i1} and at {i2} (tier1-v5 heuristics, capped "
+                                                 f"at 0.7)")
+            in1, in2 = wu in listed_a, wu in listed_b
+            if in1 and not in2:
+                rows.append(("work_unit", wu, None, provider, "removed", "presence", _unit_summary(x), _unit_summary(y),
+                             conf, ev, unc))
+            elif in2 and not in1:
+                rows.append(("work_unit", wu, None, provider, "added", "presence", _unit_summary(x), _unit_summary(y),
+                             conf, ev, unc))
+            else:
+                for f in DIFF_UNIT_FIELDS:
+                    if x[f] != y[f]:
+                        rows.append(("work_unit", wu, None, provider, "changed", f, _text_value(x[f]),
+                                     _text_value(y[f]), conf, ev, unc))
+        note = (f"{len(listed_a)} work unit(s) of {scope.label} open at {i1}, {len(listed_b)} at {i2}; a unit that "
+                "completed or was abandoned in between is removed, with its state at the later time")
+        return rows, note
+
+
+DIFF_UNIT_FIELDS = ("phase", "status", "attempts", "failed", "session_count", "last_attempt", "blocked")
+
+
+def _unit_summary(d: dict | None) -> str:
+    if d is None:
+        return "absent"
+    return f"phase {d['phase']}; status {d['status']}; {d['attempts']} attempt(s), {d['failed']} failed"
 
 
 # ... SHOW

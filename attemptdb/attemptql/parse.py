@@ -131,7 +131,7 @@ LABELS = {
     "timestamp": "a timestamp ('2026-08-20T14:00:00Z', '2026-08-20', NOW or -2h)",
     "target": ("a SHOW target (ATTEMPTS, FAILED ATTEMPTS, SUPERSEDED ATTEMPTS, SESSIONS, TURNS, "
                "TOOL CALLS, HANDOFFS, EDGES, SIGNALS, COMMITS, CORRECTIONS, RETRACTIONS, "
-               "WORK UNITS, DECISIONS or EVIDENCE FOR)"),
+               "WORK UNITS, DECISIONS, CONFLICTS or EVIDENCE FOR)"),
     "state_name": "a state name (BLOCKED or FAILED)",
     "integer": "a whole number",
     "string": "a quoted string",
@@ -396,7 +396,8 @@ _ENTITY_KINDS = {"SESSION": "session", "ATTEMPT": "attempt", "TURN": "turn", "SP
 _TARGETS = {
     "failed_attempts": "failed_attempts", "superseded_attempts": "superseded_attempts",
     "attempts_target": "attempts", "handoffs_target": "handoffs", "work_units_target": "work_units",
-    "decisions_target": "decisions", "evidence_target": "evidence", "sessions_target": "sessions",
+    "decisions_target": "decisions", "conflicts_target": "conflicts", "evidence_target": "evidence",
+    "sessions_target": "sessions",
     "turns_target": "turns", "tool_calls_target": "tool_calls", "edges_target": "edges",
     "signals_target": "signals", "corrections_target": "corrections",
     "retractions_target": "retractions", "commits_target": "commits",

@@ -24,11 +24,12 @@ KINDS = {
     "span": (("tc_", "spn_"), "tool_calls", "tool_call_id", True, "tool call"),
     "work_unit": (("wu_",), "work_units", "work_unit_id", False, "work unit"),
     "event": (("ev_",), "events", "event_id", True, "event"),
+    "decision": (("dec_",), "decisions", "decision_id", False, "decision"),
 }
 # a bare id (no prefix, no kind word) is tried against these, in this order
 BARE_ORDER = ("attempt", "session", "turn", "span", "work_unit", "event")
 PREFIX_KIND = {p: k for k, v in KINDS.items() for p in v[0]}
-PLANNED_TABLES = ("work_units", "decisions", "conflicts")
+PLANNED_TABLES = ("work_units", "decisions", "conflicts")  # absent from files written before work units (AQL0408)
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DAY_US = 86400 * 1_000_000
@@ -84,9 +85,10 @@ def table_exists(conn, name: str) -> bool:
 
 
 def planned_error(table: str, loc=None) -> AQLError:
-    return _err("AQL0408", f"{table} are not built yet: work units, decisions and conflicts arrive "
-                "in a later release of AttemptDB; ask about sessions, turns, attempts or handoffs instead",
-                loc, "not built yet")
+    return _err("AQL0408", f"{table} are not in this file: it holds no work-unit tables (it was written by an "
+                "AttemptDB that did not keep work units, decisions and conflicts; the next write, such as a "
+                "capture or an import, upgrades it); ask about sessions, turns, attempts or handoffs instead",
+                loc, "not in this file")
 
 
 def split_id(text: str):
@@ -155,8 +157,8 @@ def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -
         kinds = [kind]
     else:
         kinds = [kind] if kind else list(BARE_ORDER)
-    if kind == "work_unit" and not table_exists(conn, "work_units"):
-        raise planned_error("work units", loc)
+    if kind in ("work_unit", "decision") and not table_exists(conn, KINDS[kind][1]):
+        raise planned_error(KINDS[kind][1].replace("_", " "), loc)
     found = []
     for k in kinds:
         for m in _matches(conn, k, prefix, hexpart, MAX_CANDIDATES + 1, live):

@@ -42,6 +42,7 @@ COMMANDS = {
     "trace": "query:trace_cmd",
     "handoffs": "query:handoffs_cmd",
     "status": "query:status_cmd",
+    "needs-you": "query:needs_you_cmd",
     "schema": "query:schema_cmd",
 }
 

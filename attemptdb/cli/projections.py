@@ -60,31 +60,117 @@ def _short(x):
 @scope_options
 @click.option("--tools", is_flag=True, help="One line per tool call under each turn.")
 @click.option("--all", "show_all", is_flag=True, help="Include sessions with no prompt and no tool call.")
+@click.option("--units", "by_unit", is_flag=True,
+              help="Group by work unit (a thread of work across sessions and agents) instead of by session.")
 @db_option
 @json_option
-def timeline_cmd(session, project, since, until, limit, tools, show_all, db, as_json):
+def timeline_cmd(session, project, since, until, limit, tools, show_all, by_unit, db, as_json):
     """Sessions → turns → attempts: what each agent tried and how it ended.
 
     Newest sessions first (10 unless -n). Each attempt shows its outcome, failure class, approach,
     paths touched, duration and confidence; attempts are inferences: `attempt why <att_id>` shows
-    the evidence.
+    the evidence. With --units: work units newest first (10 unless -n), each with its phase and
+    status and why, then its turns in order, whichever session and agent they came from.
     """
     from ..projections import read
     st = read_store(db)
     try:
         cond, params = _sessions_scope(st.conn, session, project, since, until)
-        data = read.timeline(st.conn, cond, params, limit=10 if limit is None else limit,
-                             show_all=show_all, tools=tools)
+        if by_unit:
+            data = read.timeline_units(st.conn, cond, params, limit=10 if limit is None else limit, tools=tools)
+        else:
+            data = read.timeline(st.conn, cond, params, limit=10 if limit is None else limit,
+                                 show_all=show_all, tools=tools)
     finally:
         st.close()
     if as_json:
         echo_json(data)
         return
-    _render_timeline(data, tools)
+    if by_unit:
+        _render_units(data, tools)
+    else:
+        _render_timeline(data, tools)
+
+
+def _render_units(data: dict, tools: bool):
+    from ..projections.read import clean, local_time
+    c = data["counts"]
+    if not data["work_units"]:
+        click.echo(f"no work units among the sessions in scope ({data['events']} events); `attempt timeline` lists "
+                   "sessions")
+        return
+    out = [f"{c['work_units']} work unit(s), {c['turns']} turn(s), {c['attempts']} attempt(s) from {data['events']} "
+           "events  " + style(f"[inference {data['algorithm_version']}; units are heuristics, capped at 0.7]",
+                              fg="bright_black")]
+    for u in data["work_units"]:
+        end = "open" if u["status"] == "open" else local_time(u["updated_at"], "%H:%M")
+        agents = ", ".join(PROVIDERS.get(a, clean(a, 20)) for a in u["actors"])
+        out.append("")
+        out.append(style("◆ ", fg="magenta") + style(f"{u['phase']} · {u['status']}", bold=True)
+                   + f"  {clean(u['project_name'], 40)}  {local_time(u['started_at'])} → {end}  {agents}  "
+                   f"{u['session_count']} session(s) · {u['turn_count']} turns · {u['attempt_count']} attempts · "
+                   f"{u['failed_attempt_count']} failed  conf {u['confidence']:.1f}  "
+                   + style(_short(u["work_unit_id"]), fg="bright_black"))
+        if u["objective"]:
+            out.append(f"  objective: {clean(u['objective'], 90)}")
+        out.append(style(f"  phase: {clean(u['phase_reason'], 100)}", fg="bright_black"))
+        out.append(style(f"  status: {clean(u['status_reason'], 100)}", fg="bright_black"))
+        for t in u["turns"]:
+            out.append(_turn_line(t, f"{PROVIDERS.get(t['provider'], clean(t['provider'], 20))} "
+                                     f"{_short(t['session_id'])} "))
+            out += _attempt_lines(t, tools)
+    if data["more_units"]:
+        out.append("")
+        out.append(f"({data['more_units']} more work unit(s); use --limit N, --project or --session)")
+    click.echo("\n".join(out))
+
+
+def _turn_line(t: dict, who: str = "") -> str:
+    from ..projections.read import clean, local_time
+    if t["objective"]:
+        what = clean(t["objective"], 70)
+    elif t["prompt_event_id"] and t["prompt_chars"] is not None:
+        what = f"(prompt, {t['prompt_chars']} chars, content not captured)"
+    elif t["prompt_event_id"]:
+        what = "(prompt)"
+    else:
+        what = "(activity before the first prompt)"
+    return (f"  {local_time(t['started_at'], '%H:%M:%S')} {who}turn {t['turn_index']}  "
+            f"{TURN_STATUS.get(t['status'], t['status'])}  {what}")
+
+
+def _attempt_lines(t: dict, tools: bool) -> list:
+    from ..projections.read import clean, duration_text
+    out = []
+    for a in t["attempts"]:
+        mark, color = OUTCOME_MARKS.get(a["outcome"], ("?", None))
+        paths = fastjson.loads(a["paths"] or "[]")
+        line = (f"    {style(_short(a['attempt_id']), fg='bright_black')} "
+                f"{style(mark + ' ' + a['outcome'].replace('_', ' '), fg=color)}"
+                + (f" [{clean(a['failure_class'], 24)}]" if a["failure_class"] else "")
+                + f" {clean(a['approach'], 60)}  ({len(paths)} path{'s' if len(paths) != 1 else ''})")
+        dur = duration_text(a["started_at"], a["ended_at"])
+        if dur:
+            line += f"  {dur}"
+        line += f"  conf {a['confidence']:.1f}"
+        if a["superseded_by"]:
+            line += f" → {_short(a['superseded_by'])}"
+        out.append(line)
+        shas = fastjson.loads(a["commit_shas"] or "[]")
+        if shas:
+            out.append("      ⎇ committed " + " ".join(clean(x, 7)[:7] for x in shas))
+    if tools:
+        for tc in t.get("tool_calls", []):
+            status = tc["outcome_status"] or "in flight"
+            p = fastjson.loads(tc["paths"] or "[]")
+            out.append(f"      · {clean(tc['tool_name'], 16):16s} {clean(status, 10):10s} "
+                       f"{(str(tc['duration_ms']) + 'ms') if tc['duration_ms'] is not None else '':>8s} "
+                       f"{clean(p[0] if p else '', 50)}")
+    return out
 
 
 def _render_timeline(data: dict, tools: bool):
-    from ..projections.read import clean, duration_text, local_time
+    from ..projections.read import clean, local_time
     out = []
     c = data["counts"]
     if not data["sessions"]:
@@ -104,40 +190,8 @@ def _render_timeline(data: dict, tools: bool):
                    f"{s['coverage']} coverage  {s['turn_count']} turns · {s['tool_call_count']} tool calls · "
                    f"{s['failure_count']} failures  " + style(_short(s["session_id"]), fg="bright_black"))
         for t in s["turns"]:
-            if t["objective"]:
-                what = clean(t["objective"], 70)
-            elif t["prompt_event_id"] and t["prompt_chars"] is not None:
-                what = f"(prompt, {t['prompt_chars']} chars, content not captured)"
-            elif t["prompt_event_id"]:
-                what = "(prompt)"
-            else:
-                what = "(activity before the first prompt)"
-            out.append(f"  {local_time(t['started_at'], '%H:%M:%S')} turn {t['turn_index']}  "
-                       f"{TURN_STATUS.get(t['status'], t['status'])}  {what}")
-            for a in t["attempts"]:
-                mark, color = OUTCOME_MARKS.get(a["outcome"], ("?", None))
-                paths = fastjson.loads(a["paths"] or "[]")
-                line = (f"    {style(_short(a['attempt_id']), fg='bright_black')} "
-                        f"{style(mark + ' ' + a['outcome'].replace('_', ' '), fg=color)}"
-                        + (f" [{clean(a['failure_class'], 24)}]" if a["failure_class"] else "")
-                        + f" {clean(a['approach'], 60)}  ({len(paths)} path{'s' if len(paths) != 1 else ''})")
-                dur = duration_text(a["started_at"], a["ended_at"])
-                if dur:
-                    line += f"  {dur}"
-                line += f"  conf {a['confidence']:.1f}"
-                if a["superseded_by"]:
-                    line += f" → {_short(a['superseded_by'])}"
-                out.append(line)
-                shas = fastjson.loads(a["commit_shas"] or "[]")
-                if shas:
-                    out.append("      ⎇ committed " + " ".join(clean(x, 7)[:7] for x in shas))
-            if tools:
-                for tc in t.get("tool_calls", []):
-                    status = tc["outcome_status"] or "in flight"
-                    p = fastjson.loads(tc["paths"] or "[]")
-                    out.append(f"      · {clean(tc['tool_name'], 16):16s} {clean(status, 10):10s} "
-                               f"{(str(tc['duration_ms']) + 'ms') if tc['duration_ms'] is not None else '':>8s} "
-                               f"{clean(p[0] if p else '', 50)}")
+            out.append(_turn_line(t))
+            out += _attempt_lines(t, tools)
     if data["more_sessions"]:
         out.append("")
         out.append(f"({data['more_sessions']} more session(s); use --limit N or --session ID)")

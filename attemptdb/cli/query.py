@@ -233,8 +233,8 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
     report = {"database": path, "schema_version": conn.execute("PRAGMA user_version").fetchone()[0],
               "capture_mode": meta.get("capture_mode"), "device_id": ("dev_" + meta["device_id"])
               if meta.get("device_id") else None, "events": events, "size_bytes": _size(path),
-              "wal_bytes": _size(path + "-wal"), "sessions": None, "providers": [], "projects": [],
-              "warnings": []}
+              "wal_bytes": _size(path + "-wal"), "sessions": None, "work_units": None, "needs_you": None,
+              "providers": [], "projects": [], "warnings": []}
     from .. import schema_integrity
     changed = report["schema_changes"] = schema_integrity.differences(conn, report["schema_version"])
     if changed:
@@ -267,10 +267,17 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
             f"SELECT project_name, project_id, count(*), sum(event_count), max(last_event_at) FROM sessions "
             f"WHERE {where} GROUP BY project_id ORDER BY sum(event_count) DESC, project_name LIMIT ?",
             params + [limit])]
-    for t in ("work_units", "decisions", "conflicts"):
-        if t not in tables:
-            report["warnings"].append("work units, decisions and conflicts are not built yet (a later release)")
-            break
+    if {"needs_you", "unit_index"} <= tables:
+        names = [r[0] for r in conn.execute(
+            f"SELECT DISTINCT project_name FROM sessions WHERE {where}", params)] if project else None
+        cond = f" WHERE project_name IN ({', '.join('?' * len(names))})" if names else ""
+        report["work_units"] = conn.execute(
+            "SELECT count(*) FROM unit_index" + (f" WHERE project_id IN ({', '.join('?' * len(ids))})" if project else ""),
+            ids if project else []).fetchone()[0]
+        report["needs_you"] = conn.execute(f"SELECT count(*) FROM needs_you{cond}", names or []).fetchone()[0]
+    else:
+        report["warnings"].append("work units, decisions, conflicts and Needs You are not in this file (written "
+                                  "before they existed; the next capture or import upgrades it)")
     return report
 
 
@@ -308,7 +315,10 @@ def status_cmd(project, session, since, until, limit, as_json, db):
     click.echo(f"database      {printable(rep['database'])}")
     click.echo(f"schema        {rep['schema_version']}")
     click.echo(f"capture mode  {clean(rep['capture_mode'] or 'unknown', 40)}")
-    click.echo(f"events        {rep['events']}" + (f" · {rep['sessions']} session(s)" if rep["sessions"] is not None else ""))
+    click.echo(f"events        {rep['events']}" + (f" · {rep['sessions']} session(s)" if rep["sessions"] is not None else "")
+               + (f" · {rep['work_units']} work unit(s)" if rep.get("work_units") is not None else ""))
+    if rep.get("needs_you") is not None:
+        click.echo(f"needs you     {rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
     click.echo(f"on disk       {rep['size_bytes']} bytes · {rep['wal_bytes']} bytes WAL")
     for p in rep["providers"]:
         click.echo(f"  {clean(p['provider'], 24):<12} {p['events']:>9} events  {p['sessions']:>5} sessions  "
@@ -319,6 +329,76 @@ def status_cmd(project, session, since, until, limit, as_json, db):
             click.echo(f"  {clean(p['project_name'], 40):<40} {p['events']:>9} events  {p['sessions']:>5} sessions")
     for w in rep["warnings"]:
         click.echo(printable(f"warning: {w}"), err=True)
+
+
+# --- needs-you ---------------------------------------------------------------------------------
+
+NEEDS_KIND = {"permission_gate": "permission", "input_request": "input", "repeated_failure": "repeated failure",
+              "work_conflict": "conflict"}
+
+
+@click.command("needs-you")
+@click.option("--project", metavar="NAME", help="Only this project (owner/repo, its last part, prj_… or a directory).")
+@click.option("--evidence", is_flag=True, help="Show evidence event ids instead of counts.")
+@json_option
+@db_option
+def needs_you_cmd(project, evidence, as_json, db):
+    """Who is waiting on a human, what is stuck, who is colliding — ranked, with evidence.
+
+    Agents waiting on a permission decision or on input, open work units whose last two attempts
+    failed the same way, and two open units editing the same files (the needs_you view), judged
+    now: sessions that ended or went silent for 12 hours drop out."""
+    from ..attemptql import resolve
+    from ..attemptql.errors import AQLError
+    from ..projections import read
+    conn, _ = _open(db)
+    try:
+        ids, label = None, None
+        if project:
+            from ..errors import AttemptError
+            try:
+                if os.path.isdir(project):  # a repository directory, as the other read commands take it
+                    here = resolve.project_of_directory(conn, project)
+                    if here is None:
+                        raise AttemptError("scope.project", f"no sessions recorded for the repository at {project}")
+                    found = [here]
+                else:
+                    found = resolve.resolve_project(conn, project)
+            except AQLError as e:
+                raise AttemptError("scope.unresolved", e.message) from None
+            ids, label = [pid for pid, _ in found], ", ".join(sorted({n for _, n in found}))
+        data = read.needs_you(conn, ids)
+    finally:
+        conn.close()
+    data["project"] = label
+    if as_json:
+        echo_json(data)
+        return
+    rows, checked = data["needs_you"], data["checked"]
+    where = f" in {read.clean(label, 60)}" if label else ""
+    looked = (f"{checked['open_sessions']} open session(s), {checked['open_work_units']} open work unit(s) checked")
+    if not rows:
+        click.echo(f"nothing needs you{where}: {looked}; no pending permission or input request, no repeated "
+                   "failure, no conflicting work")
+        return
+    from tabulate import tabulate
+    table = []
+    for r in rows:
+        ev = r["evidence"]
+        table.append([r["rank"], NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
+                      read.local_time(r["since"], "%Y-%m-%d %H:%M:%S"), read.clean(r["provider"] or "", 16),
+                      ids_short(r["session_id"]), ids_short(r["work_unit_id"]), read.clean(r["reason"], 90),
+                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else len(ev)])
+    click.echo(f"{len(rows)} thing(s) need you{where} ({looked}):")
+    click.echo(tabulate(table, headers=["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf",
+                                        "evidence"]))
+    click.echo("note: inferences with their evidence; `attempt why <id>` explains a session or work unit, "
+               "`attempt query \"SHOW EVIDENCE FOR <id>\"` opens it", err=True)
+
+
+def ids_short(x) -> str:
+    from .. import ids
+    return printable(ids.short(x)) if x else "-"
 
 
 # --- schema ----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ Invariants:
 - `--dry-run` appends inside a transaction, reads the changed rows, and rolls back.
 """
 
-from .. import ADAPTER_VERSION, __version__, clock, event, ids
+from .. import ADAPTER_VERSION, __version__, clock, event, fastjson, ids
 from ..errors import AttemptError
 
 OUTCOMES = ("succeeded", "failed", "abandoned", "superseded")
@@ -197,29 +197,66 @@ _COUNTS = (
     ("signals", "SELECT count(*) FROM signals"),
     ("retracted_events", "SELECT count(*) FROM events WHERE retracted = 1"),
 )
+_UNIT_COUNTS = (
+    ("work_units", "SELECT count(*) FROM unit_index"),
+    ("decisions", "SELECT count(*) FROM decisions"),
+)
 _ATTEMPT_FIELDS = ("outcome", "failure_class", "objective", "note", "corrected_by", "superseded_by",
                    "supersedes", "retracted")
 _TURN_FIELDS = ("objective", "corrected_by", "tool_call_count", "retracted")
+_UNIT_FIELDS = ("phase", "status", "attempts", "failed_attempts", "last_attempt", "turns", "sessions")
+_FIELDS = {"attempt": _ATTEMPT_FIELDS, "turn": _TURN_FIELDS, "work_unit": _UNIT_FIELDS}
+_UNIT_ROWS = """SELECT work_unit_id, phase, status, attempt_count AS attempts, failed_attempt_count AS failed_attempts,
+  last_attempt, turn_count AS turns, session_count AS sessions FROM work_units
+WHERE work_unit_id IN (SELECT value FROM json_each(?))"""
 
 
-def _snapshot(conn, session_id: str) -> dict:
+def _snapshot(conn, session_id: str, unit_turns=()) -> dict:
+    """The session's attempts and turns, the work units holding its turns (and those holding
+    `unit_turns`, the members of its units before a change: a retraction may split or empty a
+    unit), and the counts a retraction reports."""
     from .read import rows
-    snap = {"counts": {k: conn.execute(q).fetchone()[0] for k, q in _COUNTS}}
+    units = _has(conn, "unit_turns")
+    snap = {"counts": {k: conn.execute(q).fetchone()[0] for k, q in _COUNTS + (_UNIT_COUNTS if units else ())}}
     for r in rows(conn, "SELECT * FROM attempts WHERE session_id = ?", (session_id,)):
         snap[("attempt", r["attempt_id"])] = {f: r[f] for f in _ATTEMPT_FIELDS}
     for r in rows(conn, "SELECT * FROM turns WHERE session_id = ?", (session_id,)):
         snap[("turn", r["turn_id"])] = {f: r[f] for f in _TURN_FIELDS}
+    snap["unit_turns"] = []
+    if units:
+        ids = [r[0] for r in conn.execute(
+            "SELECT DISTINCT work_unit_id FROM unit_turns WHERE session_id = ? UNION SELECT work_unit_id FROM unit_turns "
+            "WHERE turn_id IN (SELECT value FROM json_each(?))", (session_id, fastjson.dumps(list(unit_turns))))]
+        ids_json = fastjson.dumps(ids)
+        snap["unit_turns"] = [r[0] for r in conn.execute(
+            "SELECT turn_id FROM unit_turns WHERE work_unit_id IN (SELECT value FROM json_each(?))", (ids_json,))]
+        for r in rows(conn, _UNIT_ROWS, (ids_json,)):
+            snap[("work_unit", r["work_unit_id"])] = {f: r[f] for f in _UNIT_FIELDS}
     return snap
 
 
+def _unit_text(u: dict):
+    if not u:
+        return None
+    return f"{u['phase']} · {u['status']} · {u['attempts']} attempt(s)"
+
+
+def _has(conn, table: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
+
+
 def _changes(before: dict, after: dict) -> tuple[list, dict]:
-    """(field changes of attempts/turns, count changes) between two snapshots."""
+    """(field changes of attempts, turns and work units — a unit that appeared or went away
+    shows its fields from or to nothing —, count changes) between two snapshots."""
     changes = []
     for key in sorted(set(before) | set(after), key=str):
-        if key == "counts":
+        if not isinstance(key, tuple):
             continue
         b, a = before.get(key, {}), after.get(key, {})
-        for f in (_ATTEMPT_FIELDS if key[0] == "attempt" else _TURN_FIELDS):
+        if key[0] == "work_unit" and not (a and b):  # a unit that appeared or went away: one line
+            changes.append({"entity": key[1], "field": "work_unit", "before": _unit_text(b), "after": _unit_text(a)})
+            continue
+        for f in _FIELDS[key[0]]:
             if b.get(f) != a.get(f):
                 changes.append({"entity": key[1], "field": f, "before": b.get(f), "after": a.get(f)})
     counts = {k: {"before": before["counts"][k], "after": after["counts"][k]}
@@ -260,7 +297,7 @@ def correct(store, target_text: str, *, outcome=None, failure_class=None, note=N
         _append_uncommitted(store, env, now)
         status = conn.execute("SELECT status FROM corrections WHERE event_id = ?",
                               ("ev_" + env["event_id"],)).fetchone()[0]
-        after = _snapshot(conn, sid)
+        after = _snapshot(conn, sid, before["unit_turns"])
         changes, _ = _changes(before, after)
         write = status == "applied" and not dry_run
         conn.execute("COMMIT" if write else "ROLLBACK")
@@ -340,7 +377,7 @@ def retract(store, *, session=None, attempt=None, event_id=None, reason: str, no
         _append_uncommitted(store, env, now)
         row = conn.execute("SELECT matched, retracted_events FROM retractions WHERE event_id = ?",
                            ("ev_" + env["event_id"],)).fetchone()
-        after = _snapshot(conn, sid)
+        after = _snapshot(conn, sid, before["unit_turns"])
         changes, counts = _changes(before, after)
         write = not dry_run
         conn.execute("COMMIT" if write else "ROLLBACK")

@@ -115,3 +115,80 @@ def clean(text, width: int | None = None) -> str:
     if width is not None and len(s) > width:
         s = s[: max(0, width - 1)] + "…"
     return s
+
+
+def needs_you(conn, project_ids=None, now_us: int | None = None) -> dict:
+    """The rows of the `needs_you` view (of some projects, or all), and what it looked at: the
+    open sessions (state judged now) and the open work units (judged now by the rules of the
+    work_units view, among units active in the last 12 hours: attemptql/units.py)."""
+    from .. import fastjson
+    from ..attemptql import units as unit_rules
+    ids = list(project_ids or [])
+    where, params = "", []
+    if ids:
+        marks = ", ".join("?" * len(ids))
+        names = [r[0] for r in conn.execute(
+            f"SELECT DISTINCT project_name FROM sessions WHERE project_id IN ({marks})", ids)]
+        where, params = f" WHERE project_name IN ({', '.join('?' * len(names))})", names
+    found = rows(conn, f"SELECT * FROM needs_you{where} ORDER BY rank, since, confidence DESC", params)
+    for r in found:
+        r["evidence"] = fastjson.loads(r["evidence"] or "[]")
+    scope = f" AND project_id IN ({', '.join('?' * len(ids))})" if ids else ""
+    open_sessions = conn.execute(f"SELECT count(*) FROM sessions WHERE retracted = 0 AND state = 'open'{scope}",
+                                 ids).fetchone()[0]
+    now = clock.now_us() if now_us is None else now_us
+    named = {f"p{i}": pid for i, pid in enumerate(ids)}
+    member = (" AND m.project_id IN (" + ", ".join(":" + k for k in named) + ")") if ids else ""
+    unit_sql = unit_rules.program(conn, unit_rules.candidates_sql(member), at=False, materialize=False) + \
+        "SELECT count(*) FROM work_units w WHERE w.status = 'open'"
+    open_units = conn.execute(unit_sql, dict(named, t=clock.iso(now),
+                                             t_wait=clock.iso(now - unit_rules.WAIT_WINDOW_US))).fetchone()[0]
+    return {"needs_you": found, "checked": {"open_sessions": open_sessions, "open_work_units": open_units}}
+
+
+_UNIT_COLUMNS = ("work_unit_id, project_id, project_name, objective, phase, phase_reason, status, status_reason, "
+                 "started_at, updated_at, ended_at, sessions, session_count, turn_count, attempt_count, "
+                 "failed_attempt_count, actors, last_attempt, blocking_signal, confidence")
+
+
+def timeline_units(conn, cond: str = "1", params=(), *, limit: int = 10, tools: bool = False) -> dict:
+    """Work units (newest first) holding a turn of the sessions matching `cond` (sessions view
+    aliased `s`) → their turns in order → attempts: the timeline grouped by thread of work
+    rather than by session. Each unit carries its phase and status with their reasons (judged
+    now by the rules of the work_units view, attemptql/units.py)."""
+    from .. import fastjson
+    from ..attemptql import units as unit_rules
+    cond = f"({cond}) AND NOT s.retracted"
+    params = list(params)
+    chosen = (f"SELECT DISTINCT m.work_unit_id FROM unit_turns m WHERE m.session_id IN "
+              f"(SELECT s.session_id FROM sessions s WHERE {cond})")
+    total = conn.execute(f"SELECT count(*) FROM ({chosen})", params).fetchone()[0]
+    ids = [r[0] for r in conn.execute(
+        f"SELECT u.work_unit_id FROM unit_index u WHERE u.work_unit_id IN ({chosen}) "
+        "ORDER BY u.started_at DESC, u.work_unit_id LIMIT ?", params + [limit])]
+    sql = unit_rules.program(conn, "SELECT u.* FROM main.unit_index u WHERE u.work_unit_id IN "
+                                   "(SELECT value FROM json_each(:ids))", at=False)
+    found = {r["work_unit_id"]: r for r in rows(conn, sql + f"SELECT {_UNIT_COLUMNS} FROM work_units",
+                                                {"ids": fastjson.dumps(ids)})}
+    out = {"algorithm_version": ALGORITHM_VERSION,
+           "events": conn.execute("SELECT count(*) FROM events").fetchone()[0],
+           "units_matching": total, "more_units": max(0, total - len(ids)), "work_units": []}
+    for wu in ids:
+        u = found[wu]
+        for k in ("sessions", "actors"):
+            u[k] = fastjson.loads(u[k] or "[]")
+        turns = rows(conn, "SELECT t.* FROM unit_turns m JOIN turns t ON t.turn_id = m.turn_id "
+                           "WHERE m.work_unit_id = ? ORDER BY m.order_key", (wu,))
+        for t in turns:
+            t["attempts"] = rows(conn, "SELECT * FROM attempts WHERE turn_id = ? AND NOT retracted "
+                                       "ORDER BY attempt_index", (t["turn_id"],))
+            if tools:
+                t["tool_calls"] = rows(conn, "SELECT * FROM tool_calls WHERE turn_id = ? AND NOT retracted "
+                                             "ORDER BY coalesce(started_at, finished_at), tool_call_id",
+                                       (t["turn_id"],))
+        u["turns"] = turns
+        out["work_units"].append(u)
+    out["counts"] = {"work_units": len(out["work_units"]),
+                     "turns": sum(len(u["turns"]) for u in out["work_units"]),
+                     "attempts": sum(len(t["attempts"]) for u in out["work_units"] for t in u["turns"])}
+    return out

@@ -1,0 +1,300 @@
+"""Work units as AttemptQL reads them: the rules of sql/85_work_units.sql, run now or as of t.
+
+The phase and status rules of a work unit are written once, as the views of
+sql/85_work_units.sql (`unit_base` → `unit_verdicts` → `work_units`). This module
+does not restate them: it reads that file, expands its predicates (attemptdb.schema.expand) and
+turns each view into a common table expression of one statement, so AttemptQL runs the very text
+the sqlite3 shell runs. Two things change, and only in what the views read:
+
+* **which units** — `unit_index` is shadowed by the units a statement asks about (a project, a
+  session, an id list, the newest N), and `unit_base` is MATERIALIZED: each unit's base row (its
+  recent calls, last attempt, wait) is computed once, where the views, flattened into one query,
+  would compute it again for every reference the phase CASE makes to it;
+* **as of when** — for `STATE … AT t` every stored input the views read is shadowed by a CTE of
+  the same name and columns that shows it as it stood at t (`@now()` is bound to `:t`):
+  `unit_turns` holds the members started by t, with their activity, calls in flight, pending
+  wait, stop, attempts and failures judged at t (read first by one statement and bound as a
+  JSON list: judged inside the statement, this CTE the views read some twenty times takes
+  SQLite past its limit on nested subqueries); `tool_call_facts` the calls observed by t, an end after t unseen;
+  `attempt_facts` the attempts started by t with outcomes masked (not ended by t → in_progress;
+  superseded by an attempt that had not started by t → failed; a correction written after t
+  ignored); `turn_facts` and `session_facts` ends after t unseen, a session's last activity read
+  from the log up to t. Membership is the stored one, restricted to members started by t
+  (spec/projections.md §12).
+
+The only other difference is a plan hint: without a time, `attempt_facts` is shadowed by itself
+with `+outcome`, so a unit's failed attempts are read through its turns, not by walking every
+failed attempt of the file through the outcome index.
+
+Invariants: the views' text is the only statement of the rules (tests/test_attemptql_units.py
+checks the answers against the views themselves); every shadow reads its real table by key or
+index range (`main.<table>`), and the members of the listed units are materialised once, so a
+statement costs the units it lists, not the history; values are bound parameters.
+"""
+
+import apsw
+
+from .. import resources, schema
+
+VIEW_FILE = "85_work_units.sql"
+VIEWS = ("unit_base", "unit_verdicts", "work_units")
+WAIT_WINDOW_US = 12 * 3600 * 1_000_000
+"""A unit open at t had member activity within this window before t (a pending wait keeps a
+session open for 12 h; an unfinished turn ages into abandoned after 2 h)."""
+
+_RETRACTED_ATTEMPT = ("NOT EXISTS (SELECT 1 FROM main.attempt_facts ra WHERE ra.group_key = c.attempt_key "
+                      "AND ra.retraction > 0)")
+
+_OUTCOME_AT = ("CASE WHEN a.corr_outcome IS NOT NULL AND a.retraction = 0 AND NOT a.session_retracted "
+            "AND coalesce((SELECT k.corrected_at FROM main.correction_facts k WHERE k.event_id = a.corr_by), '~') <= :t "
+            "THEN a.corr_outcome "
+            "WHEN a.ended_at IS NULL OR a.ended_at > :t THEN 'in_progress' "
+            "WHEN a.inferred_outcome = 'superseded' AND coalesce((SELECT j.started_at FROM main.attempt_facts j "
+            "WHERE j.group_key = a.superseded_by_key), '~') > :t THEN 'failed' "
+            "ELSE a.inferred_outcome END")
+"""An attempt's outcome as of :t, over main.attempt_facts alias a: a correction written by t wins;
+not ended by t → in_progress; superseded by an attempt not started by t → failed."""
+
+# column → expression as of :t, per shadowed table (alias in parentheses); every other column is
+# read as stored
+_AT = {
+    "unit_turns": ("m", "m.started_at <= :t", {
+        "ended_at": "CASE WHEN m.ended_at <= :t THEN m.ended_at END",
+        "active_until": (
+            "CASE WHEN m.active_until <= :t THEN m.active_until ELSE max(m.started_at, "
+            "CASE WHEN m.ended_at <= :t THEN m.ended_at ELSE '' END, coalesce(("
+            "SELECT max(max(c.first_at, CASE WHEN c.finished_at <= :t THEN c.finished_at ELSE c.first_at END)) "
+            "FROM main.tool_call_facts c WHERE c.turn_id = m.turn_id AND c.first_at <= :t AND "
+            + _RETRACTED_ATTEMPT + "), '')) END"),
+        "open_calls": (
+            "CASE WHEN m.active_until <= :t THEN m.open_calls ELSE ("
+            "SELECT count(*) FROM main.tool_call_facts c WHERE c.turn_id = m.turn_id AND c.started_at <= :t "
+            "AND (c.end_event_id IS NULL OR c.finished_at > :t) AND " + _RETRACTED_ATTEMPT + ") END"),
+        "stop_event_id": "CASE WHEN m.ended_at <= :t THEN m.stop_event_id END",
+        # its attempts started by t, and those failed or superseded as of t
+        "attempt_ids": (
+            "(SELECT json_group_array(x.attempt_id) FROM (SELECT a.attempt_id FROM main.attempt_facts a "
+            "WHERE a.turn_id = m.turn_id AND a.retraction = 0 AND a.started_at <= :t "
+            "ORDER BY a.started_at, a.attempt_index) x)"),
+        "failed_attempts": (
+            "(SELECT count(*) FROM main.attempt_facts a WHERE a.turn_id = m.turn_id AND a.retraction = 0 "
+            "AND a.started_at <= :t AND (" + _OUTCOME_AT + ") IN ('failed', 'superseded'))"),
+        "waiting_since": (
+            "(SELECT g.raised_at || '|' || g.event_id FROM main.signal_facts g WHERE g.session_id = m.session_id "
+            "AND g.turn_id = m.turn_id AND g.blocking = 1 AND g.raised_at <= :t "
+            "AND (g.cleared_at IS NULL OR g.cleared_at > :t) ORDER BY g.raised_at DESC, g.event_id DESC LIMIT 1)"),
+    }),
+    "tool_call_facts": ("c", "c.first_at <= :t", {
+        "finished_at": "CASE WHEN c.finished_at <= :t THEN c.finished_at END",
+        "end_event_id": "CASE WHEN c.finished_at <= :t THEN c.end_event_id END",
+        "outcome_status": "CASE WHEN c.finished_at <= :t THEN c.outcome_status END",
+        "outcome_class": "CASE WHEN c.finished_at <= :t THEN c.outcome_class END",
+        "exit_code": "CASE WHEN c.finished_at <= :t THEN c.exit_code END",
+        "duration_ms": "CASE WHEN c.finished_at <= :t THEN c.duration_ms END",
+    }),
+    "attempt_facts": ("a", "a.started_at <= :t", {
+        "outcome": _OUTCOME_AT,
+        "failure_class": (
+            "CASE WHEN a.corr_outcome IS NOT NULL AND a.retraction = 0 AND NOT a.session_retracted "
+            "AND coalesce((SELECT k.corrected_at FROM main.correction_facts k WHERE k.event_id = a.corr_by), '~') <= :t "
+            "THEN a.failure_class WHEN a.ended_at IS NULL OR a.ended_at > :t THEN NULL "
+            "ELSE a.inferred_failure_class END"),
+        "failed": "CASE WHEN a.ended_at <= :t THEN a.failed ELSE 0 END",
+        "ended_at": "CASE WHEN a.ended_at <= :t THEN a.ended_at END",
+        "fail_event_id": "CASE WHEN a.boundary <= :t THEN a.fail_event_id END",
+        "first_event_id": "CASE WHEN a.first_at <= :t THEN a.first_event_id END",
+        "turn_status": "CASE WHEN a.turn_ended_at <= :t THEN a.turn_status ELSE 'in_progress' END",
+        "turn_ended_at": "CASE WHEN a.turn_ended_at <= :t THEN a.turn_ended_at END",
+        "turn_stop_id": "CASE WHEN a.turn_ended_at <= :t THEN a.turn_stop_id END",
+    }),
+    # a unit's edited paths: those first edited by t (the window's first key is its first
+    # edit's time '|' event); the views read no other column of it
+    "unit_path_windows": ("w", "substr(w.first_key, 1, 27) <= :t", {}),
+    "turn_facts": ("t", None, {
+        "ended_at": "CASE WHEN t.ended_at <= :t THEN t.ended_at END",
+        "status": "CASE WHEN t.ended_at <= :t THEN t.status ELSE 'in_progress' END",
+        "stop_event_id": "CASE WHEN t.ended_at <= :t THEN t.stop_event_id END",
+    }),
+    "session_facts": ("s", None, {
+        "ended_at": "CASE WHEN s.ended_at <= :t THEN s.ended_at END",
+        "end_event_id": "CASE WHEN s.ended_at <= :t THEN s.end_event_id END",
+        "last_activity_at": (
+            "CASE WHEN s.last_activity_at <= :t THEN s.last_activity_at ELSE ("
+            "SELECT e.observed_at FROM main.events e WHERE e.session_id = s.raw_session_id AND e.observed_at <= :t "
+            "AND e.project_id = s.project_id AND e.kind NOT IN ('session_ended', 'correction', 'retraction', "
+            "'capture_test') ORDER BY e.observed_at DESC LIMIT 1) END"),
+        "last_at": "CASE WHEN s.last_at <= :t THEN s.last_at END",
+    }),
+}
+
+_TEXT: dict = {}
+
+
+def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
+    """(name, SELECT text) of every view of sql/85_work_units.sql, in file order, with the
+    shared predicates expanded; `now_expr` replaces `@now()` (None: the views' own clock)."""
+    got = _TEXT.get(now_expr)
+    if got is not None:
+        return got
+    with open(resources.path("sql", VIEW_FILE), encoding="utf-8") as f:
+        text = f.read()
+    preds = dict(schema.predicates())
+    if now_expr is not None:
+        preds["now"] = ("X", now_expr)
+    text = schema.expand("\n".join(line for line in text.split("\n") if not line.startswith(schema.DEFINE)), preds)
+    if now_expr is not None:
+        text = _drop_pruning(text)
+    out = []
+    rest = text
+    while rest.strip():
+        stmt, rest = _split(rest)
+        body = _strip_comments(stmt).strip().rstrip(";").strip()
+        if not body:
+            continue
+        words = body.split(None, 4)
+        if words[:2] != ["CREATE", "VIEW"] or words[3].upper() != "AS":
+            raise ValueError(f"{VIEW_FILE}: expected only CREATE VIEW name AS … statements")
+        out.append((words[2], words[4]))
+    _TEXT[now_expr] = out
+    return out
+
+
+PRUNING = "AND m.active_until >= coalesce(("
+"""The start of a term of `unit_base.last_attempt_key` that only prunes: it skips member turns
+whose activity ended before the latest attempt start of the unit's most recently active turn,
+and such a turn cannot hold the unit's latest attempt (an attempt starts within its turn's
+activity), so the term never changes the answer. Over the stored table it is an index lookup
+per member; over the as-of-t shadow (no index on the judged activity) it re-sorts every member
+for each member, O(members²) for a unit of thousands of turns. As of t the term is left out."""
+
+
+def _drop_pruning(text: str) -> str:
+    i = text.find(PRUNING)
+    if i < 0:
+        return text
+    j = schema._closing(text, text.find("(", i))
+    return text if j < 0 else text[:i] + text[j + 1:]
+
+
+def _split(sql: str) -> tuple[str, str]:
+    start = 0
+    while True:
+        k = sql.find(";", start)
+        if k < 0:
+            return sql, ""
+        if apsw.complete(sql[: k + 1]):
+            return sql[: k + 1], sql[k + 1:]
+        start = k + 1
+
+
+def _strip_comments(stmt: str) -> str:
+    return "\n".join(line for line in stmt.split("\n") if not line.lstrip().startswith("--"))
+
+
+_COLUMNS: dict = {}
+
+
+def _columns(conn, table: str) -> list[str]:
+    key = (id(conn), table)
+    if key not in _COLUMNS:
+        _COLUMNS[key] = [r[1] for r in conn.execute(f"PRAGMA main.table_xinfo({table})")]
+    return _COLUMNS[key]
+
+
+def _shadow(conn, table: str) -> str:
+    alias, where, over = _AT[table]
+    cols = _columns(conn, table)
+    if table == "unit_turns":
+        # the members as of t come in as a bound JSON list (members_at): judged here, each
+        # column a subquery, this CTE, read some twenty times by the views, takes SQLite past
+        # its limit on nested subqueries (SQLITE_LIMIT_EXPR_DEPTH)
+        picked = ", ".join(f"json_extract(j.value, '$[{i}]') AS {c}" for i, c in enumerate(cols))
+        return (f"unit_turns(" + ", ".join(cols) + f") AS MATERIALIZED (SELECT {picked} "
+                "FROM json_each(:members_at) j)")
+    exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
+    return (f"{table}(" + ", ".join(cols) + f") AS NOT MATERIALIZED (SELECT {exprs} "
+            f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
+
+
+def members_at_sql(conn, units_sql: str) -> str:
+    """One JSON list of the members of the units `units_sql` selects, started by :t, each a list
+    of unit_turns' columns as of :t (activity, calls in flight, the wait, the stop judged at t)."""
+    alias, where, over = _AT["unit_turns"]
+    cols = _columns(conn, "unit_turns")
+    exprs = ", ".join(over.get(c, f"{alias}.{c}") for c in cols)
+    return (f"WITH unit_index AS MATERIALIZED ({units_sql}) SELECT json_group_array(json_array({exprs})) "
+            f"FROM main.unit_turns {alias} WHERE {where} AND m.work_unit_id IN (SELECT work_unit_id FROM unit_index)")
+
+
+def program(conn, units_sql: str, *, at: bool, materialize: bool = True) -> str:
+    """The WITH clause that defines `unit_base`, `unit_verdicts` and `work_units`
+    (columns as the views') for the units `units_sql` selects (a SELECT over `main.unit_index u`
+    returning its rows, e.g. `SELECT u.* FROM main.unit_index u WHERE u.project_id = :p`). With
+    `at`, every rule is judged as of the named parameter `:t` (shadowed inputs, `@now()` = :t;
+    the members as of t bound as :members_at, see state_sql);
+    without, against the clock like the views. `materialize=False` leaves `unit_base` a plain
+    CTE: cheaper when a statement reads only status (which does not read the recent calls)."""
+    parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
+    if at:
+        parts += [_shadow(conn, t) for t in ("unit_turns", "unit_path_windows", "tool_call_facts", "attempt_facts",
+                                                 "turn_facts", "session_facts")]
+    else:
+        # a plan hint, not a rule: `+outcome` keeps SQLite from answering a unit's "attempts
+        # that failed" by walking every failed attempt of the file through the outcome index
+        cols = _columns(conn, "attempt_facts")
+        parts.append("attempt_facts(" + ", ".join(cols) + ") AS NOT MATERIALIZED (SELECT "
+                     + ", ".join("+a.outcome AS outcome" if c == "outcome" else f"a.{c}" for c in cols)
+                     + " FROM main.attempt_facts a)")
+    for name, body in view_bodies(":t" if at else None):
+        hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
+        parts.append(f"{name} AS {hint} (\n{body}\n)")
+    return "WITH " + ",\n".join(parts) + "\n"
+
+
+# --- the units a statement reads ------------------------------------------------------------
+
+def candidates_sql(member_cond: str = "", *, window: bool = True) -> str:
+    """Units with a member started by :t (and, with `window`, a member active within 12 h
+    before :t: named parameter :t_wait) whose members match `member_cond` (over unit_turns
+    alias m)."""
+    cond = "m.started_at <= :t" + (" AND m.active_until >= :t_wait" if window else "") + member_cond
+    return (f"SELECT u.* FROM main.unit_index u WHERE u.work_unit_id IN "
+            f"(SELECT m.work_unit_id FROM main.unit_turns m WHERE {cond})")
+
+
+STATE_SQL = """SELECT w.work_unit_id, w.project_id, w.project_name, w.objective_event_id, w.phase, w.phase_reason,
+  w.status, w.status_reason, w.started_at, w.updated_at, w.sessions, w.session_count, w.attempt_count,
+  w.failed_attempt_count, w.last_attempt, w.blocking_signal, w.actors, w.confidence,
+  b.last_turn_id, b.last_attempt_key,
+  (SELECT t.turn_index FROM main.turn_facts t WHERE t.turn_id = b.last_turn_id) AS turn_index,
+  (SELECT t.session_id FROM main.turn_facts t WHERE t.turn_id = b.last_turn_id) AS last_session_id,
+  (SELECT t.status FROM turn_facts t WHERE t.turn_id = b.last_turn_id) AS turn_status,
+  (SELECT coalesce(t.prompt_event_id, t.first_event_id) FROM turn_facts t WHERE t.turn_id = b.last_turn_id)
+    AS turn_event_id,
+  (SELECT sum(m.open_calls) FROM unit_turns m WHERE m.work_unit_id = w.work_unit_id) AS in_flight,
+  l.outcome AS last_outcome, l.failure_class AS last_failure_class,
+  l.first_event_id AS last_first_event, l.fail_event_id AS last_fail_event,
+  p.attempt_id AS previous_attempt, p.outcome AS previous_outcome, p.failure_class AS previous_failure_class,
+  p.first_event_id AS previous_first_event, p.fail_event_id AS previous_fail_event,
+  (SELECT g.raised_at FROM main.signal_facts g WHERE g.event_id = w.blocking_signal) AS signal_raised_at,
+  (SELECT g.kind FROM main.signal_facts g WHERE g.event_id = w.blocking_signal) AS signal_kind
+FROM work_units w JOIN unit_base b ON b.work_unit_id = w.work_unit_id
+LEFT JOIN attempt_facts l ON l.group_key = b.last_attempt_key
+LEFT JOIN attempt_facts p ON p.group_key = (
+  SELECT a.group_key FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
+  WHERE m.work_unit_id = w.work_unit_id AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
+    AND (a.started_at, m.order_key, a.attempt_index)
+        <= (SELECT x.started_at, mx.order_key, x.attempt_index FROM attempt_facts x
+              JOIN unit_turns mx ON mx.turn_id = x.turn_id WHERE x.group_key = b.last_attempt_key)
+  ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1)
+ORDER BY w.updated_at DESC, w.work_unit_id"""
+"""One row per unit of the program, as STATE shows it: the work_units columns, its last turn
+(status as of the program's instant), calls in flight, and its last two attempts (outcomes as of
+that instant) for the repeated-failure rule."""
+
+
+def state_sql(conn, units_sql: str, params: dict) -> str:
+    """The statement judging the units `units_sql` selects as of :t (named parameters :t and
+    whatever units_sql names); reads their members as of t into `params` (:members_at)."""
+    params["members_at"] = conn.execute(members_at_sql(conn, units_sql), params).fetchone()[0]
+    return program(conn, units_sql, at=True) + STATE_SQL
