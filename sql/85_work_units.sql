@@ -13,13 +13,16 @@ SELECT u.work_unit_id, u.project_id, u.first_turn_id, u.started_at,
     ORDER BY m.active_until DESC LIMIT 1) AS updated_at,
   (SELECT m.turn_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
     ORDER BY m.order_key DESC LIMIT 1) AS last_turn_id,
-  (SELECT a.group_key FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0
-      AND m.active_until >= coalesce((
-        SELECT max(a2.started_at) FROM attempt_facts a2
-        WHERE a2.retraction = 0 AND a2.turn_id = (SELECT m2.turn_id FROM unit_turns m2 WHERE m2.work_unit_id = u.work_unit_id
-                                                 ORDER BY m2.active_until DESC LIMIT 1)), '')
-    ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS last_attempt_key,
+  -- the latest attempt: only turns active since the latest start in the most recently active
+  -- turn can hold it (an attempt starts within its turn's activity); that bound read once
+  (WITH lb AS MATERIALIZED (
+     SELECT coalesce((SELECT max(a2.started_at) FROM attempt_facts a2
+                      WHERE a2.retraction = 0 AND a2.turn_id = (SELECT m2.turn_id FROM unit_turns m2
+                                                                WHERE m2.work_unit_id = u.work_unit_id
+                                                                ORDER BY m2.active_until DESC LIMIT 1)), '') AS bound)
+   SELECT a.group_key FROM lb CROSS JOIN unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+   WHERE m.work_unit_id = u.work_unit_id AND m.active_until >= lb.bound AND a.retraction = 0
+   ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS last_attempt_key,
   EXISTS (SELECT 1 FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id AND m.open_calls > 0) AS in_flight,
   (SELECT substr(m.waiting_since, 29) FROM unit_turns m CROSS JOIN session_facts s ON s.session_id = m.session_id
     WHERE m.work_unit_id = u.work_unit_id AND m.waiting_since IS NOT NULL

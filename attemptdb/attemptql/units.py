@@ -34,7 +34,7 @@ statement costs the units it lists, not the history; values are bound parameters
 
 import apsw
 
-from .. import resources, schema
+from .. import fastjson, resources, schema
 
 VIEW_FILE = "85_work_units.sql"
 VIEWS = ("unit_base", "unit_verdicts", "work_units")
@@ -72,13 +72,18 @@ _AT = {
             "AND (c.end_event_id IS NULL OR c.finished_at > :t) AND " + _RETRACTED_ATTEMPT + ") END"),
         "stop_event_id": "CASE WHEN m.ended_at <= :t THEN m.stop_event_id END",
         # its attempts started by t, and those failed or superseded as of t
+        # (a turn whose activity ended by t started and ended its attempts by t: as stored, unless
+        # a correction was written after t)
         "attempt_ids": (
+            "CASE WHEN m.active_until <= :t THEN m.attempt_ids ELSE "
             "(SELECT json_group_array(x.attempt_id) FROM (SELECT a.attempt_id FROM main.attempt_facts a "
             "WHERE a.turn_id = m.turn_id AND a.retraction = 0 AND a.started_at <= :t "
-            "ORDER BY a.started_at, a.attempt_index) x)"),
+            "ORDER BY a.started_at, a.attempt_index) x) END"),
         "failed_attempts": (
+            "CASE WHEN m.active_until <= :t AND coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') "
+            "<= :t THEN m.failed_attempts ELSE "
             "(SELECT count(*) FROM main.attempt_facts a WHERE a.turn_id = m.turn_id AND a.retraction = 0 "
-            "AND a.started_at <= :t AND (" + _OUTCOME_AT + ") IN ('failed', 'superseded'))"),
+            "AND a.started_at <= :t AND (" + _OUTCOME_AT + ") IN ('failed', 'superseded')) END"),
         "waiting_since": (
             "(SELECT g.raised_at || '|' || g.event_id FROM main.signal_facts g WHERE g.session_id = m.session_id "
             "AND g.turn_id = m.turn_id AND g.blocking = 1 AND g.raised_at <= :t "
@@ -142,8 +147,6 @@ def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
     if now_expr is not None:
         preds["now"] = ("X", now_expr)
     text = schema.expand("\n".join(line for line in text.split("\n") if not line.startswith(schema.DEFINE)), preds)
-    if now_expr is not None:
-        text = _drop_pruning(text)
     out = []
     rest = text
     while rest.strip():
@@ -157,23 +160,6 @@ def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
         out.append((words[2], words[4]))
     _TEXT[now_expr] = out
     return out
-
-
-PRUNING = "AND m.active_until >= coalesce(("
-"""The start of a term of `unit_base.last_attempt_key` that only prunes: it skips member turns
-whose activity ended before the latest attempt start of the unit's most recently active turn,
-and such a turn cannot hold the unit's latest attempt (an attempt starts within its turn's
-activity), so the term never changes the answer. Over the stored table it is an index lookup
-per member; over the as-of-t shadow (no index on the judged activity) it re-sorts every member
-for each member, O(members²) for a unit of thousands of turns. As of t the term is left out."""
-
-
-def _drop_pruning(text: str) -> str:
-    i = text.find(PRUNING)
-    if i < 0:
-        return text
-    j = schema._closing(text, text.find("(", i))
-    return text if j < 0 else text[:i] + text[j + 1:]
 
 
 def _split(sql: str) -> tuple[str, str]:
@@ -205,35 +191,43 @@ def _shadow(conn, table: str) -> str:
     alias, where, over = _AT[table]
     cols = _columns(conn, table)
     if table == "unit_turns":
-        # the members as of t come in as a bound JSON list (members_at): judged here, each
-        # column a subquery, this CTE, read some twenty times by the views, takes SQLite past
-        # its limit on nested subqueries (SQLITE_LIMIT_EXPR_DEPTH)
-        picked = ", ".join(f"json_extract(j.value, '$[{i}]') AS {c}" for i, c in enumerate(cols))
-        return (f"unit_turns(" + ", ".join(cols) + f") AS MATERIALIZED (SELECT {picked} "
-                "FROM json_each(:members_at) j)")
-    exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
+        # the stored rows (their indexes serve the views), but for the members whose values at t
+        # differ, read from a bound JSON object (:members_at, keyed by turn, and the list of its
+        # keys :members_changed; see members_at_sql). Judged here (one subquery per column), or
+        # joined to a CTE, this CTE the views read some twenty times takes SQLite past its limit
+        # on nested subqueries or out of its indexes.
+        changed = "instr(:members_changed, '|' || m.turn_id || '|') > 0"
+        exprs = ", ".join(f"CASE WHEN {changed} THEN (:members_at -> m.turn_id) ->> {i} ELSE m.{c} END AS {c}"
+                          if c in over else f"m.{c}" for i, c in enumerate(cols))
+    else:
+        exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
     return (f"{table}(" + ", ".join(cols) + f") AS NOT MATERIALIZED (SELECT {exprs} "
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
 
 
 def members_at_sql(conn, units_sql: str) -> str:
-    """One JSON list of the members of the units `units_sql` selects, started by :t, each a list
-    of unit_turns' columns as of :t (activity, calls in flight, the wait, the stop judged at t)."""
+    """A JSON object: the members of the units `units_sql` selects, started by :t, whose
+    unit_turns row reads otherwise as of :t (activity, calls in flight, the wait, the stop, the
+    attempts and failures judged at t), each turn id → the list of the row's columns at t."""
     alias, where, over = _AT["unit_turns"]
     cols = _columns(conn, "unit_turns")
-    exprs = ", ".join(over.get(c, f"{alias}.{c}") for c in cols)
-    return (f"WITH unit_index AS MATERIALIZED ({units_sql}) SELECT json_group_array(json_array({exprs})) "
-            f"FROM main.unit_turns {alias} WHERE {where} AND m.work_unit_id IN (SELECT work_unit_id FROM unit_index)")
+    exprs = ", ".join(f"{over.get(c, f'{alias}.{c}')} AS {c}" for c in cols)
+    differs = " OR ".join(f"a.{c} IS NOT s.{c}" for c in over)
+    return (f"WITH unit_index AS MATERIALIZED ({units_sql}) SELECT json_group_object(a.turn_id, json_array("
+            + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
+            f"WHERE {where} AND m.work_unit_id IN (SELECT work_unit_id FROM unit_index)) a "
+            f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
 
 
-def program(conn, units_sql: str, *, at: bool, materialize: bool = True) -> str:
+def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: tuple = ()) -> str:
     """The WITH clause that defines `unit_base`, `unit_verdicts` and `work_units`
     (columns as the views') for the units `units_sql` selects (a SELECT over `main.unit_index u`
     returning its rows, e.g. `SELECT u.* FROM main.unit_index u WHERE u.project_id = :p`). With
     `at`, every rule is judged as of the named parameter `:t` (shadowed inputs, `@now()` = :t;
     the members as of t bound as :members_at, see state_sql);
     without, against the clock like the views. `materialize=False` leaves `unit_base` a plain
-    CTE: cheaper when a statement reads only status (which does not read the recent calls)."""
+    CTE: cheaper when a statement reads only status (which does not read the recent calls).
+    `extra`: further CTEs the statement's own SELECT reads, defined after these."""
     parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
     if at:
         parts += [_shadow(conn, t) for t in ("unit_turns", "unit_path_windows", "tool_call_facts", "attempt_facts",
@@ -248,6 +242,7 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True) -> str:
     for name, body in view_bodies(":t" if at else None):
         hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
         parts.append(f"{name} AS {hint} (\n{body}\n)")
+    parts += extra
     return "WITH " + ",\n".join(parts) + "\n"
 
 
@@ -261,6 +256,16 @@ def candidates_sql(member_cond: str = "", *, window: bool = True) -> str:
     return (f"SELECT u.* FROM main.unit_index u WHERE u.work_unit_id IN "
             f"(SELECT m.work_unit_id FROM main.unit_turns m WHERE {cond})")
 
+
+LAST_KEYS = """last_keys AS MATERIALIZED (
+  SELECT b.work_unit_id, (
+    SELECT a.group_key FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+    WHERE m.work_unit_id = b.work_unit_id AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
+      AND (a.started_at, m.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)
+    ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS previous_key
+  FROM unit_base b JOIN attempt_facts x ON x.group_key = b.last_attempt_key JOIN unit_turns mx ON mx.turn_id = x.turn_id)"""
+"""Each unit's attempt before its last (in the order of the last: start, turn, index), found once
+per unit (a subquery in the join itself ran for every attempt the join scanned)."""
 
 STATE_SQL = """SELECT w.work_unit_id, w.project_id, w.project_name, w.objective_event_id, w.phase, w.phase_reason,
   w.status, w.status_reason, w.started_at, w.updated_at, w.sessions, w.session_count, w.attempt_count,
@@ -280,13 +285,8 @@ STATE_SQL = """SELECT w.work_unit_id, w.project_id, w.project_name, w.objective_
   (SELECT g.kind FROM main.signal_facts g WHERE g.event_id = w.blocking_signal) AS signal_kind
 FROM work_units w JOIN unit_base b ON b.work_unit_id = w.work_unit_id
 LEFT JOIN attempt_facts l ON l.group_key = b.last_attempt_key
-LEFT JOIN attempt_facts p ON p.group_key = (
-  SELECT a.group_key FROM unit_turns m JOIN attempt_facts a ON a.turn_id = m.turn_id
-  WHERE m.work_unit_id = w.work_unit_id AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
-    AND (a.started_at, m.order_key, a.attempt_index)
-        <= (SELECT x.started_at, mx.order_key, x.attempt_index FROM attempt_facts x
-              JOIN unit_turns mx ON mx.turn_id = x.turn_id WHERE x.group_key = b.last_attempt_key)
-  ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1)
+LEFT JOIN last_keys k ON k.work_unit_id = w.work_unit_id
+LEFT JOIN attempt_facts p ON p.group_key = k.previous_key
 ORDER BY w.updated_at DESC, w.work_unit_id"""
 """One row per unit of the program, as STATE shows it: the work_units columns, its last turn
 (status as of the program's instant), calls in flight, and its last two attempts (outcomes as of
@@ -296,5 +296,7 @@ that instant) for the repeated-failure rule."""
 def state_sql(conn, units_sql: str, params: dict) -> str:
     """The statement judging the units `units_sql` selects as of :t (named parameters :t and
     whatever units_sql names); reads their members as of t into `params` (:members_at)."""
-    params["members_at"] = conn.execute(members_at_sql(conn, units_sql), params).fetchone()[0]
-    return program(conn, units_sql, at=True) + STATE_SQL
+    changed = conn.execute(members_at_sql(conn, units_sql), params).fetchone()[0]
+    params["members_at"] = changed
+    params["members_changed"] = "|" + "|".join(fastjson.loads(changed)) + "|"
+    return program(conn, units_sql, at=True, extra=(LAST_KEYS,)) + STATE_SQL
