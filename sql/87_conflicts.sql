@@ -25,15 +25,33 @@ WHERE (ux.started_at, ux.work_unit_id) < (uy.started_at, uy.work_unit_id)
        OR abs(@us(substr(x.first_key, 1, 27)) - @us(substr(y.last_key, 1, 27))) <= 7200000000
        OR abs(@us(substr(y.first_key, 1, 27)) - @us(substr(x.last_key, 1, 27))) <= 7200000000);
 
--- One row per pair (lists read back in path order).
+-- One row per pair: the row of its first path (by name), the rest read by the pair's key. No
+-- GROUP BY: an aggregate view is computed whole before a filter applies, a plain one takes the
+-- filter into its joins (Needs You asks about a handful of open units).
 CREATE VIEW conflict_sides AS
-SELECT first_unit, second_unit, project_id, count(*) AS path_count, max(windows_overlap) AS any_overlap,
-  min(min(x_first, y_first)) AS started_at, max(max(x_last, y_last)) AS updated_at,
-  sum(x_added) AS first_lines_added, sum(x_removed) AS first_lines_removed,
-  sum(y_added) AS second_lines_added, sum(y_removed) AS second_lines_removed,
-  max(x_last) AS first_last_edit, max(y_last) AS second_last_edit
-FROM conflict_paths
-GROUP BY first_unit, second_unit;
+SELECT p.first_unit, p.second_unit, p.project_id,
+  (SELECT count(*) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit) AS path_count,
+  (SELECT max(q.windows_overlap) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS any_overlap,
+  (SELECT min(min(q.x_first, q.y_first)) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS started_at,
+  (SELECT max(max(q.x_last, q.y_last)) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS updated_at,
+  (SELECT sum(q.x_added) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS first_lines_added,
+  (SELECT sum(q.x_removed) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS first_lines_removed,
+  (SELECT sum(q.y_added) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS second_lines_added,
+  (SELECT sum(q.y_removed) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS second_lines_removed,
+  (SELECT max(q.x_last) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS first_last_edit,
+  (SELECT max(q.y_last) FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit)
+    AS second_last_edit
+FROM conflict_paths p
+WHERE NOT EXISTS (SELECT 1 FROM conflict_paths q WHERE q.first_unit = p.first_unit AND q.second_unit = p.second_unit
+                  AND q.path < p.path);
 
 CREATE VIEW conflicts AS
 SELECT 'cfl_' || substr(s.first_unit, 4) || '+' || substr(s.second_unit, 4) AS conflict_id, s.project_id,

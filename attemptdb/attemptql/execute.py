@@ -660,7 +660,8 @@ def units_query(ctx, scope: Scope, t_us: int, pick_open: bool = True, ids=None) 
     else:
         window = pick_open and scope.single is None and scope.unit_single is None
         units_sql = units.candidates_sql(scope.units, window=window)
-    return C.Query(f"work units at {ctx.iso(t_us)}", units.state_sql(ctx.conn, units_sql, params), params)
+    return C.Query(f"work units at {ctx.iso(t_us)}",
+                   units.state_sql(ctx.conn, units_sql, params, now=t_us >= ctx.now_us), params)
 
 
 UNITS_STARTED_SQL = ("SELECT count(DISTINCT m.work_unit_id) FROM unit_turns m WHERE m.started_at <= :t{cond}")

@@ -219,7 +219,8 @@ def members_at_sql(conn, units_sql: str) -> str:
             f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
 
 
-def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: tuple = ()) -> str:
+def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: tuple = (),
+            clock: str | None = None) -> str:
     """The WITH clause that defines `unit_base`, `unit_verdicts` and `work_units`
     (columns as the views') for the units `units_sql` selects (a SELECT over `main.unit_index u`
     returning its rows, e.g. `SELECT u.* FROM main.unit_index u WHERE u.project_id = :p`). With
@@ -227,7 +228,8 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
     the members as of t bound as :members_at, see state_sql);
     without, against the clock like the views. `materialize=False` leaves `unit_base` a plain
     CTE: cheaper when a statement reads only status (which does not read the recent calls).
-    `extra`: further CTEs the statement's own SELECT reads, defined after these."""
+    `extra`: further CTEs the statement's own SELECT reads, defined after these. `clock` (without
+    `at`) binds `@now()` to that expression: the stored state judged at a given "now"."""
     parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
     if at:
         parts += [_shadow(conn, t) for t in ("unit_turns", "unit_path_windows", "tool_call_facts", "attempt_facts",
@@ -239,7 +241,7 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
         parts.append("attempt_facts(" + ", ".join(cols) + ") AS NOT MATERIALIZED (SELECT "
                      + ", ".join("+a.outcome AS outcome" if c == "outcome" else f"a.{c}" for c in cols)
                      + " FROM main.attempt_facts a)")
-    for name, body in view_bodies(":t" if at else None):
+    for name, body in view_bodies(":t" if at else clock):
         hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
         parts.append(f"{name} AS {hint} (\n{body}\n)")
     parts += extra
@@ -259,13 +261,24 @@ def candidates_sql(member_cond: str = "", *, window: bool = True) -> str:
 
 LAST_KEYS = """last_keys AS MATERIALIZED (
   SELECT b.work_unit_id, (
-    SELECT a.group_key FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = b.work_unit_id AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
+    -- a lower bound on its start: the latest earlier attempt among the three most recently active
+    -- turns (only turns active since then can hold it)
+    WITH lb AS MATERIALIZED (
+      SELECT coalesce((
+        SELECT max(a.started_at) FROM (SELECT r.turn_id, r.order_key FROM unit_turns r WHERE r.work_unit_id = b.work_unit_id
+                                       ORDER BY r.active_until DESC LIMIT 3) r
+        CROSS JOIN attempt_facts a ON a.turn_id = r.turn_id
+        WHERE a.retraction = 0 AND a.group_key <> b.last_attempt_key
+          AND (a.started_at, r.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)), '') AS bound)
+    SELECT a.group_key FROM lb CROSS JOIN unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+    WHERE m.work_unit_id = b.work_unit_id AND m.active_until >= lb.bound AND a.retraction = 0
+      AND a.group_key <> b.last_attempt_key
       AND (a.started_at, m.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)
     ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS previous_key
-  FROM unit_base b JOIN attempt_facts x ON x.group_key = b.last_attempt_key JOIN unit_turns mx ON mx.turn_id = x.turn_id)"""
+  FROM unit_base b CROSS JOIN attempt_facts x ON x.group_key = b.last_attempt_key
+  CROSS JOIN unit_turns mx ON mx.turn_id = x.turn_id)"""
 """Each unit's attempt before its last (in the order of the last: start, turn, index), found once
-per unit (a subquery in the join itself ran for every attempt the join scanned)."""
+per unit, among the turns active since a bound read off its three most recently active turns."""
 
 STATE_SQL = """SELECT w.work_unit_id, w.project_id, w.project_name, w.objective_event_id, w.phase, w.phase_reason,
   w.status, w.status_reason, w.started_at, w.updated_at, w.sessions, w.session_count, w.attempt_count,
@@ -293,9 +306,13 @@ ORDER BY w.updated_at DESC, w.work_unit_id"""
 that instant) for the repeated-failure rule."""
 
 
-def state_sql(conn, units_sql: str, params: dict) -> str:
+def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
     """The statement judging the units `units_sql` selects as of :t (named parameters :t and
-    whatever units_sql names); reads their members as of t into `params` (:members_at)."""
+    whatever units_sql names); reads their members as of t into `params` (:members_at). With
+    `now` (t is the reading's own now), the stored state is what there is: the views' text with
+    their clock at :t, nothing shadowed."""
+    if now:
+        return program(conn, units_sql, at=False, clock=":t", extra=(LAST_KEYS,)) + STATE_SQL
     changed = conn.execute(members_at_sql(conn, units_sql), params).fetchone()[0]
     params["members_at"] = changed
     params["members_changed"] = "|" + "|".join(fastjson.loads(changed)) + "|"
