@@ -61,13 +61,6 @@ def sign_manifest(manifest: dict, key: keys.DeviceKey) -> dict:
     return out
 
 
-def clamp_line(line: str) -> str:
-    """A canonical line with its content left out, as the ingestion contract does under
-    metadata_only (no content, raw or x_* extension; capture_mode metadata_only)."""
-    env = privacy.ingest(fastjson.loads(line), db_mode="metadata_only", redact_secrets=False)
-    return event.line(event.canonical(env))
-
-
 # --- export ---------------------------------------------------------------------------------
 
 def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", params=(),
@@ -269,7 +262,7 @@ def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths
                 member = zf.open(session_path(current), "w", force_zip64=True)
             text = _stored_line(r)
             if not include_content:
-                text = clamp_line(text)
+                text = privacy.clamp_line(text)
             if omit_paths:
                 from .evidence.omit import omit_paths as omit
                 text = event.line(event.canonical(omit(fastjson.loads(text))))

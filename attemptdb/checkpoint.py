@@ -200,6 +200,11 @@ def _signed_base(store, device: str, key, size: int, adopt: bool) -> Checkpoint 
     return cp
 
 
+_SIGNED_RANGES: dict = {}
+"""(path, size, Merkle head) → the compact range this process last signed: the next signature
+starts from it instead of reading the stored nodes again."""
+
+
 def _merkle_base(store, base: Checkpoint | None, found: list):
     """The Merkle compact range of the first `base.size` rows, checked: from the stored tree
     nodes when that reproduces the head `base` signed; else (a base signed before the tree, or
@@ -212,6 +217,11 @@ def _merkle_base(store, base: Checkpoint | None, found: list):
     if base is None or base.size == 0:
         return merkle.CompactRange(sha, on_node=collect)
     c = store.conn
+    known = _SIGNED_RANGES.get((store.path, base.size, base.merkle))
+    if known is not None:  # this process signed that head (the capture daemon signs again and again)
+        cr = merkle.CompactRange(sha, on_node=collect)
+        cr.end, cr.nodes = base.size, list(known)
+        return cr
     if base.merkle is not None:
         tree = merkle.StoredTree(c, base.size, sha)
         try:
@@ -288,6 +298,9 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
             _verify_rows(store, seen, size, leaves)
             root = leaves.root().hex() if tree else None
             note = sign(key, device, size, head, stamp, root)
+            if tree:
+                _SIGNED_RANGES.clear()
+                _SIGNED_RANGES[(store.path, size, root)] = tuple(leaves.nodes)
             c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
                       (size, head, stamp, key.identity, note))
             if nodes:  # what a file written before the tree lacked, now checked: later appends keep it

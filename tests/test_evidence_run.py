@@ -293,3 +293,16 @@ def test_sessions_by_name_and_their_refusals(db, repo):
     assert p.returncode == 2 and b"error[session.foreign]" in p.stderr
     p = attempt("snapshot", db=db, cwd=os.path.dirname(db), env=env, ok=False)
     assert p.returncode == 1 and b"error[snapshot.not_git]" in p.stderr
+
+
+def test_a_reader_that_goes_away_stops_the_command_as_it_would_without_attempt(db, repo):
+    """`attempt run -- yes | head -1` ends: the command gets its broken pipe."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    prog = "import itertools\nfor i in itertools.count(): print('y' * 100)"
+    p = subprocess.Popen(attempt_cmd() + ["run", "--db", db, "--", PY, "-c", prog], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env, cwd=repo)
+    assert p.stdout.readline() == b"y" * 100 + b"\n"
+    p.stdout.close()
+    assert p.wait(timeout=60) == 1  # Python reports its broken pipe with exit status 1
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["outcome"]["exit_code"] == 1 and finished["attrs"]["x_attempt_stdout_bytes"] > 0

@@ -83,13 +83,18 @@ def _git(root: str, args, env: dict, sink=None) -> bytes | None:
     return None if sink is not None else b"".join(chunks)
 
 
+_VERSION_OK: list = []
+
+
 def _version_ok(env: dict) -> bool:
-    out = _git("/", ["version"], env).decode("ascii", "replace").split()
-    try:
-        major, minor = (int(x) for x in out[2].split(".")[:2])
-    except (IndexError, ValueError):
-        return False
-    return (major, minor) >= (2, 31)
+    if not _VERSION_OK:
+        out = _git("/", ["version"], env).decode("ascii", "replace").split()
+        try:
+            major, minor = (int(x) for x in out[2].split(".")[:2])
+            _VERSION_OK.append((major, minor) >= (2, 31))
+        except (IndexError, ValueError):
+            _VERSION_OK.append(False)
+    return _VERSION_OK[0]
 
 
 def _filter_drivers(root: str, env: dict) -> list:

@@ -13,6 +13,8 @@ Invariants:
   recording (attemptdb.evidence.record re-raises the child's fatal signal on itself).
 - After the command exits, its streams are drained until EOF, or until they stay silent for
   DRAIN_IDLE_S (a background process the command left behind may hold them open forever).
+  When the reader of this process's stdout or stderr goes away, that pipe is closed, so the
+  command gets the SIGPIPE it would have got without `attempt run` in between.
 """
 
 import os
@@ -82,7 +84,10 @@ def _pump(streams, exited: threading.Event, echo: bool) -> None:
             target, sink = key.data
             sink.feed(chunk)
             if target is not None and not _write_all(target, chunk):
-                key.data[0] = None
+                # our reader is gone (`attempt run -- yes | head`): let the command's next write
+                # fail as it would have without us (SIGPIPE), instead of draining it forever
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
         if not ready and exited.is_set() and now - last > DRAIN_IDLE_S:
             break
     sel.close()

@@ -14,11 +14,11 @@ Invariants:
 """
 
 import base64
-import hashlib
 import json
 import re
 
 from ..errors import AttemptError
+from ..ids import sha256
 
 FORMAT = "attemptdb.proof.v1"
 ATTEST_PREFIX = b"attemptdb.proof.v1 clamp\n"
@@ -33,7 +33,7 @@ def attestation_bytes(event_hash: str, line: str) -> bytes:
     removed: the prefix, the stored event's hash and the SHA-256 of the disclosed line (hex),
     each line ending in a newline."""
     return (ATTEST_PREFIX + event_hash.encode("ascii") + b"\n"
-            + hashlib.sha256(line.encode("utf-8")).hexdigest().encode("ascii") + b"\n")
+            + sha256(line.encode("utf-8")).hexdigest().encode("ascii") + b"\n")
 
 
 # --- prove ------------------------------------------------------------------------------------
@@ -74,7 +74,7 @@ def _checkpoint_for(conn, seq: int):
 def prove(store, ref: str, *, include_content: bool = False) -> dict:
     """The proof of the event `ref` (an ev_ id or a unique prefix) against the newest signed
     checkpoint that covers it and signs a Merkle head."""
-    from .. import bundle, chain, event, keys
+    from .. import chain, event, keys, privacy
     from . import merkle
     conn = store.conn
     conn.execute("BEGIN")  # one snapshot: the row, the checkpoint and the tree agree
@@ -83,7 +83,7 @@ def prove(store, ref: str, *, include_content: bool = False) -> dict:
         seq, stored_hash = row[0], row[1]
         try:
             line = event.line_from_row(row[2:])
-            ok = chain.hash_line(line, hashlib.sha256) == stored_hash
+            ok = chain.hash_line(line) == stored_hash
         except (ValueError, TypeError, AttributeError, event.EventError):
             ok = False
         if not ok:
@@ -91,7 +91,7 @@ def prove(store, ref: str, *, include_content: bool = False) -> dict:
                                "more. Nothing was proven", exit_status=1)
         cp, note = _checkpoint_for(conn, seq)
         try:
-            path = merkle.StoredTree(conn, cp.size).inclusion(seq - 1)
+            path = merkle.StoredTree(conn, cp.size, sha256).inclusion(seq - 1)
         except merkle.MerkleError as e:
             raise AttemptError("prove.inconsistent", f"the tree cannot be read ({e}); run `attempt verify`",
                                exit_status=1) from None
@@ -100,7 +100,7 @@ def prove(store, ref: str, *, include_content: bool = False) -> dict:
     key = keys.load(store.device_id)
     if key is None:
         raise AttemptError("keys.missing", "this device has no signing key (run `attempt keys init`)", exit_status=1)
-    disclosed = line if include_content else bundle.clamp_line(line)
+    disclosed = line if include_content else privacy.clamp_line(line)
     ev = {"line": disclosed, "event_hash": stored_hash}
     if disclosed == line:
         ev["binding"] = "hash"
@@ -281,7 +281,7 @@ def _verify(rep: Report, data: bytes, pin: str | None) -> None:
         raise _Bad("proof.event", "event.line is not a canonical Event v1 line")
     rep.event_id = env["event_id"]
     if binding == "hash":
-        if hashlib.sha256(line.encode("utf-8")).hexdigest() != event_hash:
+        if sha256(line.encode("utf-8")).hexdigest() != event_hash:
             raise _Bad("proof.event_hash", "the SHA-256 of event.line is not event.event_hash")
     else:
         if "content" in env or "raw" in env or any(k.startswith("x_") for k in env) or env["capture_mode"] != "metadata_only":
@@ -291,7 +291,7 @@ def _verify(rep: Report, data: bytes, pin: str | None) -> None:
             raise _Bad("proof.attestation", "the attestation does not verify: the line is not the signed clamp of "
                        "the event")
     # the path
-    leaf = hashlib.sha256(b"\x00" + bytes.fromhex(event_hash)).digest()
+    leaf = sha256(b"\x00" + bytes.fromhex(event_hash)).digest()
     root = merkle.root_from_inclusion(index, size, leaf, [bytes.fromhex(p) for p in path])
     if root is None or root.hex() != cp.merkle:
         raise _Bad("proof.path", "the inclusion path does not lead from the event to the signed Merkle tree head")
