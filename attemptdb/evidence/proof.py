@@ -91,7 +91,7 @@ def prove(store, ref: str, *, include_content: bool = False) -> dict:
                                "more. Nothing was proven", exit_status=1)
         cp, note = _checkpoint_for(conn, seq)
         try:
-            path = merkle.StoredTree(conn, cp.size, sha256).inclusion(seq - 1)
+            path = merkle.StoredTree(conn, cp.size).inclusion(seq - 1)
         except merkle.MerkleError as e:
             raise AttemptError("prove.inconsistent", f"the tree cannot be read ({e}); run `attempt verify`",
                                exit_status=1) from None
