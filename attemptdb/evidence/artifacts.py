@@ -60,10 +60,6 @@ class Output:
         self.redacted = False
         self.dropped = None  # why bytes that were to be kept were not
 
-    @property
-    def artifact_id(self) -> str:
-        return artifact_id(self.kept_sha256 if self.kept_path else self.sha256)
-
     def discard(self) -> None:
         if self.kept_path:
             try:

@@ -141,11 +141,6 @@ def execute(argv, sinks: dict, *, cwd=None, env=None, echo=True) -> Exit:
     return ex
 
 
-def pending_signals() -> list:
-    """Forwarded signals that arrived after the command ended (still blocked)."""
-    return sorted(s.name for s in signal.sigpending() if s in FORWARDED)
-
-
 def restore_signals(mask) -> None:
     """Unblock what `execute` blocked: anything pending now takes its ordinary course."""
     if mask is not None:

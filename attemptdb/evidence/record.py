@@ -12,7 +12,7 @@ Invariants:
 - Sessions: the one named (`--session S`, `ATTEMPTDB_SESSION`, `Recorder(session=…)`) is opened
   by its first event and stays open until closed explicitly; one without a name is this
   command's own, closed when it ends.
-- The seed-001 kinds map onto Event v1 kinds (MAPPING); a run is a tool call (category
+- The seed-001 kinds map onto Event v1 kinds (spec/evidence.md §2); a run is a tool call (category
   `shell`) in its session's current turn, ended by `run.stopped` (turn_stopped/turn_failed),
   so a failing run is a failed attempt with a class, through the same projections as a hook's.
 """
@@ -30,16 +30,6 @@ SESSION_ENV = "ATTEMPTDB_SESSION"
 TOOL_NAME = "run"
 MAX_NAME = 128
 MAX_TEXT = 64 << 10  # a note, subject or title (content) is at most this many characters
-MAPPING = {
-    "session.started": "session_started",
-    "session.stopped": "session_ended",
-    "command.started": "tool_call_started",
-    "command.finished": "tool_call_finished",  # tool_call_failed when it did not exit 0
-    "run.stopped": "turn_stopped",  # turn_failed when it did not exit 0
-    "git.snapshot": "unknown",
-    "session.note_added": "notification",
-    "ai.approval": "notification",
-}
 _CRASH = frozenset(("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP"))
 
 
@@ -270,18 +260,12 @@ class RunResult:
 
     __slots__ = ("exit", "returncode", "exit_status", "artifacts", "outputs", "session_id", "events", "notes")
 
-    def as_dict(self) -> dict:
-        return {"returncode": self.returncode, "exit_status": self.exit_status, "session_id": "ses_" + self.session_id,
-                "artifacts": self.artifacts, "events": self.events,
-                "outputs": {k: {"sha256": o.sha256, "size_bytes": o.size, "media_type": o.media_type}
-                            for k, o in self.outputs.items()}}
-
 
 def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool = False, echo: bool = True,
         snapshots: bool = True, close: bool | None = None, env=None) -> RunResult:
     """Run `argv` in the writer's directory and record it (module invariants). The caller
     restores the signal mask (`result.exit.mask`, process.restore_signals) once it is done."""
-    from . import artifacts, process
+    from . import process
     argv = [str(a) for a in argv]
     if not argv:
         raise AttemptError("run.no_command", "no command to run (attempt run [OPTIONS] -- COMMAND [ARGS…])")
@@ -302,24 +286,9 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
     call_id = "cmd_" + ids.uuid7()
     first.append(writer.command_started(call_id, argv, clock.now_us()))
     writer.write(first)
-    keep_dir = tempfile.mkdtemp(prefix="attempt-run-") if keep else None
-    try:
-        sinks = {"stdout": artifacts.Sink("command.stdout", keep_dir),
-                 "stderr": artifacts.Sink("command.stderr", keep_dir)}
+    with streams(writer, keep, res.notes) as sinks:
         ex = process.execute(argv, sinks, cwd=writer.cwd, env=env, echo=echo)
-        outputs = {k: s.close() for k, s in sinks.items()}
-        for name, out in outputs.items():
-            if out.dropped:
-                res.notes.append(f"{name} not kept ({out.dropped.replace('_', ' ')}): its hash is recorded")
-            if out.size:
-                try:
-                    res.artifacts[name] = artifacts.store(writer.store.conn, out)
-                except Exception as e:  # the run's facts matter more than its output's bytes
-                    out.discard()
-                    res.notes.append(f"{name} artifact not stored ({type(e).__name__})")
-    finally:
-        if keep_dir:
-            shutil.rmtree(keep_dir, ignore_errors=True)
+    outputs, res.artifacts = sinks.outputs, sinks.artifacts
     last = [writer.command_finished(call_id, argv, ex, outputs, res.artifacts)]
     if snapshots:
         last += _snapshot(writer, "run.end", res.notes)
@@ -331,6 +300,43 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
     res.returncode = ex.returncode
     res.exit_status = 128 + ex.signal if ex.signal is not None else ex.returncode
     return res
+
+
+class streams(dict):
+    """`with streams(writer, keep, notes) as sinks`: a Sink for stdout and stderr (keeping the
+    bytes in a private temporary directory when `keep`); on leaving, each is closed and its
+    artifact stored (`sinks.outputs`, `sinks.artifacts`), and the directory removed."""
+
+    def __init__(self, writer: Writer, keep: bool, notes: list):
+        super().__init__()
+        self.writer, self.keep, self.notes = writer, keep, notes
+        self.outputs: dict = {}
+        self.artifacts: dict = {}
+        self.dir = None
+
+    def __enter__(self) -> "streams":
+        from . import artifacts
+        self.dir = tempfile.mkdtemp(prefix="attempt-run-") if self.keep else None
+        for name in ("stdout", "stderr"):
+            self[name] = artifacts.Sink(f"command.{name}", self.dir)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from . import artifacts
+        try:
+            for name, sink in self.items():
+                out = self.outputs[name] = sink.close()
+                if out.dropped:
+                    self.notes.append(f"{name} not kept ({out.dropped.replace('_', ' ')}): its hash is recorded")
+                if out.size and exc[0] is None:
+                    try:
+                        self.artifacts[name] = artifacts.store(self.writer.store.conn, out)
+                    except Exception as e:  # the run's facts matter more than its output's bytes
+                        self.notes.append(f"{name} artifact not stored ({type(e).__name__})")
+                out.discard()
+        finally:
+            if self.dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _snapshot(writer: Writer, point: str, notes: list) -> list:

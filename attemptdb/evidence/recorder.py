@@ -112,9 +112,7 @@ class Recorder:
         """Record a command that ran elsewhere: its argv, exit code, duration and output
         (bytes, a path, or a binary file object; read in chunks)."""
         from .. import clock, ids
-        from . import artifacts, process, record
-        import shutil
-        import tempfile
+        from . import process, record
         w = self._w()
         if isinstance(exit_code, bool) or not isinstance(exit_code, int):
             raise AttemptError("record.bad_exit_code", "exit_code must be an integer")
@@ -124,8 +122,8 @@ class Recorder:
             raise AttemptError("run.no_command", "no command")
         ex = process.Exit()
         ex.ended_us = clock.now_us()
-        ex.started_us = ex.ended_us - max(0, int(duration_ms)) * 1000
         ex.duration_ms = max(0, int(duration_ms))
+        ex.started_us = ex.ended_us - ex.duration_ms * 1000
         ex.returncode = exit_code
         if signal is not None:
             import signal as signals
@@ -133,23 +131,15 @@ class Recorder:
                 ex.returncode = -int(signals.Signals[signal])
             except KeyError:
                 raise AttemptError("record.bad_signal", "signal must be a name such as SIGTERM") from None
-        call_id = "cmd_" + ids.uuid7()
-        keep_dir = tempfile.mkdtemp(prefix="attempt-run-") if keep else None
-        try:
-            outputs, arts = {}, {}
+        notes: list = []
+        with record.streams(w, keep, notes) as sinks:
             for name, source in (("stdout", stdout), ("stderr", stderr)):
-                sink = artifacts.Sink(f"command.{name}", keep_dir)
                 for chunk in _chunks(source):
-                    sink.feed(chunk)
-                outputs[name] = out = sink.close()
-                if out.size:
-                    arts[name] = artifacts.store(w.store.conn, out)
-        finally:
-            if keep_dir:
-                shutil.rmtree(keep_dir, ignore_errors=True)
+                    sinks[name].feed(chunk)
+        call_id = "cmd_" + ids.uuid7()
         w.write([w.command_started(call_id, argv, ex.started_us),
-                 w.command_finished(call_id, argv, ex, outputs, arts), w.run_stopped(ex)])
-        return arts
+                 w.command_finished(call_id, argv, ex, sinks.outputs, sinks.artifacts), w.run_stopped(ex)])
+        return sinks.artifacts
 
     def snapshot(self) -> None:
         """A git snapshot of the working directory's repository."""
