@@ -204,6 +204,12 @@ def _project(cwd: str | None, opts: dict, device_id: str, process_cwd: str | Non
     return project, root
 
 
+def project_of(directory: str, device_id: str) -> tuple[dict, str]:
+    """(Event v1 `project`, root) of a working directory, as a hook there would record it:
+    the git worktree root (else the directory), its remote, branch and HEAD."""
+    return _project(directory, {}, device_id, directory)
+
+
 def _valid_text(s: str) -> str:
     try:
         s.encode("utf-8")

@@ -61,10 +61,12 @@ def check_range(path: str, lo: int, hi: int) -> tuple[int, dict | None]:
         conn.close()
 
 
-def check_rows(conn, lo: int, hi: int) -> tuple[int, dict | None]:
+def check_rows(conn, lo: int, hi: int, leaves=None) -> tuple[int, dict | None]:
     """Recompute the event hashes and chain links of the rows with lo <= seq < hi. Returns
     (rows checked, the first problem or None). The first row links to the stored chain hash of
-    the row before it, whose own link is checked by whoever checks that row."""
+    the row before it, whose own link is checked by whoever checks that row. `leaves` (an
+    object with `add(event_hash)`, e.g. a Merkle compact range) hears of every row that
+    verified, in order."""
     sha256 = bulk_sha256()
     line_from_row = event.line_from_row
     before = conn.execute("SELECT seq, chain_hash, event_id FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
@@ -98,6 +100,8 @@ def check_rows(conn, lo: int, hi: int) -> tuple[int, dict | None]:
             return n, problem("chain", f"row seq={seq} ({eid}) does not link to the row before it "
                               f"(seq={prev_seq}, {prev_eid}): rows were deleted, inserted or reordered",
                               seq, eid)
+        if leaves is not None:
+            leaves.add(ev_hash)
         prev_seq, prev, prev_eid = seq, ch_hash, eid
     return n, None
 

@@ -1,12 +1,17 @@
 """Signed checkpoints of the chain head, in C2SP signed-note form (spec/checkpoint.md).
 
 A checkpoint commits to (size, head chain hash): the chain of the first `size` rows ends in
-that hash. Each is stored in the `checkpoints` table and the newest is also written beside the
+that hash; and, in a `merkle` extension line, to the RFC 9162 Merkle tree head of the same
+rows (spec/proof.md), which inclusion and consistency proofs are checked against. Each is stored in the `checkpoints` table and the newest is also written beside the
 device key, outside the database, so deleting checkpoints from the file or rolling the whole
 file back is caught by `attempt verify`.
 
 Invariants: only this module signs; the hook path never imports it; a checkpoint is written only
-when the chain grew since the last one.
+when the chain grew since the last one; the Merkle head it signs is computed from the verified
+rows after the last signed checkpoint on top of that checkpoint's own Merkle head (or, for a
+base signed without one, from every row up to it, each checked against the chain), never
+taken from the stored tree nodes unchecked. Notes without a `merkle` line (signed before the
+tree existed) stay valid.
 """
 
 from __future__ import annotations
@@ -20,18 +25,20 @@ from .errors import AttemptError
 
 ORIGIN_PREFIX = "attemptdb.local/"
 DASH = "\u2014"
+MERKLE = "merkle "
 
 
 class Checkpoint:
-    __slots__ = ("origin", "size", "head", "time", "body", "signer", "key_hash", "signature")
+    __slots__ = ("origin", "size", "head", "time", "body", "signer", "key_hash", "signature", "merkle")
 
-    def __init__(self, origin, size, head, time, body, signer=None, key_hash=None, signature=None):
+    def __init__(self, origin, size, head, time, body, signer=None, key_hash=None, signature=None, merkle=None):
         self.origin, self.size, self.head, self.time = origin, size, head, time
         self.body, self.signer, self.key_hash, self.signature = body, signer, key_hash, signature
+        self.merkle = merkle  # hex of the signed Merkle tree head, None in notes without one
 
     def as_dict(self):
         return {"origin": self.origin, "size": self.size, "head_hash": self.head,
-                "time": self.time, "signer": self.signer}
+                "time": self.time, "signer": self.signer, "merkle_root": self.merkle}
 
 
 def key_hash(name: str, public_raw: bytes) -> bytes:
@@ -39,13 +46,17 @@ def key_hash(name: str, public_raw: bytes) -> bytes:
     return sha256(name.encode() + b"\n\x01" + public_raw).digest()[:4]
 
 
-def body_text(device_id: str, size: int, head_hex: str, time_text: str) -> str:
+def body_text(device_id: str, size: int, head_hex: str, time_text: str, merkle_hex: str | None = None) -> str:
     head_b64 = base64.b64encode(bytes.fromhex(head_hex)).decode("ascii")
-    return f"{ORIGIN_PREFIX}{device_id}\n{size}\n{head_b64}\ntime {time_text}\n"
+    body = f"{ORIGIN_PREFIX}{device_id}\n{size}\n{head_b64}\ntime {time_text}\n"
+    if merkle_hex is not None:
+        body += MERKLE + base64.b64encode(bytes.fromhex(merkle_hex)).decode("ascii") + "\n"
+    return body
 
 
-def sign(key: keys.DeviceKey, device_id: str, size: int, head_hex: str, time_text: str) -> str:
-    body = body_text(device_id, size, head_hex, time_text)
+def sign(key: keys.DeviceKey, device_id: str, size: int, head_hex: str, time_text: str,
+         merkle_hex: str | None = None) -> str:
+    body = body_text(device_id, size, head_hex, time_text, merkle_hex)
     sig = key.sign(body.encode("utf-8"))
     blob = base64.b64encode(key_hash(key.identity, key.public_raw) + sig).decode("ascii")
     return f"{body}\n{DASH} {key.identity} {blob}\n"
@@ -62,6 +73,8 @@ def parse(note: str) -> Checkpoint:
     lines = body.split("\n")
     if len(lines) < 5 or not lines[0].startswith(ORIGIN_PREFIX) or not lines[3].startswith("time "):
         raise bad("unexpected header")
+    if not (lines[1].isascii() and lines[1].isdigit()) or (len(lines[1]) > 1 and lines[1][0] == "0"):
+        raise bad("size unreadable")
     try:
         size = int(lines[1])
         head = base64.b64decode(lines[2], validate=True).hex()
@@ -69,7 +82,17 @@ def parse(note: str) -> Checkpoint:
         raise bad("size or hash unreadable") from None
     if size < 0 or len(head) != 64:
         raise bad("size or hash out of range")
-    cp = Checkpoint(lines[0], size, head, lines[3][5:], body)
+    merkle = None
+    for ext in lines[4:-1]:  # extension lines: `merkle` is ours, others are ignored
+        if ext.startswith(MERKLE):
+            try:
+                raw = base64.b64decode(ext[len(MERKLE):], validate=True)
+            except ValueError:
+                raise bad("merkle head unreadable") from None
+            if len(raw) != 32 or merkle is not None:
+                raise bad("merkle head out of range or repeated")
+            merkle = raw.hex()
+    cp = Checkpoint(lines[0], size, head, lines[3][5:], body, merkle=merkle)
     for line in sigs.splitlines():
         parts = line.split(" ")
         if len(parts) == 3 and parts[0] == DASH:
@@ -145,11 +168,12 @@ class _OutsideLock:
         os.close(self.fd)
 
 
-def _signed_base(store, device: str, key, size: int, adopt: bool) -> int:
-    """The size of the device's last signed checkpoint, which the chain must still extend: the
-    key signs only the file it signed before (a copy carrying the same device id, or a file
-    rolled back, must not get a fresh signature or replace the outside copy). Rows up to that
-    size were verified by whoever signed it; the caller verifies the rows after it."""
+def _signed_base(store, device: str, key, size: int, adopt: bool) -> Checkpoint | None:
+    """The device's last signed checkpoint (None: nothing signed yet), which the chain must
+    still extend: the key signs only the file it signed before (a copy carrying the same device
+    id, or a file rolled back, must not get a fresh signature or replace the outside copy).
+    Rows up to its size were verified by whoever signed it; the caller verifies the rows after
+    it."""
     note = read_outside(device)
     if note is None:
         # the outside copy is what makes a deleted tail visible: a file that holds checkpoints
@@ -160,7 +184,7 @@ def _signed_base(store, device: str, key, size: int, adopt: bool) -> int:
                                "after the last one could not be seen; nothing was signed. Run `attempt "
                                "verify`; restore that file, or `attempt checkpoint --adopt` to verify the "
                                "whole chain and sign it anew", exit_status=1)
-        return 0
+        return None
     try:
         cp = parse(note)
     except AttemptError:
@@ -173,16 +197,62 @@ def _signed_base(store, device: str, key, size: int, adopt: bool) -> int:
                            f"signed checkpoint (size {cp.size}): rows were removed, the file was rolled "
                            "back or rewritten, or it is a copy of another file; nothing was signed. Run "
                            "`attempt verify`", exit_status=1)
-    return cp.size
+    return cp
 
 
-def _verify_rows(store, lo: int, hi: int) -> None:
+_SIGNED_RANGES: dict = {}
+"""(path, size, Merkle head) → the compact range this process last signed: the next signature
+starts from it instead of reading the stored nodes again."""
+
+
+def _merkle_base(store, base: Checkpoint | None, found: list):
+    """The Merkle compact range of the first `base.size` rows, checked: from the stored tree
+    nodes when that reproduces the head `base` signed; else (a base signed before the tree, or
+    nodes that do not reproduce it) from every row up to it, each checked against the chain,
+    whose head `base` signed. Nodes it had to compute go to `found` (to be stored)."""
+    from .evidence import merkle
+    from .chain import bulk_sha256
+    sha = bulk_sha256()
+    collect = lambda *n: found.append(n)  # noqa: E731
+    if base is None or base.size == 0:
+        return merkle.CompactRange(sha, on_node=collect)
+    c = store.conn
+    known = _SIGNED_RANGES.get((store.path, base.size, base.merkle))
+    if known is not None:  # this process signed that head (the capture daemon signs again and again)
+        cr = merkle.CompactRange(sha, on_node=collect)
+        cr.end, cr.nodes = base.size, list(known)
+        return cr
+    if base.merkle is not None:
+        tree = merkle.StoredTree(c, base.size, sha)
+        try:
+            cr = tree.compact()
+        except merkle.MerkleError:
+            cr = None
+        if cr is not None and cr.root().hex() == base.merkle:
+            found.extend(tree.recomputed)
+            cr.on_node = collect
+            return cr
+    cr = merkle.CompactRange(sha, on_node=collect)
+    try:
+        merkle.extend_checked(c, cr, base.size, sha=sha)
+    except merkle.MerkleError as e:
+        raise AttemptError("checkpoint.unverified", f"nothing was signed: {e}; run `attempt verify`",
+                           exit_status=1) from None
+    if base.merkle is not None and cr.root().hex() != base.merkle:
+        raise AttemptError("checkpoint.diverged", f"the rows up to the last signed checkpoint (size {base.size}) "
+                           "no longer make the Merkle head it signed; nothing was signed. Run `attempt verify`",
+                           exit_status=1)
+    return cr
+
+
+def _verify_rows(store, lo: int, hi: int, leaves=None) -> None:
     """Recompute the hashes and links of rows lo+1..hi (chain.check_rows) before they are
-    signed: no signature ever vouches for a row that does not verify."""
+    signed: no signature ever vouches for a row that does not verify. Each row that verified
+    goes on to `leaves` (the Merkle compact range being signed)."""
     if hi <= lo:
         return
     from . import chain
-    _n, found = chain.check_rows(store.conn, lo + 1, hi + 1)
+    _n, found = chain.check_rows(store.conn, lo + 1, hi + 1, leaves)
     if found is None:
         last = store.conn.execute("SELECT max(seq) FROM events WHERE seq <= ?", (hi,)).fetchone()[0]
         if last != hi:
@@ -215,17 +285,27 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
         if seen == 0 or (last is not None and last[0] >= seen):
             return None
         base = _signed_base(store, device, key, seen, adopt)
-        _verify_rows(store, base, seen)
+        tree = has_tree(c)
+        nodes: list = []
+        leaves = _merkle_base(store, base, nodes) if tree else None
+        _verify_rows(store, base.size if base else 0, seen, leaves)
         c.execute("BEGIN IMMEDIATE")
         try:
             size, head = store.head()
             if size < seen:
                 raise AttemptError("checkpoint.diverged", f"rows after seq={size} were removed while "
                                    "they were being verified; nothing was signed", exit_status=1)
-            _verify_rows(store, seen, size)
-            note = sign(key, device, size, head, stamp)
+            _verify_rows(store, seen, size, leaves)
+            root = leaves.root().hex() if tree else None
+            note = sign(key, device, size, head, stamp, root)
+            if tree:
+                _SIGNED_RANGES.clear()
+                _SIGNED_RANGES[(store.path, size, root)] = tuple(leaves.nodes)
             c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
                       (size, head, stamp, key.identity, note))
+            if nodes:  # what a file written before the tree lacked, now checked: later appends keep it
+                from .evidence import merkle
+                merkle.store(c, nodes)
             c.execute("COMMIT")
         except BaseException:
             if not c.getautocommit():
@@ -233,6 +313,11 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
             raise
         _write_outside(device, note)
     return parse(note)
+
+
+def has_tree(conn) -> bool:
+    """The file has the Merkle tree's table (migration 0010; every file Store.open made)."""
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'merkle_nodes'").fetchall())
 
 
 def due(conn) -> bool:

@@ -276,3 +276,12 @@ def ingest(env: dict, *, redact_secrets: bool = True, db_mode=None, memo=None) -
         attrs, _ = sanitise_attrs(attrs)
         out["attrs"] = attrs
     return out
+
+
+def clamp_line(line: str) -> str:
+    """A canonical line with its content left out, as `ingest` does under metadata_only (no
+    content, raw or x_* extension; capture_mode metadata_only): what bundles and proofs
+    disclose by default."""
+    from . import event, fastjson
+    env = ingest(fastjson.loads(line), db_mode="metadata_only", redact_secrets=False)
+    return event.line(event.canonical(env))

@@ -8,7 +8,9 @@ Invariants:
   and against the file) are found before anything is linked; every new row gets `source_seq`
   (per device, strictly increasing), `hlc` (never backwards), `ingested_at`, `event_hash` and
   `chain_hash`; projection triggers run in the same transaction. A batch is one INSERT, and a
-  session its late events touch is re-derived once, after that INSERT (migrations/0006).
+  session its late events touch is re-derived once, after that INSERT (migrations/0006). An
+  append that completes a 256-leaf block of the Merkle tree over the chain stores that block's
+  node (evidence/merkle.py) in the same transaction.
 Only apsw and C modules are imported: `attempt capture` uses this module.
 """
 
@@ -111,6 +113,7 @@ class Store:
         self._device_id = None
         self._defers = None
         self._units = None
+        self._merkle = None
 
     # --- opening --------------------------------------------------------------------------
 
@@ -381,6 +384,7 @@ class Store:
         hlc_next = clock.hlc_next
         hlc_horizon = clock.hlc_pack(now_ms + HLC_HORIZON_MS, clock.HLC_LOGICAL_MAX)
         rows = []
+        hashes = []
         for p in fresh:
             dev = p.device_id
             seq = p.source_seq or seqs[dev] + 1
@@ -396,6 +400,7 @@ class Store:
             h = chain.hash_line(line, sha)
             prev = chain.link(prev, h, sha)
             rows.append(row + (h, prev))
+            hashes.append(h)
             res.accepted.append(p.event_id)
         if len(rows) == 1:
             c.execute(_INSERT, rows[0])
@@ -417,6 +422,12 @@ class Store:
                                              "FROM replay_pending ORDER BY session_id").fetchall())
                 c.execute("DELETE FROM replay_pending")
         res.first_seq, res.last_seq = size + 1, size + len(rows)
+        if (size + len(rows)) >> 8 != size >> 8:  # a 256-leaf block of the Merkle tree completes
+            if self._merkle is None:  # every file Store.open made has the table (migration 0010)
+                self._merkle = bool(c.execute("SELECT 1 FROM sqlite_master WHERE name = 'merkle_nodes'").fetchall())
+            if self._merkle:
+                from .evidence import merkle
+                merkle.maintain(c, size, hashes, sha)
         c.executemany("INSERT INTO device_clock(device_id, last_source_seq) VALUES (?, ?) "
                       "ON CONFLICT(device_id) DO UPDATE SET last_source_seq = "
                       "max(last_source_seq, excluded.last_source_seq)",

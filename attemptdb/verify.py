@@ -14,6 +14,7 @@ cannot be seen: a note says so.
 import os
 
 from . import chain, checkpoint, clock, event, ids, keys, schema, schema_integrity
+from .evidence import merkle
 
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
@@ -67,25 +68,55 @@ class Report:
 PARALLEL_MIN = 50_000
 
 
-def _chain(st, rep: Report, workers: int | None = None):
+def _chain(st, rep: Report, cuts=(), workers: int | None = None) -> dict:
+    """Check every row (in parallel processes on a large file); with the Merkle tree's table,
+    also recompute the tree: the stored nodes are compared here, and the heads at `cuts` (the
+    sizes of the checkpoints that sign one) are returned, {size: head bytes}."""
     lo_hi = st.conn.execute("SELECT min(seq), max(seq), count(*) FROM events").fetchone()
     if not lo_hi[2]:
-        return
+        return {}
     first, last, total = lo_hi
     rep.events = total
+    tree = checkpoint.has_tree(st.conn) and first == 1
+    want = sorted({c for c in cuts if 0 < c <= last}) if tree else None
     n = workers or (os.cpu_count() or 1)
     if total < PARALLEL_MIN or n < 2 or st.path == ":memory:":
-        results = [chain.check_rows(st.conn, first, last + 1)]
+        acc = merkle.Accumulator(first - 1, want) if tree else None
+        results = [chain.check_rows(st.conn, first, last + 1, acc) + (acc and acc.result(),)]
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         step = (last - first + n) // n
         bounds = [(first + i * step, min(first + (i + 1) * step, last + 1)) for i in range(n)]
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as ex:
-            results = list(ex.map(chain.check_range, [st.path] * n, *zip(*bounds)))
-    found = [p for _, p in results if p]
+            if tree:
+                results = list(ex.map(merkle.check_range, [st.path] * n, *zip(*bounds), [want] * n))
+            else:
+                results = [r + (None,) for r in ex.map(chain.check_range, [st.path] * n, *zip(*bounds))]
+    found = [r[1] for r in results if r[1]]
     if found:
         rep.problems.append(min(found, key=lambda p: p["seq"]))
+        return {}
+    if not tree:
+        return {}
+    heads, nodes = merkle.join([r[2] for r in results])
+    _merkle_nodes(st, rep, nodes, last)
+    return heads
+
+
+def _merkle_nodes(st, rep: Report, computed: list, size: int) -> None:
+    """Every stored node of the Merkle tree is the one the events make (a node is derived, but
+    proofs are drawn from it); nodes not stored yet are a note (the next signature adds them)."""
+    want = {(level, idx): h for level, idx, h in computed}
+    for level, idx, h in st.conn.execute("SELECT level, idx, hash FROM merkle_nodes ORDER BY level, idx"):
+        if want.pop((level, idx), None) != h:
+            first = idx << level
+            rep.problem("merkle_node", f"the stored Merkle tree node of rows seq={first + 1}..{first + (1 << level)} "
+                        f"(level {level}) is not the one the events make: the merkle_nodes table was edited",
+                        min(first + 1, size) if first < size else None)
+            return
+    if want:
+        rep.notes.append(f"{len(want)} Merkle tree nodes are not stored yet (the next checkpoint stores them)")
 
 
 def _retractions(st, rep: Report, triggers: set):
@@ -116,9 +147,10 @@ def _trusted_key(st, rep: Report):
 
 
 def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, device: str,
-              proven: int = 0) -> bool:
+              proven: int = 0, heads: dict | None = None) -> bool:
     """Check one checkpoint; True when it holds. `proven`: the largest size an earlier
-    checkpoint already proved, so a mismatch is narrowed to the rows after it."""
+    checkpoint already proved, so a mismatch is narrowed to the rows after it. `heads`: the
+    Merkle heads the events make at checkpoint sizes (a signed one must be among them)."""
     if key is None:
         rep.problem("checkpoint_unverifiable", f"checkpoint of size {cp.size} ({where}) cannot be "
                     "verified: no key for this device")
@@ -145,7 +177,30 @@ def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, devic
         rep.problem("checkpoint_mismatch", f"row seq={cp.size} ({eid}) does not end the chain the checkpoint "
                     f"of {cp.time} ({where}) signed: history {span} was rewritten", cp.size, eid)
         return False
+    if cp.merkle is not None and heads is not None and cp.size in heads and heads[cp.size].hex() != cp.merkle:
+        rep.problem("merkle_head", f"the checkpoint of size {cp.size} ({where}) signs a Merkle tree head the "
+                    "events up to it do not make", cp.size)
+        return False
     return True
+
+
+def _merkle_sizes(st) -> list:
+    """The sizes of the checkpoints (in the file and beside the key) that sign a Merkle head."""
+    notes = [r[0] for r in st.conn.execute("SELECT note FROM checkpoints")]
+    device = st.meta("device_id")
+    if ids.is_uuid(device):
+        outside = checkpoint.read_outside(device)
+        if outside is not None:
+            notes.append(outside)
+    sizes = []
+    for note in notes:
+        try:
+            cp = checkpoint.parse(note)
+        except Exception:
+            continue
+        if cp.merkle is not None:
+            sizes.append(cp.size)
+    return sizes
 
 
 def verify(st) -> Report:
@@ -167,7 +222,7 @@ def verify(st) -> Report:
     for d in schema_integrity.differences(
             c, v, reported_missing=_TRIGGERS + ("events_retracted_only_set",)):
         rep.problem("schema_changed", d)
-    _chain(st, rep)
+    heads = _chain(st, rep, _merkle_sizes(st))
     _retractions(st, rep, present)
     device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it
     if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
@@ -184,7 +239,7 @@ def verify(st) -> Report:
         except Exception:
             rep.problem("checkpoint_malformed", "a stored checkpoint is not a valid signed note")
             continue
-        if _check_cp(cp, "in the file", key, st, rep, device, proven):
+        if _check_cp(cp, "in the file", key, st, rep, device, proven, heads):
             proven = max(proven, cp.size)
     outside = checkpoint.read_outside(device)
     if outside is not None:
@@ -193,7 +248,7 @@ def verify(st) -> Report:
         except Exception:
             rep.problem("checkpoint_malformed", "the checkpoint kept beside the key is not a valid signed note")
         else:
-            _check_cp(cp, "kept beside the key", key, st, rep, device, proven if proven < cp.size else 0)
+            _check_cp(cp, "kept beside the key", key, st, rep, device, proven if proven < cp.size else 0, heads)
     elif rep.checkpoints and keys.load(device) is not None:
         rep.problem("checkpoint_missing", "the file has checkpoints but the copy beside the key is missing")
     if rep.events and not rep.checkpoints and outside is None:

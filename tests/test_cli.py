@@ -14,7 +14,8 @@ from attemptdb.cli.main import COMMANDS, cli
 from conftest import run_attempt
 
 # capture and the daemon's foreground server print nothing; schema has --format json
-NO_JSON = {"capture", "schema", "daemon run"}
+# run: stdout is the command's own; prove: what it prints is a JSON document already (spec/proof.md)
+NO_JSON = {"capture", "schema", "daemon run", "run", "prove"}
 
 
 def _leaves(group, prefix=()):

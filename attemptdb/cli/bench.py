@@ -77,3 +77,19 @@ def bench_query(events, reuse, runs, as_json):
     peak_rss_mb)."""
     from .. import bench_query as bq
     _show(bq.run(events=events, reuse=reuse, runs=runs), as_json)
+
+
+@bench_group.command("proof")
+@click.option("--events", type=click.IntRange(1, 100_000_000), default=1_450_000, show_default=True,
+              help="Size of the synthetic history.")
+@click.option("--reuse", type=click.Path(dir_okay=False),
+              help="Keep the built history in FILE (its key in FILE.keys/) and reuse it when it exists.")
+@click.option("--runs", type=click.IntRange(1, 100_000), default=21, show_default=True,
+              help="Events proven (spread over the log); medians are reported.")
+@json_option
+def bench_proof(events, reuse, runs, as_json):
+    """Proving one event: `prove` in process (p50/p95/max ms), `verify-proof` in process, and
+    `attempt prove` as a fresh process vs `attempt --version`; plus the first signature of the
+    history (every row verified, the Merkle tree head computed)."""
+    from ..evidence import bench_proof as bp
+    _show(bp.run(events=events, reuse=reuse, runs=runs), as_json)

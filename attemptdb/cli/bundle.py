@@ -24,14 +24,23 @@ def bundle_group():
 @click.option("--until", metavar="T", help="Events observed up to T.")
 @click.option("--include-content", is_flag=True,
               help="Keep prompts, commands, outputs and raw payloads (left out by default).")
+@click.option("--include-artifacts", is_flag=True,
+              help="Carry the stored artifacts (command output) the events name, in artifacts/ (left out by default).")
+@click.option("--omit-paths", is_flag=True,
+              help="Replace local absolute paths and repository roots with placeholders (<repo>, ~, <path>/name).")
+@click.option("--consistency-from", metavar="N|FILE",
+              help="Prove the bundle's signed log extends an earlier checkpoint: its tree size, or an earlier "
+                   "bundle or proof of this device holding it (RFC 9162 consistency proof).")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
 @db_option
 @json_option
-def export_cmd(out, sessions, project, since, until, include_content, force, db, as_json):
+def export_cmd(out, sessions, project, since, until, include_content, include_artifacts, omit_paths,
+               consistency_from, force, db, as_json):
     """Write the events in scope to the bundle OUT, signed with this device's key.
 
-    One file per session, canonical Event v1 lines. Content is left out (the events say
-    metadata_only) unless --include-content; paths and project names stay.
+    One file per session, canonical Event v1 lines, and the newest signed checkpoint. Content
+    is left out (the events say metadata_only) unless --include-content; command output unless
+    --include-artifacts; paths and project names stay unless --omit-paths.
     """
     from .. import bundle
     from .core import _ensure_key, read_store, scope_where
@@ -48,17 +57,22 @@ def export_cmd(out, sessions, project, since, until, include_content, force, db,
                 raise AttemptError("scope.unresolved", e.message) from None
             where += f" AND session_id IN ({','.join('?' * len(ids))})"
             params += ids
+        source = bundle.consistency_source(consistency_from) if consistency_from is not None else None
         m = bundle.export(st, out, key, where=where, params=params, include_content=include_content,
-                          force=force)
+                          force=force, include_artifacts=include_artifacts, omit_paths=omit_paths,
+                          consistency_from=source)
     finally:
         st.close()
     if as_json:
-        echo_json({"bundle": out, **{k: v for k, v in m.items() if k not in ("files", "signature")},
-                   "files": len(m["files"]), "signer": m["signature"]["key_id"]})
+        echo_json({"bundle": out, **{k: v for k, v in m.items() if k not in ("files", "signature", "artifacts")},
+                   "files": len(m["files"]), "artifacts": len(m.get("artifacts", ())),
+                   "signer": m["signature"]["key_id"]})
     else:
+        arts = f"; {len(m['artifacts']):,} artifacts" if "artifacts" in m else ""
         click.echo(f"exported {m['events']:,} events in {len(m['sessions']):,} sessions to {printable(out)} "
                    f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
-                   f"{'included' if m['content'] else 'left out'})")
+                   f"{'included' if m['content'] else 'left out'}{arts}"
+                   f"{'; local paths omitted' if m.get('paths_omitted') else ''})")
 
 
 def _show(rep, as_json):

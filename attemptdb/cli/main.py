@@ -44,6 +44,15 @@ COMMANDS = {
     "status": "query:status_cmd",
     "needs-you": "query:needs_you_cmd",
     "schema": "query:schema_cmd",
+    "run": "evidence:run_cmd",
+    "snapshot": "evidence:snapshot_cmd",
+    "note": "evidence:note_cmd",
+    "approve": "evidence:approve_cmd",
+    "reject": "evidence:reject_cmd",
+    "close": "evidence:close_cmd",
+    "artifact": "evidence:artifact_cmd",
+    "prove": "evidence:prove_cmd",
+    "verify-proof": "evidence:verify_proof_cmd",
 }
 
 

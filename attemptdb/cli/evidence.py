@@ -1,0 +1,289 @@
+"""Evidence commands (spec/evidence.md, spec/proof.md): run, snapshot, note, approve, reject,
+close, artifact, prove, verify-proof. Each parses options, calls attemptdb.evidence, renders."""
+
+import os
+import signal
+import sys
+
+import click
+
+from ..errors import AttemptError
+from .common import db_option, echo_json, err, json_option, open_store, printable, style
+
+_SESSION_HELP = ("Record into this session: a name (it is opened by its first event and stays open until "
+                 "`attempt close`) or an attempt session's ses_ id. Default: $ATTEMPTDB_SESSION, else a session "
+                 "of this command's own, closed when it ends.")
+_KEY_HELP = "Require this signer: an id_… identity or a base64 public key (`attempt keys show`)."
+
+
+def session_option(f):
+    return click.option("--session", metavar="S", help=_SESSION_HELP)(f)
+
+
+def _writer(st, session, source):
+    from ..evidence.record import Writer
+    return Writer(st, session=session, source=source)
+
+
+def _finish(st, w, as_json, what, extra=None):
+    """Sign what was written (as imports do), close, report."""
+    from .core import checkpoint_after_import
+    checkpoint_after_import(st)
+    st.close()
+    if w.spooled:
+        err(f"note: the database could not be written; {w.spooled} events wait in the spool")
+    out = {"session_id": "ses_" + w.session_id, "session": w.psid, "events": w.written, **(extra or {})}
+    if as_json:
+        echo_json(out)
+    else:
+        click.echo(f"{what} in ses_{w.session_id} ({printable(w.psid)})")
+
+
+def _record(db, session, title, source, make, as_json, what, extra=None):
+    """Write the events `make(writer)` returns, opening (and, for its own session, closing)
+    the session around them."""
+    st = open_store(db, create=True)
+    try:
+        w = _writer(st, session, source)
+        envs = [] if w.is_open() else [w.started(title)]
+        envs += make(w)
+        if w.own:
+            envs.append(w.ended("done"))
+        w.write(envs)
+    except BaseException:
+        st.close()
+        raise
+    _finish(st, w, as_json, what, extra)
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@session_option
+@click.option("--title", metavar="T", help="The session's title (content; default: the command line).")
+@click.option("--attach-output", is_flag=True,
+              help="Keep the output's bytes as artifacts (secrets redacted), when the capture mode allows content. "
+                   "Without it only their SHA-256, size and media type are recorded.")
+@click.option("-v", "--verbose", is_flag=True, help="Say on stderr what was recorded.")
+@db_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def run_cmd(session, title, attach_output, verbose, db, command):
+    """Run COMMAND and record it: `attempt run [OPTIONS] -- COMMAND [ARGS…]`.
+
+    stdin, stdout and stderr are the command's own, live; the exit status is the command's
+    (a command killed by a signal kills this process with the same signal). Records
+    command.started / command.finished (exit code, duration, output hashes and artifacts) and
+    git snapshots before and after, in a session of provider `attempt` (spec/evidence.md).
+    Ctrl-C and SIGTERM reach the command.
+    """
+    from ..evidence import process, record
+    st = open_store(db, create=True)
+    try:
+        w = _writer(st, session, "run")
+        res = record.run(w, list(command), title=title, attach_output=attach_output)
+    except BaseException:
+        st.close()
+        raise
+    from .core import checkpoint_after_import
+    checkpoint_after_import(st)
+    st.close()
+    ex = res.exit
+    if ex.error is not None:
+        err(f"attempt: {printable(command[0])}: {printable(ex.error)}")
+    for n in res.notes:
+        err(f"note: {printable(n)}")
+    if w.spooled:
+        err(f"note: the database could not be written; {w.spooled} events wait in the spool")
+    if verbose:
+        arts = ", ".join(f"{k} {v}" for k, v in res.artifacts.items()) or "no output"
+        err(f"attempt: recorded in ses_{w.session_id}: exit {res.exit_status}, {arts}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    process.restore_signals(ex.mask)
+    if ex.signal is not None:  # die the way the command died, so a shell or CI sees the signal
+        try:
+            signal.signal(ex.signal, signal.SIG_DFL)
+        except (OSError, ValueError):  # SIGKILL, SIGSTOP: no handler to reset
+            pass
+        try:
+            os.kill(os.getpid(), ex.signal)
+        except OSError:
+            pass
+    sys.exit(res.exit_status)
+
+
+@click.command("snapshot")
+@session_option
+@click.option("--title", metavar="T", help="The session's title when this opens it.")
+@db_option
+@json_option
+def snapshot_cmd(session, title, db, as_json):
+    """Record a git snapshot of this repository: HEAD, branch, dirty, and the hashes of the
+    staged diff, the unstaged diff and the sorted untracked files (spec/evidence.md §4)."""
+    from ..evidence import gitsnap
+    snap = gitsnap.take(os.getcwd())  # outside a repository: nothing is written
+    _record(db, session, title, "snapshot", lambda w: [w.snapshot("manual", snap)], as_json,
+            f"snapshot of {printable(snap['root'])} at {snap['head'] or 'no commit'}"
+            f"{' (dirty)' if snap['dirty'] else ''}", {"snapshot": dict(snap)})
+
+
+@click.command("note")
+@click.argument("text")
+@session_option
+@click.option("--title", metavar="T", help="The session's title when this opens it.")
+@db_option
+@json_option
+def note_cmd(text, session, title, db, as_json):
+    """Record a note (session.note_added). The text is content: under metadata_only only
+    its length is kept."""
+    _record(db, session, title, "note", lambda w: [w.note(text)], as_json, "note recorded")
+
+
+def _approval(approved):
+    verb = "approve" if approved else "reject"
+
+    @click.command(verb)
+    @click.argument("subject")
+    @click.option("--note", metavar="TEXT", help="Why (content).")
+    @session_option
+    @click.option("--title", metavar="T", help="The session's title when this opens it.")
+    @db_option
+    @json_option
+    def cmd(subject, note, session, title, db, as_json):
+        _record(db, session, title, verb, lambda w: [w.approval(subject, approved, note)], as_json,
+                f"{'approval' if approved else 'rejection'} recorded")
+
+    cmd.help = (f"Record that SUBJECT (generated work: a migration, a pull request, a plan) was "
+                f"{'approved' if approved else 'rejected'} (ai.approval). SUBJECT and --note are content.")
+    return cmd
+
+
+approve_cmd = _approval(True)
+reject_cmd = _approval(False)
+
+
+@click.command("close")
+@session_option
+@click.option("--reason", default="closed", show_default=True, metavar="R", help="Why (a short token).")
+@db_option
+@json_option
+def close_cmd(session, reason, db, as_json):
+    """Close a named session (session.stopped)."""
+    from ..evidence.record import SESSION_ENV
+    from ..adapters.draft import token
+    if not (session or os.environ.get(SESSION_ENV)):
+        raise AttemptError("session.none", f"which session? pass --session S (or set {SESSION_ENV})")
+    if not token(reason):
+        raise click.BadParameter("a short token (letters, digits, _ - . :)", param_hint="--reason")
+    st = open_store(db, create=False)
+    try:
+        w = _writer(st, session, "close")
+        if not w.is_open():
+            raise AttemptError("session.not_open", f"session {printable(w.psid)} is not open", exit_status=1)
+        w.write([w.ended(reason)])
+    except BaseException:
+        st.close()
+        raise
+    _finish(st, w, as_json, "closed")
+
+
+@click.command("artifact")
+@click.argument("artifact_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the bytes to FILE (default: stdout).")
+@click.option("--info", is_flag=True, help="Print the artifact's metadata instead of its bytes.")
+@db_option
+@json_option
+def artifact_cmd(artifact_id, output, info, db, as_json):
+    """An artifact's bytes (checked against its SHA-256 as they stream), or its metadata."""
+    import hashlib
+    from ..evidence import artifacts
+    from .core import read_store
+    st = read_store(db, readonly=True)
+    try:
+        meta = artifacts.row(st.conn, artifact_id.strip())
+        if meta is None:
+            raise AttemptError("artifact.unknown", "no such artifact in this file", exit_status=1)
+        if info or as_json:
+            if as_json:
+                echo_json(meta)
+            else:
+                for k, v in meta.items():
+                    click.echo(f"{k:<12}{printable(v)}")
+            return
+        digest, n = hashlib.sha256(), 0
+        try:
+            out = open(output, "xb") if output else sys.stdout.buffer
+        except OSError as e:
+            raise AttemptError("artifact.unwritable", f"cannot write {printable(output)}: {e.strerror}") from None
+        try:
+            for chunk in artifacts.read_chunks(st.conn, meta["artifact_id"]):
+                digest.update(chunk)
+                n += len(chunk)
+                out.write(chunk)
+        finally:
+            if output:
+                out.close()
+            else:
+                out.flush()
+        if digest.hexdigest() != meta["sha256"] or n != meta["size_bytes"]:
+            raise AttemptError("artifact.changed", "the stored bytes do not match the artifact's SHA-256",
+                               exit_status=1)
+    finally:
+        st.close()
+
+
+@click.command("prove")
+@click.argument("event_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the proof to FILE (default: stdout).")
+@click.option("--include-content", is_flag=True,
+              help="Disclose the event as stored (prompt, command, output…); by default its content is left out.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@db_option
+def prove_cmd(event_id, output, include_content, force, db):
+    """Write an RFC 9162 inclusion proof of one event against the newest signed checkpoint
+    (spec/proof.md): the event line, its leaf index, the path and the signed note. Anyone can
+    check it with `attempt verify-proof`, with no database."""
+    import json
+    from ..evidence import proof
+    from .core import read_store
+    st = read_store(db)  # signs the head first when the chain grew
+    try:
+        doc = proof.prove(st, event_id, include_content=include_content)
+    finally:
+        st.close()
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    if os.path.lexists(output) and not force:
+        raise AttemptError("prove.exists", f"{printable(output)} exists; pass --force to replace it")
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(text)
+    click.echo(f"proof of ev_{json.loads(doc['event']['line'])['event_id']} (leaf "
+               f"{doc['inclusion']['leaf_index']:,} of {doc['inclusion']['tree_size']:,}) written to {printable(output)}",
+               err=True)
+
+
+@click.command("verify-proof")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--key", metavar="ID", help=_KEY_HELP)
+@json_option
+def verify_proof_cmd(file, key, as_json):
+    """Check an inclusion proof offline: the signed checkpoint, the event line, the path to
+    the signed Merkle tree head. `ok: …` (exit 0) or `problem[code]: …` (exit 1). Needs no
+    database."""
+    from ..evidence import proof
+    try:
+        if file == "-":
+            data = sys.stdin.buffer.read(proof.MAX_BYTES + 1)
+        else:
+            with open(file, "rb") as f:
+                data = f.read(proof.MAX_BYTES + 1)
+    except OSError as e:
+        raise AttemptError("proof.unreadable", f"cannot read {printable(file)}: {e.strerror}") from None
+    rep = proof.verify(data, key=key)
+    if as_json:
+        echo_json(rep.as_dict())
+    else:
+        click.echo(style(printable(rep.line()), fg="green" if rep.ok else "red"))
+        for n in rep.notes:
+            err(printable(f"note: {n}"))
+    sys.exit(0 if rep.ok else 1)

@@ -1,0 +1,284 @@
+"""Content-addressed artifacts (seed 001 "Artifact"; spec/evidence.md §3): command output
+hashed as it streams past, and kept only when the capture mode allows content and the writer
+asked for it.
+
+Invariants:
+- An output is never held whole in memory: `Sink.feed` hashes each chunk (SHA-256 of the
+  bytes exactly as the command wrote them, always) and, when keeping, redacts secrets line by
+  line (attemptdb.secrets, as the ingestion contract does for all content), compresses and
+  writes the result to a private temporary file; `store` copies that file into the database
+  through SQLite's incremental blob I/O, a chunk at a time.
+- When nothing may be kept (metadata_only, or no `--attach-output`), no byte of the output is
+  written anywhere: no temporary file, no row content; the artifact row holds the hash, size
+  and media type alone.
+- Artifacts are deduplicated by the SHA-256 of the bytes kept (the redacted bytes when a
+  secret was found: `redacted` = 1): the same output twice is one row. `artifact_id` is `art_`
+  + the first 32 hex digits of that SHA-256.
+"""
+
+import codecs
+import hashlib
+import os
+import tempfile
+import zlib
+
+from .. import clock, secrets
+from ..errors import AttemptError
+
+ID_HEX = 32
+CHUNK = 1 << 16
+MAX_LINE = 1 << 20       # a line longer than this is redacted in pieces of this size
+MAX_KEPT = 512 << 20     # compressed bytes one artifact may take in the file (SQLite blobs stop at 1 GB)
+TAIL = 8 << 10           # the end of an output, scanned for a test summary
+TEXT = "text/plain; charset=utf-8"
+BINARY = "application/octet-stream"
+
+
+def artifact_id(sha256_hex: str) -> str:
+    return "art_" + sha256_hex[:ID_HEX]
+
+
+def is_artifact_id(text) -> bool:
+    return (isinstance(text, str) and len(text) == 4 + ID_HEX and text.startswith("art_")
+            and not text[4:].strip("0123456789abcdef"))
+
+
+class Output:
+    """What one stream carried: `sha256`/`size` of the bytes as written, `media_type`, and when
+    kept: the kept (redacted) bytes' `kept_sha256`, `kept_size`, `redacted` and the path of the
+    compressed temporary file."""
+
+    __slots__ = ("purpose", "sha256", "size", "media_type", "tail", "kept_path", "kept_sha256",
+                 "kept_size", "redacted", "compressed", "dropped")
+
+    def __init__(self, purpose):
+        self.purpose = purpose
+        self.sha256 = self.kept_path = self.kept_sha256 = None
+        self.size = self.kept_size = self.compressed = 0
+        self.media_type = TEXT
+        self.tail = b""
+        self.redacted = False
+        self.dropped = None  # why bytes that were to be kept were not
+
+    def discard(self) -> None:
+        if self.kept_path:
+            try:
+                os.unlink(self.kept_path)
+            except OSError:
+                pass
+            self.kept_path = None
+
+
+class Sink:
+    """One output stream of a command. `keep_dir`: a private directory for the kept bytes
+    (None: hash only)."""
+
+    def __init__(self, purpose: str, keep_dir: str | None = None):
+        self.out = Output(purpose)
+        self._sha = hashlib.sha256()
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._text = True
+        self._tail = bytearray()
+        self._file = None
+        if keep_dir is not None:
+            fd, path = tempfile.mkstemp(prefix="artifact-", dir=keep_dir)
+            self._file = os.fdopen(fd, "wb")
+            self.out.kept_path = path
+            self._kept = hashlib.sha256()
+            self._zip = zlib.compressobj(6)
+            self._pending = b""
+
+    def feed(self, chunk: bytes) -> None:
+        out = self.out
+        self._sha.update(chunk)
+        out.size += len(chunk)
+        if self._text:
+            try:
+                self._utf8.decode(chunk)
+            except UnicodeDecodeError:
+                self._text = False
+        tail = self._tail
+        tail += chunk[-TAIL:]
+        if len(tail) > TAIL:
+            del tail[:len(tail) - TAIL]
+        if self._file is not None:
+            data = self._pending + chunk
+            cut = data.rfind(b"\n") + 1
+            if not cut and len(data) > MAX_LINE:
+                cut = len(data)
+            self._pending = data[cut:]
+            if cut:
+                self._keep(data[:cut])
+
+    def _keep(self, data: bytes) -> None:
+        """Redact a run of whole lines and write it (compressed) to the temporary file."""
+        out = self.out
+        try:
+            text = data.decode("utf-8", "surrogateescape")
+            clean, found = secrets.redact(text)
+        except Exception:  # the scanner must never let unscanned bytes through: keep nothing
+            self._drop("redaction_failed")
+            return
+        if found:
+            out.redacted = True
+            data = clean.encode("utf-8", "surrogateescape")
+        self._kept.update(data)
+        out.kept_size += len(data)
+        z = self._zip.compress(data)
+        out.compressed += len(z)
+        if out.compressed > MAX_KEPT:
+            self._drop("too_large")
+            return
+        self._file.write(z)
+
+    def _drop(self, why: str) -> None:
+        self._file.close()
+        self._file = None
+        self.out.discard()
+        self.out.dropped = why
+
+    def close(self) -> Output:
+        out = self.out
+        out.sha256 = self._sha.hexdigest()
+        if self._text:
+            try:
+                self._utf8.decode(b"", True)
+            except UnicodeDecodeError:
+                self._text = False
+        out.media_type = TEXT if self._text else BINARY
+        out.tail = bytes(self._tail)
+        if self._file is not None:
+            if self._pending:
+                self._keep(self._pending)
+                self._pending = b""
+        if self._file is not None:
+            z = self._zip.flush()
+            out.compressed += len(z)
+            self._file.write(z)
+            self._file.close()
+            self._file = None
+            out.kept_sha256 = self._kept.hexdigest()
+        return out
+
+
+def _blob(conn, rowid: int):
+    opener = getattr(conn, "blob_open", None) or conn.blobopen
+    return opener("main", "artifacts", "content", rowid, True)
+
+
+def store(conn, out: Output, now_us: int | None = None) -> str:
+    """The artifact row of an output (created, or given the bytes it lacked), its id. The kept
+    bytes are copied from the temporary file in chunks, in one transaction."""
+    kept = out.kept_path is not None
+    digest = out.kept_sha256 if kept else out.sha256
+    size = out.kept_size if kept else out.size
+    aid = artifact_id(digest)
+    stamp = clock.iso(clock.now_us() if now_us is None else now_us)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT rowid, content IS NOT NULL FROM artifacts WHERE sha256 = ?", (digest,)).fetchone()
+        if row is None:
+            conn.execute("INSERT INTO artifacts (artifact_id, sha256, size_bytes, media_type, purpose, redacted, "
+                         "created_at, encoding, stored_bytes, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                         "CASE WHEN ? THEN zeroblob(?) END)",
+                         (aid, digest, size, out.media_type, out.purpose, int(out.redacted), stamp,
+                          "zlib" if kept else None, out.compressed if kept else None, kept, out.compressed))
+            rowid = conn.last_insert_rowid()
+        else:
+            rowid = row[0]
+            if kept and not row[1]:
+                conn.execute("UPDATE artifacts SET encoding = 'zlib', stored_bytes = ?, content = zeroblob(?) "
+                             "WHERE rowid = ?", (out.compressed, out.compressed, rowid))
+            else:
+                kept = False  # the bytes are there already
+        if kept:
+            blob = _blob(conn, rowid)
+            try:
+                with open(out.kept_path, "rb") as f:
+                    while True:
+                        chunk = f.read(CHUNK)
+                        if not chunk:
+                            break
+                        blob.write(chunk)
+            finally:
+                blob.close()
+        conn.execute("COMMIT")
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    finally:
+        out.discard()
+    return aid
+
+
+def row(conn, aid: str) -> dict | None:
+    """The artifact's metadata (seed 001's object, plus whether its bytes are stored)."""
+    r = conn.execute("SELECT artifact_id, sha256, size_bytes, media_type, purpose, redacted, content IS NOT NULL "
+                     "FROM artifacts WHERE artifact_id = ?", (aid,)).fetchone()
+    if r is None:
+        return None
+    return {"artifact_id": r[0], "sha256": r[1], "size_bytes": r[2], "media_type": r[3], "purpose": r[4],
+            "redacted": bool(r[5]), "stored": bool(r[6])}
+
+
+def read_chunks(conn, aid: str):
+    """The stored bytes of an artifact, decompressed a chunk at a time, each checked against
+    nothing yet: the caller hashes them (bundle export does, and refuses a mismatch)."""
+    r = conn.execute("SELECT rowid, encoding, stored_bytes FROM artifacts WHERE artifact_id = ? "
+                     "AND content IS NOT NULL", (aid,)).fetchone()
+    if r is None:
+        raise AttemptError("artifact.not_stored", f"{aid}: its bytes are not stored in this file", exit_status=1)
+    rowid, encoding, n = r
+    opener = getattr(conn, "blob_open", None) or conn.blobopen
+    blob = opener("main", "artifacts", "content", rowid, False)
+    unzip = zlib.decompressobj() if encoding == "zlib" else None
+    try:
+        done = 0
+        while done < blob.length():
+            chunk = blob.read(CHUNK)
+            if not chunk:
+                break
+            done += len(chunk)
+            if unzip is None:
+                yield chunk
+                continue
+            while chunk:
+                data = unzip.decompress(chunk, CHUNK)
+                if data:
+                    yield data
+                chunk = unzip.unconsumed_tail
+        if unzip is not None:
+            rest = unzip.flush()
+            if rest:
+                yield rest
+    except zlib.error:
+        raise AttemptError("artifact.corrupt", f"{aid}: its stored bytes do not decompress", exit_status=1) from None
+    finally:
+        blob.close()
+
+
+def ingest(conn, meta: dict, path: str | None, keep: bool, now_us: int | None = None) -> bool:
+    """Store an artifact from a verified bundle: `meta` (seed 001's object) and, when `keep`,
+    the bytes in the file at `path` (already checked against meta's sha256 and size). Returns
+    whether the bytes were stored."""
+    sink_out = Output(meta["purpose"])
+    sink_out.sha256, sink_out.size, sink_out.media_type = meta["sha256"], meta["size_bytes"], meta["media_type"]
+    sink_out.redacted = bool(meta["redacted"])
+    if keep and path is not None:
+        fd, tmp = tempfile.mkstemp(prefix="artifact-", dir=os.path.dirname(path))
+        z = zlib.compressobj(6)
+        with os.fdopen(fd, "wb") as dst, open(path, "rb") as src:
+            while True:
+                chunk = src.read(CHUNK)
+                if not chunk:
+                    break
+                data = z.compress(chunk)
+                sink_out.compressed += len(data)
+                dst.write(data)
+            data = z.flush()
+            sink_out.compressed += len(data)
+            dst.write(data)
+        sink_out.kept_path, sink_out.kept_sha256, sink_out.kept_size = tmp, meta["sha256"], meta["size_bytes"]
+    store(conn, sink_out, now_us)
+    return keep and path is not None

@@ -1,0 +1,353 @@
+"""Recording what a person or a CI job did, as Event v1 facts of provider `attempt`
+(spec/evidence.md): commands with their output as artifacts, git snapshots, notes, approvals.
+
+Invariants:
+- Every event goes through the pipeline a hook's does: assembled by the adapters' Draft (ids,
+  agent, canonical key order), the ingestion contract (attemptdb.privacy.ingest: capture mode,
+  secret redaction, attrs allowlist), validated, then `Store.append` (chained, projected). If
+  the file cannot take it, it is spooled like a hook's event: nothing is lost.
+- Content (argv, the working directory, note text, subject, title) goes in `content` only;
+  `attrs` hold allowlisted or `x_attempt_`-namespaced content-free values (hashes, sizes,
+  artifact ids, counts, tokens).
+- Sessions: the one named (`--session S`, `ATTEMPTDB_SESSION`, `Recorder(session=…)`) is opened
+  by its first event and stays open until closed explicitly; one without a name is this
+  command's own, closed when it ends.
+- The seed-001 kinds map onto Event v1 kinds (spec/evidence.md §2); a run is a tool call (category
+  `shell`) in its session's current turn, ended by `run.stopped` (turn_stopped/turn_failed),
+  so a failing run is a failed attempt with a class, through the same projections as a hook's.
+"""
+
+import os
+import shlex
+import shutil
+import tempfile
+
+from .. import clock, event, ids, privacy
+from ..errors import AttemptError
+
+PROVIDER = "attempt"
+SESSION_ENV = "ATTEMPTDB_SESSION"
+TOOL_NAME = "run"
+MAX_NAME = 128
+MAX_TEXT = 64 << 10  # a note, subject or title (content) is at most this many characters
+_CRASH = frozenset(("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP"))
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise AttemptError("record.empty", f"the {what} is empty")
+    if len(value) > MAX_TEXT:
+        raise AttemptError("record.too_long", f"the {what} is longer than {MAX_TEXT:,} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise AttemptError("input.not_utf8", f"the {what} is not valid UTF-8 text") from None
+    return value
+
+
+def session_name(store, text: str) -> str:
+    """The provider session id a `--session` value names: an `attempt` session's `ses_` id
+    (full), else the text itself as a name (1–128 printable characters)."""
+    if text.startswith("ses_") and ids.is_uuid(text[4:]):
+        row = store.conn.execute("SELECT provider, provider_session_id FROM events WHERE session_id = ? LIMIT 1",
+                                 (text,)).fetchone()
+        if row is None:
+            raise AttemptError("session.unknown", f"no session {text} in this file (a new session takes a name, "
+                               "not an id)")
+        if row[0] != PROVIDER:
+            raise AttemptError("session.foreign", f"{text} is a {row[0]} session; runs, notes and approvals go "
+                               "into sessions of their own (provider attempt): pass a name instead")
+        return row[1]
+    if not 0 < len(text) <= MAX_NAME or not text.isprintable() or text.strip() != text:
+        raise AttemptError("session.bad_name", f"a session name is 1-{MAX_NAME} printable characters without "
+                           "leading or trailing blanks")
+    return text
+
+
+class Writer:
+    """Writes `attempt` events into one session of an open store."""
+
+    def __init__(self, store, *, session: str | None = None, cwd: str | None = None, source: str = "cli"):
+        self.store = store
+        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self.device = store.device_id
+        self.mode = store.capture_mode
+        self.source = source
+        if session is None:
+            session = os.environ.get(SESSION_ENV) or None
+        self.own = session is None  # this command's own session: closed when it ends
+        self.psid = f"{source}-{ids.uuid7()}" if self.own else session_name(store, session)
+        self.session_id = ids.session_id(PROVIDER, self.psid)
+        self.written: list = []  # ev_ ids written (or spooled)
+        self.spooled = 0
+
+    # --- state ----------------------------------------------------------------------------
+
+    def is_open(self) -> bool:
+        row = self.store.conn.execute(
+            "SELECT kind FROM events WHERE session_id = ? AND kind IN ('session_started', 'session_ended') "
+            "ORDER BY seq DESC LIMIT 1", ("ses_" + self.session_id,)).fetchone()
+        return row is not None and row[0] == "session_started"
+
+    # --- envelopes ------------------------------------------------------------------------
+
+    def _draft(self, kind: str, name: str):
+        from ..adapters.draft import Draft
+        d = Draft(PROVIDER, name, self.cwd)
+        d.kind = kind
+        d.psid, d.session_missing = self.psid, False
+        d.attrs = {}
+        return d
+
+    def _envelope(self, d, at_us: int, extra_attrs: dict | None = None) -> dict:
+        from ..adapters import Context
+        from ..capture import project_of
+        project, root = project_of(self.cwd, self.device)
+        d.root = root
+        ctx = Context(self.device, self.mode, project, at_us, hook_version=_version())
+        env = d.envelope(ctx)
+        if extra_attrs:
+            env["attrs"] = {**env.get("attrs", {}), **{k: v for k, v in extra_attrs.items() if v is not None}}
+        env = event.canonical(privacy.ingest(env, db_mode=self.mode))
+        event.validate(env)
+        event.check_storable(env)
+        return env
+
+    def started(self, title: str | None = None) -> dict:
+        d = self._draft("session_started", "session.started")
+        d.attr("source", self.source)
+        if title:
+            d.put("title", _text(title, "title"))
+        return self._envelope(d, clock.now_us())
+
+    def ended(self, reason: str) -> dict:
+        d = self._draft("session_ended", "session.stopped")
+        d.attr("reason", reason)
+        return self._envelope(d, clock.now_us())
+
+    def snapshot(self, point: str, snap: dict | None = None) -> dict:
+        """A git.snapshot event of `snap` (default: taken now; AttemptError outside a
+        repository or when git fails)."""
+        from . import gitsnap
+        snap = snap or gitsnap.take(self.cwd)
+        d = self._draft("unknown", "git.snapshot")
+        return self._envelope(d, clock.now_us(), {
+            "git_dirty": snap["dirty"], "x_attempt_snapshot": point, "x_attempt_repo_root_hash": snap["repo_root_hash"],
+            "x_attempt_staged_diff_hash": snap["staged_diff_hash"],
+            "x_attempt_unstaged_diff_hash": snap["unstaged_diff_hash"],
+            "x_attempt_untracked_files_hash": snap["untracked_files_hash"],
+            "x_attempt_untracked_count": snap["untracked_count"]})
+
+    def note(self, text: str) -> dict:
+        text = _text(text, "note")
+        d = self._draft("notification", "session.note_added")
+        d.attr("notification_type", "note")
+        d.put("note", text)
+        return self._envelope(d, clock.now_us(), {"note_chars": len(text)})
+
+    def approval(self, subject: str, approved: bool, note: str | None = None) -> dict:
+        subject = _text(subject, "subject")
+        d = self._draft("notification", "ai.approval")
+        d.attr("notification_type", "approval")
+        d.put("subject", subject)
+        if note is not None:
+            d.put("note", _text(note, "note"))
+        return self._envelope(d, clock.now_us(), {"x_attempt_approved": bool(approved),
+                                                  "x_attempt_subject_chars": len(subject),
+                                                  "note_chars": len(note) if note is not None else None})
+
+    def _command_draft(self, kind: str, name: str, call_id: str, argv) -> object:
+        from ..adapters import commands
+        d = self._draft(kind, name)
+        d.tool = {"name": TOOL_NAME, "category": "shell", "call_id": call_id}
+        line = shlex.join(argv)
+        category, subcategory, git_sub = commands.classify(line)
+        d.attr("command_bytes", len(line.encode("utf-8", "surrogatepass")))
+        d.attr("command_category", category)
+        d.attr("command_subcategory", subcategory)
+        from ..adapters.draft import KNOWN_GIT_SUBCOMMANDS
+        if git_sub in KNOWN_GIT_SUBCOMMANDS:
+            d.attr("git_subcommand", git_sub)
+        return d
+
+    def command_started(self, call_id: str, argv, at_us: int) -> dict:
+        d = self._command_draft("tool_call_started", "command.started", call_id, argv)
+        d.put("command", shlex.join(argv))
+        d.put("tool_input", {"argv": list(argv), "cwd": self.cwd})
+        return self._envelope(d, at_us)
+
+    def command_finished(self, call_id: str, argv, ex, outputs: dict, artifact_ids: dict) -> dict:
+        from ..adapters import signals
+        ok = ex.returncode == 0 and ex.error is None
+        d = self._command_draft("tool_call_finished" if ok else "tool_call_failed", "command.finished",
+                                call_id, argv)
+        d.duration = ex.duration_ms
+        status, cls, code = outcome_of(ex)
+        if ok:
+            d.success(0)
+        else:
+            d.failure(cls=cls, exit_code=code, status=status)
+            if ex.error:
+                d.put("error", ex.error)
+        tail = "\n".join(o.tail.decode("utf-8", "replace") for o in outputs.values() if o.tail)
+        counts = signals.test_counts(tail) if tail else None
+        if counts is not None:
+            d.attr("tests_passed", counts[0])
+            d.attr("tests_failed", counts[1])
+            d.attr("tests_skipped", counts[2])
+        extra = {"x_attempt_signal": signal_name(ex)}
+        for name, out in outputs.items():
+            if out.size:
+                extra[f"x_attempt_{name}_sha256"] = "sha256:" + out.sha256
+                extra[f"x_attempt_{name}_bytes"] = out.size
+                if name in artifact_ids:
+                    extra[f"x_attempt_{name}_artifact"] = artifact_ids[name]
+        return self._envelope(d, ex.ended_us or clock.now_us(), extra)
+
+    def run_stopped(self, ex) -> dict:
+        ok = ex.returncode == 0 and ex.error is None
+        d = self._draft("turn_stopped" if ok else "turn_failed", "run.stopped")
+        if not ok:
+            status, cls, code = outcome_of(ex)
+            d.outcome = {"status": "failure", "class": cls, "exit_code": code}
+        return self._envelope(d, clock.now_us())
+
+    # --- writing --------------------------------------------------------------------------
+
+    def write(self, envs: list) -> None:
+        """Append (one transaction); when the file cannot take them, spool them."""
+        if not envs:
+            return
+        try:
+            self.store.append(envs)
+        except Exception:
+            from .. import spool
+            for env in envs:
+                spool.put(self.store.path, env)
+            self.spooled += len(envs)
+        self.written += ["ev_" + e["event_id"] for e in envs]
+
+
+def signal_name(ex) -> str | None:
+    import signal
+    if ex.signal is None:
+        return None
+    try:
+        return signal.Signals(ex.signal).name
+    except ValueError:
+        return f"SIG{ex.signal}"
+
+
+def outcome_of(ex) -> tuple:
+    """(outcome status, failure class, exit code as a shell reports it) of a command's end."""
+    if ex.error is not None:
+        return "failure", "permission_denied" if ex.returncode == 126 else "file_not_found", ex.returncode
+    if ex.signal is not None:
+        name = signal_name(ex)
+        code = 128 + ex.signal
+        if name in ex.signals:  # it was sent to us (Ctrl-C, a CI's timeout) and reached the command
+            return "cancelled", "interrupted", code
+        return "failure", "crashed" if name in _CRASH else "killed", code
+    if ex.returncode:
+        return "failure", "nonzero_exit", ex.returncode
+    return "success", None, 0
+
+
+class RunResult:
+    """What `run` did: the command's `returncode` (negative: its signal), `exit_status` as a
+    shell reports it, `artifacts` {stream: art_ id}, `outputs` {stream: artifacts.Output},
+    the session, the ev_ ids written, notes for the user, and the Exit (`process.Exit`)."""
+
+    __slots__ = ("exit", "returncode", "exit_status", "artifacts", "outputs", "session_id", "events", "notes")
+
+
+def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool = False, echo: bool = True,
+        snapshots: bool = True, close: bool | None = None, env=None) -> RunResult:
+    """Run `argv` in the writer's directory and record it (module invariants). The caller
+    restores the signal mask (`result.exit.mask`, process.restore_signals) once it is done."""
+    from . import process
+    argv = [str(a) for a in argv]
+    if not argv:
+        raise AttemptError("run.no_command", "no command to run (attempt run [OPTIONS] -- COMMAND [ARGS…])")
+    try:
+        "".join(argv).encode("utf-8")
+    except UnicodeEncodeError:
+        raise AttemptError("input.not_utf8", "an argument of the command is not valid UTF-8 text") from None
+    res = RunResult()
+    res.notes, res.artifacts = [], {}
+    keep = attach_output and writer.mode != "metadata_only"
+    if attach_output and not keep:
+        res.notes.append("output not kept: the capture mode is metadata_only (its hashes are recorded)")
+    first = []
+    if not writer.is_open():
+        first.append(writer.started(title or shlex.join(argv)))
+    if snapshots:
+        first += _snapshot(writer, "run.start", res.notes)
+    call_id = "cmd_" + ids.uuid7()
+    first.append(writer.command_started(call_id, argv, clock.now_us()))
+    writer.write(first)
+    with streams(writer, keep, res.notes) as sinks:
+        ex = process.execute(argv, sinks, cwd=writer.cwd, env=env, echo=echo)
+    outputs, res.artifacts = sinks.outputs, sinks.artifacts
+    last = [writer.command_finished(call_id, argv, ex, outputs, res.artifacts)]
+    if snapshots:
+        last += _snapshot(writer, "run.end", res.notes)
+    last.append(writer.run_stopped(ex))
+    if writer.own if close is None else close:
+        last.append(writer.ended("run_finished"))
+    writer.write(last)
+    res.exit, res.outputs, res.session_id, res.events = ex, outputs, writer.session_id, list(writer.written)
+    res.returncode = ex.returncode
+    res.exit_status = 128 + ex.signal if ex.signal is not None else ex.returncode
+    return res
+
+
+class streams(dict):
+    """`with streams(writer, keep, notes) as sinks`: a Sink for stdout and stderr (keeping the
+    bytes in a private temporary directory when `keep`); on leaving, each is closed and its
+    artifact stored (`sinks.outputs`, `sinks.artifacts`), and the directory removed."""
+
+    def __init__(self, writer: Writer, keep: bool, notes: list):
+        super().__init__()
+        self.writer, self.keep, self.notes = writer, keep, notes
+        self.outputs: dict = {}
+        self.artifacts: dict = {}
+        self.dir = None
+
+    def __enter__(self) -> "streams":
+        from . import artifacts
+        self.dir = tempfile.mkdtemp(prefix="attempt-run-") if self.keep else None
+        for name in ("stdout", "stderr"):
+            self[name] = artifacts.Sink(f"command.{name}", self.dir)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from . import artifacts
+        try:
+            for name, sink in self.items():
+                out = self.outputs[name] = sink.close()
+                if out.dropped:
+                    self.notes.append(f"{name} not kept ({out.dropped.replace('_', ' ')}): its hash is recorded")
+                if out.size and exc[0] is None:
+                    try:
+                        self.artifacts[name] = artifacts.store(self.writer.store.conn, out)
+                    except Exception as e:  # the run's facts matter more than its output's bytes
+                        self.notes.append(f"{name} artifact not stored ({type(e).__name__})")
+                out.discard()
+        finally:
+            if self.dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _snapshot(writer: Writer, point: str, notes: list) -> list:
+    try:
+        return [writer.snapshot(point)]
+    except AttemptError as e:
+        if e.code != "snapshot.not_git":
+            notes.append(f"no git snapshot at {point}: {e}")
+        return []
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__

@@ -1,0 +1,308 @@
+"""`attempt run` and friends (spec/evidence.md): a real command through a real process, its
+output as content-addressed artifacts, its exit status and signals, git snapshots, notes,
+approvals and named sessions — and what the projections make of them."""
+
+import hashlib
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from attemptdb.store import Store
+from conftest import ROOT, attempt_cmd, run_attempt
+
+PY = sys.executable
+
+
+def attempt(*args, db, ok=True, **kw):
+    p = run_attempt([args[0], "--db", db, *args[1:]], **kw)
+    if ok:
+        assert p.returncode == 0, (args, p.stdout, p.stderr)
+    return p
+
+
+def events(db):
+    p = run_attempt(["events", "--jsonl", "--db", db])
+    assert p.returncode == 0, p.stderr
+    return [json.loads(x) for x in p.stdout.decode().splitlines()]
+
+
+def by_name(evs, name):
+    return [e for e in evs if e["provider_event_name"] == name]
+
+
+def sql(db, query, *params):
+    st = Store.open(db, readonly=True)
+    try:
+        return st.conn.execute(query, params).fetchall()
+    finally:
+        st.close()
+
+
+@pytest.fixture
+def repo(tmp_path, home):
+    """A git repository with a commit (snapshots need one); git sees no user configuration."""
+    r = tmp_path / "repo"
+    r.mkdir()
+    env = git_env(home)
+    for cmd in (["init", "-q"], ["config", "user.email", "t@example.org"], ["config", "user.name", "T"]):
+        subprocess.run(["git", *cmd], cwd=r, check=True, env=env)
+    (r / "a.txt").write_text("one\n")
+    subprocess.run(["git", "add", "a.txt"], cwd=r, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=r, check=True, env=env)
+    return r
+
+
+def git_env(home):
+    return dict(os.environ, HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_DATE="2026-01-01T00:00:00",
+                GIT_COMMITTER_DATE="2026-01-01T00:00:00")
+
+
+def test_a_failing_command_exits_with_its_status_prints_its_output_and_is_recorded(db, repo):
+    prog = 'import sys; print("x"); sys.exit(3)'
+    p = run_attempt(["run", "--db", db, "--", PY, "-c", prog], cwd=repo)
+    assert p.returncode == 3 and p.stdout == b"x\n" and p.stderr == b""
+    evs = events(db)
+    started, finished = by_name(evs, "command.started")[0], by_name(evs, "command.finished")[0]
+    assert started["kind"] == "tool_call_started" and started["content"]["tool_input"]["argv"] == [PY, "-c", prog]
+    assert started["content"]["tool_input"]["cwd"] == str(repo) and started["tool"]["category"] == "shell"
+    assert finished["kind"] == "tool_call_failed" and finished["tool"]["call_id"] == started["tool"]["call_id"]
+    assert finished["outcome"] == {"status": "failure", "class": "nonzero_exit", "exit_code": 3}
+    digest = hashlib.sha256(b"x\n").hexdigest()
+    attrs = finished["attrs"]
+    assert attrs["x_attempt_stdout_sha256"] == "sha256:" + digest and attrs["x_attempt_stdout_bytes"] == 2
+    assert attrs["x_attempt_stdout_artifact"] == "art_" + digest[:32] and "x_attempt_stderr_sha256" not in attrs
+    assert sql(db, "SELECT artifact_id, sha256, size_bytes, media_type, purpose, redacted, content FROM artifacts") == [
+        ("art_" + digest[:32], digest, 2, "text/plain; charset=utf-8", "command.stdout", 0, None)]
+    assert [e["provider_event_name"] for e in evs] == [
+        "session.started", "git.snapshot", "command.started", "command.finished", "git.snapshot", "run.stopped",
+        "session.stopped"]
+    # the same output again: still one artifact; with --attach-output its bytes are added to it
+    p = run_attempt(["run", "--db", db, "--attach-output", "--", PY, "-c", prog], cwd=repo)
+    assert p.returncode == 3 and p.stdout == b"x\n"
+    assert sql(db, "SELECT count(*), length(content) > 0 FROM artifacts") == [(1, 1)]
+    p = run_attempt(["artifact", "art_" + digest[:32], "--db", db])
+    assert p.returncode == 0 and p.stdout == b"x\n"
+    # a failing run is a failed attempt with a class
+    rows = sql(db, "SELECT outcome, failure_class FROM attempts ORDER BY started_at")
+    assert rows == [("failed", "nonzero_exit"), ("failed", "nonzero_exit")]
+
+
+def test_runs_project_like_any_other_events(db, repo, tmp_path):
+    """A passing run is a succeeded attempt; a failing test run fails its attempt as a check and
+    a later passing one supersedes it; notes and approvals open nothing; the projections equal a
+    rebuild; the stream is Event v1."""
+    test_file = repo / "test_t.py"
+    test_file.write_text("import os\ndef test_it():\n    assert os.path.exists('ok')\n")
+    pytest_exe = os.path.join(os.path.dirname(PY), "pytest")
+    env = {"ATTEMPTDB_SESSION": "ci-1"}
+    attempt("run", "--title", "job 1", "--", PY, "-c", "pass", db=db, cwd=repo, env=env)
+    p = attempt("run", "--", pytest_exe, "-p", "no:cacheprovider", str(test_file), db=db, cwd=repo, env=env,
+                ok=False)
+    assert p.returncode == 1
+    (repo / "ok").write_text("")
+    attempt("run", "--", pytest_exe, "-p", "no:cacheprovider", str(test_file), db=db, cwd=repo, env=env)
+    attempt("note", "looked at it", db=db, env=env)
+    attempt("approve", "the fix", "--note", "fine", db=db, env=env)
+    attempt("close", db=db, env=env)
+    evs = events(db)
+    assert {e["session_id"] for e in evs} == {evs[0]["session_id"]} and evs[0]["provider_session_id"] == "ci-1"
+    assert evs[0]["content"]["title"] == "job 1"
+    failed = [e for e in by_name(evs, "command.finished") if e["kind"] == "tool_call_failed"][0]
+    assert failed["attrs"]["command_category"] == "test" and failed["attrs"]["tests_failed"] == 1
+    att = sql(db, "SELECT outcome, failure_class, superseded_by FROM attempts ORDER BY started_at")
+    assert [a[0] for a in att] == ["superseded", "succeeded"] and att[0][1] == "nonzero_exit", att
+    assert sql(db, "SELECT state, tool_call_count FROM sessions") == [("closed", 3)]
+    note, approval = by_name(evs, "session.note_added")[0], by_name(evs, "ai.approval")[0]
+    assert note["kind"] == approval["kind"] == "notification" and note["content"] == {"note": "looked at it"}
+    assert approval["content"] == {"subject": "the fix", "note": "fine"} and approval["attrs"]["x_attempt_approved"]
+    assert sql(db, "SELECT count(*) FROM signals") == [(0,)]
+    p = run_attempt(["reproject", "--check", "--db", db])
+    assert p.returncode == 0, p.stdout + p.stderr
+    stream = tmp_path / "s.jsonl"
+    stream.write_bytes(run_attempt(["events", "--jsonl", "--db", db]).stdout)
+    p = run_attempt(["conformance", str(stream)])
+    assert p.returncode == 0 and b"COMPATIBLE" in p.stdout, p.stdout
+    p = run_attempt(["verify", "--db", db])
+    assert p.returncode == 0, p.stdout
+
+
+def test_metadata_only_keeps_no_output_byte_anywhere(tmp_path, home, repo):
+    db = str(tmp_path / "m.db")
+    assert run_attempt(["init", "--capture-mode", "metadata_only", "--db", db]).returncode == 0
+    prog = 'print("ZQ" + "XJ" * 20)'  # the output is not in the argv
+    marker = b"ZQ" + b"XJ" * 20
+    p = run_attempt(["run", "--attach-output", "--db", db, "--", PY, "-c", prog], cwd=repo)
+    assert p.returncode == 0 and p.stdout == marker + b"\n"
+    assert b"note: stdout not kept" not in p.stderr and b"metadata_only" in p.stderr
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            assert marker not in open(db + suffix, "rb").read(), suffix
+    digest = hashlib.sha256(marker + b"\n").hexdigest()
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["capture_mode"] == "metadata_only" and "content" not in finished
+    assert finished["attrs"]["x_attempt_stdout_sha256"] == "sha256:" + digest
+    assert sql(db, "SELECT sha256, content FROM artifacts") == [(digest, None)]
+    out = tmp_path / "b.zip"
+    p = run_attempt(["bundle", "export", str(out), "--include-artifacts", "--include-content", "--db", db])
+    assert p.returncode == 0, p.stderr
+    assert marker not in out.read_bytes()
+    import zipfile
+    with zipfile.ZipFile(out) as zf:
+        assert not [n for n in zf.namelist() if n.startswith("artifacts/")]
+        assert all(marker not in zf.read(n) for n in zf.namelist())
+
+
+def test_kept_output_is_secret_redacted_and_large_output_streams(db, repo, tmp_path):
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    p = run_attempt(["run", "--attach-output", "--db", db, "--", PY, "-c", f"print('token={token}')"], cwd=repo)
+    assert p.stdout == f"token={token}\n".encode()  # the terminal sees what the command wrote
+    (aid, redacted, sha), = sql(db, "SELECT artifact_id, redacted, sha256 FROM artifacts")
+    assert redacted == 1
+    kept = run_attempt(["artifact", aid, "--db", db]).stdout
+    assert token.encode() not in kept and b"[REDACTED:" in kept and hashlib.sha256(kept).hexdigest() == sha
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["attrs"]["x_attempt_stdout_sha256"] == "sha256:" + hashlib.sha256(p.stdout).hexdigest()
+    # 200 MiB through a process whose peak memory stays far below it
+    mib = 200
+    prog = (f"import sys\nb = bytes(range(256)) * 4096\nfor _ in range({mib}): sys.stdout.buffer.write(b)")
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([PY, "-c", probe, *attempt_cmd(), "run", "--attach-output", "--db", db, "--", PY, "-c", prog],
+                         capture_output=True, env=env, cwd=repo, timeout=600)
+    code, rss_kib = out.stdout.split()
+    assert code == b"0" and int(rss_kib) < 120 * 1024, out
+    digest = hashlib.sha256(bytes(range(256)) * 4096 * mib).hexdigest()
+    rows = sql(db, "SELECT size_bytes, media_type, stored_bytes FROM artifacts WHERE sha256 = ?", digest)
+    assert rows and rows[0][0] == mib << 20 and rows[0][1] == "application/octet-stream" and rows[0][2] < mib << 20
+
+
+def test_stdin_passes_through_and_a_missing_command_exits_127(db, repo):
+    p = run_attempt(["run", "--db", db, "--", PY, "-c", "import sys; print(sys.stdin.read().upper())"],
+                    input=b"hello", cwd=repo)
+    assert p.returncode == 0 and p.stdout == b"HELLO\n"
+    p = run_attempt(["run", "--db", db, "--", "no-such-command-here"], cwd=repo)
+    assert p.returncode == 127 and p.stderr.startswith(b"attempt: no-such-command-here:")
+    finished = by_name(events(db), "command.finished")[-1]
+    assert finished["outcome"] == {"status": "failure", "class": "file_not_found", "exit_code": 127}
+
+
+def _start(db, cwd, prog, **kw):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.Popen(attempt_cmd() + ["run", "--db", db, "--", PY, "-c", prog], stdout=subprocess.PIPE,
+                         env=env, cwd=cwd, **kw)
+    assert p.stdout.readline() == b"ready\n"
+    return p
+
+
+@pytest.mark.parametrize("sig, status, cls", [(signal.SIGTERM, "cancelled", "interrupted"),
+                                               (signal.SIGINT, "cancelled", "interrupted")])
+def test_a_signal_sent_to_attempt_reaches_the_command_and_is_recorded(db, repo, sig, status, cls):
+    p = _start(db, repo, "import time; print('ready', flush=True); time.sleep(60)")
+    p.send_signal(sig)
+    assert p.wait(timeout=30) == -sig  # dies the way the command died
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["outcome"] == {"status": status, "class": cls, "exit_code": 128 + sig}
+    assert finished["attrs"]["x_attempt_signal"] == signal.Signals(sig).name
+    assert by_name(events(db), "run.stopped")[0]["kind"] == "turn_failed"
+
+
+def test_a_command_killed_by_someone_else_is_recorded_as_killed(db, repo):
+    prog = "import os, time; print('ready', flush=True); time.sleep(0.2); os.kill(os.getpid(), 9)"
+    p = _start(db, repo, prog)
+    assert p.wait(timeout=30) == -9
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["outcome"] == {"status": "failure", "class": "killed", "exit_code": 137}
+
+
+def test_ctrl_c_at_a_terminal_reaches_the_command_once(db, repo):
+    """The terminal sends SIGINT to the whole foreground group: attempt must not send it again."""
+    prog = ("import signal, sys, time\nn = []\nsignal.signal(signal.SIGINT, lambda *a: n.append(1))\n"
+            "print('ready', flush=True)\nwhile not n: time.sleep(0.01)\ntime.sleep(0.5)\nsys.exit(10 + len(n))")
+    master, slave = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=ROOT)
+
+    def controlling_tty():
+        os.setsid()
+        import fcntl
+        import termios
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    p = subprocess.Popen(attempt_cmd() + ["run", "--db", db, "--", PY, "-c", prog], stdin=slave, stdout=slave,
+                         stderr=slave, env=env, cwd=repo, preexec_fn=controlling_tty)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 30
+    while b"ready" not in seen and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.5)[0]:
+            seen += os.read(master, 1024)
+    os.write(master, b"\x03")  # Ctrl-C
+    assert p.wait(timeout=30) == 11  # one SIGINT, handled; the command's own exit status
+    os.close(master)
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["outcome"]["exit_code"] == 11
+
+
+def test_git_snapshots_do_not_run_what_the_repository_configures(db, repo, tmp_path, home):
+    """fsmonitor, filter drivers and external diff named by a repository's own config never run."""
+    pwned = tmp_path / "pwned"
+    env = git_env(home)
+    script = f"touch {pwned}; cat"
+    for k, v in (("core.fsmonitor", f"touch {pwned}"), ("filter.evil.clean", script),
+                 ("filter.evil.process", f"touch {pwned}"), ("diff.external", f"touch {pwned}")):
+        subprocess.run(["git", "config", k, v], cwd=repo, check=True, env=env)
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    subprocess.run(["git", "config", "diff.evil.textconv", f"touch {pwned}"], cwd=repo, check=True, env=env)
+    (repo / "a.txt").write_text("changed\n")
+    os.utime(repo / "a.txt", (1, 1))
+    p = run_attempt(["snapshot", "--json", "--db", db], cwd=repo, env={"HOME": str(home)})
+    assert p.returncode == 0, p.stderr
+    snap = json.loads(p.stdout)["snapshot"]
+    assert snap["dirty"] is True
+    assert not pwned.exists()
+
+
+def test_sessions_by_name_and_their_refusals(db, repo):
+    env = {"ATTEMPTDB_SESSION": ""}
+    attempt("note", "first", "--session", "work 1", "--title", "T", db=db, cwd=repo, env=env)
+    attempt("note", "second", "--session", "work 1", db=db, cwd=repo, env=env)
+    evs = events(db)
+    assert [e["provider_event_name"] for e in evs] == ["session.started", "session.note_added", "session.note_added"]
+    sid = "ses_" + evs[0]["session_id"]
+    attempt("close", "--session", sid, db=db, env=env)
+    p = attempt("close", "--session", "work 1", db=db, env=env, ok=False)
+    assert p.returncode == 1 and b"error[session.not_open]" in p.stderr
+    p = attempt("close", db=db, env=env, ok=False)
+    assert p.returncode == 2 and b"error[session.none]" in p.stderr
+    for bad in ("", " x", "a\x1b[2Jb", "x" * 129):
+        p = attempt("note", "n", "--session", bad, db=db, env=env, ok=False)
+        assert p.returncode == 2 and b"error[session.bad_name]" in p.stderr, bad
+    fixture = os.path.join(ROOT, "fixtures", "providers", "claude_code", "session_start_resume.json")
+    with open(fixture, "rb") as f:
+        assert run_attempt(["capture", "claude-code", "--db", db], input=f.read()).returncode == 0
+    other = sql(db, "SELECT session_id FROM events WHERE provider = 'claude_code'")[0][0]
+    p = attempt("note", "n", "--session", other, db=db, env=env, ok=False)
+    assert p.returncode == 2 and b"error[session.foreign]" in p.stderr
+    p = attempt("snapshot", db=db, cwd=os.path.dirname(db), env=env, ok=False)
+    assert p.returncode == 1 and b"error[snapshot.not_git]" in p.stderr
+
+
+def test_a_reader_that_goes_away_stops_the_command_as_it_would_without_attempt(db, repo):
+    """`attempt run -- yes | head -1` ends: the command gets its broken pipe."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    prog = "import itertools\nfor i in itertools.count(): print('y' * 100)"
+    p = subprocess.Popen(attempt_cmd() + ["run", "--db", db, "--", PY, "-c", prog], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env, cwd=repo)
+    assert p.stdout.readline() == b"y" * 100 + b"\n"
+    p.stdout.close()
+    assert p.wait(timeout=60) == 1  # Python reports its broken pipe with exit status 1
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["outcome"]["exit_code"] == 1 and finished["attrs"]["x_attempt_stdout_bytes"] > 0
