@@ -85,7 +85,16 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
                 rows = conn.execute(f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events "
                                     f"WHERE {where} ORDER BY session_id, seq", params)
                 with zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
-                    files = _write_sessions(zf, rows, include_content)
+                    try:
+                        files = _write_sessions(zf, rows, include_content)
+                    except UnicodeDecodeError:  # text SQLite hands back as bytes that are not UTF-8
+                        from .chain import unreadable_text
+                        found = unreadable_text(conn, 0)
+                        if found is None:
+                            raise
+                        raise AttemptError("bundle.row_changed", f"row seq={found[0]} ({found[1]}) holds text "
+                                           "that is not valid UTF-8: it is not what was written; `attempt "
+                                           "verify` says more. Nothing was exported", exit_status=1) from None
                     manifest = sign_manifest({
                         "schema_version": SCHEMA_VERSION,
                         "bundle_id": "bun_" + ids.uuid7(),

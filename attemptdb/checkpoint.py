@@ -167,6 +167,14 @@ def _signed_base(store, device: str, key, size: int, adopt: bool) -> int:
         raise AttemptError("checkpoint.outside_unreadable", "the checkpoint kept beside the key is not a "
                            "valid signed note; run `attempt verify`", exit_status=1) from None
     row = store.conn.execute("SELECT chain_hash FROM events WHERE seq = ?", (cp.size,)).fetchone()
+    if row is None and cp.origin == ORIGIN_PREFIX + device and check_signature(cp, key):
+        # a row `attempt recover` declared lost, in a note this key signed: the rows up to the
+        # last one kept before it were checked by recover (spec/recover.md)
+        from . import recovery
+        gaps, note, _ = recovery.trusted_gaps(store.conn, key, device)
+        if note is not None and note.covers(cp.size) and gaps:
+            before = store.conn.execute("SELECT max(seq) FROM events WHERE seq < ?", (cp.size,)).fetchone()[0]
+            return before or 0
     if (cp.origin != ORIGIN_PREFIX + device or not check_signature(cp, key) or cp.size > size
             or row is None or row[0] != cp.head):
         raise AttemptError("checkpoint.diverged", "this file's chain does not extend the device's last "
@@ -181,8 +189,12 @@ def _verify_rows(store, lo: int, hi: int) -> None:
     signed: no signature ever vouches for a row that does not verify."""
     if hi <= lo:
         return
-    from . import chain
-    _n, found = chain.check_rows(store.conn, lo + 1, hi + 1)
+    from . import chain, keys, recovery
+    device = store.device_id
+    gaps = {}
+    if store.conn.execute("SELECT 1 FROM meta WHERE key = ?", (recovery.META_KEY,)).fetchone():
+        gaps = recovery.trusted_gaps(store.conn, keys.load(device), device)[0]
+    _n, found = chain.check_rows(store.conn, lo + 1, hi + 1, gaps)
     if found is None:
         last = store.conn.execute("SELECT max(seq) FROM events WHERE seq <= ?", (hi,)).fetchone()[0]
         if last != hi:
@@ -224,6 +236,11 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
                                    "they were being verified; nothing was signed", exit_status=1)
             _verify_rows(store, seen, size)
             note = sign(key, device, size, head, stamp)
+            # the copy beside the key first: it only names rows already committed, so a signer
+            # killed (or a COMMIT failing) after it leaves a file that verifies; the other way
+            # round, a first checkpoint committed without its outside copy would leave a file
+            # that verify reports and nothing signs again (checkpoint.outside_missing)
+            _write_outside(device, note)
             c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
                       (size, head, stamp, key.identity, note))
             c.execute("COMMIT")
@@ -231,7 +248,6 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
             if not c.getautocommit():
                 c.execute("ROLLBACK")
             raise
-        _write_outside(device, note)
     return parse(note)
 
 

@@ -199,8 +199,9 @@ class Daemon:
         self.unsigned_since = None  # monotonic time of the oldest request not yet signed
 
     def _open(self) -> None:
-        from . import capture
+        from . import capture, spool
         self.store = capture._open_store(self.db, None)
+        spool.prepare()
         st = os.stat(self.db)
         self.file_id = (st.st_dev, st.st_ino)
 

@@ -98,7 +98,8 @@ def import_cmd(file, key, db, as_json):
     bundle verifies). The database's capture mode and privacy rules apply as to any import."""
     from .. import bundle
     from .core import checkpoint_after_import
-    st = open_store(db, create=True)
+    from .core import write_store
+    st = write_store(db, create=True)
     try:
         rep, imp = bundle.import_bundle(st, file, key=key)
         if imp is not None:

@@ -37,6 +37,7 @@ COMMANDS = {
     "correct": "projections:correct_cmd",
     "retract": "projections:retract_cmd",
     "reproject": "projections:reproject_cmd",
+    "recover": "recover:recover_cmd",
     "query": "query:query_cmd",
     "why": "query:why_cmd",
     "trace": "query:trace_cmd",
@@ -133,6 +134,8 @@ def run(args) -> int:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BrokenPipeError:
         return 0
+    except UnicodeDecodeError as e:
+        return _sqlite_failure(e)
     except UnicodeEncodeError as e:
         if "surrogates" not in str(e):
             return _crash(e)
@@ -143,21 +146,36 @@ def run(args) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback on the user's terminal
-        apsw = sys.modules.get("apsw")
-        if apsw is not None and isinstance(e, apsw.FullError):
-            click.echo("error[store.disk_full]: the disk holding the database is full; what was already "
-                       "committed stays, free some space and run the command again", err=True)
-            return 2
-        if apsw is not None and isinstance(e, apsw.BusyError):
-            # the busy timeout ran out: a long writer (import, reproject) holds the lock
-            click.echo("error[store.busy]: another process held the database's write lock too long (an "
-                       "import or a reproject); what was already committed stays, try again when it has "
-                       "finished", err=True)
-            return 2
-        if apsw is not None and isinstance(e, apsw.SQLError):
-            from .common import printable, schema_problem
-            found = schema_problem()
-            if found:
-                click.echo(f"error[store.schema_changed]: {printable(found)}", err=True)
-                return 2
+        return _sqlite_failure(e)
+
+
+def _opened() -> str | None:
+    from .common import OPENED
+    return OPENED[-1] if OPENED else None
+
+
+def _sqlite_failure(e: BaseException) -> int:
+    """An SQLite failure (or undecodable stored text) no command handled: its coded line
+    (attemptdb.sqlerrors), else the crash report."""
+    apsw = sys.modules.get("apsw")
+    if apsw is None:
         return _crash(e)
+    if isinstance(e, apsw.BusyError):
+        # the busy timeout ran out: a long writer (import, reproject) holds the lock
+        click.echo("error[store.busy]: another process held the database's write lock too long (an "
+                   "import or a reproject); what was already committed stays, try again when it has "
+                   "finished", err=True)
+        return 2
+    if isinstance(e, apsw.SQLError):
+        from .common import printable, schema_problem
+        found = schema_problem()
+        if found:
+            click.echo(f"error[store.schema_changed]: {printable(found)}", err=True)
+            return 2
+        return _crash(e)
+    from ..sqlerrors import coded
+    found = coded(e, _opened())
+    if found is not None:
+        click.echo(str(found), err=True)
+        return found.exit_status
+    return _crash(e)
