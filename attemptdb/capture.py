@@ -240,7 +240,7 @@ def _fallback_device() -> str:
     return fallback_device()
 
 
-_seen = {"bytes": 0, "db": None, "store": None}
+_seen = {"bytes": 0, "db": None, "store": None, "unsaid": False}
 """What the last capture in this process read and opened. Holding the open store here keeps
 its connection alive past `run`, so the launcher's `os._exit` leaves before the close-time
 WAL checkpoint (an fsync) instead of paying for it when `run`'s locals are freed."""
@@ -251,6 +251,7 @@ def run(argv, hook: Hook | None = None, store=None) -> int:
     daemon's) instead of opening the file."""
     args = _parse(argv)
     opts = args.opts
+    _seen["unsaid"] = False
     from . import clock, ids, location
     from .adapters import Context, build_event, capture_mode as parse_mode, parse_payload, registry
     hook = hook or Hook.from_process()
@@ -350,6 +351,7 @@ def _spool_or_count(provider, db_path: str, env: dict, store_error) -> None:
         why = _why(e)
     _log(f"provider={_label(provider)} err=lost:{why} after {store_error}")
     if not spool.count_lost(db_path, f"{why} after {store_error}"):
+        _seen["unsaid"] = True  # the daemon answers `error`: the hook tries, and says so, itself
         _say_lost()
 
 

@@ -194,11 +194,14 @@ def _verify_rows(store, lo: int, hi: int) -> None:
     gaps = {}
     if store.conn.execute("SELECT 1 FROM meta WHERE key = ?", (recovery.META_KEY,)).fetchone():
         gaps = recovery.trusted_gaps(store.conn, keys.load(device), device)[0]
-    _n, found = chain.check_rows(store.conn, lo + 1, hi + 1, gaps)
+    n, found = chain.check_rows(store.conn, lo + 1, hi + 1, gaps)
     if found is None:
-        last = store.conn.execute("SELECT max(seq) FROM events WHERE seq <= ?", (hi,)).fetchone()[0]
+        last, count = store.conn.execute("SELECT max(seq), count(*) FROM events WHERE seq > ? AND seq <= ?",
+                                         (lo, hi)).fetchone()
         if last != hi:
             found = chain.problem("truncated", f"rows up to seq={hi} are missing")
+        elif n != count:  # a damaged page can end SQLite's scan early without an error
+            found = chain.problem("damaged", f"only {n} of the {count} rows after seq={lo} could be read")
     if found is not None:
         raise AttemptError("checkpoint.unverified", f"nothing was signed: {found['message']}; run "
                            "`attempt verify`", exit_status=1)

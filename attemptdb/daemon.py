@@ -260,6 +260,9 @@ class Daemon:
             capture._log(f"daemon err=internal:{capture._why(e)}")
             conn.sendall(b"error\n")
             return
+        if capture._seen.get("unsaid"):  # not stored, spooled or counted: the hook says so itself
+            conn.sendall(b"error\n")
+            return
         conn.sendall(b"ok\n")
 
     def serve(self) -> int:

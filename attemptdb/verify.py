@@ -89,7 +89,11 @@ def _chain(st, rep: Report, workers: int | None = None):
             results = list(ex.map(chain.check_range, [st.path] * n, *zip(*bounds), *extra))
     found = [p for _, p in results if p]
     if found:
-        rep.problems.append(min(found, key=lambda p: p["seq"]))
+        rep.problems.append(min(found, key=lambda p: p["seq"] if p["seq"] is not None else last + 1))
+    elif sum(n for n, _ in results) != total:
+        # SQLite can end a scan at a page whose cells it cannot reach without an error
+        rep.problem("damaged", f"the file is damaged: only {sum(n for n, _ in results)} of its {total} rows "
+                    f"could be read in order (SQLite stops early in the events table); {DAMAGE_ADVICE}")
 
 
 def _retractions(st, rep: Report, triggers: set):

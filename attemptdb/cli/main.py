@@ -134,8 +134,6 @@ def run(args) -> int:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BrokenPipeError:
         return 0
-    except UnicodeDecodeError as e:
-        return _sqlite_failure(e)
     except UnicodeEncodeError as e:
         if "surrogates" not in str(e):
             return _crash(e)

@@ -122,6 +122,19 @@ def test_verify_names_the_row_whose_text_is_not_utf8(bad_text, capsys):
     assert out.startswith("problem: row seq=300 (ev_") and "not valid UTF-8" in out
 
 
+def test_verify_names_the_row_whatever_column_holds_the_bad_text(history, capsys):
+    shell(history, "DROP TRIGGER events_no_update; UPDATE events SET chain_hash = CAST(X'80FF41' AS TEXT) "
+                   "WHERE seq = 42")
+    rc, out, err = attempt(capsys, "verify", "--db", history)
+    assert rc == 1 and out.startswith("problem: row seq=42 (ev_") and "not valid UTF-8" in out, (out, err)
+
+
+def test_bad_text_outside_the_rows_is_damage_verify_reports(history, capsys):
+    shell(history, "DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET note = CAST(X'80FF41' AS TEXT)")
+    rc, out, err = attempt(capsys, "verify", "--db", history)
+    assert rc == 1 and out.startswith("problem: the file is damaged: text AttemptDB wrote as UTF-8"), (out, err)
+
+
 def test_events_jsonl_and_bundle_export_name_the_row(bad_text, capsys, tmp_path):
     rc, out, err = attempt(capsys, "events", "--jsonl", "--db", bad_text)
     assert rc == 1 and err.startswith("error[events.row_unreadable]: row seq=300 (ev_"), err
@@ -130,10 +143,11 @@ def test_events_jsonl_and_bundle_export_name_the_row(bad_text, capsys, tmp_path)
     assert not os.path.exists(tmp_path / "b.bundle")
 
 
-def test_any_other_read_of_such_text_is_a_coded_error(bad_text, capsys):
-    shell(bad_text, "UPDATE events SET project_name = CAST(X'80FF41' AS TEXT) WHERE seq = 1")
-    rc, out, err = attempt(capsys, "events", "--json", "--db", bad_text)
-    assert rc == 1 and "error[internal]" not in err and err.startswith("error["), err
+def test_any_other_read_of_such_text_is_a_coded_error(history, capsys):
+    shell(history, "UPDATE session_facts SET project_name = CAST(X'80FF41' AS TEXT)")
+    for args in (("status",), ("timeline",)):
+        rc, out, err = attempt(capsys, *args, "--db", history)
+        assert rc == 1 and err.startswith("error[store.text_not_utf8]"), (args, err)
 
 
 # --- a malformed page ------------------------------------------------------------------------------
@@ -199,8 +213,12 @@ def test_reproject_clean_up_never_hides_the_first_error(history, monkeypatch):
     """A rebuild that fails part-way reports its own error, whatever the clean-up meets."""
     from attemptdb.projections import rebuild
 
+    held = []
+
     def boom(conn, limit=5):
-        conn.cursor().execute("SELECT * FROM events")  # a statement left open, as a failing fetch leaves it
+        cur = conn.cursor()
+        held.append(cur)
+        cur.execute("SELECT * FROM events")  # a statement left open, as a failing fetch leaves it
         raise RuntimeError("the first error")
     monkeypatch.setattr(rebuild, "_compared", lambda conn, limit=5: boom(conn))
     st = Store.open(history)
@@ -303,10 +321,10 @@ def test_on_a_full_disk_reads_work_and_imports_say_disk_full(tmp_path, home, cap
         db = os.path.join(small, "attempt.db")
         assert attempt(capsys, "init", "--db", db)[0] == 0
         capture(db, 1)
-        disk.fill(small)
         for suffix in ("-wal", "-shm"):  # a quiet file: SQLite must make its -shm to read it
             if os.path.exists(db + suffix):
                 os.unlink(db + suffix)
+        disk.fill(small)
         for args in (("status",), ("events", "-n", "1"), ("verify",)):
             rc, out, err = attempt(capsys, *args, "--db", db)
             assert rc == 0 and "cannot_open" not in err, (args, out, err)
@@ -460,3 +478,73 @@ def test_when_both_spool_directories_fail_the_runtime_directory_takes_the_event(
     assert [os.path.dirname(f) for f in spool.pending(db)] == [spool.runtime_dir(db)]
     attempt(capsys, "events", "-n", "1", "--db", db)
     assert stored(db, 3) == 1 and spool.pending(db) == []
+
+
+def test_sqlite_failing_in_the_middle_of_verify_is_a_problem_not_an_error(history, capsys, monkeypatch):
+    """Whatever part of verify meets the damage first (here the row check: the page check is
+    skipped), the answer is `problem: the file is damaged`, exit 1."""
+    from attemptdb import verify
+    malform(history)
+    monkeypatch.setattr(verify, "integrity", lambda conn: [])
+    rc, out, err = attempt(capsys, "verify", "--db", history)
+    assert rc == 1 and out.startswith("problem: the file is damaged: "), (out, err)
+
+
+def test_sqlite_raising_or_stopping_early_while_verify_reads_rows(history, capsys, monkeypatch):
+    """SQLite may raise at a page it cannot read, or end the scan there without a word: both
+    are `problem: the file is damaged`, never `ok` and never an error."""
+    from attemptdb import chain, verify
+    monkeypatch.setattr(verify, "integrity", lambda conn: [])
+
+    def raises(conn, lo, hi, gaps=None):
+        raise apsw.CorruptError("database disk image is malformed")
+    monkeypatch.setattr(chain, "check_rows", raises)
+    rc, out, err = attempt(capsys, "verify", "--db", history)
+    assert rc == 1 and out.startswith("problem: the file is damaged: SQLite cannot read part of it"), (out, err)
+    monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, gaps=None: (hi - lo - 3, None))
+    rc, out, err = attempt(capsys, "verify", "--db", history)
+    assert rc == 1 and out.startswith("problem: the file is damaged: only 597 of its 600 rows"), (out, err)
+
+
+def test_a_daemon_that_cannot_store_spool_or_count_an_event_lets_the_hook_say_so(tmp_path, monkeypatch):
+    """Through the daemon the hook would answer for an event the daemon could only drop: the
+    daemon answers `error`, the hook tries itself and says on stderr that the event is lost."""
+    from test_daemon import Env
+    env = Env(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    env.vars["XDG_RUNTIME_DIR"] = str(run)
+    first = run_attempt(["capture", "claude-code"], input=payload(0), env=dict(env.vars), cwd=env.cwd)
+    assert first.returncode == 0
+    env.wait_running()
+    try:
+        state = os.path.join(env.state, "attemptdb")
+        os.makedirs(run / "attemptdb", mode=0o700, exist_ok=True)
+        blocked = [env.db + ".spool", os.path.join(state, "spool"), str(run / "attemptdb" / "spool")]
+        for path in blocked:  # no spool directory can be made
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            with open(path, "w"):
+                pass
+        for path in (os.path.join(state, spool.LOST_FILE), str(run / "attemptdb" / spool.LOST_FILE)):
+            if os.path.exists(path):
+                os.unlink(path)
+            os.mkdir(path)  # nor can a loss counter be written
+        monkeypatch.setenv("XDG_STATE_HOME", env.state)  # and the file is known to be damaged
+        assert damage.mark(env.db, "SQLite reports the file malformed", "test")
+        p = run_attempt(["capture", "claude-code"], input=payload(1), env=dict(env.vars), cwd=env.cwd)
+        assert p.returncode == 0 and p.stdout == b""
+        assert p.stderr.startswith(b"attempt capture: error[capture.lost]: "), (p.stderr, env.hook_log())
+    finally:
+        env.stop()
+
+
+def test_a_signer_never_vouches_for_rows_sqlite_stopped_short_of(history, capsys, monkeypatch):
+    """The rows since the last signature are read to be checked; if SQLite ends that read
+    early (a damaged page) nothing is signed."""
+    from attemptdb import chain
+    capture(history, 9)
+    real = chain.check_rows
+    monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, gaps=None: (real(conn, lo, hi, gaps)[0] - 1, None))
+    rc, out, err = attempt(capsys, "checkpoint", "--db", history)
+    assert rc == 1 and err.startswith("error[checkpoint.unverified]: nothing was signed: only 0 of the 1 rows"), err
