@@ -100,8 +100,8 @@ def bench_faults(long_form, families, seed, as_json):
         raise click.BadParameter(f"unknown family {bad[0]}; one of {', '.join(faultbench.FAMILIES)}",
                                  param_hint="--family")
 
-    def progress(t):
-        if not as_json:
+    def progress(t):  # on stderr, also with --json: a long form runs for an hour
+        if True:
             click.echo(f"{t.family}: {t.trials} trials, {t.faults} faults, {len(t.failures)} failure(s)"
                        + (f" (skipped: {t.extra['skipped']})" if t.extra.get("skipped") else ""), err=True)
     result = faultbench.run(long=long_form, families=list(families) or None, seed=seed, progress=progress)
