@@ -50,24 +50,23 @@ def mark(db_path: str, what: str, by: str) -> bool:
     if fid is None:
         return False
     from . import clock, fastjson
+    path = mark_path(db_path)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    body = fastjson.dumps({"db": os.path.abspath(db_path), "dev": fid[0], "ino": fid[1],
+                           "at": clock.iso(clock.now_us()), "by": by, "what": what[:300]})
     try:
-        path = mark_path(db_path)
-        d = os.path.dirname(path)
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        body = fastjson.dumps({"db": os.path.abspath(db_path), "dev": fid[0], "ino": fid[1],
-                               "at": clock.iso(clock.now_us()), "by": by, "what": what[:300]})
-        tmp = f"{path}.{os.getpid()}.tmp"
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_NOFOLLOW | _O_CLOEXEC, 0o600)
         try:
-            os.write(fd, body.encode("utf-8") + b"\n")
+            os.write(fd, body.encode("utf-8", "replace") + b"\n")
         finally:
             os.close(fd)
         os.replace(tmp, path)
         return True
-    except (OSError, ValueError):
+    except OSError:
         try:
             os.unlink(tmp)
-        except (OSError, UnboundLocalError):
+        except OSError:
             pass
         return False
 

@@ -245,9 +245,10 @@ class _Pages:
             data += ov[4:u][:total - len(data)]
         return bytes(data)
 
-    def cells(self, n: int):
+    def cells(self, n: int, skip=frozenset()):
         """(rowid or None, record values) of every readable cell of page n when it is a leaf
-        of a table (rowid) or of an index (WITHOUT ROWID tables)."""
+        of a table (rowid) or of an index (WITHOUT ROWID tables); rowids in `skip` are passed
+        over without reading their payload."""
         page = self.page(n)
         base = 100 if n == 1 else 0
         if len(page) < base + 8:
@@ -265,6 +266,8 @@ class _Pages:
                 rowid = None
                 if flag == 0x0D:
                     rowid, i = _varint(page, i)
+                    if rowid in skip:
+                        continue
                 if total > 1 << 30:
                     continue
                 yield rowid, _record(self._payload(page, i, total, flag == 0x0A))
@@ -272,8 +275,9 @@ class _Pages:
                 continue
 
 
-def _scan_pages(path: str, columns: list, want_events: bool) -> tuple[dict, dict, list]:
-    """(events rows by seq, meta key -> value, checkpoint rows) found on the pages of `path`."""
+def _scan_pages(path: str, columns: list, want_events: bool, have=frozenset()) -> tuple[dict, dict, list]:
+    """(events rows by seq, meta key -> value, checkpoint rows) found on the pages of `path`;
+    rows whose seq is in `have` (already read and verified) are not read again."""
     rows, meta, cps = {}, {}, []
     try:
         pages = _Pages(path)
@@ -283,7 +287,7 @@ def _scan_pages(path: str, columns: list, want_events: bool) -> tuple[dict, dict
     idx = {c: i for i, c in enumerate(columns)}
     try:
         for n in range(1, pages.count + 1):
-            for rowid, rec in pages.cells(n):
+            for rowid, rec in pages.cells(n, have):
                 if rowid is not None and want_events and len(rec) == ncol and rowid > 0:
                     eid = rec[idx["event_id"]]
                     if isinstance(eid, str) and eid.startswith("ev_"):
@@ -441,11 +445,13 @@ def _recover(src: str, dst: str, work: str, rep: Report, now_us) -> Report:
     rows = {s: r for s, r in found.items() if _verifies(r)}
     rep.from_sqlite = len(rows)
     bad = {s for s in found if s not in rows}
-    page_rows, page_meta, page_cps = _scan_pages(copy, columns, True)
+    page_rows, page_meta, page_cps = _scan_pages(copy, columns, True, frozenset(rows))
     for k, v in page_meta.items():
         meta.setdefault(k, v)
-    if not cps:
+    if not cps and page_cps:
         cps = page_cps
+    elif not cps and rows:  # the checkpoints table could not be read: its cells, whatever their rowid
+        cps = _scan_pages(copy, columns, False)[2]
     extra = _choose({s: rs for s, rs in page_rows.items() if s not in rows})
     rep.from_pages = len(extra)
     rows.update(extra)

@@ -5,7 +5,7 @@ import sys
 import click
 
 from ..errors import AttemptError
-from .common import db_option, echo_json, json_option, open_store, printable, style
+from .common import db_option, echo_json, json_option, printable, style
 
 _KEY_HELP = "Require this signer: an id_… identity or a base64 public key (`attempt keys show`)."
 

@@ -1,7 +1,6 @@
 """`attempt recover`: rebuild a sound file from a damaged one (spec/recover.md). Thin layer
 over attemptdb.recover."""
 
-import os
 import sys
 
 import click

@@ -22,10 +22,10 @@ SHORT = {
     "ioerr": dict(per_op=2), "disk": dict(captures=24), "readonly": dict(captures=4), "damaged": dict(trials=5),
 }
 LONG = {
-    "import": dict(trials=60, events=10000), "burst": dict(trials=30, hooks=30),
-    "daemon": dict(trials=30, hooks=30), "reproject": dict(trials=40, events=4000),
-    "bundle": dict(trials=30, events=4000), "transcripts": dict(trials=30, sessions=10, turns=120),
-    "ioerr": dict(per_op=40), "disk": dict(captures=120), "readonly": dict(captures=30), "damaged": dict(trials=60),
+    "import": dict(trials=50, events=5000), "burst": dict(trials=30, hooks=30),
+    "daemon": dict(trials=30, hooks=30), "reproject": dict(trials=40, events=2500),
+    "bundle": dict(trials=30, events=2500), "transcripts": dict(trials=30, sessions=6, turns=80),
+    "ioerr": dict(per_op=40), "disk": dict(captures=100), "readonly": dict(captures=20), "damaged": dict(trials=50),
 }
 FAMILIES = tuple(SHORT)
 

@@ -49,7 +49,10 @@ def bind_ro(path: str) -> str | None:
     p = subprocess.run(["mount", "--bind", path, path], capture_output=True, text=True)
     if p.returncode != 0:
         return f"bind mount failed: {p.stderr.strip()[:200]}"
-    return remount(path, "ro", bind=True)
+    reason = remount(path, "ro", bind=True)
+    if reason:
+        umount(path)
+    return reason
 
 
 def fill(directory: str) -> int:

@@ -2,19 +2,16 @@
 that still verifies at its own place in the chain, its signed checkpoints still holding, the
 lost rows named by seq range; the damaged file never changed."""
 
-import hashlib
 import json
 import os
 import random
 
 import apsw
-import pytest
 
 from attemptdb import recovery
-from attemptdb.cli.main import run as cli
 from attemptdb.faultbench import damaged
-from attemptdb.store import Store
-from test_faults_defects import attempt, capture, digest, events_page, history, malform, shell, stored  # noqa: F401
+from test_faults_defects import attempt, capture, digest, events_page, malform, shell
+from test_faults_defects import history  # noqa: F401  (the fixture)
 
 
 def seqs(db):
@@ -64,7 +61,7 @@ def test_flipped_bytes_in_the_middle_of_the_events_table(history, capsys, tmp_pa
     named = [s for r in rep["lost"] for s in range(r["from"], r["to"] + 1)]
     assert named == lost
     assert rep["signed_checkpoint"]["matches"] is True and rep["signed_checkpoint"]["rows_lost_before_it"] == len(lost)
-    note = sound(capsys, out)
+    sound(capsys, out)
     rc, out_text, err = attempt(capsys, "verify", "--db", out)
     assert "rows " in err and "were lost to damage" in err
 
