@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import marshal
 import os
 import shutil
 import struct
@@ -69,6 +70,47 @@ class Report:
                 "verify_ok": self.verify_ok, "notes": self.notes}
 
 
+class _Rows:
+    """The rows read so far that verify on their own, by seq, in a scratch SQLite file beside
+    the copy (a large file's rows do not fit in memory); only their seqs are kept here."""
+
+    def __init__(self, path: str):
+        self.conn = apsw.Connection(path)
+        self.conn.execute("PRAGMA journal_mode=OFF").fetchall()
+        self.conn.execute("PRAGMA synchronous=OFF")
+        self.conn.execute("CREATE TABLE r (seq INTEGER PRIMARY KEY, eh TEXT, ch TEXT, body BLOB)")
+        self.conn.execute("BEGIN")  # never committed: a scratch file, read on this connection only
+        self.seqs: set = set()
+        self.bad: set = set()  # seqs of rows read that did not verify
+
+    def offer(self, r) -> bool:
+        """Keep `r` (a row in check_rows layout) if it verifies and its seq is not held yet."""
+        seq = r[0]
+        if seq in self.seqs:
+            return False
+        if not chain.row_verifies(r):
+            self.bad.add(seq)
+            return False
+        self.conn.execute("INSERT INTO r VALUES (?, ?, ?, ?)", (seq, r[-2], r[-1], marshal.dumps(tuple(r))))
+        self.seqs.add(seq)
+        self.bad.discard(seq)
+        return True
+
+    def heads(self):
+        """(seq, event hash, chain hash) in seq order."""
+        return self.conn.execute("SELECT seq, eh, ch FROM r ORDER BY seq")
+
+    def head(self, seq: int):
+        return self.conn.execute("SELECT eh, ch FROM r WHERE seq = ?", (seq,)).fetchone()
+
+    def rows(self):
+        for (body,) in self.conn.execute("SELECT body FROM r ORDER BY seq"):
+            yield marshal.loads(body)
+
+    def close(self):
+        self.conn.close()
+
+
 # --- copying the damaged file ----------------------------------------------------------------
 
 def _copy(src: str, dst: str) -> int:
@@ -108,9 +150,9 @@ def _copy(src: str, dst: str) -> int:
 _SELECT = f"SELECT {', '.join(_ROW_COLS)} FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq"
 
 
-def _sqlite_rows(conn, top: int, found: dict) -> None:
+def _sqlite_rows(conn, top: int, sink: "_Rows") -> None:
     """Rows 1..top through the b-tree; a range that fails is halved down to single rows."""
-    todo = [(lo, min(lo + RANGE - 1, top)) for lo in range(1, top + 1, RANGE)]
+    todo = [(lo, min(lo + RANGE - 1, top)) for lo in range(1, top + 1, RANGE)][::-1]
     while todo:
         lo, hi = todo.pop()
         try:
@@ -121,7 +163,7 @@ def _sqlite_rows(conn, top: int, found: dict) -> None:
                 todo += [(mid + 1, hi), (lo, mid)]
             continue
         for r in rows:
-            found.setdefault(r[0], r)
+            sink.offer(r)
 
 
 def _top(conn) -> int:
@@ -275,24 +317,25 @@ class _Pages:
                 continue
 
 
-def _scan_pages(path: str, columns: list, want_events: bool, have=frozenset()) -> tuple[dict, dict, list]:
-    """(events rows by seq, meta key -> value, checkpoint rows) found on the pages of `path`;
-    rows whose seq is in `have` (already read and verified) are not read again."""
-    rows, meta, cps = {}, {}, []
+def _scan_pages(path: str, columns: list, sink: "_Rows | None") -> tuple[int, dict, list]:
+    """Every page of `path`: rows shaped like an `events` row whose seq `sink` does not hold yet
+    are offered to it; (the largest such seq seen, meta key -> value, checkpoint rows)."""
+    top, meta, cps = 0, {}, []
     try:
         pages = _Pages(path)
     except (OSError, ValueError):
-        return rows, meta, cps
+        return top, meta, cps
     ncol = len(columns)
     idx = {c: i for i, c in enumerate(columns)}
+    have = sink.seqs if sink is not None else frozenset()
     try:
         for n in range(1, pages.count + 1):
             for rowid, rec in pages.cells(n, have):
-                if rowid is not None and want_events and len(rec) == ncol and rowid > 0:
+                if rowid is not None and sink is not None and len(rec) == ncol and rowid > 0:
                     eid = rec[idx["event_id"]]
                     if isinstance(eid, str) and eid.startswith("ev_"):
-                        r = tuple(rowid if c == "seq" else rec[idx[c]] for c in _ROW_COLS)
-                        rows.setdefault(rowid, []).append(r)
+                        top = max(top, rowid)
+                        sink.offer(tuple(rowid if c == "seq" else rec[idx[c]] for c in _ROW_COLS))
                 elif rowid is not None and len(rec) == 5 and isinstance(rec[4], str) \
                         and rec[4].startswith("attemptdb.local/") and "\n\n" in rec[4]:
                     cps.append((rowid, rec[1], rec[2], rec[3], rec[4]))
@@ -301,7 +344,7 @@ def _scan_pages(path: str, columns: list, want_events: bool, have=frozenset()) -
                     meta.setdefault(rec[0], rec[1])
     finally:
         pages.close()
-    return rows, meta, cps
+    return top, meta, cps
 
 
 def _events_columns(conn) -> list:
@@ -323,52 +366,45 @@ def _events_columns(conn) -> list:
 
 # --- deciding what is kept ------------------------------------------------------------------------
 
-def _verifies(r) -> bool:
-    return chain.row_verifies(r)
-
-
-def _choose(candidates: dict) -> dict:
-    """seq -> the one row that verifies (pages may hold stale copies of a row)."""
-    out = {}
-    for seq, rs in candidates.items():
-        for r in rs:
-            if _verifies(r):
-                out[seq] = r
-                break
-    return out
-
-
-def _links(prev_ch: str, r) -> bool:
+def _links(prev_ch: str, eh, ch) -> bool:
     try:
-        return chain.link(prev_ch, r[-2]) == r[-1]
+        return chain.link(prev_ch, eh) == ch
     except (ValueError, TypeError):
         return False
 
 
-def _assemble(rows: dict, rep: Report) -> tuple[dict, list]:
-    """Kept rows (seq -> row whose chain hash is proven) and the lost seqs with why."""
-    kept = {}
-    why_lost = []
+def _assemble(sink: "_Rows", rep: Report) -> tuple[set, dict, list]:
+    """(kept seqs, restored chain hashes by seq, [(seq, why lost)]): a row is kept when its
+    chain hash is proven by the link from the row before it (or the row before it is lost)."""
+    unlinked, fixed = [], {}
     prev_seq, prev_ch = 0, chain.GENESIS
-    top = max(rows) if rows else 0
-    for seq in range(1, top + 1):
-        r = rows.get(seq)
-        if r is None:
-            continue
-        if prev_seq == seq - 1 and not _links(prev_ch, r):
+    for item in _pairs(sink.heads()):
+        (seq, eh, ch), nxt = item
+        if prev_seq == seq - 1 and not _links(prev_ch, eh, ch):
             # its chain column was damaged? the link it would have must be the one the next
             # row was written after
-            nxt = rows.get(seq + 1)
-            fixed = chain.link(prev_ch, r[-2])
-            if nxt is not None and _links(fixed, nxt):
-                r = r[:-1] + (fixed,)
+            new = chain.link(prev_ch, eh)
+            if nxt is not None and nxt[0] == seq + 1 and _links(new, nxt[1], nxt[2]):
+                fixed[seq] = new
+                ch = new
                 rep.repaired_links += 1
             else:
-                why_lost.append((seq, "its chain column is not the link from the row before"))
+                unlinked.append((seq, "its chain column is not the link from the row before"))
                 continue
-        kept[seq] = r
-        prev_seq, prev_ch = seq, r[-1]
-    return kept, why_lost
+        prev_seq, prev_ch = seq, ch
+    kept = sink.seqs - {s for s, _ in unlinked}
+    return kept, fixed, unlinked
+
+
+def _pairs(it):
+    """(item, the item after it or None)."""
+    prev = None
+    for x in it:
+        if prev is not None:
+            yield prev, x
+        prev = x
+    if prev is not None:
+        yield prev, None
 
 
 def _ranges(seqs: list) -> list:
@@ -417,7 +453,14 @@ def _recover(src: str, dst: str, work: str, rep: Report, now_us) -> Report:
         raise AttemptError("recover.unreadable", f"cannot read {src}: {e.strerror}") from None
     if rep.unreadable_bytes:
         rep.notes.append(f"{rep.unreadable_bytes} bytes of the damaged file could not be read (read as zeros)")
-    found: dict = {}
+    sink = _Rows(os.path.join(work, "rows.db"))
+    try:
+        return _recover_rows(copy, dst, work, rep, sink, now_us)
+    finally:
+        sink.close()
+
+
+def _recover_rows(copy: str, dst: str, work: str, rep: Report, sink: _Rows, now_us) -> Report:
     meta: dict = {}
     cps: list = []
     clocks: dict = {}
@@ -434,7 +477,7 @@ def _recover(src: str, dst: str, work: str, rep: Report, now_us) -> Report:
             columns = _events_columns(conn)
             meta = _meta(conn)
             top = _top(conn)
-            _sqlite_rows(conn, max(top, 1), found)
+            _sqlite_rows(conn, max(top, 1), sink)
             cps = _checkpoint_rows(conn)
             clocks = _device_clock(conn)
         finally:
@@ -442,20 +485,15 @@ def _recover(src: str, dst: str, work: str, rep: Report, now_us) -> Report:
     except apsw.Error:
         rep.notes.append("SQLite could not open the copy at all: every row was read from its pages")
     columns = columns or _events_columns(None)
-    rows = {s: r for s, r in found.items() if _verifies(r)}
-    rep.from_sqlite = len(rows)
-    bad = {s for s in found if s not in rows}
-    page_rows, page_meta, page_cps = _scan_pages(copy, columns, True, frozenset(rows))
+    rep.from_sqlite = len(sink.seqs)
+    page_top, page_meta, page_cps = _scan_pages(copy, columns, sink)
+    rep.from_pages = len(sink.seqs) - rep.from_sqlite
     for k, v in page_meta.items():
         meta.setdefault(k, v)
     if not cps and page_cps:
         cps = page_cps
-    elif not cps and rows:  # the checkpoints table could not be read: its cells, whatever their rowid
-        cps = _scan_pages(copy, columns, False)[2]
-    extra = _choose({s: rs for s, rs in page_rows.items() if s not in rows})
-    rep.from_pages = len(extra)
-    rows.update(extra)
-    bad -= set(extra)
+    elif not cps and sink.seqs:  # the checkpoints table could not be read: its cells, whatever their rowid
+        cps = _scan_pages(copy, columns, None)[2]
     device = meta.get("device_id")
     from . import ids
     if not ids.is_uuid(device):
@@ -463,37 +501,43 @@ def _recover(src: str, dst: str, work: str, rep: Report, now_us) -> Report:
                            "read, so its rows cannot be tied to its key and checkpoints; nothing was written",
                            exit_status=1)
     rep.device_id = "dev_" + device
-    kept, unlinked = _assemble(rows, rep)
-    # the chain ran at least this far: the file's own idea, the page scan, and what was signed
-    signed = _signed(device, kept, rep)
-    end = max([top, max(rows) if rows else 0, max(page_rows) if page_rows else 0,
-               signed[0] if signed else 0] + [c[0] for c in cps])
+    kept, fixed, unlinked = _assemble(sink, rep)
+
+    def head(seq):  # (event hash, chain hash) of a kept row, its chain hash as restored
+        if seq not in kept:
+            return None
+        eh, ch = sink.head(seq)
+        return eh, fixed.get(seq, ch)
+
+    signed = _signed(device, rep)
+    # the chain ran at least this far: the file's own idea, the pages, and what was signed
+    end = max([top, page_top, max(sink.seqs | sink.bad, default=0), signed[0] if signed else 0]
+              + [c[0] for c in cps])
     reasons = {}
     for s in range(1, end + 1):
         if s not in kept:
-            reasons[s] = ("its row does not verify (edited or damaged)" if s in bad or s in rows
+            reasons[s] = ("its row does not verify (edited or damaged)" if s in sink.bad
                           else "its row could not be read")
     for s, why in unlinked:
         reasons[s] = why
     lost_seqs = sorted(reasons)
     for lo, hi in _ranges(lost_seqs):
-        # one entry per stretch with the same reason
-        start = lo
+        start = lo  # one entry per stretch with the same reason
         for s in range(lo, hi + 1):
             if s == hi or reasons[s + 1] != reasons[s]:
                 rep.lost.append({"from": start, "to": s, "why": reasons[s]})
                 start = s + 1
     lost = []
     for lo, hi in _ranges(lost_seqs):
-        nxt = kept.get(hi + 1)
-        lost.append((lo, hi, None if nxt is None else (hi + 1, nxt[-2], nxt[-1])))
+        nxt = head(hi + 1)
+        lost.append((lo, hi, None if nxt is None else (hi + 1, nxt[0], nxt[1])))
     rep.kept = len(kept)
-    _describe_signed(rep, signed, kept, lost)
-    _build(dst, work, rep, device, meta, kept, cps, clocks, lost, signed, now_us)
+    _describe_signed(rep, signed, head, lost)
+    _build(dst, work, rep, device, meta, sink, kept, fixed, head, cps, clocks, lost, signed, now_us)
     return rep
 
 
-def _signed(device: str, kept: dict, rep: Report):
+def _signed(device: str, rep: Report):
     """(size, head) of the device's last signed checkpoint (the copy beside the key) when its
     signature verifies with the device key; None when there is none (or no key)."""
     from . import checkpoint, keys
@@ -516,15 +560,15 @@ def _signed(device: str, kept: dict, rep: Report):
     return cp.size, cp.head
 
 
-def _describe_signed(rep: Report, signed, kept: dict, lost: list) -> None:
+def _describe_signed(rep: Report, signed, head_of, lost: list) -> None:
     """Does the recovered chain still match the device's last signed checkpoint, and if not,
     where does it stop matching?"""
     if signed is None:
         rep.signed = None
         return
     size, head = signed
-    row = kept.get(size)
-    holds = row is not None and row[-1] == head
+    row = head_of(size)
+    holds = row is not None and row[1] == head
     before = [(lo, hi) for lo, hi, _p in lost if lo <= size]
     first_lost = before[0][0] if before else None
     rep.signed = {"size": size, "matches": holds, "stops_matching_at": None if holds else (first_lost or size),
@@ -542,7 +586,7 @@ def _describe_signed(rep: Report, signed, kept: dict, lost: list) -> None:
                          "lost or no longer verify")
 
 
-def _build(dst, work, rep, device, meta, kept, cps, clocks, lost, signed, now_us) -> None:
+def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks, lost, signed, now_us) -> None:
     from . import keys
     from .projections import rebuild
     from .store import Store
@@ -555,24 +599,36 @@ def _build(dst, work, rep, device, meta, kept, cps, clocks, lost, signed, now_us
         for k in ("capture_mode", "public_key", "key_id", "created_at"):
             if meta.get(k):
                 st.set_meta(k, meta[k])
-        hlc = max([int(meta.get("last_hlc") or 0)] + [r[_ROW_COLS.index("hlc")] for r in kept.values()])
-        st.set_meta("last_hlc", str(hlc))
         rebuild.pause(c)
         cols = ", ".join(_ROW_COLS)
-        c.executemany(f"INSERT INTO events ({cols}) VALUES ({', '.join('?' * len(_ROW_COLS))})",
-                      [kept[s] for s in sorted(kept)])
+        insert = f"INSERT INTO events ({cols}) VALUES ({', '.join('?' * len(_ROW_COLS))})"
         ticks = dict(clocks)
-        i_dev, i_src = _ROW_COLS.index("device_id"), _ROW_COLS.index("source_seq")
-        for r in kept.values():
+        i_dev, i_src, i_hlc = (_ROW_COLS.index(k) for k in ("device_id", "source_seq", "hlc"))
+        hlc = int(meta.get("last_hlc") or 0)
+        batch = []
+        for r in sink.rows():
+            if r[0] not in kept:
+                continue
+            if r[0] in fixed:
+                r = r[:-1] + (fixed[r[0]],)
             d = r[i_dev]
-            if isinstance(d, str):
-                ticks[d] = max(ticks.get(d) or 0, r[i_src] or 0)
+            if isinstance(d, str) and isinstance(r[i_src], int):
+                ticks[d] = max(ticks.get(d) or 0, r[i_src])
+            if isinstance(r[i_hlc], int):
+                hlc = max(hlc, r[i_hlc])
+            batch.append(r)
+            if len(batch) >= 2000:
+                c.executemany(insert, batch)
+                batch = []
+        if batch:
+            c.executemany(insert, batch)
+        st.set_meta("last_hlc", str(hlc))
         c.executemany("INSERT INTO device_clock(device_id, last_source_seq) VALUES (?, ?) ON CONFLICT(device_id) "
                       "DO UPDATE SET last_source_seq = max(last_source_seq, excluded.last_source_seq)",
                       [(d, int(n)) for d, n in ticks.items() if isinstance(d, str) and isinstance(n, int)])
         for size, head, created, key_id, note in cps:
-            row = kept.get(size)
-            if row is not None and row[-1] == head:
+            row = head_of(size)
+            if row is not None and row[1] == head:
                 c.execute("INSERT OR IGNORE INTO checkpoints(size, head_hash, created_at, key_id, note) "
                           "VALUES (?, ?, ?, ?, ?)", (size, head, created, key_id, note))
                 rep.checkpoints_kept += 1
