@@ -3,8 +3,11 @@
 Invariants (DESIGN.md invariant 4):
 - Exit status 0, nothing on stdout (Gemini CLI: the `{"decision":"allow"}` it expects), no
   traceback, whatever arrives: a payload that cannot be read is still stored as an `unknown`
-  event with a `capture_gap` reason; a locked, unwritable or corrupt database sends the event
-  to the spool, which the next capture or read ingests.
+  event with a `capture_gap` reason; a locked, unwritable or corrupt database, or one known to
+  be damaged (attemptdb.damage: nothing is written into it), sends the event to the spool,
+  which the next capture or read ingests. An event no spool directory can take (every disk
+  full or read-only) is counted where `attempt doctor` finds it, or said in one
+  `error[capture.lost]` line on stderr: never dropped without a trace.
 - Privacy before disk: the capture mode and the ingestion contract (secret redaction, attrs
   sanitiser) are applied in this process, so neither the database nor the spool ever sees
   what the mode forbids.

@@ -1,8 +1,9 @@
 """The spool: where a capture puts its event when the database cannot take it right now
 (locked, unwritable, corrupt, missing directory), so that nothing is ever lost.
 
-Layout: `<database>.spool/` beside the database file (fallback:
-`$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/` when that cannot be used),
+Layout: `<database>.spool/` beside the database file (fallbacks, in order, when that cannot be
+used: `$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/`, then the runtime
+directory's `…/attemptdb/spool/<sha>/`, usually another filesystem: see `_runtime_root`),
 one file per event named `<unix ns, 19 digits>-<uuid7>.event` holding its canonical line after
 the ingestion contract (so a metadata_only capture spools no content either) and, on a second
 line, its seal: HMAC-SHA256 of the first line under this account's spool key
@@ -25,6 +26,9 @@ or as a symlink to somewhere else, in its first commit or in a later `git pull`.
   skipped: left where they are, never read, moved or deleted), and only a sealed file is
   ingested: under a umask of 077 a file `git` checks out is also ours and 0600, but it cannot
   carry a valid seal without the key, which never lives in a repository.
+An event that no spool directory can take is counted (`count_lost`) in a small file made ahead
+of need and rewritten in place (a full disk can still take the count); `losses()` is what
+`attempt doctor` reports.
 Only os and C modules: the hook path writes here.
 """
 

@@ -116,6 +116,8 @@ def _crash(exc: BaseException) -> int:
 
 def run(args) -> int:
     from ..errors import AttemptError
+    from .common import OPENED
+    OPENED.clear()  # this command's files only (the entry point can run more than once in a process)
     try:
         cli.main(args=list(args), prog_name="attempt", standalone_mode=False)
         return 0
@@ -170,6 +172,11 @@ def _sqlite_failure(e: BaseException) -> int:
         if found:
             click.echo(f"error[store.schema_changed]: {printable(found)}", err=True)
             return 2
+        if "JSON" in str(e):  # the projections read a stored row's JSON and it is no longer JSON
+            click.echo(f"error[store.bad_row]: {printable(_opened() or 'the database')} holds an event whose JSON "
+                       "is malformed: the row was edited outside AttemptDB or the file is damaged; `attempt "
+                       "verify` names it, `attempt recover` builds a copy without it (spec/recover.md)", err=True)
+            return 1
         return _crash(e)
     from ..sqlerrors import coded
     found = coded(e, _opened())

@@ -555,3 +555,19 @@ def test_a_signer_never_vouches_for_rows_sqlite_stopped_short_of(history, capsys
     monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, gaps=None: (real(conn, lo, hi, gaps)[0] - 1, None))
     rc, out, err = attempt(capsys, "checkpoint", "--db", history)
     assert rc == 1 and err.startswith("error[checkpoint.unverified]: nothing was signed: only 0 of the 1 rows"), err
+
+
+def test_a_row_whose_json_no_longer_parses_is_a_coded_error_for_the_repair_tools(history, capsys):
+    """Found by the long form: bytes flipped inside a stored row's JSON made reproject end in
+    error[internal] (SQLError: malformed JSON from a projection trigger)."""
+    shell(history, "DROP TRIGGER events_no_update; UPDATE events SET attrs_json = '[1,' "
+                   "WHERE seq = (SELECT min(seq) FROM events WHERE kind = 'tool_call_finished')")
+    from attemptdb import schema, schema_integrity
+    conn = apsw.Connection(history)
+    schema_integrity.restore(conn, schema.latest())  # the trigger back: only the row differs
+    conn.close()
+    for args in (("reproject", "--check"), ("reproject",)):
+        rc, out, err = attempt(capsys, *args, "--db", history)
+        assert rc == 1 and err.startswith("error[store.bad_row]: "), (args, out, err)
+    rc, out, err = attempt(capsys, "verify", "--db", history)
+    assert rc == 1 and out.startswith("problem: row seq=") and "was edited" in out

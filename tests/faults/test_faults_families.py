@@ -32,7 +32,11 @@ def run(name, world, seed=14):
         if t.extra.get("skipped"):
             pytest.skip(f"{t.family}: {t.extra['skipped']}")
         assert t.failures == [], t.failures
-        assert (t.acked_lost, t.tracebacks, t.integrity_failures, t.verify_failures) == (0, 0, 0, 0), t.as_dict()
+        # a short read injected mid-file is a file cut short under SQLite (ioerr._library_checks):
+        # it may damage the file, and then verify must say so
+        damaged_by_short_reads = t.extra.get("short_read_damage_reported_by_verify", 0)
+        assert (t.acked_lost, t.tracebacks, t.integrity_failures - damaged_by_short_reads, t.verify_failures) \
+            == (0, 0, 0, 0), t.as_dict()
         assert t.trials > 0 and t.faults > 0, t.as_dict()
     return tallies
 
