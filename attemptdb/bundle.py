@@ -91,7 +91,17 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
                 consistency = _consistency(store, cp, consistency_from) if consistency_from is not None else None
                 named: set = set()
                 with zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
-                    files = _write_sessions(zf, rows, include_content, omit_paths, named if include_artifacts else None)
+                    try:
+                        files = _write_sessions(zf, rows, include_content, omit_paths,
+                                                named if include_artifacts else None)
+                    except UnicodeDecodeError:  # text SQLite hands back as bytes that are not UTF-8
+                        from .chain import unreadable_text
+                        found = unreadable_text(conn, 0)
+                        if found is None:
+                            raise
+                        raise AttemptError("bundle.row_changed", f"row seq={found[0]} ({found[1]}) holds text "
+                                           "that is not valid UTF-8: it is not what was written; `attempt "
+                                           "verify` says more. Nothing was exported", exit_status=1) from None
                     arts = _write_artifacts(zf, conn, named) if include_artifacts else None
                     body = {
                         "schema_version": SCHEMA_VERSION,

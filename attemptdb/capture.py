@@ -3,8 +3,11 @@
 Invariants (DESIGN.md invariant 4):
 - Exit status 0, nothing on stdout (Gemini CLI: the `{"decision":"allow"}` it expects), no
   traceback, whatever arrives: a payload that cannot be read is still stored as an `unknown`
-  event with a `capture_gap` reason; a locked, unwritable or corrupt database sends the event
-  to the spool, which the next capture or read ingests.
+  event with a `capture_gap` reason; a locked, unwritable or corrupt database, or one known to
+  be damaged (attemptdb.damage: nothing is written into it), sends the event to the spool,
+  which the next capture or read ingests. An event no spool directory can take (every disk
+  full or read-only) is counted where `attempt doctor` finds it, or said in one
+  `error[capture.lost]` line on stderr: never dropped without a trace.
 - Privacy before disk: the capture mode and the ingestion contract (secret redaction, attrs
   sanitiser) are applied in this process, so neither the database nor the spool ever sees
   what the mode forbids.
@@ -154,7 +157,7 @@ def _why(e: BaseException) -> str:
 def _last_resort(provider, nbytes: int, db_path: str | None):
     """Something failed before an event existed: record that a payload arrived anyway (a
     content-free `unknown` event with capture_gap adapter_error), in the database or spool."""
-    from . import ADAPTER_VERSION, clock, ids, location, spool
+    from . import ADAPTER_VERSION, clock, ids, location
     path = db_path or location.resolve(None)
     dev = _peek_device(path) or _fallback_device()
     now = clock.now_us()
@@ -167,13 +170,15 @@ def _last_resort(provider, nbytes: int, db_path: str | None):
            "provider_session_id": "unknown", "agent": {},
            "attrs": {"capture_gap": "adapter_error", "x_attemptdb_payload_bytes": nbytes}}
     try:
+        from . import damage
         from .store import Store
         st = Store.open(path, create=True, busy_timeout_s=CAPTURE_BUSY_S)
-        st.append([env])
-        return
+        if damage.refusal(st, path) is None:
+            st.append([env])
+            return
     except Exception:
         pass
-    spool.put(path, env)
+    _spool_or_count(provider, path, env, "internal")
 
 
 def _project(cwd: str | None, opts: dict, device_id: str, process_cwd: str | None = None) -> tuple[dict, str]:
@@ -244,7 +249,7 @@ def _fallback_device() -> str:
     return fallback_device()
 
 
-_seen = {"bytes": 0, "db": None, "store": None}
+_seen = {"bytes": 0, "db": None, "store": None, "unsaid": False}
 """What the last capture in this process read and opened. Holding the open store here keeps
 its connection alive past `run`, so the launcher's `os._exit` leaves before the close-time
 WAL checkpoint (an fsync) instead of paying for it when `run`'s locals are freed."""
@@ -255,6 +260,7 @@ def run(argv, hook: Hook | None = None, store=None) -> int:
     daemon's) instead of opening the file."""
     args = _parse(argv)
     opts = args.opts
+    _seen["unsaid"] = False
     from . import clock, ids, location
     from .adapters import Context, build_event, capture_mode as parse_mode, parse_payload, registry
     hook = hook or Hook.from_process()
@@ -281,6 +287,9 @@ def run(argv, hook: Hook | None = None, store=None) -> int:
             store_device = store.device_id  # a file without a valid identity is not used
         except Exception as e:  # locked, unwritable, corrupt, newer schema: spool instead
             store, store_error = None, _why(e)
+            if getattr(e, "code", None) in ("store.corrupt", "store.not_a_database"):
+                from . import damage
+                damage.mark(db_path, "SQLite reports the file malformed", "capture")
     if device is None:
         if store is not None:
             device = store_device
@@ -317,21 +326,52 @@ def run(argv, hook: Hook | None = None, store=None) -> int:
     from . import privacy, spool
     env = privacy.ingest(env, db_mode=mode)
     if store is not None:
-        try:  # events spooled earlier go first (chain order = arrival order), a bounded share
-            spool.drain(store, db_path, limit=HOOK_DRAIN_LIMIT)
-        except Exception as e:
-            _log(f"provider={_label(provider)} err=spool_drain:{_why(e)}")
-        try:
-            store.append([env])
-            return 0
-        except Exception as e:
-            store_error = _why(e)
+        from . import damage
+        if damage.refusal(store, db_path) is not None:  # never written into a damaged file
+            store_error = "store.damaged"
+        else:
+            try:  # events spooled earlier go first (chain order = arrival order), a bounded share
+                spool.drain(store, db_path, limit=HOOK_DRAIN_LIMIT)
+            except Exception as e:
+                _log(f"provider={_label(provider)} err=spool_drain:{_why(e)}")
+                if damage.is_corruption(e):
+                    damage.mark(db_path, "SQLite reports the file malformed", "capture")
+            try:
+                store.append([env])
+                return 0
+            except Exception as e:
+                store_error = _why(e)
+                if damage.is_corruption(e):
+                    damage.mark(db_path, "SQLite reports the file malformed", "capture")
+    _spool_or_count(provider, db_path, env, store_error)
+    return 0
+
+
+def _spool_or_count(provider, db_path: str, env: dict, store_error) -> None:
+    """The event goes to the spool; when no spool directory can take it either (the disks
+    are full or read-only), the loss is counted where `attempt doctor` finds it (spool.lost),
+    and said on stderr when even that fails: never dropped without a trace."""
+    from . import spool
     try:
         spool.put(db_path, env)
         _log(f"provider={_label(provider)} spooled reason={store_error}")
+        return
     except Exception as e:
-        _log(f"provider={_label(provider)} err=lost:{_why(e)} after {store_error}")
-    return 0
+        why = _why(e)
+    _log(f"provider={_label(provider)} err=lost:{why} after {store_error}")
+    if not spool.count_lost(db_path, f"{why} after {store_error}"):
+        _seen["unsaid"] = True  # the daemon answers `error`: the hook tries, and says so, itself
+        _say_lost()
+
+
+def _say_lost() -> None:
+    try:
+        sys.stderr.write("attempt capture: error[capture.lost]: this event could not be stored, spooled or "
+                         "counted (every place it could go is full or read-only); free space and run "
+                         "`attempt doctor`\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
 
 
 def _peek_device(db_path: str) -> str | None:

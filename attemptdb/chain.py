@@ -50,36 +50,77 @@ def problem(kind, message, seq=None, event_id=None) -> dict:
     return {"kind": kind, "message": message, "seq": seq, "event_id": event_id}
 
 
-def check_range(path: str, lo: int, hi: int) -> tuple[int, dict | None]:
+def check_range(path: str, lo: int, hi: int, gaps=None) -> tuple[int, dict | None]:
     """`check_rows` on the file at `path` through its own read-only connection (ranges run in
     parallel processes)."""
     import apsw
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return check_rows(conn, lo, hi)
+        return check_rows(conn, lo, hi, gaps=gaps)
     finally:
         conn.close()
 
 
-def check_rows(conn, lo: int, hi: int, leaves=None) -> tuple[int, dict | None]:
+def unreadable_text(conn, after_seq: int, before_seq: int | None = None):
+    """(seq, event id shown safely) of the first row after `after_seq` holding text SQLite
+    hands back as bytes that are not UTF-8 (apsw cannot give it to Python as str), or None."""
+    names = ("event_id",) + tuple(c for c in event.COLUMNS if c != "event_id") + (
+        "content_ref", "raw_ref", "event_hash", "chain_hash")
+    cols = ", ".join(f"CAST({c} AS BLOB)" for c in names)
+    sql = f"SELECT seq, {cols} FROM events WHERE seq > ?" + ("" if before_seq is None else " AND seq < ?")
+    args = (after_seq,) if before_seq is None else (after_seq, before_seq)
+    for r in conn.execute(sql + " ORDER BY seq", args):
+        for v in r[1:]:
+            if isinstance(v, bytes):
+                try:
+                    v.decode("utf-8")
+                except UnicodeDecodeError:
+                    eid = r[1].decode("utf-8", "replace") if isinstance(r[1], bytes) else str(r[1])
+                    return r[0], eid
+    return None
+
+
+def check_rows(conn, lo: int, hi: int, leaves=None, gaps=None) -> tuple[int, dict | None]:
     """Recompute the event hashes and chain links of the rows with lo <= seq < hi. Returns
     (rows checked, the first problem or None). The first row links to the stored chain hash of
     the row before it, whose own link is checked by whoever checks that row. `leaves` (an
     object with `add(event_hash)`, e.g. a Merkle compact range) hears of every row that
-    verified, in order."""
+    verified, in order. `gaps` are the gaps a trusted recovery note declares
+    (attemptdb.recovery): {seq after: (lo, hi, pin)}."""
+    n = 0
+    state = [0, None]
+    try:
+        return _check_rows(conn, lo, hi, gaps or {}, state, leaves)
+    except UnicodeDecodeError:
+        found = unreadable_text(conn, max(state[0], lo - 1), hi)
+        if found is None:  # not in a column we read as text: still the row after the last good one
+            row = conn.execute("SELECT seq, CAST(event_id AS BLOB) FROM events WHERE seq > ? ORDER BY seq LIMIT 1",
+                               (max(state[0], lo - 1),)).fetchone()
+            found = (row[0], row[1].decode("utf-8", "replace")) if row else (None, None)
+        seq, eid = found
+        return n, problem("not_utf8", f"row seq={seq} ({eid}) holds text that is not valid UTF-8: the row was "
+                          "edited outside AttemptDB (or the file is damaged)", seq, eid)
+
+
+def _check_rows(conn, lo, hi, gaps, state, leaves=None):
     sha256 = bulk_sha256()
     line_from_row = event.line_from_row
     before = conn.execute("SELECT seq, chain_hash, event_id FROM events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
                           (lo,)).fetchone()
     prev_seq, prev, prev_eid = before if before else (0, GENESIS, None)
+    state[0] = prev_seq
     n = 0
     for r in conn.execute(_SELECT_RANGE, (lo, hi)):
         n += 1
         seq, eid, ev_hash, ch_hash = r[0], r[1], r[-2], r[-1]
+        pinned = None
         if seq != prev_seq + 1:
-            what = "deleted" if seq > prev_seq + 1 else "inserted"
-            return n, problem("sequence_gap", f"row seq={seq} ({eid}) follows seq={prev_seq}: "
-                              f"a row was {what} before it", seq, eid)
+            gap = gaps.get(seq)
+            if gap is None or gap[0] != prev_seq + 1:
+                what = "deleted" if seq > prev_seq + 1 else "inserted"
+                return n, problem("sequence_gap", f"row seq={seq} ({eid}) follows seq={prev_seq}: "
+                                  f"a row was {what} before it", seq, eid)
+            pinned = gap[2]  # None: a row appended after the recovery links to the row before
         try:
             actual = sha256(line_from_row(r[1:_NCOL + 1]).encode("utf-8")).hexdigest()
         except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError):
@@ -92,10 +133,13 @@ def check_rows(conn, lo: int, hi: int, leaves=None) -> tuple[int, dict | None]:
             if not _derived_ok(r):
                 return n, problem("derived_column", f"row seq={seq} ({eid}) has path or reference columns "
                                   "that do not follow from its hashed content: the row was edited", seq, eid)
-        try:
-            ok = link(prev, ev_hash, sha256) == ch_hash
-        except (ValueError, TypeError):  # a hash column holds no hex (edited)
-            ok = False
+        if pinned is not None:
+            ok = (ev_hash, ch_hash) == pinned
+        else:
+            try:
+                ok = link(prev, ev_hash, sha256) == ch_hash
+            except (ValueError, TypeError):  # a hash column holds no hex (edited)
+                ok = False
         if not ok:
             return n, problem("chain", f"row seq={seq} ({eid}) does not link to the row before it "
                               f"(seq={prev_seq}, {prev_eid}): rows were deleted, inserted or reordered",
@@ -103,7 +147,27 @@ def check_rows(conn, lo: int, hi: int, leaves=None) -> tuple[int, dict | None]:
         if leaves is not None:
             leaves.add(ev_hash)
         prev_seq, prev, prev_eid = seq, ch_hash, eid
+        state[0] = seq
     return n, None
+
+
+def row_verifies(r) -> bool:
+    """A row in the layout `check_rows` reads (seq, COLUMNS, content_ref, raw_ref, event_hash,
+    chain_hash) hashes to its event_hash and its derived columns follow: what verify checks
+    of a row on its own, before its link."""
+    try:
+        if sha_line(event.line_from_row(r[1:_NCOL + 1])) != r[-2]:
+            return False
+    except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError, event.EventError):
+        return False
+    if r[_I_OBJECTS + 1] is None and r[_I_LOGICAL + 1] is None and r[_I_RELATIVE + 1] is None \
+            and r[_I_PATHS + 1] is None and r[_NCOL + 1] is None and r[_NCOL + 2] is None:
+        return isinstance(r[-1], str) and len(r[-1]) == 64
+    return _derived_ok(r) and isinstance(r[-1], str) and len(r[-1]) == 64
+
+
+def sha_line(line: str) -> str:
+    return bulk_sha256()(line.encode("utf-8")).hexdigest()
 
 
 _DERIVED: dict = {}

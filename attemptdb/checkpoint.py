@@ -191,6 +191,14 @@ def _signed_base(store, device: str, key, size: int, adopt: bool) -> Checkpoint 
         raise AttemptError("checkpoint.outside_unreadable", "the checkpoint kept beside the key is not a "
                            "valid signed note; run `attempt verify`", exit_status=1) from None
     row = store.conn.execute("SELECT chain_hash FROM events WHERE seq = ?", (cp.size,)).fetchone()
+    if row is None and cp.origin == ORIGIN_PREFIX + device and check_signature(cp, key):
+        # a row `attempt recover` declared lost, in a note this key signed: the rows up to the
+        # last one kept before it were checked by recover (spec/recover.md)
+        from . import recovery
+        gaps, note, _ = recovery.trusted_gaps(store.conn, key, device)
+        if note is not None and note.covers(cp.size) and gaps:
+            before = store.conn.execute("SELECT max(seq) FROM events WHERE seq < ?", (cp.size,)).fetchone()[0]
+            return before or 0
     if (cp.origin != ORIGIN_PREFIX + device or not check_signature(cp, key) or cp.size > size
             or row is None or row[0] != cp.head):
         raise AttemptError("checkpoint.diverged", "this file's chain does not extend the device's last "
@@ -251,12 +259,19 @@ def _verify_rows(store, lo: int, hi: int, leaves=None) -> None:
     goes on to `leaves` (the Merkle compact range being signed)."""
     if hi <= lo:
         return
-    from . import chain
-    _n, found = chain.check_rows(store.conn, lo + 1, hi + 1, leaves)
+    from . import chain, keys, recovery
+    device = store.device_id
+    gaps = {}
+    if store.conn.execute("SELECT 1 FROM meta WHERE key = ?", (recovery.META_KEY,)).fetchone():
+        gaps = recovery.trusted_gaps(store.conn, keys.load(device), device)[0]
+    n, found = chain.check_rows(store.conn, lo + 1, hi + 1, leaves, gaps)
     if found is None:
-        last = store.conn.execute("SELECT max(seq) FROM events WHERE seq <= ?", (hi,)).fetchone()[0]
+        last, count = store.conn.execute("SELECT max(seq), count(*) FROM events WHERE seq > ? AND seq <= ?",
+                                         (lo, hi)).fetchone()
         if last != hi:
             found = chain.problem("truncated", f"rows up to seq={hi} are missing")
+        elif n != count:  # a damaged page can end SQLite's scan early without an error
+            found = chain.problem("damaged", f"only {n} of the {count} rows after seq={lo} could be read")
     if found is not None:
         raise AttemptError("checkpoint.unverified", f"nothing was signed: {found['message']}; run "
                            "`attempt verify`", exit_status=1)
@@ -285,7 +300,7 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
         if seen == 0 or (last is not None and last[0] >= seen):
             return None
         base = _signed_base(store, device, key, seen, adopt)
-        tree = has_tree(c)
+        tree = has_tree(c) and not recovered(c)
         nodes: list = []
         leaves = _merkle_base(store, base, nodes) if tree else None
         _verify_rows(store, base.size if base else 0, seen, leaves)
@@ -301,6 +316,11 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
             if tree:
                 _SIGNED_RANGES.clear()
                 _SIGNED_RANGES[(store.path, size, root)] = tuple(leaves.nodes)
+            # the copy beside the key first: it only names rows already committed, so a signer
+            # killed (or a COMMIT failing) after it leaves a file that verifies; the other way
+            # round, a first checkpoint committed without its outside copy would leave a file
+            # that verify reports and nothing signs again (checkpoint.outside_missing)
+            _write_outside(device, note)
             c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
                       (size, head, stamp, key.identity, note))
             if nodes:  # what a file written before the tree lacked, now checked: later appends keep it
@@ -311,8 +331,14 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
             if not c.getautocommit():
                 c.execute("ROLLBACK")
             raise
-        _write_outside(device, note)
     return parse(note)
+
+
+def recovered(conn) -> bool:
+    """A file `attempt recover` rebuilt: its seq has the gaps a recovery note declares, and the
+    Merkle tree (leaf i = row seq i) is not kept for it (spec/recover.md)."""
+    from .recovery import META_KEY
+    return conn.execute("SELECT 1 FROM meta WHERE key = ?", (META_KEY,)).fetchone() is not None
 
 
 def has_tree(conn) -> bool:

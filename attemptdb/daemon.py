@@ -199,8 +199,9 @@ class Daemon:
         self.unsigned_since = None  # monotonic time of the oldest request not yet signed
 
     def _open(self) -> None:
-        from . import capture
+        from . import capture, spool
         self.store = capture._open_store(self.db, None)
+        spool.prepare()
         st = os.stat(self.db)
         self.file_id = (st.st_dev, st.st_ino)
 
@@ -257,6 +258,9 @@ class Daemon:
             capture.run(req["argv"] + ["--db", self.db], hook, store=self.store)
         except Exception as e:
             capture._log(f"daemon err=internal:{capture._why(e)}")
+            conn.sendall(b"error\n")
+            return
+        if capture._seen.get("unsaid"):  # not stored, spooled or counted: the hook says so itself
             conn.sendall(b"error\n")
             return
         conn.sendall(b"ok\n")

@@ -69,13 +69,22 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
         raw = store.meta("capture_mode")
     except AttemptError as e:
         problems.append(f"database cannot be opened: {e.message} [{e.code}]")
+        if e.code in ("store.corrupt", "store.not_a_database"):
+            _damaged(path)
         return out, problems, None
     except Exception as e:  # locked, corrupt, not a database …
         problems.append(f"database cannot be read ({type(e).__name__})")
         return out, problems, None
     out["reachable"] = True
     from . import schema_integrity
-    changed = schema_integrity.differences(store.conn, out["schema"])
+    try:
+        changed = schema_integrity.differences(store.conn, out["schema"])
+    except Exception as e:  # the schema pages themselves are damaged
+        store.close()
+        if not _damaged(path, e):
+            raise
+        out["reachable"] = False
+        return out, problems, None
     out["schema_changes"] = len(changed)
     if changed:  # an edited trigger can stop every capture from being stored or projected
         problems.append("the database schema: " + schema_integrity.summary(changed))
@@ -86,6 +95,16 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
         problems.append("the stored capture mode is not valid: capture fails closed to metadata_only "
                         "(set it with `attempt init --capture-mode`)")
     return out, problems, store
+
+
+def _damaged(path: str, e: BaseException | None = None) -> bool:
+    """Mark the file damaged when SQLite said so (the problem itself is reported from the
+    mark, by capture_health); True when `e` was that."""
+    from . import damage
+    if e is not None and not damage.is_corruption(e):
+        return False
+    damage.mark(path, "SQLite reports the file malformed", "doctor")
+    return True
 
 
 def activity(store, providers, cutoff: str = "") -> dict:
@@ -104,7 +123,8 @@ def activity(store, providers, cutoff: str = "") -> dict:
             older = dict(c.execute(_REAL_SQL.format(", ".join("?" * len(rest))), [*rest, 0]).fetchall())
             real.update({p: v for p, v in older.items() if v is not None})
         tests = dict(c.execute(_TEST_SQL.format(marks), list(providers)).fetchall())
-    except Exception:
+    except Exception as e:
+        _damaged(store.path, e)
         return {}
     return {p: (real.get(p), tests.get(p)) for p in providers if real.get(p) or tests.get(p)}
 
@@ -116,9 +136,15 @@ def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str
     """What the hook path left behind: events waiting in the spool (the database refused
     them so far), files set aside in quarantine, and hook-log lines written since the newest
     stored event (each a capture that hit a problem). Counts and codes only, never content."""
-    from . import spool
+    from . import damage, spool
     out = {"spooled": len(spool.pending(path)), "quarantined": 0, "hook_log_problems": 0}
-    for d in (spool.primary_dir(path), spool.fallback_dir(path)):
+    spool.prepare()
+    lost = spool.losses()
+    out["lost"] = lost["count"]
+    out["lost_last_at"] = lost["last"]
+    mark = damage.marked(path)
+    out["damaged"] = mark
+    for d in spool.directories(path):
         try:
             out["quarantined"] += len(os.listdir(os.path.join(d, "quarantine")))
         except OSError:
@@ -135,6 +161,13 @@ def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str
     out["daemon"], daemon_problem = daemon_state(path)
     if daemon_problem:
         problems.append(daemon_problem)
+    if mark is not None:
+        problems.append(f"the database is damaged: {mark.get('what')} (found by {mark.get('by')} at "
+                        f"{mark.get('at')}); nothing is written to it: {damage.ADVICE}")
+    if out["lost"]:
+        problems.append(f"{out['lost']} captured event(s) could not be stored or spooled anywhere (the disks "
+                        f"were full or read-only; the last at {lost['last']}): they are lost; free space, or "
+                        f"make the database's directory writable")
     if out["spooled"]:
         problems.append(f"{out['spooled']} captured event(s) wait in the spool: the database has not "
                         "taken them yet (see the hook log; any read command retries)")
@@ -178,7 +211,11 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     try:
         act = activity(store, [s.agent.provider for s in states], cutoff)
         if store is not None:
-            last_event_at = store.conn.execute("SELECT max(ingested_at) FROM events").fetchone()[0]
+            try:
+                last_event_at = store.conn.execute("SELECT max(ingested_at) FROM events").fetchone()[0]
+            except Exception as e:
+                if not _damaged(dbrep["path"], e):
+                    raise
     finally:
         if store is not None:
             store.close()

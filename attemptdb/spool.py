@@ -1,8 +1,9 @@
 """The spool: where a capture puts its event when the database cannot take it right now
 (locked, unwritable, corrupt, missing directory), so that nothing is ever lost.
 
-Layout: `<database>.spool/` beside the database file (fallback:
-`$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/` when that cannot be used),
+Layout: `<database>.spool/` beside the database file (fallbacks, in order, when that cannot be
+used: `$XDG_STATE_HOME/attemptdb/spool/<sha of the database path>/`, then the runtime
+directory's `…/attemptdb/spool/<sha>/`, usually another filesystem: see `_runtime_root`),
 one file per event named `<unix ns, 19 digits>-<uuid7>.event` holding its canonical line after
 the ingestion contract (so a metadata_only capture spools no content either) and, on a second
 line, its seal: HMAC-SHA256 of the first line under this account's spool key
@@ -25,6 +26,9 @@ or as a symlink to somewhere else, in its first commit or in a later `git pull`.
   skipped: left where they are, never read, moved or deleted), and only a sealed file is
   ingested: under a umask of 077 a file `git` checks out is also ours and 0600, but it cannot
   carry a valid seal without the key, which never lives in a repository.
+An event that no spool directory can take is counted (`count_lost`) in a small file made ahead
+of need and rewritten in place (a full disk can still take the count); `losses()` is what
+`attempt doctor` reports.
 Only os and C modules: the hook path writes here.
 """
 
@@ -49,11 +53,32 @@ def primary_dir(db_path: str) -> str:
     return db_path + ".spool"
 
 
+def _tag(db_path: str) -> str:
+    from .ids import sha256
+    return sha256(os.path.abspath(db_path).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def fallback_dir(db_path: str) -> str:
     from . import location
-    from .ids import sha256
-    tag = sha256(os.path.abspath(db_path).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return os.path.join(location.state_dir(), "spool", tag)
+    return os.path.join(location.state_dir(), "spool", _tag(db_path))
+
+
+def _runtime_root() -> tuple[str, str]:
+    """(an existing directory, the private directory of ours to use in it) for the last-resort
+    spool and loss counter: `$XDG_RUNTIME_DIR/attemptdb` (a tmpfs of this user's), else
+    `$TMPDIR` (else `/tmp`)`/attemptdb-<uid>`, like the daemon's socket. Usually another filesystem than the
+    database and the state directory, so a full or read-only home still leaves it."""
+    run = os.environ.get("XDG_RUNTIME_DIR", "")
+    if run and os.path.isabs(run) and os.path.isdir(run):
+        return run, "attemptdb"
+    tmp = os.environ.get("TMPDIR", "")
+    return (tmp if tmp and os.path.isabs(tmp) else "/tmp"), f"attemptdb-{_uid() or 0}"
+
+
+def runtime_dir(db_path: str) -> str:
+    """The last-resort spool of `db_path` (see _runtime_root); lost at reboot, read by every drain."""
+    root, name = _runtime_root()
+    return os.path.join(root, name, "spool", _tag(db_path))
 
 
 def _uid() -> int | None:
@@ -90,7 +115,32 @@ def _open_dir(name: str, dir_fd=None, create: bool = False) -> int | None:
     return fd
 
 
+def _open_private(root: str, parts, create: bool) -> int | None:
+    """A descriptor of root/parts[0]/parts[1]/…, every component a private directory of ours
+    opened relative to the one before (never through a symlink), made 0700 when `create`."""
+    try:
+        if create:
+            os.makedirs(root, mode=0o700, exist_ok=True)
+        fd = os.open(root, _O_DIR & ~_O_NOFOLLOW)
+    except OSError:
+        return None
+    for part in parts:
+        try:
+            nxt = _open_dir(part, dir_fd=fd, create=create)
+        except OSError:
+            nxt = None
+        os.close(fd)
+        if nxt is None:
+            return None
+        fd = nxt
+    return fd
+
+
 def _open_spool(directory: str, create: bool) -> int | None:
+    root, name = _runtime_root()
+    base = os.path.join(root, name) + os.sep
+    if directory.startswith(base):  # the last-resort spool: its parents are checked too
+        return _open_private(root, [name] + directory[len(base):].split(os.sep), create)
     if create:
         try:
             os.makedirs(os.path.dirname(directory), mode=0o700, exist_ok=True)
@@ -182,8 +232,8 @@ def _write_in(directory: str, name: str, data: bytes) -> str:
     dfd = _open_spool(directory, create=True)
     if dfd is None:
         raise PermissionError(f"not a private spool directory: {directory}")
+    tmp = f".{name}.tmp"
     try:
-        tmp = f".{name}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=dfd)
         try:
             os.fchmod(fd, 0o600)  # whatever the umask: a file of any other mode is never read
@@ -193,21 +243,163 @@ def _write_in(directory: str, name: str, data: bytes) -> str:
         finally:
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        try:  # a full disk takes the name but not the bytes: leave no empty temp file behind
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise
     finally:
         os.close(dfd)
     return os.path.join(directory, name)
 
 
+def directories(db_path: str) -> tuple[str, str, str]:
+    """Where events for `db_path` are spooled, in the order tried: beside the database, the
+    state directory, the runtime directory (each only when private to this user)."""
+    return primary_dir(db_path), fallback_dir(db_path), runtime_dir(db_path)
+
+
 def put(db_path: str, env: dict) -> str:
-    """Spool one canonical envelope; returns the file written. Raises OSError only when
-    neither spool directory can be written."""
+    """Spool one canonical envelope; returns the file written. Raises OSError only when no
+    spool directory can take it."""
     data = seal(event.line(env))
     # a uuid7 alone orders only by millisecond; the ns prefix keeps one hook's events in order
     name = f"{time.time_ns():019d}-{ids.uuid7()}{SUFFIX}"
+    err = None
+    for d in directories(db_path):
+        try:
+            return _write_in(d, name, data)
+        except OSError as e:
+            err = err or e
+    raise err
+
+
+# --- events that could go nowhere -------------------------------------------------------------
+
+LOST_FILE = "capture-lost"
+LOST_SIZE = 160
+
+
+def _lost_places() -> list[tuple[str, list]]:
+    """(root, private path parts) of the loss counters: the state directory's (made ahead of
+    need, so a full disk can still take the count: it is rewritten in place, never grown) and
+    the runtime directory's."""
+    from . import location
+    state = location.state_dir()
+    root, name = _runtime_root()
+    return [(os.path.dirname(state), [os.path.basename(state)]), (root, [name])]
+
+
+def _lost_record(count: int, first: str, last: str) -> bytes:
+    text = f"attemptdb capture losses v1\ncount {count}\nfirst {first}\nlast {last}\n"
+    return text.encode("ascii").ljust(LOST_SIZE, b"\n")[:LOST_SIZE]
+
+
+def _parse_lost(data: bytes) -> dict:
+    out = {"count": 0, "first": None, "last": None}
+    for line in data.decode("ascii", "replace").splitlines():
+        k, _, v = line.partition(" ")
+        if k == "count" and v.isdigit():
+            out["count"] = int(v)
+        elif k in ("first", "last") and v and v != "-":
+            out[k] = v
+    return out
+
+
+def prepare() -> None:
+    """What a capture in trouble will need, made while there is space (best effort): the spool
+    key (without it a spooled event cannot be sealed, and an unsealed one is never ingested)
+    and the loss counter. `attempt init`, the daemon, doctor and read commands call it."""
     try:
-        return _write_in(primary_dir(db_path), name, data)
+        _key(create=True)
     except OSError:
-        return _write_in(fallback_dir(db_path), name, data)
+        pass
+    prepare_lost_counter()
+
+
+def prepare_lost_counter() -> None:
+    """Make the state directory's loss counter when it is missing (best effort): created while
+    there is space, it can count losses once there is none."""
+    root, parts = _lost_places()[0]
+    dfd = _open_private(root, parts, create=True)
+    if dfd is None:
+        return
+    try:
+        fd = os.open(LOST_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=dfd)
+    except OSError:
+        os.close(dfd)
+        return
+    try:
+        os.write(fd, _lost_record(0, "-", "-"))
+        os.fsync(fd)
+    except OSError:
+        os.close(fd)
+        fd = None
+        try:
+            os.unlink(LOST_FILE, dir_fd=dfd)
+        except OSError:
+            pass
+    finally:
+        if fd is not None:
+            os.close(fd)
+        os.close(dfd)
+
+
+def count_lost(db_path: str, why: str) -> bool:
+    """Count one event that no spool directory could take, in the first loss counter that can
+    be written (`attempt doctor` reports them). True when counted."""
+    from . import clock
+    now = clock.iso(clock.now_us())
+    for root, parts in _lost_places():
+        dfd = _open_private(root, parts, create=True)
+        if dfd is None:
+            continue
+        try:
+            fd = os.open(LOST_FILE, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=dfd)
+        except OSError:
+            os.close(dfd)
+            continue
+        try:
+            import fcntl
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or not _ours(st, 0o600):
+                continue
+            old = _parse_lost(os.pread(fd, LOST_SIZE, 0))
+            rec = _lost_record(old["count"] + 1, old["first"] or now, now)
+            if os.pwrite(fd, rec, 0) == len(rec):
+                return True
+        except (OSError, ImportError):
+            continue
+        finally:
+            os.close(fd)
+            os.close(dfd)
+    return False
+
+
+def losses() -> dict:
+    """{count, first, last} of the events captures could not store anywhere (both counters)."""
+    total = {"count": 0, "first": None, "last": None}
+    for root, parts in _lost_places():
+        dfd = _open_private(root, parts, create=False)
+        if dfd is None:
+            continue
+        try:
+            fd = os.open(LOST_FILE, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dfd)
+            try:
+                got = _parse_lost(os.pread(fd, LOST_SIZE, 0))
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        finally:
+            os.close(dfd)
+        total["count"] += got["count"]
+        for k, pick in (("first", min), ("last", max)):
+            if got[k]:
+                total[k] = pick(total[k], got[k]) if total[k] else got[k]
+    return total
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -228,7 +420,7 @@ class _Spool:
     def __init__(self, db_path: str):
         self.fds = []
         self.entries = []
-        for d in (primary_dir(db_path), fallback_dir(db_path)):
+        for d in directories(db_path):
             fd = _open_spool(d, create=False)
             if fd is None:
                 continue

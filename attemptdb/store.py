@@ -30,6 +30,9 @@ HLC_HORIZON_MS = 86_400_000  # foreign clocks more than a day ahead of ours are 
 _ROW = f"{', '.join(event.COLUMNS)}, event_hash, chain_hash"
 _PARAMS = f"({', '.join('?' * (len(event.COLUMNS) + 2))})"
 _INSERT = f"INSERT INTO events ({_ROW}) VALUES {_PARAMS}"
+# the first row after the rows a recovery declared lost at the end of the chain takes the seq
+# after them (meta seq_floor), never one of theirs (spec/recover.md)
+_INSERT_AT = f"INSERT INTO events (seq, {_ROW}) VALUES (?, {_PARAMS[1:]}"
 # A batch goes into `events` as ONE statement, from rows staged in a connection-private TEMP
 # table: SQLite allocates the frames of the projection triggers once per statement and reuses
 # them for every row, instead of once per row as a statement per row would (measured: the
@@ -114,6 +117,7 @@ class Store:
         self._defers = None
         self._units = None
         self._merkle = None
+        self._floor = None
 
     # --- opening --------------------------------------------------------------------------
 
@@ -170,8 +174,47 @@ class Store:
         except apsw.NotADBError:
             raise AttemptError("store.not_a_database", f"{path} is not an AttemptDB (SQLite) file") from None
         except apsw.CorruptError:
-            raise AttemptError("store.corrupt", f"{path} is corrupt (SQLite reports a malformed file)") from None
-        except (apsw.CantOpenError, apsw.IOError, apsw.PermissionsError, apsw.ReadOnlyError) as e:
+            from . import sqlerrors
+            raise sqlerrors.corrupt(path, "open") from None
+        except (apsw.CantOpenError, apsw.IOError, apsw.PermissionsError, apsw.ReadOnlyError, apsw.FullError) as e:
+            from . import sqlerrors
+            if (isinstance(e, apsw.FullError) or sqlerrors.no_space(path)) and not (readonly and exists):
+                raise sqlerrors.disk_full(path) from None
+            if exists and (sqlerrors.unwritable(path) or (readonly and sqlerrors.no_space(path))):
+                # read-only media, or a reader on a full disk (no room for a -shm): read it as it is
+                return cls._open_immutable(path, busy_timeout_s, full=not sqlerrors.unwritable(path))
+            raise AttemptError("store.cannot_open", f"cannot open {path} ({type(e).__name__})") from None
+        return store
+
+    @classmethod
+    def _open_immutable(cls, path: str, busy_timeout_s: float, full: bool = False) -> "Store":
+        """A file on a read-only filesystem or in a read-only folder, where SQLite cannot make
+        the -shm a WAL file needs even to read: opened `immutable` (nothing can change it), so
+        reads work. A -wal holding rows would be ignored that way: refused instead."""
+        try:
+            wal = os.path.getsize(path + "-wal")
+        except OSError:
+            wal = 0
+        if wal and full:
+            from . import sqlerrors
+            raise sqlerrors.disk_full(path)
+        if wal:
+            raise AttemptError("store.read_only_wal", f"{path} is on read-only storage and its -wal still holds "
+                               "committed rows that only a writer can fold in; copy the file and its -wal "
+                               "somewhere writable to read it")
+        from urllib.parse import quote
+        try:
+            conn = apsw.Connection(f"file:{quote(path)}?immutable=1",
+                                   flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            store = cls(conn, path, True)
+            store.set_busy_timeout(busy_timeout_s)
+            let_signals_in(conn)
+            conn.execute("PRAGMA trusted_schema=OFF")
+            store._check_version()
+        except apsw.CorruptError:
+            from . import sqlerrors
+            raise sqlerrors.corrupt(path, "open") from None
+        except apsw.Error as e:
             raise AttemptError("store.cannot_open", f"cannot open {path} ({type(e).__name__})") from None
         return store
 
@@ -402,11 +445,18 @@ class Store:
             rows.append(row + (h, prev))
             hashes.append(h)
             res.accepted.append(p.event_id)
-        if len(rows) == 1:
-            c.execute(_INSERT, rows[0])
-        else:
+        if self._floor is None:
+            self._floor = int(self.meta("seq_floor", "0") or 0)
+        first = size + 1
+        if self._floor > size:  # a recovered file whose newest rows were lost: after them
+            first = self._floor + 1
+            c.execute(_INSERT_AT, (first,) + rows[0])
+        rest = rows if first == size + 1 else rows[1:]
+        if len(rest) == 1:
+            c.execute(_INSERT, rest[0])
+        elif rest:
             c.execute(_STAGE)
-            c.executemany(_STAGE_INSERT, rows)
+            c.executemany(_STAGE_INSERT, rest)
             if self._defers is None:  # a file with the projections (every file Store.open made)
                 self._defers = bool(c.execute("SELECT 1 FROM pragma_table_info('projection_control') "
                                               "WHERE name = 'defer_replays'").fetchall())
@@ -421,10 +471,13 @@ class Store:
                 request_replays(c, c.execute("SELECT session_id, raw_session_id, project_id, from_key "
                                              "FROM replay_pending ORDER BY session_id").fetchall())
                 c.execute("DELETE FROM replay_pending")
-        res.first_seq, res.last_seq = size + 1, size + len(rows)
-        if (size + len(rows)) >> 8 != size >> 8:  # a 256-leaf block of the Merkle tree completes
-            if self._merkle is None:  # every file Store.open made has the table (migration 0010)
-                self._merkle = bool(c.execute("SELECT 1 FROM sqlite_master WHERE name = 'merkle_nodes'").fetchall())
+        res.first_seq, res.last_seq = first, first + len(rows) - 1
+        if first == size + 1 and (size + len(rows)) >> 8 != size >> 8:  # a 256-leaf block of the Merkle tree completes
+            if self._merkle is None:  # every file Store.open made has the table (migration 0010), but a
+                # recovered one (gaps in seq: no tree, spec/recover.md)
+                from .recovery import META_KEY
+                self._merkle = bool(c.execute("SELECT 1 FROM sqlite_master WHERE name = 'merkle_nodes'").fetchall()) \
+                    and not self.meta(META_KEY)
             if self._merkle:
                 from .evidence import merkle
                 merkle.maintain(c, size, hashes, sha)

@@ -44,6 +44,9 @@ SELECT e.seq, e.event_id FROM events e
 class Report:
     def __init__(self):
         self.events = 0
+        self.last_seq = 0
+        self.gaps = {}
+        self.recovery = None
         self.checkpoints = 0
         self.problems: list[dict] = []
         self.notes: list[str] = []
@@ -76,13 +79,14 @@ def _chain(st, rep: Report, cuts=(), workers: int | None = None) -> dict:
     if not lo_hi[2]:
         return {}
     first, last, total = lo_hi
-    rep.events = total
-    tree = checkpoint.has_tree(st.conn) and first == 1
+    rep.events, rep.last_seq = total, last
+    # the Merkle tree is over a gapless chain: a recovered file (gaps a note declares) has none
+    tree = checkpoint.has_tree(st.conn) and first == 1 and not checkpoint.recovered(st.conn)
     want = sorted({c for c in cuts if 0 < c <= last}) if tree else None
     n = workers or (os.cpu_count() or 1)
     if total < PARALLEL_MIN or n < 2 or st.path == ":memory:":
         acc = merkle.Accumulator(first - 1, want) if tree else None
-        results = [chain.check_rows(st.conn, first, last + 1, acc) + (acc and acc.result(),)]
+        results = [chain.check_rows(st.conn, first, last + 1, acc, rep.gaps) + (acc and acc.result(),)]
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -92,10 +96,16 @@ def _chain(st, rep: Report, cuts=(), workers: int | None = None) -> dict:
             if tree:
                 results = list(ex.map(merkle.check_range, [st.path] * n, *zip(*bounds), [want] * n))
             else:
-                results = [r + (None,) for r in ex.map(chain.check_range, [st.path] * n, *zip(*bounds))]
+                extra = [[rep.gaps] * n] if rep.gaps else []
+                results = [r + (None,) for r in ex.map(chain.check_range, [st.path] * n, *zip(*bounds), *extra)]
     found = [r[1] for r in results if r[1]]
     if found:
-        rep.problems.append(min(found, key=lambda p: p["seq"]))
+        rep.problems.append(min(found, key=lambda p: p["seq"] if p["seq"] is not None else last + 1))
+        return {}
+    if sum(r[0] for r in results) != total:
+        # SQLite can end a scan at a page whose cells it cannot reach without an error
+        rep.problem("damaged", f"the file is damaged: only {sum(r[0] for r in results)} of its {total} rows "
+                    f"could be read in order (SQLite stops early in the events table); {DAMAGE_ADVICE}")
         return {}
     if not tree:
         return {}
@@ -133,6 +143,22 @@ def _retractions(st, rep: Report, triggers: set):
                     "Retraction names it, its session or its attempt: the mark hides a fact", row[0], row[1])
 
 
+def _recovery(st, rep: Report, key, device: str) -> None:
+    """The gaps a recovery note signed with the device key declares (attemptdb.recovery)."""
+    from . import recovery
+    gaps, note, untrusted = recovery.trusted_gaps(st.conn, key, device)
+    if untrusted:
+        rep.problem("recovery_note", "the file's recovery note (meta recovery) is not one this device's key "
+                    "signed: the gaps it declares are not honoured")
+        return
+    if note is None:
+        return
+    rep.gaps, rep.recovery = gaps, note
+    rep.notes.append(f"`attempt recover` rebuilt this file on {note.time}: rows {note.ranges()} were lost to "
+                     "damage; the note declaring them is signed with this device's key and pins the row "
+                     "after each gap (spec/recover.md)")
+
+
 def _trusted_key(st, rep: Report):
     k = keys.load(st.device_id)
     if k is not None:
@@ -162,7 +188,12 @@ def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, devic
         rep.problem("checkpoint_signature", f"checkpoint of size {cp.size} ({where}) has a bad "
                     "signature: it was not made with this device's key")
         return False
-    n = rep.events
+    n = rep.last_seq
+    if rep.recovery is not None and rep.recovery.covers(cp.size) and not st.conn.execute(
+            "SELECT 1 FROM events WHERE seq = ?", (cp.size,)).fetchone():
+        rep.notes.append(f"the checkpoint of size {cp.size} ({where}) ends in a row `attempt recover` declared "
+                         f"lost on {rep.recovery.time}; the rows kept before it still match")
+        return True
     if cp.size > n:
         last = st.conn.execute("SELECT event_id FROM events WHERE seq = ?", (n,)).fetchone() if n else None
         after = f" after row seq={n} ({last[0]})" if last else ""
@@ -203,9 +234,59 @@ def _merkle_sizes(st) -> list:
     return sizes
 
 
+DAMAGE_ADVICE = ("nothing more is written to it; `attempt recover` builds a sound copy from what is "
+                 "readable (spec/recover.md)")
+
+
 def verify(st) -> Report:
+    """Everything below, as a Report; a file SQLite cannot read is a `damaged` problem (and is
+    marked so: attemptdb.damage), never an exception."""
+    import apsw
+    from . import damage
+    try:
+        rep = _verify(st)
+    except (apsw.CorruptError, apsw.NotADBError) as e:
+        rep = Report()
+        rep.problem("damaged", f"the file is damaged: SQLite cannot read part of it ({e.__class__.__name__}: "
+                    f"{_sqlite_text(e)}); {DAMAGE_ADVICE}")
+    except UnicodeDecodeError:  # outside the event rows (those are named by chain.check_rows)
+        rep = Report()
+        rep.problem("damaged", "the file is damaged: text AttemptDB wrote as UTF-8 (its schema, settings or "
+                    f"checkpoints) no longer is; {DAMAGE_ADVICE}")
+    if st.path != ":memory:":
+        found = [p for p in rep.problems if p["kind"] in DAMAGE_KINDS]
+        if found:  # nothing is written to it until `attempt recover` (attemptdb.damage)
+            p = found[0]
+            damage.mark(st.path, "SQLite cannot read all of it (integrity check)" if p["kind"] == "damaged"
+                        else f"its chain does not verify at row seq={p['seq']} ({p['kind']})", "verify")
+        elif rep.ok:  # sound after all (a mark from a passing I/O error): writes may resume
+            damage.clear(st.path)
+    return rep
+
+
+DAMAGE_KINDS = ("damaged", "event_hash", "derived_column", "chain", "sequence_gap", "not_utf8")
+"""Problems that mean the rows themselves are not what was written: the file is marked damaged."""
+
+
+def _sqlite_text(e) -> str:
+    text = str(e).split(":", 1)[-1].strip()
+    return "".join(ch for ch in text if ch.isprintable())[:120]
+
+
+def integrity(conn) -> list[str]:
+    """SQLite's own check of the file's pages and indexes (`PRAGMA integrity_check`): [] when sound,
+    else its first messages."""
+    rows = [r[0] for r in conn.execute("PRAGMA integrity_check(20)")]
+    return [] if rows == ["ok"] else rows
+
+
+def _verify(st) -> Report:
     rep = Report()
     c = st.conn
+    found = integrity(c)
+    if found:
+        rep.problem("damaged", f"the file is damaged: SQLite's integrity check fails ({_sqlite_text(found[0])}"
+                    f"{f', and {len(found) - 1} more' if len(found) > 1 else ''}); {DAMAGE_ADVICE}")
     known = schema.latest()
     v = st.user_version()
     if v > known:
@@ -222,15 +303,18 @@ def verify(st) -> Report:
     for d in schema_integrity.differences(
             c, v, reported_missing=_TRIGGERS + ("events_retracted_only_set",)):
         rep.problem("schema_changed", d)
-    heads = _chain(st, rep, _merkle_sizes(st))
-    _retractions(st, rep, present)
     device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it
     if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
+        _chain(st, rep)
+        _retractions(st, rep, present)
         rep.problem("identity", "the file's device identity (meta device_id) is missing or not a UUID: "
                     "its checkpoints cannot be checked")
-        rep.problems.sort(key=lambda p: (p["seq"] is None, p["seq"] or 0))
+        rep.problems.sort(key=lambda p: (p["kind"] != "damaged", p["seq"] is None, p["seq"] or 0))
         return rep
     key = _trusted_key(st, rep)
+    _recovery(st, rep, key, device)
+    heads = _chain(st, rep, _merkle_sizes(st))
+    _retractions(st, rep, present)
     proven = 0
     for (note,) in c.execute("SELECT note FROM checkpoints ORDER BY size"):
         rep.checkpoints += 1
@@ -255,7 +339,7 @@ def verify(st) -> Report:
         rep.notes.append("no signed checkpoint yet: a consistent rewrite of the whole chain would not "
                          "be detected (`attempt checkpoint` signs the head)")
     # report problems in chain order: the first bad row first
-    rep.problems.sort(key=lambda p: (p["seq"] is None, p["seq"] or 0))
+    rep.problems.sort(key=lambda p: (p["kind"] != "damaged", p["seq"] is None, p["seq"] or 0))
     return rep
 
 

@@ -68,6 +68,9 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(h / ".local" / "share"))
     monkeypatch.setenv("XDG_STATE_HOME", str(h / ".local" / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(h / ".config"))
+    # the last-resort spool and loss counter (spool._runtime_root) stay in the test's tree too
+    (tmp_path / "tmp").mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     monkeypatch.delenv("ATTEMPTDB_PATH", raising=False)
     monkeypatch.delenv("ATTEMPTDB_KEY_DIR", raising=False)
     return h

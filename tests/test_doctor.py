@@ -271,7 +271,8 @@ def test_spool_quarantine_and_hook_log_problems_are_reported(home, db, exe):
     rep = doctor.run(db, executable=exe)
     health = rep["database"]["capture_health"]
     assert health.pop("daemon")["running"] is False  # the suite runs with ATTEMPTDB_NO_DAEMON=1
-    assert health == {"spooled": 0, "quarantined": 0, "hook_log_problems": 0}
+    assert health == {"spooled": 0, "quarantined": 0, "hook_log_problems": 0, "lost": 0, "lost_last_at": None,
+                      "damaged": None}
     os.makedirs(os.path.join(db + ".spool", "quarantine"))
     open(os.path.join(db + ".spool", "quarantine", "x.event"), "w").close()
     spool.put(db, {"event_id": ids.uuid7(), "schema_version": 1, "device_id": ids.uuid7(),
@@ -284,7 +285,8 @@ def test_spool_quarantine_and_hook_log_problems_are_reported(home, db, exe):
         f.write(f"{clock.iso(clock.now_us())} provider=claude-code spooled reason=BusyError(store.py:1)\n")
     rep = doctor.run(db, executable=exe)
     rep["database"]["capture_health"].pop("daemon")
-    assert rep["database"]["capture_health"] == {"spooled": 1, "quarantined": 1, "hook_log_problems": 1}
+    assert rep["database"]["capture_health"] == {"spooled": 1, "quarantined": 1, "hook_log_problems": 1,
+                                                 "lost": 0, "lost_last_at": None, "damaged": None}
     assert not rep["ok"] and len(rep["problems"]) == 3
 
 

@@ -93,3 +93,39 @@ def bench_proof(events, reuse, runs, as_json):
     history (every row verified, the Merkle tree head computed)."""
     from ..evidence import bench_proof as bp
     _show(bp.run(events=events, reuse=reuse, runs=runs), as_json)
+
+
+@bench_group.command("faults")
+@click.option("--long", "long_form", is_flag=True, envvar="ATTEMPTDB_LONG",
+              help="The long form (hundreds of kill -9 trials and I/O errors; env ATTEMPTDB_LONG=1).")
+@click.option("--family", "families", multiple=True, metavar="NAME",
+              help="Only these families: import, burst, daemon, reproject, bundle, transcripts, ioerr, "
+                   "disk, readonly, damaged (repeatable).")
+@click.option("--seed", type=int, default=14, show_default=True, help="Seed of the random moments and bytes.")
+@json_option
+def bench_faults(long_form, families, seed, as_json):
+    """Break things on purpose and count what survives: kill -9 of every writing command, I/O
+    errors injected below SQLite, a real full disk, read-only mounts, damaged files (the full
+    disk and read-only families need root to mount). Prints the table of trials, faults,
+    integrity_check and verify failures, acknowledged events lost and tracebacks; exit 1 when
+    anything went wrong."""
+    import sys
+    from .. import faultbench
+    bad = [f for f in families if f not in faultbench.FAMILIES]
+    if bad:
+        raise click.BadParameter(f"unknown family {bad[0]}; one of {', '.join(faultbench.FAMILIES)}",
+                                 param_hint="--family")
+
+    def progress(t):  # on stderr, also with --json: a long form runs for an hour
+        click.echo(f"{t.family}: {t.trials} trials, {t.faults} faults, {len(t.failures)} failure(s)"
+                   + (f" (skipped: {t.extra['skipped']})" if t.extra.get("skipped") else ""), err=True)
+    result = faultbench.run(long=long_form, families=list(families) or None, seed=seed, progress=progress)
+    failures = [f"{t['family']}: {f}" for t in result["tallies"] for f in t["failures"]]
+    if as_json:
+        echo_json(result)
+    else:
+        click.echo(faultbench.table(result), nl=False)
+        click.echo(f"{'long' if long_form else 'short'} form, seed {seed}, {result['seconds']} s")
+        for f in failures[:40]:
+            click.echo(f"failure: {f}")
+    sys.exit(1 if failures else 0)

@@ -5,7 +5,7 @@ import sys
 import click
 
 from ..errors import AttemptError
-from .common import db_option, echo_json, json_option, open_store, printable, style
+from .common import db_option, echo_json, json_option, printable, style
 
 _KEY_HELP = "Require this signer: an id_… identity or a base64 public key (`attempt keys show`)."
 
@@ -112,7 +112,8 @@ def import_cmd(file, key, db, as_json):
     bundle verifies). The database's capture mode and privacy rules apply as to any import."""
     from .. import bundle
     from .core import checkpoint_after_import
-    st = open_store(db, create=True)
+    from .core import write_store
+    st = write_store(db, create=True)
     try:
         rep, imp = bundle.import_bundle(st, file, key=key)
         if imp is not None:

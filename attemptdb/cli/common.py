@@ -38,8 +38,8 @@ def open_store(db: str | None, *, readonly: bool = False, create: bool = False):
     """Open the database for a command (readers never create it)."""
     from ..store import Store
     path = db_path(db)
-    st = Store.open(path, create=create, readonly=readonly)
     OPENED.append(path)
+    st = Store.open(path, create=create, readonly=readonly)
     return st
 
 

@@ -36,17 +36,29 @@ def housekeeping(path: str, conn) -> None:
     failure (read-only file, lock) leaves the read to go on."""
     from .. import checkpoint, spool
     try:
+        spool.prepare()
         if not (spool.pending(path) or checkpoint.signable(conn)):
             return
         from ..store import Store
         st = Store.open(path, create=False)
         try:
-            spool.drain(st)
-            checkpoint.maybe_checkpoint(st)
+            if _writable(st, path):
+                spool.drain(st)
+                checkpoint.maybe_checkpoint(st)
         finally:
             st.close()
     except Exception:
         pass
+
+
+def _writable(st, path: str) -> bool:
+    """Nothing is drained into or signed on a damaged file (attemptdb.damage): say so."""
+    from .. import damage
+    why = damage.refusal(st, path)
+    if why is not None:
+        err(printable(f"note: nothing was written to {path}: it is damaged ({why}); {damage.ADVICE}"))
+        return False
+    return True
 
 
 def checkpoint_after_import(st) -> None:
@@ -59,13 +71,33 @@ def checkpoint_after_import(st) -> None:
         pass
 
 
+def write_store(db, *, create=False, read=False):
+    """Open the database for a command that appends (imports, corrections, checkpoints):
+    refused with `error[store.damaged]` when the file is damaged (attemptdb.damage), since
+    nothing may be written to it. `read`: a read_store (spool drained, head signed) first."""
+    from .. import damage
+    st = read_store(db) if read else open_store(db, create=create)
+    why = None if st.readonly else damage.refusal(st, st.path)
+    if why is not None:
+        st.close()
+        raise AttemptError("store.damaged", f"{st.path} is damaged ({why}); nothing was written: "
+                           f"{damage.ADVICE}", exit_status=1)
+    return st
+
+
 def read_store(db, *, readonly=False, sign=True):
     """Open the database for a read command: ingest the spool first, and sign the new head
     when the chain grew (spec/checkpoint.md; `sign=False` for repair tools, which must not
     vouch for a file they are about to judge). Never creates the database."""
     from .. import checkpoint, spool
-    st = open_store(db, readonly=readonly)
-    if not readonly:
+    try:
+        st = open_store(db, readonly=readonly)
+    except AttemptError as e:  # a full disk still reads (nothing is drained or signed)
+        if e.code != "store.disk_full" or readonly:
+            raise
+        st = open_store(db, readonly=True)
+    if not st.readonly and _writable(st, st.path):
+        spool.prepare()
         try:
             spool.drain(st)
         except Exception:
@@ -103,6 +135,8 @@ def init_cmd(local, capture_mode, db, as_json):
     key, _ = _ensure_key(st)
     if local:  # a database put in its place later (a `git pull` of an ignored path) is refused
         location.remember_local(path, "dev_" + st.device_id)
+    from .. import spool
+    spool.prepare()
     report = {"path": path, "created": not existed, "device_id": "dev_" + st.device_id,
               "capture_mode": st.capture_mode, "key_id": key.identity, "events": st.count()}
     st.close()
@@ -166,7 +200,7 @@ def checkpoint_cmd(adopt, db, as_json):
     """Verify the rows since the last signature, then sign the chain head (size + head hash)
     with this device's key."""
     from .. import checkpoint
-    st = open_store(db)
+    st = write_store(db)
     _ensure_key(st)
     if adopt:
         from .. import verify
@@ -268,7 +302,7 @@ def import_jsonl(file, db, as_json):
     nothing of its batch is written, and running the import again after fixing it skips what
     is already stored."""
     from ..importers.jsonl import ImportReport, import_file, import_stream
-    st = open_store(db, create=True)
+    st = write_store(db, create=True)
     rep = ImportReport()
     try:
         if file == "-":
@@ -335,7 +369,7 @@ def import_codex_cmd(paths, days, dry_run, db, as_json):
 
 def _import_reconstructed(db, files, dry_run, as_json, reader, what):
     from ..importers import claude_transcript as ct
-    st = open_store(db, create=True)
+    st = open_store(db, create=True) if dry_run else write_store(db, create=True)
     try:
         rep = ct.import_files(st, files, dry_run=dry_run, reader=reader)
         if not dry_run:
@@ -429,6 +463,21 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
     else:
         sql = f"SELECT {cols} FROM events WHERE {where} ORDER BY {order}"
     out = sys.stdout
+    try:
+        _print_events(st, sql, params, as_jsonl, as_json, out)
+    except UnicodeDecodeError:
+        from ..chain import unreadable_text
+        found = unreadable_text(st.conn, 0)
+        if found is None:
+            raise
+        raise AttemptError("events.row_unreadable", f"row seq={found[0]} ({printable(found[1])}) holds text that "
+                           "is not valid UTF-8: it was edited outside AttemptDB or the file is damaged; run "
+                           "`attempt verify`", exit_status=1) from None
+    st.close()
+
+
+def _print_events(st, sql, params, as_jsonl, as_json, out):
+    from .. import event as ev
     rows = st.conn.execute(sql, params)
     if as_jsonl:
         for r in rows:
@@ -463,7 +512,6 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
             out.write(printable(line).rstrip() + "\n")
         if n == 0:
             err("no events in this scope")
-    st.close()
 
 
 def _seq(st, event_id):

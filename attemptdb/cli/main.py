@@ -37,6 +37,7 @@ COMMANDS = {
     "correct": "projections:correct_cmd",
     "retract": "projections:retract_cmd",
     "reproject": "projections:reproject_cmd",
+    "recover": "recover:recover_cmd",
     "query": "query:query_cmd",
     "why": "query:why_cmd",
     "trace": "query:trace_cmd",
@@ -125,6 +126,8 @@ def _crash(exc: BaseException) -> int:
 
 def run(args) -> int:
     from ..errors import AttemptError
+    from .common import OPENED
+    OPENED.clear()  # this command's files only (the entry point can run more than once in a process)
     try:
         cli.main(args=list(args), prog_name="attempt", standalone_mode=False)
         return 0
@@ -153,21 +156,41 @@ def run(args) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback on the user's terminal
-        apsw = sys.modules.get("apsw")
-        if apsw is not None and isinstance(e, apsw.FullError):
-            click.echo("error[store.disk_full]: the disk holding the database is full; what was already "
-                       "committed stays, free some space and run the command again", err=True)
-            return 2
-        if apsw is not None and isinstance(e, apsw.BusyError):
-            # the busy timeout ran out: a long writer (import, reproject) holds the lock
-            click.echo("error[store.busy]: another process held the database's write lock too long (an "
-                       "import or a reproject); what was already committed stays, try again when it has "
-                       "finished", err=True)
-            return 2
-        if apsw is not None and isinstance(e, apsw.SQLError):
-            from .common import printable, schema_problem
-            found = schema_problem()
-            if found:
-                click.echo(f"error[store.schema_changed]: {printable(found)}", err=True)
-                return 2
+        return _sqlite_failure(e)
+
+
+def _opened() -> str | None:
+    from .common import OPENED
+    return OPENED[-1] if OPENED else None
+
+
+def _sqlite_failure(e: BaseException) -> int:
+    """An SQLite failure (or undecodable stored text) no command handled: its coded line
+    (attemptdb.sqlerrors), else the crash report."""
+    apsw = sys.modules.get("apsw")
+    if apsw is None:
         return _crash(e)
+    if isinstance(e, apsw.BusyError):
+        # the busy timeout ran out: a long writer (import, reproject) holds the lock
+        click.echo("error[store.busy]: another process held the database's write lock too long (an "
+                   "import or a reproject); what was already committed stays, try again when it has "
+                   "finished", err=True)
+        return 2
+    if isinstance(e, apsw.SQLError):
+        from .common import printable, schema_problem
+        found = schema_problem()
+        if found:
+            click.echo(f"error[store.schema_changed]: {printable(found)}", err=True)
+            return 2
+        if "JSON" in str(e):  # the projections read a stored row's JSON and it is no longer JSON
+            click.echo(f"error[store.bad_row]: {printable(_opened() or 'the database')} holds an event whose JSON "
+                       "is malformed: the row was edited outside AttemptDB or the file is damaged; `attempt "
+                       "verify` names it, `attempt recover` builds a copy without it (spec/recover.md)", err=True)
+            return 1
+        return _crash(e)
+    from ..sqlerrors import coded
+    found = coded(e, _opened())
+    if found is not None:
+        click.echo(str(found), err=True)
+        return found.exit_status
+    return _crash(e)

@@ -268,7 +268,8 @@ def correct_cmd(target, outcome, failure_class, note, dry_run, db, as_json):
     and keep the inferred value beside it (inferred_outcome, inferred_objective).
     """
     from ..projections import meta
-    st = read_store(db)
+    from .core import write_store
+    st = read_store(db) if dry_run else write_store(db, read=True)
     try:
         res = meta.correct(st, target, outcome=outcome, failure_class=failure_class, note=note,
                            dry_run=dry_run)
@@ -308,7 +309,8 @@ def retract_cmd(session, attempt, event_id, reason, note, yes, dry_run, db, as_j
     from ..projections import meta
     if as_json and not (yes or dry_run):
         raise click.UsageError("--json needs --yes or --dry-run (there is no prompt to answer)")
-    st = read_store(db)
+    from .core import write_store
+    st = read_store(db) if dry_run else write_store(db, read=True)
     try:
         preview = meta.retract(st, session=session, attempt=attempt, event_id=event_id, reason=reason,
                                note=note, dry_run=True)

@@ -23,8 +23,10 @@ def _q(value: str) -> str:
 
 def _open(db):
     from ..readonly import connect
+    from .common import OPENED
     from .core import housekeeping
     path = db_path(db)
+    OPENED.append(path)
     conn = connect(path)
     housekeeping(path, conn)
     return conn
@@ -235,7 +237,11 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
               if meta.get("device_id") else None, "events": events, "size_bytes": _size(path),
               "wal_bytes": _size(path + "-wal"), "sessions": None, "work_units": None, "needs_you": None,
               "providers": [], "projects": [], "warnings": []}
-    from .. import schema_integrity
+    from .. import damage, schema_integrity
+    mark = damage.marked(path)
+    if mark is not None:
+        report["warnings"].append(f"the database is damaged ({mark.get('what')}, found by {mark.get('by')} at "
+                                  f"{mark.get('at')}): {damage.ADVICE}")
     changed = report["schema_changes"] = schema_integrity.differences(conn, report["schema_version"])
     if changed:
         report["warnings"].append("the schema: " + schema_integrity.summary(changed))

@@ -60,6 +60,10 @@ def _resolve(conn, ref: str):
 
 def _checkpoint_for(conn, seq: int):
     from .. import checkpoint
+    if checkpoint.recovered(conn):
+        raise AttemptError("prove.recovered_file", "this file was rebuilt by `attempt recover`: its log has the "
+                           "gaps its recovery note declares, and no Merkle tree is kept for it (spec/recover.md); "
+                           "prove events from the original file or a bundle", exit_status=1)
     for (note,) in conn.execute("SELECT note FROM checkpoints WHERE size >= ? ORDER BY size DESC", (seq,)):
         try:
             cp = checkpoint.parse(note)

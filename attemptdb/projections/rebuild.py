@@ -111,12 +111,53 @@ def _compared(conn, limit: int = 5) -> dict:
                     continue
                 nb, na = max(rows_b - rows_a, 0), max(rows_a - rows_b, 0)
             out[t] = {"only_before": nb, "only_after": na,
-                      "examples": [("incremental", list(r[:3])) for r in conn.execute(f"{only_b} LIMIT {limit}")]
-                                  + [("rebuild", list(r[:3])) for r in conn.execute(f"{only_a} LIMIT {limit}")]}
+                      "examples": [("incremental", r) for r in _examples(conn, only_b, limit)]
+                                  + [("rebuild", r) for r in _examples(conn, only_a, limit)]}
     finally:
-        for t in STATE_TABLES:
-            conn.execute(f'DROP TABLE IF EXISTS temp."before_{t}"')
+        _drop_snapshot(conn)
     return out
+
+
+def _drop_snapshot(conn) -> None:
+    """Drop the `before` tables. When the comparison itself failed, a failure here (a statement
+    still open, a connection that is gone) must not hide that first error: it is left to the
+    rollback of the whole transaction."""
+    import sys
+    failing = sys.exc_info()[0] is not None
+    for t in STATE_TABLES:
+        try:
+            conn.execute(f'DROP TABLE IF EXISTS temp."before_{t}"')
+        except Exception:
+            if not failing:
+                raise
+            return
+
+
+def _examples(conn, sql: str, limit: int) -> list:
+    """The first three columns of up to `limit` rows of `sql`. A projection row can hold text
+    that is not UTF-8 (written outside AttemptDB): it is shown with its bad bytes replaced,
+    never fails the comparison it is an example of."""
+    cur = conn.cursor()
+    try:
+        return [list(r[:3]) for r in cur.execute(f"{sql} LIMIT {limit}")]
+    except UnicodeDecodeError:
+        pass
+    finally:
+        cur.close()
+    cur = conn.cursor()
+    try:
+        desc = [d[0] for d in cur.execute(f"SELECT * FROM ({sql}) LIMIT 0").getdescription()][:3]
+    except Exception:
+        desc = []
+    finally:
+        cur.close()
+    cols = ", ".join(f'CAST("{c}" AS BLOB)' for c in desc) or "NULL"
+    cur = conn.cursor()
+    try:
+        return [[v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in r]
+                for r in cur.execute(f"SELECT {cols} FROM ({sql}) LIMIT {limit}")]
+    finally:
+        cur.close()
 
 
 class Report:
@@ -193,14 +234,26 @@ def reproject(conn, *, write: bool = True) -> Report:
         conn.execute("COMMIT" if write else "ROLLBACK")
         rep.written = write
     except BaseException:
-        if not conn.getautocommit():
-            conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     finally:
         if conn.getautocommit():  # a pragma cannot change inside a transaction
-            conn.execute(f"PRAGMA temp_store = {int(store)}")
+            try:
+                conn.execute(f"PRAGMA temp_store = {int(store)}")
+            except Exception:  # only ever a cost: never hide what happened before it
+                pass
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def _rollback(conn) -> None:
+    """Roll the rebuild back after it failed, without replacing its error with one of the
+    clean-up's own (a connection already gone is left as it is)."""
+    try:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+    except Exception:
+        pass
 
 
 # --- deferred projection (bulk imports) ---------------------------------------------------
