@@ -168,12 +168,13 @@ class _OutsideLock:
         os.close(self.fd)
 
 
-def _signed_base(store, device: str, key, size: int, adopt: bool) -> Checkpoint | None:
-    """The device's last signed checkpoint (None: nothing signed yet), which the chain must
-    still extend: the key signs only the file it signed before (a copy carrying the same device
-    id, or a file rolled back, must not get a fresh signature or replace the outside copy).
-    Rows up to its size were verified by whoever signed it; the caller verifies the rows after
-    it."""
+def _signed_base(store, device: str, key, size: int, adopt: bool) -> tuple[int, Checkpoint | None]:
+    """(rows already vouched for, the device's last signed checkpoint or None: nothing signed
+    yet), which the chain must still extend: the key signs only the file it signed before (a
+    copy carrying the same device id, or a file rolled back, must not get a fresh signature or
+    replace the outside copy). Rows up to that count were verified by whoever signed them (or by
+    `attempt recover`, for a signed tail it declared lost: then no checkpoint is the base); the
+    caller verifies the rows after them."""
     note = read_outside(device)
     if note is None:
         # the outside copy is what makes a deleted tail visible: a file that holds checkpoints
@@ -184,7 +185,7 @@ def _signed_base(store, device: str, key, size: int, adopt: bool) -> Checkpoint 
                                "after the last one could not be seen; nothing was signed. Run `attempt "
                                "verify`; restore that file, or `attempt checkpoint --adopt` to verify the "
                                "whole chain and sign it anew", exit_status=1)
-        return None
+        return 0, None
     try:
         cp = parse(note)
     except AttemptError:
@@ -198,14 +199,14 @@ def _signed_base(store, device: str, key, size: int, adopt: bool) -> Checkpoint 
         gaps, note, _ = recovery.trusted_gaps(store.conn, key, device)
         if note is not None and note.covers(cp.size) and gaps:
             before = store.conn.execute("SELECT max(seq) FROM events WHERE seq < ?", (cp.size,)).fetchone()[0]
-            return before or 0
+            return before or 0, None
     if (cp.origin != ORIGIN_PREFIX + device or not check_signature(cp, key) or cp.size > size
             or row is None or row[0] != cp.head):
         raise AttemptError("checkpoint.diverged", "this file's chain does not extend the device's last "
                            f"signed checkpoint (size {cp.size}): rows were removed, the file was rolled "
                            "back or rewritten, or it is a copy of another file; nothing was signed. Run "
                            "`attempt verify`", exit_status=1)
-    return cp
+    return cp.size, cp
 
 
 _SIGNED_RANGES: dict = {}
@@ -299,11 +300,11 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
         last = latest(store)
         if seen == 0 or (last is not None and last[0] >= seen):
             return None
-        base = _signed_base(store, device, key, seen, adopt)
+        vouched, base = _signed_base(store, device, key, seen, adopt)
         tree = has_tree(c) and not recovered(c)
         nodes: list = []
         leaves = _merkle_base(store, base, nodes) if tree else None
-        _verify_rows(store, base.size if base else 0, seen, leaves)
+        _verify_rows(store, vouched, seen, leaves)
         c.execute("BEGIN IMMEDIATE")
         try:
             size, head = store.head()

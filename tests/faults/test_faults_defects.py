@@ -503,12 +503,12 @@ def test_sqlite_raising_or_stopping_early_while_verify_reads_rows(history, capsy
     from attemptdb import chain, verify
     monkeypatch.setattr(verify, "integrity", lambda conn: [])
 
-    def raises(conn, lo, hi, gaps=None):
+    def raises(conn, lo, hi, leaves=None, gaps=None):
         raise apsw.CorruptError("database disk image is malformed")
     monkeypatch.setattr(chain, "check_rows", raises)
     rc, out, err = attempt(capsys, "verify", "--db", history)
     assert rc == 1 and out.startswith("problem: the file is damaged: SQLite cannot read part of it"), (out, err)
-    monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, gaps=None: (hi - lo - 3, None))
+    monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, leaves=None, gaps=None: (hi - lo - 3, None))
     rc, out, err = attempt(capsys, "verify", "--db", history)
     assert rc == 1 and out.startswith("problem: the file is damaged: only 597 of its 600 rows"), (out, err)
 
@@ -552,7 +552,8 @@ def test_a_signer_never_vouches_for_rows_sqlite_stopped_short_of(history, capsys
     from attemptdb import chain
     capture(history, 9)
     real = chain.check_rows
-    monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, gaps=None: (real(conn, lo, hi, gaps)[0] - 1, None))
+    monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, leaves=None, gaps=None:
+                        (real(conn, lo, hi, leaves, gaps)[0] - 1, None))
     rc, out, err = attempt(capsys, "checkpoint", "--db", history)
     assert rc == 1 and err.startswith("error[checkpoint.unverified]: nothing was signed: only 0 of the 1 rows"), err
 

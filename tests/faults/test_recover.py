@@ -119,6 +119,15 @@ def test_a_lost_signed_tail_is_declared_and_the_chain_goes_on_after_it(history, 
     key_dir = os.environ.get("ATTEMPTDB_KEY_DIR") or os.path.join(os.environ["XDG_DATA_HOME"], "attemptdb", "keys")
     note = [f for f in os.listdir(key_dir) if f.endswith(".checkpoint")]
     assert open(os.path.join(key_dir, note[0])).read().split("\n")[1] == "604"
+    # a recovered log has gaps in seq: no Merkle tree is kept for it, and prove says so
+    from attemptdb import checkpoint
+    conn = apsw.Connection(out)
+    notes = [checkpoint.parse(n) for (n,) in conn.execute("SELECT note FROM checkpoints ORDER BY size")]
+    event_id = conn.execute("SELECT event_id FROM events ORDER BY seq LIMIT 1").fetchone()[0]
+    conn.close()
+    assert notes[-1].size == 604 and notes[-1].merkle is None
+    rc, text, err = attempt(capsys, "prove", event_id, "--db", out)
+    assert rc == 1 and err.startswith("error[prove.recovered_file]"), err
 
 
 def test_rows_deleted_but_still_on_free_pages_are_found_when_they_verify(history, capsys, tmp_path):
