@@ -43,6 +43,8 @@ COMMANDS = {
     "handoffs": "query:handoffs_cmd",
     "status": "query:status_cmd",
     "schema": "query:schema_cmd",
+    "mcp": "readers:mcp_cmd",
+    "ui": "readers:ui_cmd",
 }
 
 
