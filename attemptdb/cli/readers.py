@@ -8,10 +8,50 @@ the store first (core.housekeeping), then only read-only connections touch the f
 
 import click
 
-from .common import db_option, db_path
+from .common import db_option, db_path, printable, style
 
 CONTENT_HELP = ("Show content (prompt, command and output text, raw payloads, notes); "
                 "without it those columns read as null.")
+
+
+def mcp_option(f):
+    return click.option("--mcp", is_flag=True, help="Also register (uninstall: remove) the `attempt mcp` server "
+                        "in each agent's MCP config.")(f)
+
+
+def mcp_registrations(report, mcp, providers, dry_run, remove=False):
+    """The MCP registrations `--mcp` asks for (attemptdb.installer.mcpconfig), or []."""
+    if not mcp:
+        return []
+    from ..installer import mcpconfig
+    return mcpconfig.register(list(providers) or None, dry_run=dry_run, remove=remove,
+                              executable=report.executable)
+
+
+_MCP_WORDS = {"installed": "registered", "updated": "updated", "already_current": "already registered",
+              "removed": "removed", "not_installed": "not registered", "skipped": "skipped", "failed": "FAILED"}
+
+
+def print_mcp(regs, dry_run):
+    """One line per agent: what `--mcp` did (or would do) to its MCP config."""
+    for r in regs:
+        word = _MCP_WORDS.get(r.outcome, r.outcome)
+        if dry_run and r.outcome in ("installed", "updated", "removed"):
+            word = "would be " + word
+        color = {"failed": "red", "skipped": "yellow"}.get(r.outcome, "green")
+        click.echo(f"{r.agent.label:<12} {style(f'MCP server {word:<20}', fg=color)} {printable(r.config_path)}")
+        lines = ([f"error[{r.error[0]}]: {r.error[1]}"] if r.error else []) + ([r.reason] if r.reason else []) \
+            + ([f"backup: {r.backup}"] if r.backup else []) + [f"note: {n}" for n in r.notes]
+        for line in lines:
+            click.echo(printable(f"  {line}"))
+
+
+def report_json(report, regs):
+    out = report.to_json()
+    if regs:
+        out["mcp"] = [r.to_json() for r in regs]
+        out["ok"] = out["ok"] and not any(r.failed for r in regs)
+    return out
 
 
 def _housekeeping(path):
