@@ -243,3 +243,18 @@ def test_hook_install_and_uninstall_with_mcp(home):
     assert "attemptdb" not in json.loads(read(home / ".cursor" / "mcp.json")).get("mcpServers", {})
     p = run_attempt(["hook", "uninstall", "--provider", "cursor", "--json"], env={"HOME": str(home)})
     assert "mcp" not in json.loads(p.stdout)  # without --mcp the MCP configs are not read
+
+
+def test_the_readme_shows_what_the_installer_writes():
+    """The hand-written snippets of the README's MCP section are the entries `--mcp` writes."""
+    import re
+    from conftest import ROOT
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("### `attempt mcp`", 1)[1].split("\n### ", 1)[0]
+    blocks = re.findall(r"```(json|toml)\n(.*?)```", section, re.S)
+    exe = Executable(["/path/to/attempt"], "path")
+    want = {p: mcpconfig.server_entry(agents.AGENTS[p], exe) for p in CONFIGS}
+    got = [tomllib.loads(b)["mcp_servers"]["attemptdb"] if kind == "toml" else json.loads(b)["mcpServers"]["attemptdb"]
+           for kind, b in blocks]
+    assert got == [want["claude_code"], want["codex"], want["cursor"], want["gemini_cli"]]
