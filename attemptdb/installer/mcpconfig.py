@@ -28,12 +28,11 @@ import tomllib
 from . import agents as agents_mod
 from . import fileops, jsonstyle
 from .command import Executable, _basename, _is_python, find_executable
+from .install import FAILED, SKIPPED, Action
 from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, _same
 from ..errors import AttemptError
 
 NAME = "attemptdb"
-FAILED = "failed"
-SKIPPED = "skipped"
 TOML_MARK = "# added by attemptdb (mcp)"
 TOML_HEADER = f"[mcp_servers.{NAME}]  {TOML_MARK}"
 _OUR_KEY = re.compile(r"\s*(command|args)\s*=")
@@ -253,32 +252,15 @@ def plan_uninstall_toml(text, *, where="config.toml") -> Plan:
 
 # --- applying -------------------------------------------------------------------------------
 
-class Registration:
-    """What happened (or would happen) to one agent's MCP config."""
-
-    def __init__(self, agent, config_path):
-        self.agent = agent
-        self.config_path = config_path
-        self.outcome = None
-        self.reason = None
-        self.error = None
-        self.backup = None
-        self.notes = []
-
-    @property
-    def failed(self):
-        return self.outcome == FAILED
+class Registration(Action):
+    """What happened (or would happen) to one agent's MCP config (the hooks' Action, with
+    the server's name instead of event lists in its JSON)."""
 
     def to_json(self):
-        out = {"provider": self.agent.provider, "agent": self.agent.label, "config_path": self.config_path,
-               "server": NAME, "outcome": self.outcome}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.error:
-            out["error"] = {"code": self.error[0], "message": self.error[1]}
-        if self.backup:
-            out["backup"] = self.backup
-        out["notes"] = self.notes
+        out = super().to_json()
+        for key in ("hook_id", "detected", "events_added", "events_removed"):
+            out.pop(key, None)
+        out["server"] = NAME
         return out
 
 

@@ -24,38 +24,17 @@ DEFAULT_TIMEOUT_S = 20.0
 _BOUNDABLE = ("SELECT", "WITH", "VALUES")
 
 
-def _only_trivia(text: str) -> bool:
-    """Nothing but whitespace, `;` and comments (what may follow the one statement)."""
-    i, n = 0, len(text)
-    while i < n:
-        if text[i].isspace() or text[i] == ";":
-            i += 1
-        elif text.startswith("--", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        else:
-            return False
-    return True
-
-
 def bounded_sql(text: str, limit: int) -> str | None:
     """`text` (one plain SQL SELECT/WITH/VALUES) read through an outer LIMIT, or None when
-    the statement is anything else (it then runs as it is, and is refused there if it must be)."""
+    the statement is anything else (it then runs as it is, and is refused there if it must be).
+    The statement is split and classified by the engine's own rules (attemptql.execute)."""
     if execute.classify(text) != "sql":
         return None
-    head = text.lstrip()
-    while head.startswith(("--", "/*")):  # leading comments
-        end = head.find("\n") if head.startswith("--") else head.find("*/", 2)
-        if end < 0:
-            return None
-        head = head[end + (1 if head.startswith("--") else 2):].lstrip()
-    if not head[:6].upper().startswith(_BOUNDABLE):
+    word, _ = execute._word(text, execute._skip_ws(text))
+    if word not in _BOUNDABLE:
         return None
     first, rest = execute.split_first_statement(text)
-    if not _only_trivia(rest):
+    if not execute._only_trivia(rest):
         return None  # a second statement: execute.run refuses it (AQL0204)
     body = first.rstrip()
     if body.endswith(";"):
