@@ -276,6 +276,18 @@ def test_a_recipe_with_placeholders_runs_on_the_values_given(ui, scen):
     assert status == 400 and json.loads(page)["error"]["code"] == "AQL0105"  # a malformed id, not SQL
 
 
+def test_the_database_page_lists_the_catalogs_tables_and_no_machinery(ui):
+    cat = catalog.build(catalog.shipped_schema_connection())
+    status, body = ui.request(f"/{serve.DB_NAME}.json")
+    assert status == 200
+    data = json.loads(body)
+    listed = {t["name"] for t in data["tables"] if not t.get("hidden")} | {v["name"] for v in data["views"]}
+    assert listed == {t["name"] for t in cat["tables"]}
+    assert ui.request(f"/{serve.DB_NAME}/attempt_facts")[0] == 403
+    status, body = ui.request(f"/{serve.DB_NAME}.json?sql=SELECT+count(*)+AS+n+FROM+attempt_facts&_shape=array")
+    assert status == 200 and json.loads(body)[0]["n"] > 0
+
+
 def test_column_descriptions_come_from_the_catalog(ui):
     cat = catalog.build(catalog.shipped_schema_connection(), "attempts")
     meaning = next(c["meaning"] for c in cat["tables"][0]["columns"] if c["name"] == "failure_class")

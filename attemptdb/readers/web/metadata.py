@@ -53,9 +53,9 @@ def datasette_metadata(cat: dict, db_name: str, internal_tables) -> dict:
             "description": f"{t['layer']} · {t['grain']}. {t['summary']}".strip(),
             "columns": {c["name"]: c["meaning"] for c in t["columns"] if c.get("meaning")},
         }
-    for name in internal_tables:
+    for name in internal_tables:  # projection machinery: not listed, no page (SQL still reads it)
         if name not in tables:
-            tables[name] = {"hidden": True}
+            tables[name] = {"hidden": True, "allow": False}
     queries = {}
     for r in recipes(cat):
         if r["kind"] == "canned":
