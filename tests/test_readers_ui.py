@@ -409,6 +409,15 @@ def test_a_remote_host_needs_the_explicit_flag(scen, tmp_path):
     assert "warning: listening on 0.0.0.0" in err
 
 
+def test_a_busy_port_is_a_coded_error(scen, tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        p = run_attempt(["ui", "--db", scen[0], "--port", str(busy.getsockname()[1])], env={"HOME": str(tmp_path)},
+                        timeout=60)
+    assert p.returncode == 2 and b"error[ui.cannot_listen]" in p.stderr and b"Traceback" not in p.stderr
+
+
 def test_without_datasette_a_coded_error_says_how_to_install_it(tmp_path):
     import sys
     code = ("import sys; sys.modules['datasette'] = None\n"

@@ -187,6 +187,19 @@ class Guard:
         return await self.app(scope, receive, send)
 
 
+def _check_port(host: str, port: int) -> None:
+    """A coded error now rather than the web server's log line after start-up."""
+    import socket
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host.strip("[]"), port))
+        except OSError as e:
+            raise AttemptError("ui.cannot_listen", f"cannot listen on {host} port {port} ({e.strerror}); "
+                               "choose another with --port (or --host)") from None
+
+
 def serve(ds, *, host: str = "127.0.0.1", port: int = 8001, allow_remote: bool = False,
           open_browser: bool = False, token: str | None = None, echo=print) -> None:
     """Serve `ds` until interrupted."""
@@ -197,6 +210,7 @@ def serve(ds, *, host: str = "127.0.0.1", port: int = 8001, allow_remote: bool =
                                "would be reachable from other machines; add --allow-remote to mean it")
         print(f"warning: listening on {host}: anyone who can reach this machine on port {port} and holds "
               "the token can read this history", file=sys.stderr)
+    _check_port(host, port)
     token = token or secrets.token_urlsafe(24)
     hosts = [*LOOPBACK_NAMES, host] if is_loopback(host) else None
     app = Guard(ds.app(), token, port, hosts)
