@@ -14,7 +14,7 @@ from attemptdb.cli.main import COMMANDS, cli
 from conftest import run_attempt
 
 # capture and the daemon's foreground server print nothing; schema has --format json
-NO_JSON = {"capture", "schema", "daemon run"}
+NO_JSON = {"capture", "schema", "daemon run", "mcp", "ui"}  # mcp and ui are servers (JSON-RPC on stdio, HTTP)
 
 
 def _leaves(group, prefix=()):
