@@ -167,6 +167,15 @@ def test_every_exported_content_column_reads_null_behind_the_wall(notes_db, home
             assert got["rows"] == [{"n": 0}], (table, col)
 
 
+def test_a_withheld_note_reads_as_content_unavailable(notes_db, home):
+    """What spec/readers.md says: a correction whose text is withheld reads as if it had not
+    been stored (metadata_only), never as applied with an empty text."""
+    stmt = {"statement": "SELECT event_id, status FROM corrections WHERE correction_type = 'turn_objective'"}
+    shown = mcp_server.Reader(notes_db, include_content=True).call("query", stmt)["rows"]
+    hidden = mcp_server.Reader(notes_db).call("query", stmt)["rows"]
+    assert [r["status"] for r in shown] == ["applied"] and [r["status"] for r in hidden] == ["content_unavailable"]
+
+
 def test_metadata_and_evidence_stay_readable_behind_the_wall(scen, home):
     db, built = scen
     r = mcp_server.Reader(db)
