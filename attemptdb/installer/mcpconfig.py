@@ -176,6 +176,8 @@ def _our_block(lines: list[str]):
 
 def _without_ours(doc: dict) -> dict:
     out = dict(doc)
+    if not isinstance(out.get("mcp_servers", {}), dict):
+        return out
     servers = dict(out.get("mcp_servers") or {})
     servers.pop(NAME, None)
     if servers:
@@ -192,7 +194,8 @@ def _checked(before: dict, new_text: str, want, where) -> str:
         after = tomllib.loads(new_text)
     except tomllib.TOMLDecodeError:
         after = None
-    got = None if after is None else (after.get("mcp_servers") or {}).get(NAME)
+    servers = None if after is None else after.get("mcp_servers")
+    got = servers.get(NAME) if isinstance(servers, dict) else None
     if after is None or got != want or _without_ours(after) != _without_ours(before):
         raise AttemptError("installer.codex_config_shape", f"could not change [mcp_servers.{NAME}] in {where} "
                            "without touching anything else; left untouched", exit_status=1)
@@ -238,7 +241,8 @@ def plan_uninstall_toml(text, *, where="config.toml") -> Plan:
     doc = _toml(text, where)
     lines = text.splitlines(keepends=True)
     block = _our_block(lines)
-    current = (doc.get("mcp_servers") or {}).get(NAME)
+    servers = doc.get("mcp_servers")
+    current = servers.get(NAME) if isinstance(servers, dict) else None
     if block is None or not is_ours(current):
         return Plan(None, NOT_INSTALLED)
     start, end = block

@@ -2,7 +2,8 @@
 
 Invariants:
 - The statement runs through the engine `attempt query` uses (attemptql.execute.run) on a
-  read-only connection; every failure is its coded AQLError, raised unchanged.
+  read-only connection, split and classified by that engine's own rules; every failure is
+  its coded AQLError, naming the statement as it was written.
 - A request longer than MAX_STATEMENT_CHARS is refused before anything runs (AQL0208).
 - A plain SQL SELECT/WITH/VALUES is read through an outer `LIMIT max_rows + 1`, so a table
   of a million rows is never held in memory to return 200; AttemptQL statements carry their
@@ -26,8 +27,7 @@ _BOUNDABLE = ("SELECT", "WITH", "VALUES")
 
 def bounded_sql(text: str, limit: int) -> str | None:
     """`text` (one plain SQL SELECT/WITH/VALUES) read through an outer LIMIT, or None when
-    the statement is anything else (it then runs as it is, and is refused there if it must be).
-    The statement is split and classified by the engine's own rules (attemptql.execute)."""
+    the statement is anything else (it then runs as it is, and is refused there if it must be)."""
     if execute.classify(text) != "sql":
         return None
     word, _ = execute._word(text, execute._skip_ws(text))

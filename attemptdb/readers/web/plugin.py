@@ -91,7 +91,7 @@ async def needs_you_page(datasette, request):
 
 async def needs_you_json(datasette, request):
     rows = await _read(datasette, pages.needs_you)
-    return Response.json({"rows": rows, "read_at": time.strftime("%H:%M:%S")},
+    return Response.json({"rows": bounded.json_safe(rows), "read_at": time.strftime("%H:%M:%S")},
                          headers={"cache-control": "no-store"})
 
 
