@@ -35,3 +35,17 @@ def file_hashes(path: str) -> dict:
             data = b""
         out[suffix or "db"] = hashlib.sha256(data).hexdigest()
     return out
+
+
+def hook_event(built, *, project: str, session: str, payload: dict, at: str = "-00:00:01",
+               provider: str = "claude_code") -> dict:
+    """One more hook event of a scenario dated "now", as its adapter builds it."""
+    from attemptdb import adapters
+    proj = built.project(project)
+    ctx = adapters.Context(built.device_id, "local_semantic", proj, built.at(at), hook_version="test")
+    return adapters.build_event(provider, dict(payload, session_id=session, cwd=proj["root"]), None, ctx)
+
+
+ANSWER_GATE = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t1",
+               "tool_input": {"command": "rm -rf build"}, "tool_response": {"stdout": ""}}
+"""units_needs_you: the permission request of session ny-g1 (project gate) answered."""

@@ -37,7 +37,9 @@ def notes_db(tmp_path_factory):
 
 
 def _env(home):
-    return {"HOME": str(home), "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"),
+    """The server's environment: the test's home and XDG directories (the `home` fixture's)."""
+    return {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"), "XDG_CONFIG_HOME": str(home / ".config"),
             "PYTHONPATH": ROOT, "ATTEMPTDB_NO_DAEMON": "1"}
 
 
@@ -131,6 +133,17 @@ def test_content_is_shown_when_the_server_is_started_with_include_content(scen, 
     _, (shown,) = talk(db, home, [("query", CONTENT)], extra_args=["--include-content"])
     assert shown.structured_content["content_included"] is True
     assert "Clean the build folder" in {r["objective"] for r in shown.structured_content["rows"]}
+
+
+def test_events_waiting_in_the_spool_are_read(tmp_path, home):
+    """`attempt mcp` hands the spool to the store before it reads, as `attempt query` does."""
+    from attemptdb import spool
+    db = str(tmp_path / "attempt.db")
+    built = scenario_db.build(db, "units_needs_you")[0]
+    spool.put(db, scenario_db.hook_event(built, project="gate", session="ny-g1", payload=scenario_db.ANSWER_GATE))
+    _, (ny,) = talk(db, home, [("needs_you", {})])
+    assert [r["kind"] for r in ny.structured_content["rows"]] == ["repeated_failure", "work_conflict"]
+    assert not spool.pending(db)
 
 
 # --- the parts -----------------------------------------------------------------------------------

@@ -39,7 +39,8 @@ class UI:
     def __init__(self, db, home, *args):
         self.db = db
         self.port = _free_port()
-        env = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_STATE_HOME=str(home / "state"),
+        env = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / ".local" / "share"),
+                   XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CONFIG_HOME=str(home / ".config"),
                    PYTHONPATH=ROOT, ATTEMPTDB_NO_DAEMON="1")
         self.proc = subprocess.Popen(attempt_cmd() + ["ui", "--db", db, "--port", str(self.port), *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
@@ -336,29 +337,28 @@ def test_the_token_and_the_host_are_checked(ui):
 
 
 def test_the_page_follows_the_live_file(tmp_path, home):
-    """A permission answered while the UI runs leaves Needs You at the next poll: the UI reads
-    the live file, WAL included."""
+    """A permission answered while the UI runs leaves Needs You at the next poll (the UI reads
+    the live file, WAL included); a new request that waited in the spool appears (the UI hands
+    the spool to the store first, as `attempt query` does)."""
+    from attemptdb import spool
+    from attemptdb.store import Store
     db = str(tmp_path / "live.db")
     built = scenario_db.build(db, "units_needs_you")[0]
     u = UI(db, home)
     try:
-        rows = json.loads(u.request("/-/attemptdb/needs-you.json")[1])["rows"]
-        assert "permission_gate" in [r["kind"] for r in rows]
-        from attemptdb import adapters
-        from attemptdb.store import Store
-        b = built
-        proj = b.project("gate")
-        ctx = adapters.Context(b.device_id, "local_semantic", proj, b.at("-00:00:01"), hook_version="test")
-        env = adapters.build_event("claude_code", {
-            "hook_event_name": "PostToolUse", "session_id": "ny-g1", "cwd": proj["root"], "tool_name": "Bash",
-            "tool_use_id": "t1", "tool_input": {"command": "rm -rf build"}, "tool_response": {"stdout": ""}}, None, ctx)
+        kinds = lambda: [r["kind"] for r in json.loads(u.request("/-/attemptdb/needs-you.json")[1])["rows"]]
+        assert "permission_gate" in kinds()
         st = Store.open(db)
         try:
-            st.append([env])
+            st.append([scenario_db.hook_event(built, project="gate", session="ny-g1", payload=scenario_db.ANSWER_GATE)])
         finally:
             st.close()
-        rows = json.loads(u.request("/-/attemptdb/needs-you.json")[1])["rows"]
-        assert "permission_gate" not in [r["kind"] for r in rows]
+        assert "permission_gate" not in kinds()
+        spool.put(db, scenario_db.hook_event(built, project="gate", session="ny-g1", payload={
+            "hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_use_id": "t9",
+            "tool_input": {"command": "rm -rf dist"}}))
+        time.sleep(2.1)  # the UI hands the spool over at most every 2 s
+        assert "permission_gate" in kinds() and not spool.pending(db)
     finally:
         u.stop()
 
