@@ -230,7 +230,7 @@ def test_a_capture_waits_out_a_short_lock(db, home):
 # --- the hook path stays lean ---------------------------------------------------------------
 
 HEAVY = ("click", "jsonschema", "cryptography", "parsimonious", "tabulate", "json", "re", "uuid",
-         "hashlib")
+         "hashlib", "mcp", "datasette", "uvicorn", "starlette", "pydantic", "anyio", "jinja2")
 
 DRIVER = r"""
 import sys

@@ -14,8 +14,9 @@ from attemptdb.cli.main import COMMANDS, cli
 from conftest import run_attempt
 
 # capture and the daemon's foreground server print nothing; schema has --format json
-# run: stdout is the command's own; prove: what it prints is a JSON document already (spec/proof.md)
-NO_JSON = {"capture", "schema", "daemon run", "run", "prove"}
+# run: stdout is the command's own; prove: what it prints is a JSON document already (spec/proof.md);
+# mcp and ui are servers (JSON-RPC on stdio, HTTP)
+NO_JSON = {"capture", "schema", "daemon run", "run", "prove", "mcp", "ui"}
 
 
 def _leaves(group, prefix=()):

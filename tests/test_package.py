@@ -45,7 +45,8 @@ def test_wheel_ships_data_folders_and_the_script(installed):
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("attemptdb/migrations/0001_events.sql", "attemptdb/spec/canonical-event.md",
                    "attemptdb/spec/bundle-v1.schema.json",
-                   "attemptdb/fixtures/demo/story.json", "attemptdb-0.1.0.data/scripts/attempt"):
+                   "attemptdb/fixtures/demo/story.json", "attemptdb-0.1.0.data/scripts/attempt",
+                   "attemptdb/readers/web/templates/attemptdb/needs_you.html"):
         assert needed in names, needed
     assert any(n.startswith("attemptdb/grammar/") and n.endswith(".peg") for n in names)
     assert not any(n.startswith("tests/") for n in names)

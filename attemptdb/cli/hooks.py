@@ -12,6 +12,7 @@ import sys
 import click
 
 from .common import db_option, echo_json, json_option, printable, style
+from .readers import mcp_option, mcp_registrations, print_mcp, report_json
 
 _WORDS = {"installed": "installed", "updated": "updated", "already_current": "already current",
           "removed": "removed", "not_installed": "not installed", "skipped": "skipped",
@@ -80,9 +81,10 @@ def hook_group():
 @provider_option
 @dry_run_option
 @click.option("--no-verify", is_flag=True, help="Skip the capture test after installing.")
+@mcp_option
 @json_option
 @db_option
-def install_cmd(providers, dry_run, no_verify, as_json, db):
+def install_cmd(providers, dry_run, no_verify, mcp, as_json, db):
     """Subscribe `attempt capture` to every event we capture, in each agent's config.
 
     Idempotent (a second run changes nothing), keeps your own hooks and the file's
@@ -91,10 +93,12 @@ def install_cmd(providers, dry_run, no_verify, as_json, db):
     a capture_test event in the database (--db / ATTEMPTDB_PATH)."""
     from ..installer import install
     report = install.install(list(providers) or None, dry_run=dry_run, verify=not no_verify, db=db)
+    regs = mcp_registrations(report, mcp, providers, dry_run)
     if as_json:
-        echo_json(report.to_json())
+        echo_json(report_json(report, regs))
     else:
         _print_actions(report)
+        print_mcp(regs, dry_run)
         if report.executable is not None:
             click.echo(f"hook command: {report.executable.command('<agent>')} "
                        f"(found: {report.executable.source})")
@@ -106,22 +110,25 @@ def install_cmd(providers, dry_run, no_verify, as_json, db):
             else:
                 click.echo(f"capture test {label}: {style('FAILED', fg='red')} "
                            f"error[{t['error']['code']}]: {t['error']['message']}")
-    sys.exit(0 if report.ok else 1)
+    sys.exit(0 if report.ok and not any(r.failed for r in regs) else 1)
 
 
 @hook_group.command("uninstall")
 @provider_option
 @dry_run_option
+@mcp_option
 @json_option
-def uninstall_cmd(providers, dry_run, as_json):
+def uninstall_cmd(providers, dry_run, mcp, as_json):
     """Remove AttemptDB's hooks (only ours) from each agent's config."""
     from ..installer import install
     report = install.uninstall(list(providers) or None, dry_run=dry_run)
+    regs = mcp_registrations(report, mcp, providers, dry_run, remove=True)
     if as_json:
-        echo_json(report.to_json())
+        echo_json(report_json(report, regs))
     else:
         _print_actions(report)
-    sys.exit(0 if report.ok else 1)
+        print_mcp(regs, dry_run)
+    sys.exit(0 if report.ok and not any(r.failed for r in regs) else 1)
 
 
 def _print_agents(rep, *, full):

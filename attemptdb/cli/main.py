@@ -54,6 +54,8 @@ COMMANDS = {
     "artifact": "evidence:artifact_cmd",
     "prove": "evidence:prove_cmd",
     "verify-proof": "evidence:verify_proof_cmd",
+    "mcp": "readers:mcp_cmd",
+    "ui": "readers:ui_cmd",
 }
 
 

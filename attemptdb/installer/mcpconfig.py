@@ -1,0 +1,330 @@
+"""`attempt hook install --mcp`: register `attempt mcp` as the MCP server `attemptdb` in each
+agent's own config, and `attempt hook uninstall --mcp`: take it out again.
+
+Where each agent reads its (user-wide) MCP servers (agents' documentation):
+- Claude Code: `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json` when that is set), top-level
+  `mcpServers.<name> = {type: "stdio", command, args}` — the user scope of `claude mcp add`.
+- Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), table
+  `[mcp_servers.<name>]` with `command` and `args`.
+- Cursor: `~/.cursor/mcp.json`, `mcpServers.<name> = {command, args}`.
+- Gemini CLI: `~/.gemini/settings.json` (comments allowed), `mcpServers.<name> = {command, args}`.
+
+Invariants (the hooks' rules, attemptdb.installer.install): per agent the config is read,
+planned and written under its lock; a plan that changes nothing writes nothing (a second
+install is a no-op, byte for byte); a change is backed up and written atomically through
+symlinks; only the entry named `attemptdb` is ever touched, and only when it is ours (it runs
+an `attempt` executable, or this package's `__main__.py`, with `mcp`) — an `attemptdb` entry
+someone else wrote is reported as failed and left alone; every other byte of the file stays
+(JSON: jsonstyle splices; TOML: our table is one marked block, edited line by line and
+re-parsed to prove nothing else moved); a malformed config is failed and untouched;
+`dry_run` writes nothing. Install then uninstall gives back the original bytes.
+"""
+
+import json
+import os
+import re
+import tomllib
+
+from . import agents as agents_mod
+from . import fileops, jsonstyle
+from .command import Executable, _basename, _is_python, find_executable
+from .install import FAILED, SKIPPED, Action
+from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, _same
+from ..errors import AttemptError
+
+NAME = "attemptdb"
+TOML_MARK = "# added by attemptdb (mcp)"
+TOML_HEADER = f"[mcp_servers.{NAME}]  {TOML_MARK}"
+_OUR_KEY = re.compile(r"\s*(command|args)\s*=")
+
+
+class NameTaken(AttemptError):
+    exit_status = 1
+
+    def __init__(self, where):
+        super().__init__("installer.mcp_name_taken", f"{where} names an MCP server `{NAME}` that is not "
+                         "AttemptDB's; left untouched (rename or remove it, then install again)", exit_status=1)
+
+
+def config_path(agent) -> str:
+    if agent.provider == "claude_code":
+        d = agents_mod._env_dir("CLAUDE_CONFIG_DIR")
+        return os.path.join(d, ".claude.json") if d else os.path.join(os.path.expanduser("~"), ".claude.json")
+    if agent.provider == "codex":
+        return agent.settings_path()
+    if agent.provider == "cursor":
+        return os.path.join(agent.home()[0], "mcp.json")
+    return agent.config_path()  # Gemini CLI: settings.json holds hooks and mcpServers
+
+
+def server_entry(agent, exe: Executable) -> dict:
+    """Our server entry: the `attempt` the hooks call, with `mcp`."""
+    args = list(exe.argv[1:]) + ["mcp"]
+    if agent.provider == "claude_code":
+        return {"type": "stdio", "command": exe.argv[0], "args": args}
+    return {"command": exe.argv[0], "args": args}
+
+
+def is_ours(entry) -> bool:
+    """An entry that runs `attempt … mcp` or `<python> -I …/attemptdb/__main__.py mcp`."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    args = entry.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args) or "mcp" not in args:
+        return False
+    name = _basename(entry["command"])
+    if name in ("attempt", "attempt.exe"):
+        return args[0] == "mcp"
+    return (_is_python(name) and len(args) >= 3 and args[0] == "-I"
+            and args[1].replace("\\", "/").endswith("/attemptdb/__main__.py") and args[2] == "mcp")
+
+
+class Plan:
+    __slots__ = ("text", "outcome")
+
+    def __init__(self, text, outcome):
+        self.text, self.outcome = text, outcome
+
+    @property
+    def changed(self):
+        return self.text is not None
+
+
+# --- JSON configs (Claude Code, Cursor, Gemini CLI) -------------------------------------------
+
+def _servers(text, allow_comments, where):
+    """(root, the mcpServers member or None); None root for a missing or blank file."""
+    if text is None or not text.lstrip(jsonstyle.BOM).strip():
+        return None, None
+    root = jsonstyle.parse(text, allow_comments=allow_comments)
+    if root.kind != "object":
+        raise jsonstyle.JSONStyleError("installer.config_shape", f"{where}: the top level is not a JSON object; "
+                                       "refusing to modify it")
+    servers = root.get("mcpServers")
+    if servers is not None and servers.value.kind != "object":
+        raise jsonstyle.JSONStyleError("installer.config_shape", f'{where}: "mcpServers" is not an object; '
+                                       "refusing to modify it")
+    return root, servers
+
+
+def plan_install_json(text, entry: dict, *, allow_comments=False, where="the config") -> Plan:
+    root, servers = _servers(text, allow_comments, where)
+    if root is None:
+        prefix = jsonstyle.BOM if text and text.startswith(jsonstyle.BOM) else ""
+        return Plan(prefix + jsonstyle.render_document({"mcpServers": {NAME: entry}}), INSTALLED)
+    style = jsonstyle.detect_style(text, root)
+    if servers is None:
+        return Plan(jsonstyle.insert_member(text, root, None, "mcpServers", {NAME: entry}, style), INSTALLED)
+    obj = servers.value
+    names = [m.key for m in obj.members]
+    if NAME not in names:
+        return Plan(jsonstyle.insert_member(text, obj, None, NAME, entry, style), INSTALLED)
+    current = obj.get(NAME).value.to_python()
+    if not is_ours(current):
+        raise NameTaken(where)
+    if _same(current, entry):
+        return Plan(None, CURRENT)
+    at = names.index(NAME)
+    text = jsonstyle.remove_member(text, obj, NAME)
+    _, servers = _servers(text, allow_comments, where)
+    return Plan(jsonstyle.insert_member(text, servers.value, at, NAME, entry, style), UPDATED)
+
+
+def plan_uninstall_json(text, *, allow_comments=False, where="the config") -> Plan:
+    root, servers = _servers(text, allow_comments, where)
+    member = servers.value.get(NAME) if servers is not None else None
+    if member is None or not is_ours(member.value.to_python()):
+        return Plan(None, NOT_INSTALLED)
+    text = jsonstyle.remove_member(text, servers.value, NAME)
+    root, servers = _servers(text, allow_comments, where)
+    if not servers.value.members:
+        text = jsonstyle.remove_member(text, root, "mcpServers")
+    return Plan(text, REMOVED)
+
+
+# --- Codex config.toml -------------------------------------------------------------------------
+
+def _toml(text, where):
+    try:
+        return tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError:
+        raise AttemptError("installer.codex_config_invalid", f"{where} is not valid TOML; left untouched",
+                           exit_status=1) from None
+
+
+def _newline(text: str) -> str:
+    i = text.find("\n")
+    return "\r\n" if i > 0 and text[i - 1] == "\r" else "\n"
+
+
+def _toml_lines(entry: dict, nl: str) -> list[str]:
+    # JSON string escapes are TOML basic-string escapes
+    args = ", ".join(json.dumps(a, ensure_ascii=False) for a in entry["args"])
+    return [f"command = {json.dumps(entry['command'], ensure_ascii=False)}{nl}", f"args = [{args}]{nl}"]
+
+
+def _our_block(lines: list[str]):
+    """(start, end) line indexes of our marked table (header to the next table or the end)."""
+    for i, ln in enumerate(lines):
+        if ln.rstrip("\r\n").rstrip() == TOML_HEADER:
+            j = i + 1
+            while j < len(lines) and not lines[j].lstrip().startswith("["):
+                j += 1
+            return i, j
+    return None
+
+
+def _without_ours(doc: dict) -> dict:
+    out = dict(doc)
+    if not isinstance(out.get("mcp_servers", {}), dict):
+        return out
+    servers = dict(out.get("mcp_servers") or {})
+    servers.pop(NAME, None)
+    if servers:
+        out["mcp_servers"] = servers
+    else:
+        out.pop("mcp_servers", None)
+    return out
+
+
+def _checked(before: dict, new_text: str, want, where) -> str:
+    """`new_text`, if it parses to `before` with only our server changed to `want` (None:
+    gone); else a coded refusal (nothing is written)."""
+    try:
+        after = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        after = None
+    servers = None if after is None else after.get("mcp_servers")
+    got = servers.get(NAME) if isinstance(servers, dict) else None
+    if after is None or got != want or _without_ours(after) != _without_ours(before):
+        raise AttemptError("installer.codex_config_shape", f"could not change [mcp_servers.{NAME}] in {where} "
+                           "without touching anything else; left untouched", exit_status=1)
+    return new_text
+
+
+def plan_install_toml(text, entry: dict, *, where="config.toml") -> Plan:
+    doc = _toml(text, where)
+    want = {"command": entry["command"], "args": entry["args"]}
+    current = (doc.get("mcp_servers") or {}).get(NAME) if isinstance(doc.get("mcp_servers"), dict) else None
+    body = text or ""
+    nl = _newline(body) if body else "\n"
+    lines = body.splitlines(keepends=True)
+    block = _our_block(lines)
+    if current is None:
+        if "mcp_servers" in doc and not isinstance(doc["mcp_servers"], dict):
+            raise AttemptError("installer.codex_config_shape", f"{where}: `mcp_servers` is not a table; left "
+                               "untouched", exit_status=1)
+        # a file without a final newline keeps that style: our block then ends unterminated
+        unterminated = bool(body) and not body.endswith("\n")
+        block_text = TOML_HEADER + nl + "".join(_toml_lines(want, nl))
+        new = body + (nl if unterminated else "") + (nl if body.strip() else "") + block_text
+        if unterminated:
+            new = new[: -len(nl)]
+        return Plan(_checked(doc, new, want, where), INSTALLED)
+    if not isinstance(current, dict) or not is_ours(current):
+        raise NameTaken(where)
+    if {k: current.get(k) for k in ("command", "args")} == want:
+        return Plan(None, CURRENT)
+    if block is None:  # ours by content, but a table we did not write: not ours to edit
+        raise NameTaken(where)
+    start, end = block
+    keep = [ln for ln in lines[start + 1:end] if not _OUR_KEY.match(ln)]
+    new = "".join(lines[:start + 1] + _toml_lines(want, nl) + keep + lines[end:])
+    if end == len(lines) and not body.endswith("\n"):  # the block ended the file unterminated
+        new = new[: -len(nl)]
+    return Plan(_checked(doc, new, dict(current, **want), where), UPDATED)
+
+
+def plan_uninstall_toml(text, *, where="config.toml") -> Plan:
+    if text is None or TOML_MARK not in text:
+        return Plan(None, NOT_INSTALLED)
+    doc = _toml(text, where)
+    lines = text.splitlines(keepends=True)
+    block = _our_block(lines)
+    servers = doc.get("mcp_servers")
+    current = servers.get(NAME) if isinstance(servers, dict) else None
+    if block is None or not is_ours(current):
+        return Plan(None, NOT_INSTALLED)
+    start, end = block
+    if start > 0 and not lines[start - 1].strip():  # the blank line we put before it
+        start -= 1
+    new = "".join(lines[:start] + lines[end:])
+    if not text.endswith("\n") and new.endswith("\n") and end == len(lines):
+        new = new[:-2] if new.endswith("\r\n") else new[:-1]
+    return Plan(_checked(doc, new, None, where), REMOVED)
+
+
+# --- applying -------------------------------------------------------------------------------
+
+class Registration(Action):
+    """What happened (or would happen) to one agent's MCP config (the hooks' Action, with
+    the server's name instead of event lists in its JSON)."""
+
+    def to_json(self):
+        out = super().to_json()
+        for key in ("hook_id", "detected", "events_added", "events_removed"):
+            out.pop(key, None)
+        out["server"] = NAME
+        return out
+
+
+def _plan(agent, text, entry, where):
+    if agent.provider == "codex":
+        return plan_install_toml(text, entry, where=where) if entry else plan_uninstall_toml(text, where=where)
+    comments = agent.allow_comments
+    if entry:
+        return plan_install_json(text, entry, allow_comments=comments, where=where)
+    return plan_uninstall_json(text, allow_comments=comments, where=where)
+
+
+def _apply(agent, path, entry, dry_run):
+    """Read, plan, write (under the lock unless dry-run); returns (plan, backup)."""
+    def read():
+        data = fileops.read_config(path)
+        return data, (None if data is None else jsonstyle.decode(data))
+
+    if dry_run:
+        _, text = read()
+        return _plan(agent, text, entry, path), None
+    with fileops.Lock(path):
+        before, text = read()
+        plan = _plan(agent, text, entry, path)
+        bak = None
+        if plan.changed:
+            bak = fileops.backup(path, before) if before is not None else None
+            if plan.text == "" and before is not None:  # only our table was in it: as before, no file
+                fileops.remove_file(path)
+            else:
+                fileops.atomic_write(path, plan.text.encode("utf-8"))
+    return plan, bak
+
+
+def register(providers=None, *, dry_run=False, executable: Executable | None = None, remove=False) -> list:
+    """Register (or with `remove`, unregister) our MCP server with the named agents (default:
+    every detected agent for a registration, all four for a removal)."""
+    exe = None if remove else (executable or find_executable())
+    out = []
+    for agent in agents_mod.select(providers):
+        path = config_path(agent)
+        r = Registration(agent, path)
+        out.append(r)
+        found, how = agent.detect()
+        if not remove and not found:
+            r.outcome, r.reason = SKIPPED, f"{agent.label} not detected ({how})"
+            continue
+        if remove and not os.path.isdir(os.path.dirname(path)):
+            r.outcome, r.reason = NOT_INSTALLED, "no config"
+            continue
+        try:
+            if not dry_run:
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            plan, r.backup = _apply(agent, path, None if remove else server_entry(agent, exe), dry_run)
+        except AttemptError as e:
+            r.outcome, r.error = FAILED, (e.code, e.message)
+            continue
+        r.outcome = plan.outcome
+        if plan.changed:
+            r.notes.append(f"restart {agent.label} for the change to take effect"
+                           + (" (it rewrites ~/.claude.json while it runs: close it first if the entry "
+                              "does not show in `claude mcp list`)" if agent.provider == "claude_code" else ""))
+    return out

@@ -1,0 +1,98 @@
+"""One statement → at most `max_rows` rows as JSON-ready objects, for the read surfaces.
+
+Invariants:
+- The statement runs through the engine `attempt query` uses (attemptql.execute.run) on a
+  read-only connection, split and classified by that engine's own rules; every failure is
+  its coded AQLError, naming the statement as it was written.
+- A request longer than MAX_STATEMENT_CHARS is refused before anything runs (AQL0208).
+- A plain SQL SELECT/WITH/VALUES is read through an outer `LIMIT max_rows + 1`, so a table
+  of a million rows is never held in memory to return 200; AttemptQL statements carry their
+  own LIMIT (default 100, at most 1,000,000) and are cut after they ran.
+- The answer says whether rows were cut (`truncated`) and how many the statement produced
+  (`total`) whenever every row was seen (None when the outer LIMIT stopped the read).
+- Values are JSON-safe: list columns and uncertainty decoded, BLOBs shown as their size,
+  non-finite floats as text; nothing is rendered or cut inside a value.
+"""
+
+import math
+
+from ..attemptql import execute
+from ..attemptql.errors import AQLError
+
+MAX_ROWS = 200
+MAX_STATEMENT_CHARS = 64 * 1024
+DEFAULT_TIMEOUT_S = 20.0
+_BOUNDABLE = ("SELECT", "WITH", "VALUES")
+
+
+def bounded_sql(text: str, limit: int) -> str | None:
+    """`text` (one plain SQL SELECT/WITH/VALUES) read through an outer LIMIT, or None when
+    the statement is anything else (it then runs as it is, and is refused there if it must be)."""
+    if execute.classify(text) != "sql":
+        return None
+    word, _ = execute._word(text, execute._skip_ws(text))
+    if word not in _BOUNDABLE:
+        return None
+    first, rest = execute.split_first_statement(text)
+    if not execute._only_trivia(rest):
+        return None  # a second statement: execute.run refuses it (AQL0204)
+    body = first.rstrip()
+    if body.endswith(";"):
+        body = body[:-1]
+    return f"SELECT * FROM (\n{body}\n) LIMIT {int(limit) + 1}"
+
+
+def json_safe(value):
+    if isinstance(value, bytes):
+        return {"blob_bytes": len(value)}
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+        return value
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    return value
+
+
+def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool = True) -> dict:
+    """A Result as the read surfaces return it."""
+    rows = execute.decode_rows(result.columns, result.rows) if result.language == "sql" else result.rows
+    total = len(rows)
+    shown = rows[:max_rows]
+    return {
+        "statement": statement,
+        "language": result.language,
+        "columns": list(result.columns),
+        "display": list(result.display),
+        "rows": [{c: json_safe(v) for c, v in zip(result.columns, r)} for r in shown],
+        "row_count": len(shown),
+        "truncated": total > max_rows,
+        "total": total if seen_all else None,
+        "notes": [json_safe(n) for n in result.notes],
+    }
+
+
+def run(conn, statement, *, gate=None, max_rows: int = MAX_ROWS, cwd: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+    """Run one statement on a read-only connection (attemptdb.readonly) and bound the answer."""
+    if isinstance(statement, str) and len(statement) > MAX_STATEMENT_CHARS:
+        raise AQLError("AQL0208", f"the request is too large (more than {MAX_STATEMENT_CHARS} characters); "
+                       "ask for less: one statement, with WHERE, a time range or LIMIT")
+    wrapped = bounded_sql(statement, max_rows) if isinstance(statement, str) else None
+    if wrapped is None:
+        result = execute.run(conn, statement, cwd=cwd, gate=gate, timeout_s=timeout_s)
+        return answer(result, statement, max_rows=max_rows)
+    try:
+        result = execute.run(conn, wrapped, cwd=cwd, gate=gate, timeout_s=timeout_s)
+    except AQLError as e:
+        if e.code == "AQL0505":  # a SQLite error: name the statement as written, not our wrapper
+            execute.run(conn, "EXPLAIN " + statement, cwd=cwd, gate=gate, timeout_s=timeout_s)
+        e.source, e.pos, e.end, e.label = statement, None, None, None
+        raise
+    return answer(result, statement, max_rows=max_rows, seen_all=len(result.rows) <= max_rows)

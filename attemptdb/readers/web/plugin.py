@@ -1,0 +1,180 @@
+"""The AttemptDB Datasette plugin: pages of its own under `/-/attemptdb/` (Needs You, open work
+units, recent sessions, a session's timeline, an attempt's evidence, the recipes) and links to
+them in Datasette's menu.
+
+Invariants: a hook does nothing for a Datasette instance `serve.build` did not configure (its
+`attemptdb_ui` attribute); pages read through Datasette's read connection of the AttemptDB
+database (read-only, content hidden unless asked: serve.ReadOnlyDatabase) or, for a recipe
+Datasette cannot run, through the engine of `attempt query` on an apsw read-only connection
+with the same content rule; every value reaches the page through Jinja's autoescaping or the
+DOM's textContent, never as markup; an unknown id or recipe is a 404, never an exception.
+"""
+
+import asyncio
+import re
+import threading
+import time
+
+from datasette import hookimpl
+from datasette.utils.asgi import NotFound, Response
+
+from ...attemptql.errors import AQLError
+from ...errors import AttemptError
+from .. import bounded, content
+from . import pages
+
+PREFIX = "/-/attemptdb"
+_ID = r"(?P<ident>[A-Za-z0-9_-]{1,80})"
+REFRESH_EVERY_S = 2.0
+
+
+class UIConfig:
+    """What the plugin needs to know about its database (set by serve.build)."""
+
+    def __init__(self, path, db_name, include_content, recipes, before_read=None):
+        self.path = path
+        self.db_name = db_name
+        self.include_content = include_content
+        self.recipes = recipes
+        self.before_read = before_read
+        self._lock = threading.Lock()
+        self._last = 0.0
+
+    def refresh(self):
+        """Hand events waiting in the spool to the store, as every read command does (at most
+        every REFRESH_EVERY_S); never fails a page."""
+        if self.before_read is None:
+            return
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last < REFRESH_EVERY_S:
+                return
+            self._last = now
+            try:
+                from ...readonly import connect
+                conn, _ = connect(self.path)
+                try:
+                    self.before_read(conn)
+                finally:
+                    conn.close()
+            except Exception:
+                pass
+
+
+def _config(datasette) -> UIConfig | None:
+    return getattr(datasette, "attemptdb_ui", None)
+
+
+async def _read(datasette, fn, *args):
+    cfg = _config(datasette)
+    await asyncio.to_thread(cfg.refresh)
+    db = datasette.get_database(cfg.db_name)
+    return await db.execute_fn(lambda conn: fn(conn, *args))
+
+
+async def _page(datasette, request, template, **context):
+    cfg = _config(datasette)
+    context.update(prefix=PREFIX, db_name=cfg.db_name, include_content=cfg.include_content)
+    return Response.html(await datasette.render_template(template, context, request=request))
+
+
+async def index_page(datasette, request):
+    sessions = await _read(datasette, pages.recent_sessions)
+    return await _page(datasette, request, "attemptdb/index.html", sessions=sessions,
+                       recipes=_config(datasette).recipes)
+
+
+async def needs_you_page(datasette, request):
+    rows = await _read(datasette, pages.needs_you)
+    return await _page(datasette, request, "attemptdb/needs_you.html", rows=rows)
+
+
+async def needs_you_json(datasette, request):
+    rows = await _read(datasette, pages.needs_you)
+    return Response.json({"rows": bounded.json_safe(rows), "read_at": time.strftime("%H:%M:%S")},
+                         headers={"cache-control": "no-store"})
+
+
+async def units_page(datasette, request):
+    rows = await _read(datasette, pages.open_units)
+    return await _page(datasette, request, "attemptdb/units.html", rows=rows)
+
+
+async def session_page(datasette, request):
+    data = await _read(datasette, pages.session_timeline, request.url_vars["ident"])
+    if data is None:
+        raise NotFound("no session with that id")
+    return await _page(datasette, request, "attemptdb/session.html", **data)
+
+
+async def attempt_page(datasette, request):
+    data = await _read(datasette, pages.attempt_evidence, request.url_vars["ident"])
+    if data is None:
+        raise NotFound("no attempt with that id")
+    return await _page(datasette, request, "attemptdb/attempt.html", **data)
+
+
+def _run_recipe(cfg: UIConfig, statement: str) -> dict:
+    from ...readonly import connect
+    cfg.refresh()
+    conn, gate = connect(cfg.path)
+    try:
+        conn.authorizer = content.authorizer(gate, cfg.include_content)
+        return bounded.run(conn, statement, gate=gate)
+    finally:
+        conn.close()
+
+
+def _q(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+async def recipe_page(datasette, request):
+    cfg = _config(datasette)
+    recipe = next((r for r in cfg.recipes if r["slug"] == request.url_vars["slug"]), None)
+    if recipe is None:
+        raise NotFound("no recipe with that name")
+    if recipe["kind"] == "canned":  # Datasette runs it: one place for its rows
+        return Response.redirect(datasette.urls.database(cfg.db_name) + "/" + recipe["slug"])
+    values = {p: (request.args.get(p) or "").strip()[:200] for p in recipe["placeholders"]}
+    answer, error = None, None
+    if all(values.values()):
+        statement = recipe["statement"]
+        for p, v in values.items():
+            statement = statement.replace("{" + p + "}", _q(v))
+        try:
+            answer = await asyncio.to_thread(_run_recipe, cfg, statement)
+        except AQLError as e:
+            error = e.to_json()
+        except AttemptError as e:
+            error = {"code": e.code, "message": e.message}
+    if request.args.get("_format") == "json":
+        return Response.json({"recipe": recipe, "answer": answer, "error": error},
+                             status=400 if error else 200, headers={"cache-control": "no-store"})
+    return await _page(datasette, request, "attemptdb/recipe.html", recipe=recipe, values=values,
+                       answer=answer, error=error)
+
+
+@hookimpl
+def register_routes(datasette):
+    if _config(datasette) is None:
+        return []
+    p = re.escape(PREFIX)
+    return [
+        (rf"^{p}/?$", index_page),
+        (rf"^{p}/needs-you$", needs_you_page),
+        (rf"^{p}/needs-you\.json$", needs_you_json),
+        (rf"^{p}/units$", units_page),
+        (rf"^{p}/session/{_ID}$", session_page),
+        (rf"^{p}/attempt/{_ID}$", attempt_page),
+        (rf"^{p}/recipes/(?P<slug>[a-z0-9-]{{1,80}})$", recipe_page),
+    ]
+
+
+@hookimpl
+def menu_links(datasette, actor, request):
+    if _config(datasette) is None:
+        return []
+    return [{"href": PREFIX + "/needs-you", "label": "Needs You"},
+            {"href": PREFIX + "/units", "label": "Open work units"},
+            {"href": PREFIX, "label": "Sessions and recipes"}]

@@ -1,0 +1,223 @@
+"""`attempt ui`: Datasette over the live AttemptDB file, read-only, on the loopback interface.
+
+Invariants:
+- The file is opened `mode=ro` (the WAL is read; `immutable=1` would ignore it) on every
+  connection, with `query_only` and the read-only authorizer of `attempt query`
+  (attemptdb.readonly.Gate) behind the content wall (readers.content: content reads as NULL
+  unless `--include-content`); a write connection is never opened (`connect(write=True)`
+  raises), downloads of the file are off, and no canned query is a write.
+- Only GET and HEAD reach Datasette: every other method is 405, before any view runs.
+- Every request carries the access token printed at start-up (as `?token=`, which is turned
+  into a cookie and stripped by a redirect, or as that cookie); others get 403. So other
+  accounts on the machine, and web pages that rebind a name to 127.0.0.1, read nothing. On
+  loopback the Host header must name the loopback address too.
+- Listening anywhere but loopback needs `allow_remote` (the command's explicit flag) and is
+  announced with a warning on stderr.
+"""
+
+import hmac
+import ipaddress
+import os
+import secrets
+import sys
+import urllib.parse
+
+from ...errors import AttemptError
+
+DB_NAME = "attempt"
+UI_EXTRA = ("datasette",)
+INSTALL_UI = ("add the ui extra: from a checkout pip install '.[ui]'; under pipx: "
+              f"pipx inject attemptdb {' '.join(UI_EXTRA)}")
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+SETTINGS = {
+    "allow_download": False,       # the file itself would carry every column, content included
+    "default_cache_ttl": 0,        # the file is live: never serve yesterday's page
+    "suggest_facets": False,       # facet suggestions scan whole tables
+    "sql_time_limit_ms": 5000,
+    "max_returned_rows": 1000,
+    "num_sql_threads": 3,
+}
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def require_datasette():
+    try:
+        import datasette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise AttemptError("ui.needs_datasette", f"`attempt ui` needs Datasette; {INSTALL_UI}") from None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _uri(path: str) -> str:
+    return "file:" + urllib.parse.quote(os.path.abspath(path), safe="/") + "?mode=ro"
+
+
+def _database_class():
+    from datasette.database import Database
+
+    class ReadOnlyDatabase(Database):
+        """The AttemptDB file, read-only on every connection (see the module invariants)."""
+
+        def __init__(self, ds, path: str, include_content: bool):
+            super().__init__(ds, path=path, is_mutable=True)
+            self.include_content = include_content
+
+        def connect(self, write=False):
+            if write:
+                raise AttemptError("ui.read_only", "the UI never writes the database")
+            import sqlite3
+            from ...readonly import Gate
+            from .. import content
+            conn = sqlite3.connect(_uri(self.path), uri=True, check_same_thread=False)
+            # trusted_schema stays as the system SQLite sets it: before 3.41 the JSON functions the
+            # views call were not marked innocuous (OFF would refuse every view). The authorizer
+            # refuses the harmful functions (load_extension, readfile, writefile, edit) instead.
+            conn.execute("PRAGMA query_only = 1")
+            conn.set_authorizer(content.authorizer(Gate(), self.include_content))
+            self._all_file_connections.append(conn)
+            return conn
+
+    return ReadOnlyDatabase
+
+
+def build(path: str, *, include_content: bool = False, before_read=None):
+    """A configured Datasette instance over `path` (the file is checked like every read
+    command's: attemptdb.readonly.connect refuses what is not a readable AttemptDB)."""
+    from datasette.app import Datasette
+    from datasette.plugins import pm
+    from ... import catalog
+    from ...readonly import connect
+    from . import metadata, plugin
+
+    conn, _ = connect(path)
+    try:
+        cat = catalog.build(conn)
+        public = {t["name"] for t in cat["tables"]}
+        internal = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")
+            if r[0] not in public]
+    finally:
+        conn.close()
+    if not pm.is_registered(plugin):
+        pm.register(plugin, name="attemptdb")
+    ds = Datasette(files=[], metadata=metadata.datasette_metadata(cat, DB_NAME, internal),
+                   settings=SETTINGS, template_dir=TEMPLATES)
+    ds.remove_database("_memory")  # a scratch database with no guard of ours: not offered
+    ds.add_database(_database_class()(ds, path, include_content), name=DB_NAME)
+    ds.attemptdb_ui = plugin.UIConfig(path, DB_NAME, include_content, metadata.recipes(cat), before_read)
+    ds.jinja_env.filters["attemptdb_cell"] = cell_text
+    return ds
+
+
+def cell_text(value) -> str:
+    """A value of a recipe row as text (lists and objects as JSON; escaped by the template)."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        import json
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+class Guard:
+    """ASGI middleware in front of Datasette: methods, Host and the access token."""
+
+    def __init__(self, app, token: str, port: int, hosts=None):
+        self.app = app
+        self.token = token
+        self.cookie = f"attemptdb_ui_{port}"
+        self.hosts = None if hosts is None else {h.lower() for h in hosts}
+
+    async def _reply(self, send, status, text, headers=()):
+        body = text.encode("utf-8")
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                (b"content-length", str(len(body)).encode()),
+                                (b"cache-control", b"no-store")] + list(headers)})
+        await send({"type": "http.response.body", "body": body})
+
+    def _header(self, scope, name: bytes) -> str:
+        for k, v in scope.get("headers") or ():
+            if k.lower() == name:
+                return v.decode("latin-1")
+        return ""
+
+    def _has_cookie(self, scope) -> bool:
+        for part in self._header(scope, b"cookie").split(";"):
+            k, _, v = part.strip().partition("=")
+            if k == self.cookie and hmac.compare_digest(v.encode(), self.token.encode()):
+                return True
+        return False
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            return await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            return  # no websockets
+        if scope["method"] not in ("GET", "HEAD"):
+            return await self._reply(send, 405, "read-only: only GET and HEAD are served\n",
+                                     [(b"allow", b"GET, HEAD")])
+        if self.hosts is not None:
+            host = self._header(scope, b"host").lower()
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name.strip("[]") not in self.hosts:
+                return await self._reply(send, 403, "unknown Host: open the address `attempt ui` printed\n")
+        query = urllib.parse.parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        given = [v for k, v in query if k == "token"]
+        if given:
+            if not hmac.compare_digest(given[0].encode(), self.token.encode()):
+                return await self._reply(send, 403, "wrong token: open the address `attempt ui` printed\n")
+            rest = urllib.parse.urlencode([(k, v) for k, v in query if k != "token"])
+            target = urllib.parse.quote(scope["path"]) + ("?" + rest if rest else "")
+            cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+            return await self._reply(send, 302, "", [(b"location", target.encode("latin-1")),
+                                                     (b"set-cookie", cookie.encode("latin-1"))])
+        if not self._has_cookie(scope):
+            return await self._reply(send, 403, "this AttemptDB UI needs its access token: open the address "
+                                                "`attempt ui` printed (it ends in ?token=…)\n")
+        return await self.app(scope, receive, send)
+
+
+def _check_port(host: str, port: int) -> None:
+    """A coded error now rather than the web server's log line after start-up."""
+    import socket
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host.strip("[]"), port))
+        except OSError as e:
+            raise AttemptError("ui.cannot_listen", f"cannot listen on {host} port {port} ({e.strerror}); "
+                               "choose another with --port (or --host)") from None
+
+
+def serve(ds, *, host: str = "127.0.0.1", port: int = 8001, allow_remote: bool = False,
+          open_browser: bool = False, token: str | None = None, echo=print) -> None:
+    """Serve `ds` until interrupted."""
+    import uvicorn
+    if not is_loopback(host):
+        if not allow_remote:
+            raise AttemptError("ui.remote_host", f"--host {host} is not a loopback address: the history "
+                               "would be reachable from other machines; add --allow-remote to mean it")
+        print(f"warning: listening on {host}: anyone who can reach this machine on port {port} and holds "
+              "the token can read this history", file=sys.stderr)
+    _check_port(host, port)
+    token = token or secrets.token_urlsafe(24)
+    hosts = [*LOOPBACK_NAMES, host] if is_loopback(host) else None
+    app = Guard(ds.app(), token, port, hosts)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/-/attemptdb/needs-you?token={token}"
+    echo(f"AttemptDB UI (read-only): {url}")
+    if open_browser:
+        import webbrowser
+        webbrowser.open(url)
+    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
