@@ -25,6 +25,7 @@ import sys
 import time
 
 IDLE_S = 300.0
+OPEN_BUSY_S = 30.0  # how long a starting daemon waits for the hooks' write locks
 REPLY_S = 3.0  # the hook waits this long for the commit, then does the work itself
 HEADER_MAX = 64 * 1024
 READ_S = 5.0  # a connection that does not deliver its request in time is dropped
@@ -199,8 +200,14 @@ class Daemon:
         self.unsigned_since = None  # monotonic time of the oldest request not yet signed
 
     def _open(self) -> None:
+        """Open (creating or migrating) the database. Hooks are arriving meanwhile and writing it
+        themselves (a first burst creates the file): the daemon waits for their locks as long as
+        OPEN_BUSY_S, where a hook gives up after CAPTURE_BUSY_S (a daemon that gave up at start
+        would leave no daemon for the hooks after the burst), then serves with the hooks' timeout."""
         from . import capture, spool
-        self.store = capture._open_store(self.db, None)
+        from .store import Store
+        self.store = Store.open(self.db, create=True, busy_timeout_s=OPEN_BUSY_S)
+        self.store.set_busy_timeout(capture.CAPTURE_BUSY_S)
         spool.prepare()
         st = os.stat(self.db)
         self.file_id = (st.st_dev, st.st_ino)
