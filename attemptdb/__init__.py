@@ -1,6 +1,6 @@
 """AttemptDB: the database of what AI coding agents tried.
 
-Library first: `attemptdb.store.Store` appends canonical Event v1 facts to one SQLite file;
+Library first: `attemptdb.store.database.Store` appends canonical Event v1 facts to one SQLite file;
 the `attempt` command is a thin layer over this package. `attemptdb.Recorder` records
 commands, git snapshots, notes and approvals from Python (attemptdb/evidence/recorder.py).
 

@@ -18,7 +18,7 @@ import sys
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] == "capture":
-        from .capture import main as capture_main
+        from .capture.hook import main as capture_main
         code = capture_main(args[1:])
         if argv is None:
             # Leave at once: skipping interpreter teardown and the last connection's close-time

@@ -4,7 +4,7 @@ built through the real adapters and appended to a real store (attemptdb.projecti
 import hashlib
 
 from attemptdb.projections import scenario
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 
 def build(path: str, *scenarios) -> list:

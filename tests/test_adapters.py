@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from attemptdb import adapters, event, ids
+from attemptdb import adapters
+from attemptdb.model import event, ids
 from attemptdb.adapters import commands, failures, paths, registry, signals, tools
 from attemptdb.errors import AttemptError
 
@@ -608,7 +609,7 @@ def test_registry_lists():
 
 def test_importing_and_running_the_adapters_loads_no_heavy_modules():
     code = (
-        "import sys, attemptdb.adapters as a, attemptdb.ids as ids\n"
+        "import sys, attemptdb.adapters as a, attemptdb.model.ids as ids\n"
         "dev = ids.derive('dev_', 'x')\n"
         "c = a.Context(dev, 'local', ids.project_identity('/r', None, dev), 1)\n"
         "for prov, name in (('claude-code', 'PostToolUse'), ('cursor', 'postToolUse'), ('gemini', 'AfterTool')):\n"
@@ -629,9 +630,9 @@ def test_importing_and_running_the_adapters_loads_no_heavy_modules():
 def test_an_absurd_exit_code_in_a_message_never_costs_the_event():
     """A failure text stating an exit code beyond 64 bits is not an exit code; the event must
     still be storable (the store refuses integers outside 64 bits)."""
-    from attemptdb import event
+    from attemptdb.model import event
     from attemptdb.adapters import Context, build_event
-    from attemptdb import ids
+    from attemptdb.model import ids
     dev = ids.derive("dev_", "t")
     ctx = Context(dev, "local_semantic", ids.project_identity("/tmp/p", None, dev), 1_796_025_600_000_000)
     env = build_event("claude-code", {"hook_event_name": "PostToolUseFailure", "session_id": "s", "tool_name": "Bash",

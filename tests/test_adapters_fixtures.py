@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from attemptdb import adapters, event, ids
+from attemptdb import adapters
+from attemptdb.model import event, ids
 from attemptdb.adapters import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attemptdb import adapters, event, ids
+from attemptdb import adapters
+from attemptdb.model import event, ids
 from attemptdb.adapters import failures, registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -241,7 +242,7 @@ def test_sentinel_canaries_never_reach_attrs(pe, content, tool_input, response):
 @pytest.mark.parametrize("mode", ("metadata_only", "local_semantic"))
 def test_adapter_attrs_survive_the_ingestion_sanitiser_untouched(mode):
     # layer 1 (the adapters) ⊆ layer 2 (ingestion): no fixture's attrs lose anything there
-    privacy = pytest.importorskip("attemptdb.privacy")
+    privacy = pytest.importorskip("attemptdb.ingest.privacy")
     for label, provider, path in PAYLOADS:
         _, env = envelope(path, provider, mode)
         attrs = env.get("attrs", {})

@@ -6,9 +6,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from attemptdb import catalog
-from attemptdb.attemptql import execute
-from attemptdb.attemptql.errors import CODES, AQLError
+from attemptdb.projections import catalog
+from attemptdb.query import execute, sqltext, state
+from attemptdb.query import result as query_result
+from attemptdb.query.errors import CODES, AQLError
 from test_attemptql_scenario import (A1, A2, A3, A4, AMB1, NOW, S1, S2, S3, S4, S5, build, open_readonly)
 
 
@@ -46,7 +47,7 @@ def assert_evidence_contract(result):
     for d in result.dicts():
         u = d["uncertainty"]
         assert set(u) == {"confidence", "reason", "note"}
-        assert u["reason"] in execute.REASONS
+        assert u["reason"] in query_result.REASONS
         assert isinstance(d["evidence"], list)
         if u["reason"] not in ("insufficient_evidence", "state_mismatch", "depth_limit"):
             assert d["evidence"], d
@@ -316,7 +317,7 @@ def test_diff_state_rows_per_changed_field(db):
 def test_what_is_doing_now(db):
     r = run(db, "WHAT IS project DOING NOW")
     assert set(col(r, "subject_id")) == {S1, S2}
-    assert execute.NO_UNITS_NOTE in r.notes
+    assert state.NO_UNITS_NOTE in r.notes
     assert col(run(db, f"WHAT IS attempt {A2} DOING NOW"), "subject_id") == [S1]
     assert col(run(db, "WHAT IS agent 'codex' DOING NOW"), "subject_id") == [S2]
     r = run(db, "WHAT IS project DOING NOW", now_us=NOW + 30 * 24 * 3600 * 1_000_000)
@@ -404,13 +405,13 @@ def test_fuzz_engine_yields_only_coded_errors(db, base, edits):
 
 
 def test_a_claim_without_evidence_is_withheld_and_reported():
-    u = execute.uncertainty
-    r = execute.Result(["subject_id", "evidence", "uncertainty"], [
+    u = query_result.uncertainty
+    r = query_result.Result(["subject_id", "evidence", "uncertainty"], [
         ("a", ["ev_1"], u(0.7, "heuristic")),
         ("b", [], u(0.7, "heuristic")),                    # an inference citing nothing
         ("c", [], u(0.0, "insufficient_evidence", "nothing to cite")),
     ])
-    execute.enforce_evidence(r)
+    query_result.enforce_evidence(r)
     assert [row[0] for row in r.rows] == ["a", "c"]
     assert any(n.startswith("AQL0601:") for n in r.notes)
 
@@ -422,13 +423,13 @@ def test_a_claim_without_evidence_is_withheld_and_reported():
     ("SHOW SESSIONS", "attemptql"), ("DROP TABLE events", "write"), ("PRAGMA table_info(events)", "sql"),
 ])
 def test_classify(text, kind):
-    assert execute.classify(text) == kind
+    assert sqltext.classify(text) == kind
 
 
 def test_bare_project_means_the_repository_of_the_working_directory(tmp_path):
     import apsw
-    from attemptdb import ids
-    from attemptdb.attemptql.resolve import project_of_directory
+    from attemptdb.model import ids
+    from attemptdb.query.resolve import project_of_directory
     repo = tmp_path / "widget"
     (repo / ".git").mkdir(parents=True)
     (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")

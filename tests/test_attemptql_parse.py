@@ -6,9 +6,9 @@ import string
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from attemptdb.attemptql import ast
-from attemptdb.attemptql.errors import CODES, RANGES, AQLError
-from attemptdb.attemptql.parse import parse
+from attemptdb.query import nodes as ast
+from attemptdb.query.errors import CODES, RANGES, AQLError
+from attemptdb.query.parse import parse
 
 
 pytestmark = pytest.mark.usefixtures("private_grammar_cache")
@@ -258,7 +258,7 @@ BAD = ["WHAT IS project 'attemptdb' NOW", "SHOW ATTEMPTS FOO", "SHOW FAILED", "S
 
 
 def test_cached_grammar_is_equivalent_to_a_fresh_build(tmp_path, monkeypatch):
-    from attemptdb.attemptql import parse as P, peg_runtime as peg
+    from attemptdb.query import parse as P, peg_runtime as peg
     import parsimonious
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     fresh = peg.Rules(parsimonious.Grammar(P.grammar_text()))
@@ -283,7 +283,7 @@ def test_cached_grammar_is_equivalent_to_a_fresh_build(tmp_path, monkeypatch):
 
 
 def test_a_damaged_or_foreign_cache_is_rebuilt(tmp_path, monkeypatch):
-    from attemptdb.attemptql import parse as P
+    from attemptdb.query import parse as P
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     P._load_grammar()
     (f,) = list((tmp_path / "attemptdb").iterdir())

@@ -7,9 +7,11 @@ import os
 
 import pytest
 
-from attemptdb import bench_query, catalog
-from attemptdb.attemptql import execute
-from attemptdb.readonly import connect
+from attemptdb.devtools import bench_query
+from attemptdb.projections import catalog
+from attemptdb.query import execute, resolve
+from attemptdb.query import result as query_result
+from attemptdb.store.readonly import connect
 from conftest import run_attempt
 
 EVENTS = int(os.environ.get("AQL_REALDB_EVENTS", "400"))
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    from attemptdb import bench_query
+    from attemptdb.devtools import bench_query
     import apsw
     path = str(tmp_path_factory.mktemp("real") / "history.db")
     try:
@@ -28,7 +30,7 @@ def real(tmp_path_factory):
     except apsw.SQLError as e:  # the projection migrations are someone else's work in progress
         pytest.skip(f"the projection migrations in this checkout do not build a database ({e})")
     conn, gate = connect(path)
-    if not execute.table_exists(conn, "attempts"):
+    if not resolve.table_exists(conn, "attempts"):
         pytest.skip("the projection migrations are not in this checkout yet")
     ids = bench_query.subjects(path)
     yield path, conn, gate, ids
@@ -43,7 +45,7 @@ def run(real, text):
 def contract(result):
     assert "evidence" in result.columns and "uncertainty" in result.columns, result.columns
     for d in result.dicts():
-        assert d["uncertainty"]["reason"] in execute.REASONS
+        assert d["uncertainty"]["reason"] in query_result.REASONS
         if d["uncertainty"]["reason"] not in ("insufficient_evidence", "state_mismatch", "depth_limit"):
             assert d["evidence"], d
 

@@ -1,7 +1,7 @@
 """A hand-built scenario database with the catalog's tables, shared by the AttemptQL tests.
 
 Until the projection migrations exist, the projection tables are created from the catalog
-documentation (attemptdb.catalog.scratch_ddl) and filled by hand, so the compiler and the
+documentation (attemptdb.projections.catalog.scratch_ddl) and filled by hand, so the compiler and the
 executor are tested against exactly the catalog's column names. The events table is the real
 one (migrations/0001_events.sql).
 """
@@ -11,7 +11,9 @@ import os
 import apsw
 import pytest
 
-from attemptdb import catalog, clock, resources
+from attemptdb.projections import catalog
+from attemptdb.model import clock
+from attemptdb import resources
 
 NOW = clock.from_iso("2026-08-28T12:00:00Z")
 MIN = 60 * 1_000_000
@@ -247,7 +249,7 @@ def scenario(tmp_path):
 
 
 def open_readonly(path):
-    from attemptdb.readonly import connect
+    from attemptdb.store.readonly import connect
     return connect(path)
 
 

@@ -14,12 +14,15 @@ import subprocess
 
 import pytest
 
-from attemptdb import catalog, clock
-from attemptdb.attemptql import execute
-from attemptdb.attemptql.errors import AQLError
-from attemptdb.projections import read, scenario
-from attemptdb.readonly import connect
-from attemptdb.store import Store
+from attemptdb.projections import catalog
+from attemptdb.model import clock
+from attemptdb.query import execute, sqltext
+from attemptdb.query import result as query_result
+from attemptdb.query.errors import AQLError
+from attemptdb.query import read
+from attemptdb.projections import scenario
+from attemptdb.store.readonly import connect
+from attemptdb.store.database import Store
 from conftest import SQLITE3, needs_shell, run_attempt
 
 pytestmark = pytest.mark.usefixtures("private_grammar_cache")
@@ -96,7 +99,7 @@ def units(result) -> dict:
 def contract(result):
     assert "evidence" in result.columns and "uncertainty" in result.columns
     for d in result.dicts():
-        assert d["uncertainty"]["reason"] in execute.REASONS
+        assert d["uncertainty"]["reason"] in query_result.REASONS
         if d["uncertainty"]["reason"] not in ("insufficient_evidence", "state_mismatch", "depth_limit"):
             assert d["evidence"], d
 
@@ -417,7 +420,7 @@ def test_every_catalog_recipe_runs_through_attempt_and_sqlite3(live, home):
         p = attempt(["query", text, "--json"], path)
         assert p.returncode == 0, (text, p.stderr.decode())
         ours = json.loads(p.stdout)
-        if execute.classify(text) != "sql" or text.split()[0].upper() == "EXPLAIN":
+        if sqltext.classify(text) != "sql" or text.split()[0].upper() == "EXPLAIN":
             assert isinstance(ours, list), text
             continue
         shell = subprocess.run([SQLITE3, "-readonly", "-json", path, text], capture_output=True, text=True,
@@ -459,8 +462,8 @@ def test_why_and_trace_commands_take_a_work_unit(live, home):
 def test_as_of_t_runs_the_views_own_text():
     """`… AT t` changes no word of sql/85_work_units.sql but the clock: every view body read as
     of t is the view's text with @now() bound to :t (the rules are written once)."""
-    from attemptdb import schema
-    from attemptdb.attemptql import units as unit_rules
+    from attemptdb.store import schema
+    from attemptdb.query import units as unit_rules
     clock = schema.expand("@now()", dict(schema.predicates()))
     now, at_t = dict(unit_rules.view_bodies()), dict(unit_rules.view_bodies(":t"))
     assert set(now) == set(unit_rules.VIEWS) and clock in now["unit_verdicts"]

@@ -8,9 +8,12 @@ import zipfile
 
 import pytest
 
-from attemptdb import bundle, fastjson, keys, synth
+from attemptdb.exchange import bundle
+from attemptdb.model import fastjson
+from attemptdb.integrity import keys
+from attemptdb.devtools import synth
 from attemptdb.cli.main import run
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 from conftest import needs_shell, run_attempt, sqlite3_shell
 

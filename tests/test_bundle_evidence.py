@@ -8,8 +8,9 @@ import os
 import sys
 import zipfile
 
-from attemptdb import bundle, keys
-from attemptdb.store import Store
+from attemptdb.exchange import bundle
+from attemptdb.integrity import keys
+from attemptdb.store.database import Store
 from conftest import run_attempt
 from test_bundle import manifest_of, members, rebuild
 

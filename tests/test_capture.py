@@ -205,8 +205,8 @@ def hold_write_lock(db, how):
 def test_a_capture_waits_out_a_short_lock(db, home):
     """A write transaction held for half the capture's busy timeout: the capture, started
     while the lock is held, waits for it and stores the event itself (no spool)."""
-    from attemptdb import clock
-    from attemptdb.capture import CAPTURE_BUSY_S
+    from attemptdb.model import clock
+    from attemptdb.capture.hook import CAPTURE_BUSY_S
     assert_silent(capture(db, "claude-code", PROMPT))
     holder = hold_write_lock(db, str(CAPTURE_BUSY_S / 2))
     try:
@@ -272,7 +272,7 @@ def test_capture_imports_nothing_heavy(case, tmp_path, db):
     p = subprocess.run([sys.executable, "-S", "-c", DRIVER, ROOT, _site_packages(), str(out), provider, "--db", db], input=as_bytes(payload), capture_output=True, timeout=60)
     assert p.returncode == 0 and p.stderr == b"", p.stderr.decode(errors="replace")
     modules = out.read_text().split("\n")
-    assert "attemptdb.capture" in modules and "apsw" in modules and "site" not in modules
+    assert "attemptdb.capture.hook" in modules and "apsw" in modules and "site" not in modules
     assert _heavy(modules) == []
     # the capture really happened (stored or spooled), so every import it needed was made
     if case == "spooled":
@@ -292,7 +292,7 @@ def test_the_installed_launcher_imports_nothing_heavy(db):
     lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("import time:")]
     assert b"Traceback" not in p.stderr and len(lines) > 10
     modules = [ln.split("|")[-1].strip() for ln in lines[1:]]
-    assert "attemptdb.capture" in modules and "attemptdb.store" in modules
+    assert "attemptdb.capture.hook" in modules and "attemptdb.store.database" in modules
     assert "attemptdb.cli" not in modules and "attemptdb.cli.main" not in modules
     assert _heavy(modules) == []
     assert len(stored(db)) == 1
@@ -452,7 +452,7 @@ def test_a_hook_flag_can_only_restrict_the_capture_mode(tmp_path, home):
     assert len(rows) == 1 and rows[0]["content_json"] is None and rows[0]["capture_mode"] == "metadata_only"
     fresh = str(tmp_path / "fresh.db")
     assert run_attempt(["capture", "claude-code", "--db", fresh, "--capture-mode", "full_sync"], input=payload).returncode == 0
-    from attemptdb.store import Store
+    from attemptdb.store.database import Store
     assert Store.open(fresh, readonly=True).capture_mode == "local_semantic"
     local = str(tmp_path / "l.db")
     assert run_attempt(["init", "--db", local]).returncode == 0

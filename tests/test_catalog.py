@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from attemptdb import catalog
-from attemptdb.attemptql import compile as C
-from attemptdb.attemptql import execute
-from attemptdb.attemptql.parse import parse
+from attemptdb.projections import catalog
+from attemptdb.query import sqlgen as C
+from attemptdb.query import sqltext
+from attemptdb.query.parse import parse
 from conftest import run_attempt
 
 
@@ -84,7 +84,7 @@ def test_filter_vocabularies_match_the_documentation():
 def test_every_recipe_is_a_statement_the_engine_accepts():
     for r in catalog.load_docs()["recipes"]:
         text = r["statement"].replace("{session}", "ses_01a04762").replace("{attempt}", "att_01a04762")
-        kind = execute.classify(text)
+        kind = sqltext.classify(text)
         if kind == "attemptql":
             parse(text)
         else:

@@ -179,7 +179,7 @@ def test_init_local_is_found_by_walking_up(tmp_path, home):
     assert info["path"] == str(proj / ".attemptdb" / "attempt.db")
     r = run_attempt(["verify", "--json"], cwd=str(proj / "sub" / "deeper"))
     assert json.loads(r.stdout)["ok"]
-    from attemptdb import location
+    from attemptdb.store import location
     assert location.find_local(str(proj / "sub")) == info["path"]
     # a group-writable .attemptdb is not trusted: the walk ignores it (and the default is used)
     os.chmod(proj / ".attemptdb", 0o770)
@@ -196,7 +196,7 @@ def test_a_database_shipped_in_a_repository_is_not_trusted(tmp_path, home):
     clone = tmp_path / "clone"
     import shutil
     shutil.copytree(src, clone)  # same owner, same modes: what a clone looks like
-    from attemptdb import location
+    from attemptdb.store import location
     assert location.find_local(str(clone)) is None
     payload = b'{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"my private prompt"}'
     assert run_attempt(["capture", "claude-code"], input=payload, cwd=str(clone)).returncode == 0
@@ -208,9 +208,10 @@ def test_a_write_lock_held_too_long_is_a_coded_error(tmp_path, home, monkeypatch
     """Another process (a long import or reproject) holds the write lock past the busy
     timeout: `error[store.busy]`, exit 2, not an internal error."""
     import apsw
-    from attemptdb import store as store_mod, synth
+    from attemptdb.store import database as store_mod
+    from attemptdb.devtools import synth
     from attemptdb.cli.main import run
-    from attemptdb.store import Store
+    from attemptdb.store.database import Store
     db = str(tmp_path / "a.db")
     assert run(["init", "--db", db]) == 0
     st = Store.open(db)
@@ -233,7 +234,7 @@ def test_the_demo_never_touches_your_own_history(tmp_path, home):
     """`attempt demo` writes ./attemptdb-demo.db even when ATTEMPTDB_PATH names the user's
     database (the Quick start must work in a shell that sets it), and refuses a --db that the
     demo did not make."""
-    from attemptdb.store import Store
+    from attemptdb.store.database import Store
     real = str(tmp_path / "real.db")
     assert run_attempt(["init", "--db", real]).returncode == 0
     work = tmp_path / "work"

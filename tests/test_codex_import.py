@@ -6,9 +6,9 @@ import json
 import os
 import shutil
 
-from attemptdb import ids
+from attemptdb.model import ids
 from attemptdb.cli.main import run
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 
 def rollouts(anchor):

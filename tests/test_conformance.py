@@ -8,7 +8,9 @@ import os
 
 import pytest
 
-from attemptdb import conformance, ids, synth
+from attemptdb.exchange import conformance
+from attemptdb.model import ids
+from attemptdb.devtools import synth
 from attemptdb.cli.main import run
 
 from conftest import run_attempt

@@ -6,11 +6,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attemptdb import fastjson
+from attemptdb.model import fastjson
 from attemptdb.cli.main import cli
 from attemptdb.projections import meta, scenario
-from attemptdb.projections.read import rows
-from attemptdb.store import Store
+from attemptdb.query.read import rows
+from attemptdb.store.database import Store
 
 
 @pytest.fixture
@@ -249,7 +249,7 @@ def test_event_retraction_reprojects_its_session(demo):
 
 
 def test_envelopes_are_valid_event_v1(demo):
-    from attemptdb import event
+    from attemptdb.model import event
     path, b = demo
     st = Store.open(path)
     try:
@@ -279,5 +279,5 @@ def test_retract_a_session_by_its_projection_id(tmp_path):
     res = run("retract", "--session", shown, "--reason", "test", "--yes", "--json", "--db", path)
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["target"] == "ses_" + __import__("attemptdb.ids", fromlist=["x"]).session_id("claude_code", "unknown")
+    assert out["target"] == "ses_" + __import__("attemptdb.model.ids", fromlist=["x"]).session_id("claude_code", "unknown")
     assert {r["retracted"] for r in one(path, "SELECT retracted FROM sessions")} == {1}

@@ -13,7 +13,7 @@ import time
 import apsw
 import pytest
 
-from attemptdb import daemon
+from attemptdb.capture import daemon
 from conftest import ROOT, run_attempt
 
 PROMPT = {"session_id": "sess-daemon-1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit",
@@ -134,7 +134,7 @@ def hooks(tmp_path):
 # run in a fresh process so the module list is the hook's own
 DRIVER = r"""
 import sys
-from attemptdb import capture
+from attemptdb.capture import hook as capture
 capture.main(sys.argv[2:])
 with open(sys.argv[1], "w") as f:
     f.write("\n".join(sorted(sys.modules)))
@@ -156,8 +156,8 @@ def test_first_hook_starts_it_and_later_hooks_hand_over_without_opening_the_file
     assert len(e.rows()) == 1
     pid = e.wait_running()
     modules = hook_modules(e, tool(1), tmp_path)
-    assert "attemptdb.daemon" in modules
-    assert "apsw" not in modules and "attemptdb.store" not in modules  # the daemon stored it
+    assert "attemptdb.capture.daemon" in modules
+    assert "apsw" not in modules and "attemptdb.store.database" not in modules  # the daemon stored it
     assert "attemptdb.adapters" not in modules  # nor built it
     for i in range(2, 6):
         e.capture(tool(i))
@@ -234,7 +234,7 @@ def test_a_daemon_from_other_code_answers_stale_and_leaves(hooks, monkeypatch):
     e = hooks()
     e.capture(tool(0))
     pid = e.wait_running()
-    from attemptdb import capture
+    from attemptdb.capture import hook as capture
     monkeypatch.setattr(daemon, "code_stamp", lambda: "0.0.0:upgraded")
     for k, v in e.vars.items():
         monkeypatch.setenv(k, v)
@@ -307,15 +307,15 @@ def test_a_socket_directory_others_can_enter_is_not_used(hooks, tmp_path):
 def test_a_hook_that_retries_after_a_lost_answer_stores_nothing_twice(tmp_path, monkeypatch):
     """The daemon and the hook's own fallback use the hook's event id: if the daemon committed
     and died before answering, the hook's retry is a duplicate, not a second fact."""
-    from attemptdb import capture
-    from attemptdb.store import Store
+    from attemptdb.capture import hook as capture
+    from attemptdb.store.database import Store
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     db = str(tmp_path / "x.db")
     eid = "0190a000-0000-7000-8000-0000000000aa"
     for _ in range(2):
         hook = capture.Hook(json.dumps(PROMPT).encode(), False, str(tmp_path), None, 1764500000000000, eid)
         capture.run(["claude-code", "--db", db], hook)
-        capture._seen["store"].close()
+        capture.seen["store"].close()
     st = Store.open(db, readonly=True)
     assert [r[0] for r in st.conn.execute("SELECT event_id FROM events")] == ["ev_" + eid]
     st.close()
@@ -340,7 +340,7 @@ def test_status_and_stop(hooks):
 
 
 def test_doctor_reports_the_daemon_and_a_socket_directory_others_can_enter(hooks, monkeypatch):
-    from attemptdb import doctor
+    from attemptdb.installer import doctor
     e = hooks()
     e.capture(tool(0))
     pid = e.wait_running()
@@ -374,7 +374,7 @@ def test_sixty_four_hooks_at_once_on_a_cold_database(hooks):
 
 
 def test_gemini_gets_its_ack_through_the_daemon_and_its_names_match_the_registry(hooks):
-    from attemptdb import capture
+    from attemptdb.capture import hook as capture
     from attemptdb.adapters import registry
     assert capture.GEMINI_NAMES == {k for k, v in registry.ALIASES.items() if v == "gemini_cli"}
     e = hooks()

@@ -4,7 +4,7 @@ its line round trip; the row of the `events` table gives back the exact hashed l
 Regex note: JSON Schema patterns are ECMA-262, where `$` is the end of the input. Python's
 `re` (which jsonschema uses) also lets `$` match before one final newline, so stock jsonschema
 accepts e.g. a uuid followed by "\\n" under BOTH schemas (they still agree with each other),
-while `attemptdb.event.validate` rejects it as the specification says. The comparisons with
+while `attemptdb.model.event.validate` rejects it as the specification says. The comparisons with
 the hand validator therefore run both schemas with `$` read as ECMA does (`\\Z` for `re`); the
 stock engine is compared schema against schema."""
 
@@ -17,9 +17,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from jsonschema import Draft202012Validator
 
-from attemptdb import clock, event, ids, resources, synth
-from attemptdb.chain import hash_line
-from attemptdb.store import Store
+from attemptdb.model import clock, event, ids
+from attemptdb import resources
+from attemptdb.devtools import synth
+from attemptdb.integrity.chain import hash_line
+from attemptdb.store.database import Store
 
 from conftest import ANCHOR, run_attempt
 

@@ -70,8 +70,8 @@ def test_a_reader_that_goes_away_is_not_a_failure(tmp_path, home):
     import os
     import subprocess
 
-    from attemptdb import synth
-    from attemptdb.store import Store
+    from attemptdb.devtools import synth
+    from attemptdb.store.database import Store
     from conftest import ROOT, attempt_cmd
     db = str(tmp_path / "a.db")
     st = Store.open(db)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 from conftest import ROOT, attempt_cmd, run_attempt
 
 PY = sys.executable

@@ -12,9 +12,11 @@ pa = pytest.importorskip("pyarrow", reason="the arrow extra (pyarrow) is part of
 pytest.importorskip("datafusion", reason="the arrow extra (datafusion) is part of the test extra")
 import pyarrow.parquet as pq  # noqa: E402
 
-from attemptdb import catalog, export_arrow, synth  # noqa: E402
+from attemptdb.projections import catalog
+from attemptdb.exchange import arrow_export as export_arrow
+from attemptdb.devtools import synth
 from attemptdb.cli.main import run  # noqa: E402
-from attemptdb.store import Store  # noqa: E402
+from attemptdb.store.database import Store
 
 from conftest import needs_shell, sqlite3_shell  # noqa: E402
 
@@ -164,7 +166,7 @@ def test_datafusion_is_read_only(source, parquet_dir, tmp_path, capsys):
             assert out == ""
     assert not target.exists()
     # the engine itself refuses, whatever its caller let through
-    from attemptdb import engine_datafusion
+    from attemptdb.query import datafusion_engine as engine_datafusion
     from attemptdb.errors import AttemptError
     for sql in (f"COPY (SELECT 1 AS a) TO '{target}' STORED AS CSV", "CREATE TABLE t AS SELECT 1",
                 "SET datafusion.execution.batch_size = 1"):

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from attemptdb import gitinfo
-from attemptdb.gitinfo import GitInfo, git_info
+from attemptdb.capture import gitinfo
+from attemptdb.capture.gitinfo import GitInfo, git_info
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -358,7 +358,7 @@ def test_valid_ref_names():
 
 
 def test_the_module_imports_no_subprocess_and_no_heavy_modules():
-    code = ("import sys; import attemptdb.gitinfo as g; g.git_info('.'); "
+    code = ("import sys; import attemptdb.capture.gitinfo as g; g.git_info('.'); "
             "bad = [m for m in ('subprocess', 're', 'json', 'typing', 'collections') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": ROOT}, cwd=ROOT, check=True).stdout.strip()
@@ -375,7 +375,7 @@ def test_a_fifo_in_dot_git_does_not_hang(tmp_path):
     (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     os.mkfifo(repo / ".git" / "commondir")
     os.mkfifo(repo / ".git" / "config")
-    code = "import sys; sys.path.insert(0, sys.argv[1]); from attemptdb import gitinfo; print(gitinfo.git_info(sys.argv[2]))"
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from attemptdb.capture import gitinfo; print(gitinfo.git_info(sys.argv[2]))"
     from conftest import ROOT
     p = subprocess.run([sys.executable, "-c", code, ROOT, str(repo)], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and "GitInfo" in p.stdout

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from attemptdb import adapters, event, ids
+from attemptdb import adapters
+from attemptdb.model import event, ids
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROVIDERS_DIR = os.path.normpath(os.path.join(ROOT, "..", "shared", "anchor", "fixtures", "providers"))

@@ -178,7 +178,7 @@ PLANTED_DEVICE = "0190a000-0000-7000-8000-00000000bad0"
 
 def planted_line(session="sess-planted") -> str:
     """A well-formed canonical event, as an attacker would commit it: their device, their words."""
-    from attemptdb import event, ids
+    from attemptdb.model import event, ids
     env = {"event_id": ids.uuid7(), "schema_version": 1, "device_id": PLANTED_DEVICE, "source_seq": 0,
            "hlc": 0, "observed_at": 1787904000000000, "captured_at": 1787904000000000, "provider": "claude_code",
            "adapter_version": "0.1.1", "capture_mode": "local_semantic", "provider_event_name": "UserPromptSubmit",
@@ -275,7 +275,7 @@ def test_a_spool_symlink_a_pull_brings_is_never_followed(clone, tmp_path):
     hook(down, 0)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
-    from attemptdb import spool
+    from attemptdb.capture import spool
     victim = elsewhere / "0000000000000000001-victim.event"
     victim.write_bytes(spool.seal(planted_line("victim")))  # even a file sealed with the user's key
     os.chmod(victim, 0o600)
@@ -323,7 +323,7 @@ def test_init_local_refuses_an_attemptdb_directory_the_repository_ships(tmp_path
         (down / ".attemptdb").mkdir()
     before = sorted(str(p.relative_to(down)) for p in down.rglob("*") if ".git" not in p.parts)
     r = run_attempt(["init", "--local"], cwd=str(down))
-    from attemptdb import location
+    from attemptdb.store import location
     if shipped == "empty":
         assert r.returncode == 0, r.stderr
         assert location.find_local(str(down)) == str(down / ".attemptdb" / "attempt.db")
@@ -382,7 +382,8 @@ def test_a_remote_url_with_escape_sequences_never_reaches_the_terminal(tmp_path,
 def test_an_imported_project_name_with_escape_sequences_never_reaches_the_terminal(tmp_path, home):
     """An event from elsewhere (a JSONL import) names its project with escape sequences: it is
     stored as it came (facts are immutable), and `attempt status` shows it filtered."""
-    from attemptdb import event, synth
+    from attemptdb.model import event
+    from attemptdb.devtools import synth
     env = next(synth.generate(1, seed=3))
     env["project"] = dict(env["project"], name="app" + "".join(ESCAPES))
     src = tmp_path / "in.jsonl"

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from attemptdb import clock, ids
+from attemptdb.model import clock, ids
 
 NS = uuid.UUID("3b9ac08e-7f21-4b1d-8e5a-1c2d9f6e4a77")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -7,10 +7,11 @@ import subprocess
 
 import pytest
 
-from attemptdb import event, synth
+from attemptdb.model import event
+from attemptdb.devtools import synth
 from attemptdb.errors import AttemptError
-from attemptdb.importers import jsonl
-from attemptdb.store import Store
+from attemptdb.exchange.importers import jsonl
+from attemptdb.store.database import Store
 
 from conftest import ROOT, attempt_cmd, run_attempt
 from test_capture import as_bytes, spool_files, tool_payload

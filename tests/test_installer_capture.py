@@ -12,7 +12,7 @@ import pytest
 from attemptdb.adapters import registry
 from attemptdb.installer import agents, capturetest, install
 from attemptdb.installer.command import Executable
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 from conftest import ROOT, run_attempt
 
@@ -97,7 +97,7 @@ def test_missing_executable_fails_the_capture_test(home, db):
 
 def test_install_end_to_end_with_attempt_capture(home, db, tmp_path):
     """The real thing: `attempt hook install` → `attempt capture` stores capture_test events."""
-    if importlib.util.find_spec("attemptdb.capture") is None:
+    if importlib.util.find_spec("attemptdb.capture.hook") is None:
         pytest.fail("attemptdb/capture.py (the lead's `attempt capture`) is not there yet: "
                     "this end-to-end test needs it and must not be skipped")
     for a in agents.AGENTS.values():

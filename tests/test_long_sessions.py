@@ -5,9 +5,11 @@ the progress handler), which are deterministic, never in seconds."""
 import json
 import os
 
-from attemptdb import adapters, ids, schema
-from attemptdb.importers import claude_transcript as ct
-from attemptdb.store import Store
+from attemptdb import adapters
+from attemptdb.model import ids
+from attemptdb.store import schema
+from attemptdb.exchange.importers import claude_transcript as ct
+from attemptdb.store.database import Store
 
 STEP = 100  # the progress handler runs every STEP VM instructions
 

@@ -10,9 +10,10 @@ import random
 
 import pytest
 
-from attemptdb import checkpoint, keys, synth
-from attemptdb.evidence import merkle as M
-from attemptdb.store import Store
+from attemptdb.integrity import checkpoint, keys
+from attemptdb.devtools import synth
+from attemptdb.integrity import merkle as M
+from attemptdb.store.database import Store
 from conftest import needs_shell, run_attempt
 from test_verify import tamper
 

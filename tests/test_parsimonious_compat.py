@@ -89,7 +89,7 @@ def world(tmp_path_factory):
 
 def _runtime(env: dict) -> dict:
     """What peg_runtime chose in a process with this environment."""
-    code = ("import json, sys\nfrom attemptdb.attemptql import peg_runtime as p\n"
+    code = ("import json, sys\nfrom attemptdb.query import peg_runtime as p\n"
             "print(json.dumps({'shortcut': p.SHORTCUT, 'engine': p._ENGINE.__name__, "
             "'regex_loaded': 'regex' in sys.modules, 'version': p.version(), "
             "'file': p._E.__file__}))")
@@ -182,7 +182,7 @@ def test_an_unusable_parsimonious_is_a_coded_error(world):
 
 def test_setup_cfg_allows_exactly_the_tested_releases():
     """The versions setup.cfg lets pip install are the ones peg_runtime names as tested."""
-    from attemptdb.attemptql import peg_runtime as peg
+    from attemptdb.query import peg_runtime as peg
     with open(os.path.join(ROOT, "setup.cfg"), encoding="utf-8") as f:
         pins = [line.strip() for line in f if line.strip().startswith("parsimonious")]
     assert pins == ["parsimonious" + peg.TESTED] == ["parsimonious>=0.10,<0.12"]
@@ -193,7 +193,7 @@ def test_the_cache_key_follows_the_installed_distribution(tmp_path, monkeypatch)
     `__version__`), read cheaply from the directory beside the package."""
     from importlib.metadata import version as dist_version
 
-    from attemptdb.attemptql import parse as P, peg_runtime as peg
+    from attemptdb.query import parse as P, peg_runtime as peg
     assert peg.version() == dist_version("parsimonious")
     text = P.grammar_text()
     pkg = tmp_path / "parsimonious"

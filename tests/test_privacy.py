@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attemptdb import event, fastjson, privacy, secrets
+from attemptdb.model import event, fastjson
+from attemptdb.ingest import privacy, redaction as secrets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -453,7 +454,7 @@ def test_the_planted_secrets_of_the_canary_fixtures_are_redacted_in_content_mode
 
 
 def test_the_module_never_imports_re_or_json():
-    code = ("import sys; import attemptdb.privacy as p; p.ingest({'capture_mode': 'local', 'attrs': {'a': 1}, "
+    code = ("import sys; import attemptdb.ingest.privacy as p; p.ingest({'capture_mode': 'local', 'attrs': {'a': 1}, "
             "'content': {'prompt': 'password=hunter2'}}); "
             "bad = [m for m in ('re', 'json', 'hashlib', 'uuid', 'typing', 'string') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
@@ -463,7 +464,8 @@ def test_the_module_never_imports_re_or_json():
 
 def test_metadata_only_drops_top_level_extensions():
     """A writer's x_* field can carry anything; under metadata_only it does not reach the file."""
-    from attemptdb import privacy, synth
+    from attemptdb.ingest import privacy
+    from attemptdb.devtools import synth
     e = next(synth.generate(1, seed=4))
     e["x_notes"] = {"prompt": "PLEASE fix my private letter"}
     out = privacy.ingest(e, db_mode="metadata_only")
@@ -473,7 +475,8 @@ def test_metadata_only_drops_top_level_extensions():
 
 
 def test_secrets_used_as_json_keys_are_redacted():
-    from attemptdb import privacy, synth
+    from attemptdb.ingest import privacy
+    from attemptdb.devtools import synth
     e = next(synth.generate(1, seed=5))
     token = "ghp_" + "A1b2C3d4" * 5
     e["content"] = {"tool_input": {token: 1, "https://bob:hunter2pass@example.com/x": "y"}}

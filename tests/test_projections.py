@@ -6,11 +6,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attemptdb import adapters, clock, ids
+from attemptdb import adapters
+from attemptdb.model import clock, ids
 from attemptdb.cli.main import cli
 from attemptdb.projections import ALGORITHM_VERSION, rebuild, scenario
-from attemptdb.projections.read import clean, rows
-from attemptdb.store import Store
+from attemptdb.query.read import clean, rows
+from attemptdb.store.database import Store
 
 DEV = ids.derive("dev_", "tests")
 PROJ = ids.project_identity("/work/demo", "github.com/acme/demo", DEV)

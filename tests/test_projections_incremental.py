@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from attemptdb import adapters, ids
+from attemptdb import adapters
+from attemptdb.model import ids
 from attemptdb.projections import rebuild
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 N = 1000 if os.environ.get("ATTEMPTDB_LONG") == "1" else 300
 DEV = ids.derive("dev_", "perf")

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attemptdb.projections import rebuild, scenario
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 LONG = os.environ.get("ATTEMPTDB_LONG") == "1"
 NAMES = scenario.names()

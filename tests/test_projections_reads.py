@@ -5,12 +5,13 @@ large file would inherit. No timed assertions."""
 
 import pytest
 
-from attemptdb.attemptql import compile as C
-from attemptdb.attemptql import execute
-from attemptdb.attemptql.parse import parse
+from attemptdb.query import sqlgen as C
+from attemptdb.query import fixed_sql as F
+from attemptdb.query import result as query_result
+from attemptdb.query.parse import parse
 from attemptdb.projections import scenario
-from attemptdb.readonly import connect
-from attemptdb.store import Store
+from attemptdb.store.readonly import connect
+from attemptdb.store.database import Store
 
 NAMES = ("retry_supersession", "agents_and_supersession", "checks_and_failed_turns", "handoffs",
          "waits_per_agent", "retractions_and_late_events", "corrections")
@@ -35,7 +36,7 @@ def plan(conn, sql, params=()):
 
 def test_show_failed_attempts_reads_the_outcome_index_in_order(files):
     conn, gate = connect(files["retry_supersession"])
-    ctx = execute.Context(conn, "SHOW FAILED ATTEMPTS")
+    ctx = query_result.Context(conn, "SHOW FAILED ATTEMPTS")
     p = C.compile_show(ctx, parse("SHOW FAILED ATTEMPTS").command)
     rows = plan(conn, p.rows.sql, p.rows.params)
     # the filter and the whole ORDER BY come off one index: no sort of the failed attempts
@@ -82,8 +83,8 @@ def test_trace_over_the_kind_views_equals_a_walk_of_the_edges_view(files):
             "UNION ALL SELECT turn_id FROM turns UNION ALL SELECT event_id FROM events")]
         for node in nodes:
             for direction in ("UP", "DOWN", "BOTH"):
-                arms = conn.execute(C.trace_sql(direction, True), {"start": node, "depth": 10}).fetchall()
-                whole = conn.execute(C.trace_sql(direction, False), {"start": node, "depth": 10}).fetchall()
+                arms = conn.execute(F.trace_sql(direction, True), {"start": node, "depth": 10}).fetchall()
+                whole = conn.execute(F.trace_sql(direction, False), {"start": node, "depth": 10}).fetchall()
                 assert [r[:12] for r in arms] == [r[:12] for r in whole], (name, node, direction)
                 walked += len(arms)
         conn.close()
@@ -93,11 +94,11 @@ def test_trace_over_the_kind_views_equals_a_walk_of_the_edges_view(files):
 def test_trace_steps_are_index_lookups(files, monkeypatch):
     """Every arm but the handoffs (judged across sessions when read, opened only for session
     nodes) is an index lookup per step: the plan scans only the walk itself."""
-    monkeypatch.setattr(C, "EDGE_ARMS", tuple(a for a in C.EDGE_ARMS if a[0] != "edge_handoff"))
+    monkeypatch.setattr(C, "EDGE_ARMS", tuple(a for a in F.EDGE_ARMS if a[0] != "edge_handoff"))
     conn, _ = connect(files["retry_supersession"])
     aid = conn.execute("SELECT attempt_id FROM attempts WHERE superseded_by IS NOT NULL").fetchone()[0]
     for direction in ("UP", "DOWN", "BOTH"):
-        rows = plan(conn, C.trace_sql(direction, True), {"start": aid, "depth": 10})
+        rows = plan(conn, F.trace_sql(direction, True), {"start": aid, "depth": 10})
         scans = [r for r in rows if r.startswith("SCAN ") and r.split()[1] not in ("w", "r", "CONSTANT")
                  and "VIRTUAL TABLE" not in r and not r.split()[1].startswith("(subquery")]
         assert scans == [], (direction, scans)

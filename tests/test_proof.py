@@ -13,9 +13,9 @@ import pytest
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from attemptdb import synth
-from attemptdb.evidence import proof as proof_mod
-from attemptdb.store import Store
+from attemptdb.devtools import synth
+from attemptdb.integrity import proof as proof_mod
+from attemptdb.store.database import Store
 from conftest import run_attempt
 
 # --- an independent verifier, from spec/proof.md ----------------------------------------------

@@ -25,7 +25,7 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2]
 
 
 def test_the_cli_loads_no_reader_extra(tmp_path, db):
-    from attemptdb.store import Store
+    from attemptdb.store.database import Store
     Store.open(db).close()
     p = subprocess.run([sys.executable, "-c", PROBE, db, ",".join(EXTRAS)], capture_output=True, text=True,
                        timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))

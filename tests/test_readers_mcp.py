@@ -137,7 +137,7 @@ def test_content_is_shown_when_the_server_is_started_with_include_content(scen, 
 
 def test_events_waiting_in_the_spool_are_read(tmp_path, home):
     """`attempt mcp` hands the spool to the store before it reads, as `attempt query` does."""
-    from attemptdb import spool
+    from attemptdb.capture import spool
     db = str(tmp_path / "attempt.db")
     built = scenario_db.build(db, "units_needs_you")[0]
     spool.put(db, scenario_db.hook_event(built, project="gate", session="ny-g1", payload=scenario_db.ANSWER_GATE))
@@ -172,7 +172,7 @@ def test_the_content_wall_holds_whatever_form_the_read_takes(notes_db, home, sta
 
 def test_every_exported_content_column_reads_null_behind_the_wall(notes_db, home):
     """The export's list of content columns (kept in step with the catalog) and the wall agree."""
-    from attemptdb.export_arrow import CONTENT_COLUMNS
+    from attemptdb.exchange.arrow_export import CONTENT_COLUMNS
     reader = mcp_server.Reader(notes_db)
     for table, cols in CONTENT_COLUMNS.items():
         for col in cols:

@@ -19,7 +19,7 @@ import pytest
 
 import scenario_db
 from conftest import ROOT, attempt_cmd, run_attempt
-from attemptdb import catalog
+from attemptdb.projections import catalog
 from attemptdb.readers.web import metadata, serve
 
 pytest.importorskip("datasette", reason="the ui extra is part of the test extra")
@@ -340,8 +340,8 @@ def test_the_page_follows_the_live_file(tmp_path, home):
     """A permission answered while the UI runs leaves Needs You at the next poll (the UI reads
     the live file, WAL included); a new request that waited in the spool appears (the UI hands
     the spool to the store first, as `attempt query` does)."""
-    from attemptdb import spool
-    from attemptdb.store import Store
+    from attemptdb.capture import spool
+    from attemptdb.store.database import Store
     db = str(tmp_path / "live.db")
     built = scenario_db.build(db, "units_needs_you")[0]
     u = UI(db, home)

@@ -7,9 +7,9 @@ import os
 import apsw
 import pytest
 
-from attemptdb.attemptql import execute
-from attemptdb.attemptql.errors import AQLError
-from attemptdb.readonly import connect
+from attemptdb.query import execute
+from attemptdb.query.errors import AQLError
+from attemptdb.store.readonly import connect
 from conftest import run_attempt
 from test_attemptql_scenario import NOW, build
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 import attemptdb
-from attemptdb import checkpoint
+from attemptdb.integrity import checkpoint
 from attemptdb.errors import AttemptError
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 from conftest import ROOT, run_attempt
 
 

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from attemptdb.projections import PUBLIC_VIEWS, READ_CLOCK_COLUMNS, rebuild, scenario
-from attemptdb.projections.read import rows
-from attemptdb.store import Store
+from attemptdb.query.read import rows
+from attemptdb.store.database import Store
 
 NAMES = scenario.names()
 SQLITE3 = shutil.which("sqlite3") or "/usr/bin/sqlite3"

@@ -10,8 +10,9 @@ import subprocess
 import apsw
 import pytest
 
-from attemptdb import privacy, schema
-from attemptdb.store import Store
+from attemptdb.ingest import privacy
+from attemptdb.store import schema
+from attemptdb.store.database import Store
 from conftest import ANCHOR, SQLITE3, needs_shell, run_attempt
 from test_adapters_fixtures import build, payload_files
 

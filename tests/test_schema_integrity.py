@@ -10,8 +10,9 @@ import pytest
 
 import os
 
-from attemptdb import schema, schema_integrity, synth
-from attemptdb.store import Store
+from attemptdb.store import schema, schema_integrity
+from attemptdb.devtools import synth
+from attemptdb.store.database import Store
 
 from conftest import needs_shell, run_attempt, sqlite3_shell as shell
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attemptdb import secrets
+from attemptdb.ingest import redaction as secrets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -638,7 +638,7 @@ STREAM_MEMO = secrets.RedactionMemo()
 
 
 def test_the_module_never_imports_re_or_json():
-    code = ("import sys; import attemptdb.secrets as s; s.redact('password=hunter2 ' * 3); "
+    code = ("import sys; import attemptdb.ingest.redaction as s; s.redact('password=hunter2 ' * 3); "
             "bad = [m for m in ('re', 'json', 'hashlib', 'uuid') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": ROOT}, check=True).stdout.strip()
@@ -672,7 +672,7 @@ def test_hostile_repetitions_stay_linear():
     made a 160 KB `-eyJ…` payload take 22 s inside a hook; all of these together now take well
     under a second. The generous subprocess timeout catches a regression to quadratic, not a
     slow machine."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from attemptdb import secrets\n"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from attemptdb.ingest import redaction as secrets\n"
             f"for t in {HOSTILE}: secrets.redact(t)\n")
     from conftest import ROOT
     subprocess.run([sys.executable, "-c", code, ROOT], check=True, timeout=60)

@@ -1,6 +1,6 @@
 """The spool: nothing a hook captured is ever lost, nothing is ever stored twice.
 
-Library level (attemptdb.spool against a real Store): private files beside the database, the
+Library level (attemptdb.capture.spool against a real Store): private files beside the database, the
 per-user fallback, ingestion in spool order, a re-drained file (a crash between commit and
 unlink) stays one event, hostile spool entries (garbage, symlinks, events that cannot be
 stored) are quarantined without blocking the rest.
@@ -22,8 +22,9 @@ import sys
 import apsw
 import pytest
 
-from attemptdb import event, ids, spool
-from attemptdb.store import Store
+from attemptdb.model import event, ids
+from attemptdb.capture import spool
+from attemptdb.store.database import Store
 from conftest import ROOT, attempt_cmd, run_attempt
 from test_capture import (PROMPT, as_bytes, assert_silent, capture, hold_write_lock, spool_files, stored,
                           tool_payload, verify_ok)
@@ -207,7 +208,7 @@ def test_a_spool_directory_that_is_not_private_is_never_used(store, db, tmp_path
 
 
 def test_the_spool_key_is_made_once_and_never_read_through_a_link_or_when_others_can_read_it(store, db, home):
-    from attemptdb import location
+    from attemptdb.store import location
     env = envelope(store.device_id)
     spool.put(db, env)
     key_path = os.path.join(location.data_dir(), spool.KEY_FILE)
@@ -436,7 +437,7 @@ def test_corrupt_database_file(db, home):
 
 
 def test_database_locked_longer_than_the_busy_timeout(db, home):
-    from attemptdb.capture import CAPTURE_BUSY_S
+    from attemptdb.capture.hook import CAPTURE_BUSY_S
     holder = None
 
     def block():
@@ -504,8 +505,10 @@ def test_a_database_from_a_newer_attemptdb_is_never_written(db, home):
 def test_a_spooled_event_stamped_with_the_fallback_device_takes_the_database_identity(tmp_path, home):
     """Captured while the file's identity was unreadable: on ingest the event takes the
     database's device id, and a root-derived project id follows it (one file, one device)."""
-    from attemptdb import ids, spool as spool_mod, synth
-    from attemptdb.store import Store
+    from attemptdb.model import ids
+    from attemptdb.capture import spool as spool_mod
+    from attemptdb.devtools import synth
+    from attemptdb.store.database import Store
     db = str(tmp_path / "identity.db")
     st = Store.open(db)
     fallback = spool_mod.fallback_device()

@@ -7,9 +7,12 @@ import sqlite3
 import apsw
 import pytest
 
-from attemptdb import chain, event, ids, schema, store as store_mod, synth
+from attemptdb.integrity import chain
+from attemptdb.model import event, ids
+from attemptdb.store import schema, database as store_mod
+from attemptdb.devtools import synth
 from attemptdb.errors import AttemptError
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 
 def _events(n, seed=7, **kw):
@@ -204,7 +207,7 @@ def test_foreign_clocks_cannot_wedge_the_writer(db):
     mine = _events(1, seed=22, device_id=st.device_id)
     st.append(mine)  # still works
     hlc = st.conn.execute("SELECT hlc FROM events ORDER BY seq DESC LIMIT 1").fetchone()[0]
-    from attemptdb import clock
+    from attemptdb.model import clock
     assert clock.hlc_unpack(hlc)[0] <= clock.now_us() // 1000 + 1000  # not in the far future
 
 

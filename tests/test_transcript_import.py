@@ -5,10 +5,11 @@ import json
 import os
 import shutil
 
-from attemptdb import adapters, event, ids
+from attemptdb import adapters
+from attemptdb.model import event, ids
 from attemptdb.cli.main import run
-from attemptdb.importers import claude_transcript as ct
-from attemptdb.store import Store
+from attemptdb.exchange.importers import claude_transcript as ct
+from attemptdb.store.database import Store
 
 from test_golden_parity import first_difference
 

@@ -7,7 +7,7 @@ retraction is labelled again."""
 import pytest
 
 from attemptdb.projections import rebuild, scenario, units
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 
 NAMES = scenario.names()
 ALL = [e for n in NAMES for e in scenario.build(scenario.load(n)).events]

@@ -11,8 +11,10 @@ import signal
 import apsw
 import pytest
 
-from attemptdb import checkpoint, event, synth
-from attemptdb.store import Store
+from attemptdb.integrity import checkpoint
+from attemptdb.model import event
+from attemptdb.devtools import synth
+from attemptdb.store.database import Store
 from conftest import ROOT, needs_shell, run_attempt
 from test_daemon import Env, alive, tool, wait_dead
 from test_verify import tamper

@@ -9,17 +9,18 @@ The API the capture path calls:
     env = build_event(provider_name, payload, gap, ctx, event_hint=None, payload_bytes=0)
 
 Invariants:
-- `build_event` never raises and always returns an envelope that `attemptdb.event.validate`
+- `build_event` never raises and always returns an envelope that `attemptdb.model.event.validate`
   accepts, in canonical key order. Nothing is ever lost: a payload that cannot be read, a
   provider with no adapter, a payload without an event name, or an adapter failure each give a
   `kind: unknown` event with the reason in `attrs.capture_gap`.
 - Under metadata_only the envelope has no `content` and no `raw`; `raw` never carries payload
   keys starting with `_` or transcript paths.
 - The hook path: importing this package loads no re, json, uuid or hashlib (str methods,
-  attemptdb.fastjson and attemptdb.ids only); a provider's adapter module loads on first use.
+  attemptdb.model.fastjson and attemptdb.model.ids only); a provider's adapter module loads on first use.
 """
 
-from .. import ADAPTER_VERSION, event, fastjson, ids
+from .. import ADAPTER_VERSION
+from ..model import event, fastjson, ids
 from ..errors import AttemptError
 from . import registry
 from .draft import ATTR_KEYS, Draft, count
@@ -33,7 +34,7 @@ TRANSCRIPT_KEYS = ("transcript_path", "agent_transcript_path")
 CAPTURE_TEST_NAMES = frozenset(registry.CAPTURE_TEST_EVENT.values())
 def capture_mode(text) -> str | None:
     """A capture mode name or alias (case-insensitive, `-` for `_`), None when invalid."""
-    from ..privacy import parse_mode
+    from ..ingest.privacy import parse_mode
     return parse_mode(text)
 
 

@@ -6,7 +6,7 @@ content-free scalars of PROVIDER_SCALARS go to attrs.provider; `cursor_version` 
 version when the context has none; `tool_output` that arrives as JSON text is decoded.
 """
 
-from .. import fastjson
+from ..model import fastjson
 from .draft import class_token, count, exit_code_of, text
 from .failures import classify_text
 

@@ -10,11 +10,11 @@ Invariants:
 - content holds text only under its slot (prompt, command, message, error, tool_input,
   tool_output, then extra keys in insertion order) and only when non-empty; `envelope()` leaves
   content and raw out under metadata_only.
-- The envelope comes out in canonical key order (attemptdb.event.FIELD_ORDER) with bare UUIDs;
+- The envelope comes out in canonical key order (attemptdb.model.event.FIELD_ORDER) with bare UUIDs;
   tool-call events with a call id and a real session id get the deterministic event id of §5.4.
 """
 
-from .. import clock, ids
+from ..model import clock, ids
 from . import commands, failures, paths, signals, tools
 
 ATTR_KEYS = frozenset((
@@ -27,7 +27,7 @@ ATTR_KEYS = frozenset((
     "is_subagent", "agent_type", "task_id", "task_status", "previous_cwd", "worktree_path",
     "config_source", "tool_output_truncated", "provider", "message_chars", "pre_tokens",
     "duration_ms", "tests_passed", "tests_failed", "tests_skipped",
-    # transcript and rollout import (attemptdb.importers)
+    # transcript and rollout import (attemptdb.exchange.importers)
     "reconstructed", "reconstructed_from", "transcript_entry_type", "is_sidechain", "turn_index_hint",
 ))
 """Layer 1 of the attrs allowlist: every key an adapter may write (reference §2.10, golden era)."""
@@ -212,7 +212,7 @@ class Draft:
         d = count(p.get("duration_ms"))
         self.duration = d if d is not None else count(p.get("duration"))
         if "timestamp" in p:
-            self.observed = _observed(p["timestamp"])
+            self.observed = parse_observed(p["timestamp"])
 
     def subagent(self, provider_agent_id, agent_type) -> None:
         self.sub_id = provider_agent_id
@@ -413,7 +413,7 @@ class Draft:
         return env
 
 
-def _observed(value) -> int | None:
+def parse_observed(value) -> int | None:
     us = clock.observed_from_payload(value)
     if us is None or not clock.MIN_US <= us <= clock.MAX_US:
         return None

@@ -5,7 +5,7 @@ Invariants: tool arguments come from `tool_args`, else `tool_input`; the call id
 or its `tool_response` says so (an `error` of false, null or "" is success).
 """
 
-from .. import fastjson
+from ..model import fastjson
 from .draft import exit_code_of, integer, text
 
 SESSION_KEYS = ("session_id",)

@@ -7,7 +7,7 @@ only from recognised summary lines in the last 8 KiB of output (prose never coun
 `--- PASS/FAIL/SKIP:` lines count only when no summary line matched. str methods only.
 """
 
-from .. import fastjson
+from ..model import fastjson
 
 OUTPUT_LIMIT = 64 * 1024
 TEST_SCAN = 8 * 1024

@@ -1,5 +1,5 @@
 """`attempt bench`: the performance harness (figures as medians and ratios against a baseline
-measured in the same run). Thin layer over attemptdb.bench and attemptdb.bench_query."""
+measured in the same run). Thin layer over attemptdb.devtools.bench and attemptdb.devtools.bench_query."""
 
 import click
 
@@ -35,7 +35,7 @@ def bench_group():
 def bench_ingest(events, repeat, seed, as_json):
     """`attempt import` of a synthetic stream into a fresh file vs a plain INSERT of the same
     rows into a bare table (events_per_s, baseline_rows_per_s, ratio)."""
-    from .. import bench
+    from ..devtools import bench
     _show(bench.ingest(events, seed=seed, repeat=repeat), as_json)
 
 
@@ -49,7 +49,7 @@ def bench_ingest(events, repeat, seed, as_json):
 @json_option
 def bench_verify(events, repeat, db, as_json):
     """Full chain verification rate (events, events_per_s)."""
-    from .. import bench
+    from ..devtools import bench
     _show(bench.verify_rate(events, repeat=repeat, db=db), as_json)
 
 
@@ -60,7 +60,7 @@ def bench_verify(events, repeat, db, as_json):
 def bench_capture(runs, as_json):
     """The installed `attempt capture` on a realistic 2-4 KB payload vs `python -c pass`
     (capture_p50_ms, capture_p95_ms, python_p50_ms, ratio_p50)."""
-    from .. import bench
+    from ..devtools import bench
     _show(bench.capture(runs), as_json)
 
 
@@ -75,7 +75,7 @@ def bench_capture(runs, as_json):
 def bench_query(events, reuse, runs, as_json):
     """Each benchmark statement as a fresh process vs `attempt --version` (wall_ms, ratio,
     peak_rss_mb)."""
-    from .. import bench_query as bq
+    from ..devtools import bench_query as bq
     _show(bq.run(events=events, reuse=reuse, runs=runs), as_json)
 
 
@@ -91,7 +91,7 @@ def bench_proof(events, reuse, runs, as_json):
     """Proving one event: `prove` in process (p50/p95/max ms), `verify-proof` in process, and
     `attempt prove` as a fresh process vs `attempt --version`; plus the first signature of the
     history (every row verified, the Merkle tree head computed)."""
-    from ..evidence import bench_proof as bp
+    from ..devtools import bench_proof as bp
     _show(bp.run(events=events, reuse=reuse, runs=runs), as_json)
 
 
@@ -110,7 +110,7 @@ def bench_faults(long_form, families, seed, as_json):
     integrity_check and verify failures, acknowledged events lost and tracebacks; exit 1 when
     anything went wrong."""
     import sys
-    from .. import faultbench
+    from ..devtools import faultbench
     bad = [f for f in families if f not in faultbench.FAMILIES]
     if bad:
         raise click.BadParameter(f"unknown family {bad[0]}; one of {', '.join(faultbench.FAMILIES)}",

@@ -42,15 +42,16 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
     is left out (the events say metadata_only) unless --include-content; command output unless
     --include-artifacts; paths and project names stay unless --omit-paths.
     """
-    from .. import bundle
-    from .core import _ensure_key, read_store, scope_where
+    from ..exchange import bundle
+    from .scope import scope_where
+    from .stores import ensure_key, read_store
     st = read_store(db)
     try:
-        key, _ = _ensure_key(st)
+        key, _ = ensure_key(st)
         where, params = scope_where(st.conn, None, project, since, until)
         if sessions:
-            from ..attemptql import resolve
-            from ..attemptql.errors import AQLError
+            from ..query import resolve
+            from ..query.errors import AQLError
             try:
                 ids = [resolve.resolve_id(st.conn, "session", s, live=False)[1] for s in sessions]
             except AQLError as e:
@@ -96,7 +97,7 @@ def verify_cmd(file, key, as_json):
     Prints `ok: …` (exit 0) or `problem: …` (exit 1). Needs no database. Without --key any
     valid signature passes, and the line says the signer was not pinned.
     """
-    from .. import bundle
+    from ..exchange import bundle
     rep = bundle.verify(file, key=key)
     _show(rep, as_json)
     sys.exit(0 if rep.ok else 1)
@@ -110,9 +111,9 @@ def verify_cmd(file, key, as_json):
 def import_cmd(file, key, db, as_json):
     """Verify a bundle, then import its events (idempotent; nothing is written unless the whole
     bundle verifies). The database's capture mode and privacy rules apply as to any import."""
-    from .. import bundle
-    from .core import checkpoint_after_import
-    from .core import write_store
+    from ..exchange import bundle
+    from .stores import checkpoint_after_import
+    from .stores import write_store
     st = write_store(db, create=True)
     try:
         rep, imp = bundle.import_bundle(st, file, key=key)

@@ -10,7 +10,8 @@ import sys
 
 import click
 
-from .. import fastjson, location
+from ..model import fastjson
+from ..store import location
 from ..errors import AttemptError
 
 
@@ -36,7 +37,7 @@ OPENED: list = []
 
 def open_store(db: str | None, *, readonly: bool = False, create: bool = False):
     """Open the database for a command (readers never create it)."""
-    from ..store import Store
+    from ..store.database import Store
     path = db_path(db)
     OPENED.append(path)
     st = Store.open(path, create=create, readonly=readonly)
@@ -46,8 +47,8 @@ def open_store(db: str | None, *, readonly: bool = False, create: bool = False):
 def schema_problem() -> str | None:
     """After an SQLite error in a command: the first way a file it opened differs from the
     schema AttemptDB wrote (someone edited a view or trigger), or None (then it is ours)."""
-    from .. import schema_integrity
-    from ..store import Store
+    from ..store import schema_integrity
+    from ..store.database import Store
     for path in dict.fromkeys(OPENED):
         try:
             st = Store.open(path, create=False, readonly=True)

@@ -6,105 +6,21 @@ import sys
 
 import click
 
-from .. import clock, ids, location
+from ..model import ids
+from ..store import location
 from ..errors import AttemptError
 from .common import db_option, db_path, echo_json, err, json_option, open_store, printable, style
+from .scope import scope_options, scope_where
+from .stores import checkpoint_after_import, ensure_key, read_store, write_store
 
 def _mode(value):
     if value is None:
         return None
-    from ..privacy import parse_mode
+    from ..ingest.privacy import parse_mode
     mode = parse_mode(value)
     if mode is None:
         raise click.BadParameter("expected metadata_only, local_semantic or full_sync", param_hint="--capture-mode")
     return mode
-
-
-def _ensure_key(store):
-    from .. import keys
-    key, created = keys.create(store.device_id)
-    if store.meta("public_key") != key.public_b64:
-        store.set_meta("public_key", key.public_b64)
-        store.set_meta("key_id", key.identity)
-    return key, created
-
-
-def housekeeping(path: str, conn) -> None:
-    """Before a read on a read-only connection `conn`: when the spool holds events or a
-    checkpoint is due, open the file for writing just long enough to ingest and sign
-    (spec/checkpoint.md). Nothing to do costs a directory listing and two indexed reads; any
-    failure (read-only file, lock) leaves the read to go on."""
-    from .. import checkpoint, spool
-    try:
-        spool.prepare()
-        if not (spool.pending(path) or checkpoint.signable(conn)):
-            return
-        from ..store import Store
-        st = Store.open(path, create=False)
-        try:
-            if _writable(st, path):
-                spool.drain(st)
-                checkpoint.maybe_checkpoint(st)
-        finally:
-            st.close()
-    except Exception:
-        pass
-
-
-def _writable(st, path: str) -> bool:
-    """Nothing is drained into or signed on a damaged file (attemptdb.damage): say so."""
-    from .. import damage
-    why = damage.refusal(st, path)
-    if why is not None:
-        err(printable(f"note: nothing was written to {path}: it is damaged ({why}); {damage.ADVICE}"))
-        return False
-    return True
-
-
-def checkpoint_after_import(st) -> None:
-    """An import that appended events signs the new head before it returns
-    (spec/checkpoint.md); the events are stored whatever happens to the signature."""
-    from .. import checkpoint
-    try:
-        checkpoint.maybe_checkpoint(st)
-    except Exception:
-        pass
-
-
-def write_store(db, *, create=False, read=False):
-    """Open the database for a command that appends (imports, corrections, checkpoints):
-    refused with `error[store.damaged]` when the file is damaged (attemptdb.damage), since
-    nothing may be written to it. `read`: a read_store (spool drained, head signed) first."""
-    from .. import damage
-    st = read_store(db) if read else open_store(db, create=create)
-    why = None if st.readonly else damage.refusal(st, st.path)
-    if why is not None:
-        st.close()
-        raise AttemptError("store.damaged", f"{st.path} is damaged ({why}); nothing was written: "
-                           f"{damage.ADVICE}", exit_status=1)
-    return st
-
-
-def read_store(db, *, readonly=False, sign=True):
-    """Open the database for a read command: ingest the spool first, and sign the new head
-    when the chain grew (spec/checkpoint.md; `sign=False` for repair tools, which must not
-    vouch for a file they are about to judge). Never creates the database."""
-    from .. import checkpoint, spool
-    try:
-        st = open_store(db, readonly=readonly)
-    except AttemptError as e:  # a full disk still reads (nothing is drained or signed)
-        if e.code != "store.disk_full" or readonly:
-            raise
-        st = open_store(db, readonly=True)
-    if not st.readonly and _writable(st, st.path):
-        spool.prepare()
-        try:
-            spool.drain(st)
-        except Exception:
-            pass
-        if sign:
-            checkpoint.maybe_checkpoint(st)
-    return st
 
 
 @click.command("init")
@@ -128,14 +44,14 @@ def init_cmd(local, capture_mode, db, as_json):
     else:
         path = db_path(db)
     existed = os.path.exists(path)
-    from ..store import Store
+    from ..store.database import Store
     st = Store.open(path, create=True, capture_mode=mode)
     if existed and mode and st.capture_mode != mode:
         st.set_meta("capture_mode", mode)
-    key, _ = _ensure_key(st)
+    key, _ = ensure_key(st)
     if local:  # a database put in its place later (a `git pull` of an ignored path) is refused
         location.remember_local(path, "dev_" + st.device_id)
-    from .. import spool
+    from ..capture import spool
     spool.prepare()
     report = {"path": path, "created": not existed, "device_id": "dev_" + st.device_id,
               "capture_mode": st.capture_mode, "key_id": key.identity, "events": st.count()}
@@ -161,7 +77,7 @@ def capture_cmd(ctx, provider):
     Run `attempt capture --help` for its options. Agents call it through the entries
     `attempt hook install` writes.
     """
-    from ..capture import main
+    from ..capture.hook import main
     sys.exit(main(([provider] if provider else []) + list(ctx.args)))
 
 
@@ -175,7 +91,7 @@ def verify_cmd(db, as_json):
     dropped or added on AttemptDB's tables). Prints `ok: N events, M checkpoints` (exit 0) or
     `problem: …` naming the first bad row (exit 1).
     """
-    from ..verify import verify
+    from ..integrity.verify import verify
     st = open_store(db, readonly=True)
     rep = verify(st)
     st.close()
@@ -199,11 +115,11 @@ def verify_cmd(db, as_json):
 def checkpoint_cmd(adopt, db, as_json):
     """Verify the rows since the last signature, then sign the chain head (size + head hash)
     with this device's key."""
-    from .. import checkpoint
+    from ..integrity import checkpoint
     st = write_store(db)
-    _ensure_key(st)
+    ensure_key(st)
     if adopt:
-        from .. import verify
+        from ..integrity import verify
         rep = verify.verify(st)
         other = [p for p in rep.problems if p["kind"] != "checkpoint_missing"]
         if other:
@@ -237,9 +153,9 @@ def keys_group():
 @json_option
 def keys_init(db, as_json):
     """Create the device's signing key if it has none (never replaces one)."""
-    from .. import keys
+    from ..integrity import keys
     st = open_store(db, create=True)
-    key, created = _ensure_key(st)
+    key, created = ensure_key(st)
     path = keys.key_path(st.device_id)
     st.close()
     if as_json:
@@ -253,7 +169,7 @@ def keys_init(db, as_json):
 @json_option
 def keys_show(db, as_json):
     """Print the public part of the device's key."""
-    from .. import keys
+    from ..integrity import keys
     st = open_store(db, readonly=True)
     key = keys.load(st.device_id)
     device = st.device_id
@@ -273,7 +189,7 @@ def keys_show(db, as_json):
 @json_option
 def conformance_cmd(file, as_json):
     """Check a JSONL stream against AttemptDB Event v1 (exit 0 COMPATIBLE, 1 otherwise)."""
-    from .. import conformance
+    from ..exchange import conformance
     if file == "-":
         rep = conformance.check_stream(sys.stdin.buffer)
     else:
@@ -301,7 +217,7 @@ def import_jsonl(file, db, as_json):
     line (or one over 64 MiB, which is not read) stops the import: earlier batches stay stored,
     nothing of its batch is written, and running the import again after fixing it skips what
     is already stored."""
-    from ..importers.jsonl import ImportReport, import_file, import_stream
+    from ..exchange.importers.jsonl import ImportReport, import_file, import_stream
     st = write_store(db, create=True)
     rep = ImportReport()
     try:
@@ -337,13 +253,13 @@ def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
     carry the hooks' ids where a hook could have seen them (tool calls), so nothing is counted
     twice; prompts and turn ends a hook already stored within 10 s are skipped. Idempotent.
     """
-    from ..importers import claude_transcript as ct
+    from ..exchange.importers import claude_transcript as ct
     files = ct.discover(paths, all_projects=all_projects, cwd=os.getcwd())
     if not files:
         where = " or ".join(ct.projects_dirs()) or "~/.claude/projects"
         raise AttemptError("import.nothing", f"no Claude Code transcripts found (looked in {where}"
                            f"{'' if all_projects else ' for this directory; --all-projects takes every project'})")
-    _import_reconstructed(db, files, dry_run, as_json, ct._claude_reader, "transcripts")
+    _import_reconstructed(db, files, dry_run, as_json, ct.claude_reader, "transcripts")
 
 
 @import_group.command("codex")
@@ -359,7 +275,7 @@ def import_codex_cmd(paths, days, dry_run, db, as_json):
     PATHS: rollout files or directories; default: $CODEX_HOME (~/.codex) sessions and archived
     sessions. Tool calls take the hooks' ids; idempotent.
     """
-    from ..importers import codex_rollout
+    from ..exchange.importers import codex_rollout
     files = codex_rollout.discover(paths, days=days)
     if not files:
         raise AttemptError("import.nothing", "no Codex rollouts found (looked in $CODEX_HOME or ~/.codex: "
@@ -368,10 +284,10 @@ def import_codex_cmd(paths, days, dry_run, db, as_json):
 
 
 def _import_reconstructed(db, files, dry_run, as_json, reader, what):
-    from ..importers import claude_transcript as ct
+    from ..exchange.importers import base
     st = open_store(db, create=True) if dry_run else write_store(db, create=True)
     try:
-        rep = ct.import_files(st, files, dry_run=dry_run, reader=reader)
+        rep = base.import_files(st, files, dry_run=dry_run, reader=reader)
         if not dry_run:
             checkpoint_after_import(st)
     finally:
@@ -386,59 +302,6 @@ def _import_reconstructed(db, files, dry_run, as_json, reader, what):
                + (f"; {rep.rejected:,} events could not be stored" if rep.rejected else ""))
 
 
-def scope_options(f):
-    """--session, --project, --since, --until, -n: the scope flags of every read command."""
-    f = click.option("-n", "--limit", type=click.IntRange(0, 10**9), default=None, metavar="N",
-                     help="At most N rows (newest).")(f)
-    f = click.option("--until", metavar="T", help="Up to T (RFC 3339, YYYY-MM-DD, now, -2h, …).")(f)
-    f = click.option("--since", metavar="T", help="From T (RFC 3339, YYYY-MM-DD, today, -15m, -2h, -3d, -1w).")(f)
-    f = click.option("--project", metavar="P", help="Project name (owner/repo), prj_ id or directory.")(f)
-    f = click.option("--session", metavar="S", help="Session id (ses_…, bare or short).")(f)
-    return f
-
-
-def _time(flag, text):
-    from ..attemptql.errors import AQLError
-    from ..attemptql.resolve import resolve_time
-    try:
-        return resolve_time("text", text, clock.now_us())
-    except AQLError:
-        raise click.BadParameter("expected RFC 3339, YYYY-MM-DD, now, today or -15m/-2h/-3d/-1w",
-                                 param_hint=flag) from None
-
-
-def scope_where(conn, session, project, since, until, table="events", time_col="observed_at"):
-    """(SQL condition, params) for the scope flags (ids, names and times resolved the way
-    AttemptQL resolves them)."""
-    from ..attemptql.errors import AQLError
-    from ..attemptql import resolve
-    conds, params = [], []
-    try:
-        if session:
-            _, sid = resolve.resolve_id(conn, "session", session, live=False)
-            conds.append(f"{table}.session_id = ?")
-            params.append(sid)
-        if project:
-            if os.path.isdir(project):
-                found = resolve.project_of_directory(conn, project)
-                if found is None:
-                    raise AttemptError("scope.project", f"no sessions recorded for the repository at {project}")
-                pids = [found[0]]
-            else:
-                pids = [pid for pid, _ in resolve.resolve_project(conn, project)]
-            conds.append(f"{table}.project_id IN ({','.join('?' * len(pids))})")
-            params += pids
-    except AQLError as e:
-        raise AttemptError("scope.unresolved", e.message) from None
-    if since:
-        conds.append(f"{table}.{time_col} >= ?")
-        params.append(clock.iso(_time("--since", since)))
-    if until:
-        conds.append(f"{table}.{time_col} <= ?")
-        params.append(clock.iso(_time("--until", until)))
-    return (" AND ".join(conds) or "1"), params
-
-
 @click.command("events")
 @scope_options
 @click.option("--kind", metavar="K1,K2", help="Only these kinds (comma-separated).")
@@ -447,7 +310,7 @@ def scope_where(conn, session, project, since, until, table="events", time_col="
 @json_option
 def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_json):
     """List the raw events (facts), oldest first."""
-    from .. import event as ev
+    from ..model import event as ev
     st = read_store(db)
     where, params = scope_where(st.conn, session, project, since, until)
     if kind:
@@ -466,7 +329,7 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
     try:
         _print_events(st, sql, params, as_jsonl, as_json, out)
     except UnicodeDecodeError:
-        from ..chain import unreadable_text
+        from ..integrity.chain import unreadable_text
         found = unreadable_text(st.conn, 0)
         if found is None:
             raise
@@ -477,7 +340,7 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
 
 
 def _print_events(st, sql, params, as_jsonl, as_json, out):
-    from .. import event as ev
+    from ..model import event as ev
     rows = st.conn.execute(sql, params)
     if as_jsonl:
         for r in rows:
@@ -489,7 +352,7 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             out.write(line + "\n")
     elif as_json:
         names = ev.COLUMNS
-        from .. import fastjson
+        from ..model import fastjson
         out.write("[")
         first = True
         for r in rows:
@@ -550,14 +413,13 @@ def demo_cmd(ctx, db, as_json):
 
     Uses a fresh database (default: ./attemptdb-demo.db) so your own history is untouched.
     """
-    from ..demo import run_demo
+    from ..devtools.demo import run_demo
     path = db or os.path.abspath("attemptdb-demo.db")
     report = run_demo(path, command=this_attempt())
     if as_json:
         echo_json(report)
         return
     click.echo(report["text"])
-    from .projections import timeline_cmd
+    from .projections import print_timeline
     click.echo("\nWhat the agents tried (attempt timeline):\n")
-    ctx.invoke(timeline_cmd, db=path, session=None, project=None, since=None, until=None, limit=None,
-               tools=False, show_all=False, as_json=False)
+    print_timeline(path)

@@ -23,14 +23,14 @@ def daemon_group():
 @db_option
 def run_cmd(db):
     """Serve one database in the foreground until idle (what a hook starts)."""
-    from .. import daemon
-    raise SystemExit(daemon.run(db_path(db)))
+    from ..capture import daemon_server
+    raise SystemExit(daemon_server.run(db_path(db)))
 
 
 def _state(db):
     """(database, socket, pid of the daemon serving it now or None). The pid comes from the
     socket's listening process, not from a pid file that may outlive its daemon."""
-    from .. import daemon
+    from ..capture import daemon
     path = db_path(db)
     return path, daemon.endpoint(path), daemon.serving_pid(path)
 
@@ -40,7 +40,7 @@ def _state(db):
 @json_option
 def status_cmd(db, as_json):
     """Is a daemon serving this database? (exit 0 either way)"""
-    from .. import daemon
+    from ..capture import daemon
     path, sock, pid = _state(db)
     if as_json:
         echo_json({"database": path, "socket": sock, "running": pid is not None, "pid": pid,

@@ -27,7 +27,7 @@ def _writer(st, session, source):
 
 def _finish(st, w, as_json, what, extra=None):
     """Sign what was written (as imports do), close, report."""
-    from .core import checkpoint_after_import
+    from .stores import checkpoint_after_import
     checkpoint_after_import(st)
     st.close()
     if w.spooled:
@@ -82,7 +82,7 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     except BaseException:
         st.close()
         raise
-    from .core import checkpoint_after_import
+    from .stores import checkpoint_after_import
     checkpoint_after_import(st)
     st.close()
     ex = res.exit
@@ -195,7 +195,7 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
     """An artifact's bytes (checked against its SHA-256 as they stream), or its metadata."""
     import hashlib
     from ..evidence import artifacts
-    from .core import read_store
+    from .stores import read_store
     st = read_store(db, readonly=True)
     try:
         meta = artifacts.row(st.conn, artifact_id.strip())
@@ -242,8 +242,8 @@ def prove_cmd(event_id, output, include_content, force, db):
     (spec/proof.md): the event line, its leaf index, the path and the signed note. Anyone can
     check it with `attempt verify-proof`, with no database."""
     import json
-    from ..evidence import proof
-    from .core import read_store
+    from ..integrity import proof
+    from .stores import read_store
     st = read_store(db)  # signs the head first when the chain grew
     try:
         doc = proof.prove(st, event_id, include_content=include_content)
@@ -270,7 +270,7 @@ def verify_proof_cmd(file, key, as_json):
     """Check an inclusion proof offline: the signed checkpoint, the event line, the path to
     the signed Merkle tree head. `ok: …` (exit 0) or `problem[code]: …` (exit 1). Needs no
     database."""
-    from ..evidence import proof
+    from ..integrity import proof
     try:
         if file == "-":
             data = sys.stdin.buffer.read(proof.MAX_BYTES + 1)

@@ -20,7 +20,7 @@ def export_cmd(directory, fmt, include_content, force, db, as_json):
     Read them with DataFusion (`attempt query --engine datafusion --from DIRECTORY "SELECT …"`),
     pyarrow, DuckDB or Spark. Content columns are null unless --include-content.
     """
-    from .. import export_arrow
+    from ..exchange import arrow_export as export_arrow
     export_arrow.require_pyarrow()
     st = open_store(db, readonly=True)
     try:

@@ -1,5 +1,5 @@
 """`attempt hook install|uninstall|status` and `attempt doctor` (thin layer over
-attemptdb.installer and attemptdb.doctor).
+attemptdb.installer and attemptdb.installer.doctor).
 
 Invariant: options are parsed and results rendered here, nothing else; `--json` prints
 the library's report unchanged; exit 1 when the report has a problem (a failed or refused
@@ -171,7 +171,7 @@ def _print_agents(rep, *, full):
 def status_cmd(providers, as_json, db):
     """Show, per agent: not_installed, installed, delivering (a real capture in the last
     7 days) or broken."""
-    from .. import doctor
+    from ..installer import doctor
     rep = doctor.run(db, list(providers) or None)
     if as_json:
         echo_json({"agents": rep["agents"], "executable": rep["executable"]})
@@ -186,7 +186,7 @@ def status_cmd(providers, as_json, db):
 def doctor_cmd(providers, as_json, db):
     """Check that every agent is wired, trusted and delivering, and that the database is
     reachable with a valid capture mode. Exit 1 on any problem."""
-    from .. import doctor
+    from ..installer import doctor
     rep = doctor.run(db, list(providers) or None)
     if as_json:
         echo_json(rep)

@@ -107,7 +107,7 @@ def cli():
 
 
 def _report_dir() -> str:
-    from ..location import state_dir
+    from ..store.location import state_dir
     return os.path.join(state_dir(), "reports")
 
 
@@ -168,7 +168,7 @@ def _opened() -> str | None:
 
 def _sqlite_failure(e: BaseException) -> int:
     """An SQLite failure (or undecodable stored text) no command handled: its coded line
-    (attemptdb.sqlerrors), else the crash report."""
+    (attemptdb.store.sqlerrors), else the crash report."""
     apsw = sys.modules.get("apsw")
     if apsw is None:
         return _crash(e)
@@ -190,7 +190,7 @@ def _sqlite_failure(e: BaseException) -> int:
                        "verify` names it, `attempt recover` builds a copy without it (spec/recover.md)", err=True)
             return 1
         return _crash(e)
-    from ..sqlerrors import coded
+    from ..store.sqlerrors import coded
     found = coded(e, _opened())
     if found is not None:
         click.echo(str(found), err=True)

@@ -10,10 +10,11 @@ import sys
 
 import click
 
-from .. import fastjson, ids
+from ..model import fastjson, ids
 from ..errors import AttemptError
 from .common import db_option, echo_json, err, json_option, printable, style
-from .core import read_store, scope_options, scope_where
+from .scope import scope_options, scope_where
+from .stores import read_store, write_store
 
 PROVIDERS = {"claude_code": "Claude Code", "codex": "Codex", "cursor": "Cursor", "gemini_cli": "Gemini CLI",
              "attemptdb": "AttemptDB"}
@@ -41,8 +42,8 @@ def _sessions_scope(conn, session, project, since, until):
 
 def _session_id(conn, text: str) -> str:
     """The full ses_ id a --session value names (resolved as AttemptQL resolves ids)."""
-    from ..attemptql import resolve
-    from ..attemptql.errors import AQLError
+    from ..query import resolve
+    from ..query.errors import AQLError
     try:
         found = resolve.resolve_id(conn, "session", text, live=False)
     except AQLError as e:
@@ -72,7 +73,13 @@ def timeline_cmd(session, project, since, until, limit, tools, show_all, by_unit
     the evidence. With --units: work units newest first (10 unless -n), each with its phase and
     status and why, then its turns in order, whichever session and agent they came from.
     """
-    from ..projections import read
+    print_timeline(db, session, project, since, until, limit, tools, show_all, by_unit, as_json)
+
+
+def print_timeline(db, session=None, project=None, since=None, until=None, limit=None, tools=False,
+                   show_all=False, by_unit=False, as_json=False) -> None:
+    """What `attempt timeline` prints (also the end of `attempt demo`)."""
+    from ..query import read
     st = read_store(db)
     try:
         cond, params = _sessions_scope(st.conn, session, project, since, until)
@@ -93,7 +100,7 @@ def timeline_cmd(session, project, since, until, limit, tools, show_all, by_unit
 
 
 def _render_units(data: dict, tools: bool):
-    from ..projections.read import clean, local_time
+    from ..query.read import clean, local_time
     c = data["counts"]
     if not data["work_units"]:
         click.echo(f"no work units among the sessions in scope ({data['events']} events); `attempt timeline` lists "
@@ -126,7 +133,7 @@ def _render_units(data: dict, tools: bool):
 
 
 def _turn_line(t: dict, who: str = "") -> str:
-    from ..projections.read import clean, local_time
+    from ..query.read import clean, local_time
     if t["objective"]:
         what = clean(t["objective"], 70)
     elif t["prompt_event_id"] and t["prompt_chars"] is not None:
@@ -140,7 +147,7 @@ def _turn_line(t: dict, who: str = "") -> str:
 
 
 def _attempt_lines(t: dict, tools: bool) -> list:
-    from ..projections.read import clean, duration_text
+    from ..query.read import clean, duration_text
     out = []
     for a in t["attempts"]:
         mark, color = OUTCOME_MARKS.get(a["outcome"], ("?", None))
@@ -170,7 +177,7 @@ def _attempt_lines(t: dict, tools: bool) -> list:
 
 
 def _render_timeline(data: dict, tools: bool):
-    from ..projections.read import clean, local_time
+    from ..query.read import clean, local_time
     out = []
     c = data["counts"]
     if not data["sessions"]:
@@ -211,7 +218,7 @@ def _render_timeline(data: dict, tools: bool):
 @json_option
 def failures_cmd(session, project, since, until, limit, db, as_json):
     """Failed and superseded attempts, newest first (50 unless -n)."""
-    from ..projections import read
+    from ..query import read
     st = read_store(db)
     try:
         cond, params = _sessions_scope(st.conn, session, project, since, until)
@@ -241,7 +248,7 @@ def failures_cmd(session, project, since, until, limit, db, as_json):
 # --- correct / retract ----------------------------------------------------------------------
 
 def _render_changes(changes, counts=None):
-    from ..projections.read import clean
+    from ..query.read import clean
     lines = []
     if counts:
         for k, v in counts.items():
@@ -268,7 +275,6 @@ def correct_cmd(target, outcome, failure_class, note, dry_run, db, as_json):
     and keep the inferred value beside it (inferred_outcome, inferred_objective).
     """
     from ..projections import meta
-    from .core import write_store
     st = read_store(db) if dry_run else write_store(db, read=True)
     try:
         res = meta.correct(st, target, outcome=outcome, failure_class=failure_class, note=note,
@@ -309,7 +315,6 @@ def retract_cmd(session, attempt, event_id, reason, note, yes, dry_run, db, as_j
     from ..projections import meta
     if as_json and not (yes or dry_run):
         raise click.UsageError("--json needs --yes or --dry-run (there is no prompt to answer)")
-    from .core import write_store
     st = read_store(db) if dry_run else write_store(db, read=True)
     try:
         preview = meta.retract(st, session=session, attempt=attempt, event_id=event_id, reason=reason,
@@ -343,7 +348,7 @@ def retract_cmd(session, attempt, event_id, reason, note, yes, dry_run, db, as_j
 
 
 def _render_retraction(res, final: bool):
-    from ..projections.read import clean, local_time
+    from ..query.read import clean, local_time
     d = res["description"]
     if res["target_type"] == "session":
         what = (f"session {res['target']}: {PROVIDERS.get(d.get('provider'), clean(d.get('provider'), 20))}, "

@@ -1,7 +1,7 @@
 """`attempt query`, `why`, `trace`, `handoffs`, `status` and `schema`: thin click layers over
-attemptdb.attemptql and attemptdb.catalog.
+attemptdb.query and attemptdb.projections.catalog.
 
-Invariants: every command opens the database read-only (attemptdb.readonly: authorizer +
+Invariants: every command opens the database read-only (attemptdb.store.readonly: authorizer +
 read-only open), so none of them can change the file; options are turned into one AttemptQL
 statement (values quoted, never spliced raw) and run through the same engine as
 `attempt query`; table output collapses evidence to counts (`--evidence` shows the ids),
@@ -14,6 +14,7 @@ import sys
 import click
 
 from .common import db_option, db_path, echo_json, json_option, printable
+from .scope import scope_options
 
 
 def _q(value: str) -> str:
@@ -22,9 +23,9 @@ def _q(value: str) -> str:
 
 
 def _open(db):
-    from ..readonly import connect
+    from ..store.readonly import connect
     from .common import OPENED
-    from .core import housekeeping
+    from .stores import housekeeping
     path = db_path(db)
     OPENED.append(path)
     conn = connect(path)
@@ -33,7 +34,7 @@ def _open(db):
 
 
 def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
-    from ..attemptql import render
+    from ..query import render
     if as_json:
         click.echo(render.json_rows(result))
         for n in result.notes:
@@ -50,7 +51,7 @@ def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
 
 
 def _run(db, statement, *, explain=False, **emit):
-    from ..attemptql import execute
+    from ..query import execute
     conn, gate = _open(db)
     try:
         result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
@@ -58,17 +59,6 @@ def _run(db, statement, *, explain=False, **emit):
         conn.close()
     _emit(result, **emit)
     return result
-
-
-def scope_options(f):
-    """--project, --session, --since, --until, -n: the scope flags of the read commands."""
-    f = click.option("-n", "--limit", type=click.IntRange(1, 1_000_000), default=None, metavar="N",
-                     help="At most N rows.")(f)
-    f = click.option("--until", metavar="TIME", help="Up to this time (RFC 3339, a date, -2h, now).")(f)
-    f = click.option("--since", metavar="TIME", help="From this time (RFC 3339, a date, -2h, -1d, today).")(f)
-    f = click.option("--session", metavar="ID", help="One session (ses_…, a bare UUID or ≥ 8 hex digits).")(f)
-    f = click.option("--project", metavar="NAME", help="One project (owner/repo, its last part, or prj_…).")(f)
-    return f
 
 
 def _clauses(project=None, session=None, since=None, until=None, limit=None, filters=True) -> str:
@@ -127,8 +117,8 @@ def query_cmd(statement, as_json, as_csv, evidence, explain, limit, engine, from
 
 
 def _run_datafusion(db, statement, from_dir, *, explain=False, **emit):
-    from .. import engine_datafusion
-    from ..attemptql.execute import classify
+    from ..query import datafusion_engine as engine_datafusion
+    from ..query.sqltext import classify
     from ..errors import AttemptError
     if classify(statement) != "sql":
         raise AttemptError("query.engine", "--engine datafusion runs SQL (SELECT, WITH, VALUES, EXPLAIN); "
@@ -137,7 +127,7 @@ def _run_datafusion(db, statement, from_dir, *, explain=False, **emit):
         result = engine_datafusion.run(statement, directory=from_dir, explain=explain)
     else:  # SQLite runs only the engine's own SELECTs here: a read-only open is the wall
         from .common import open_store
-        from .core import housekeeping
+        from .stores import housekeeping
         st = open_store(db, readonly=True)
         try:
             housekeeping(db_path(db), st.conn)
@@ -227,8 +217,8 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
                   until: str | None = None, limit: int = 20) -> dict:
     """Counts from the projection tables (indexed, no scan of events), and whether the schema
     is the one the migrations wrote (schema_integrity)."""
-    from ..attemptql.execute import public_tables
-    from ..attemptql import resolve
+    from ..query.execute import public_tables
+    from ..query import resolve
     tables = set(public_tables(conn))
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if _has(conn, "meta") else {}
     events = conn.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
@@ -237,7 +227,8 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
               if meta.get("device_id") else None, "events": events, "size_bytes": _size(path),
               "wal_bytes": _size(path + "-wal"), "sessions": None, "work_units": None, "needs_you": None,
               "providers": [], "projects": [], "warnings": []}
-    from .. import damage, schema_integrity
+    from ..integrity import damage
+    from ..store import schema_integrity
     mark = damage.marked(path)
     if mark is not None:
         report["warnings"].append(f"the database is damaged ({mark.get('what')}, found by {mark.get('by')} at "
@@ -256,7 +247,7 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
     now = None
     for bound, op in ((since, ">="), (until, "<=")):
         if bound:
-            from .. import clock
+            from ..model import clock
             now = now or clock.now_us()
             cond.append(f"last_event_at {op} ?")
             params.append(clock.iso(resolve.resolve_time("string", bound, now)))
@@ -317,7 +308,7 @@ def status_cmd(project, session, since, until, limit, as_json, db):
         return
     # every value from the file (or a repository, through a captured project name) is shown
     # through the read commands' filter: no control character reaches the terminal
-    from ..projections.read import clean
+    from ..query.read import clean
     click.echo(f"database      {printable(rep['database'])}")
     click.echo(f"schema        {rep['schema_version']}")
     click.echo(f"capture mode  {clean(rep['capture_mode'] or 'unknown', 40)}")
@@ -354,9 +345,9 @@ def needs_you_cmd(project, evidence, as_json, db):
     Agents waiting on a permission decision or on input, open work units whose last two attempts
     failed the same way, and two open units editing the same files (the needs_you view), judged
     now: sessions that ended or went silent for 12 hours drop out."""
-    from ..attemptql import resolve
-    from ..attemptql.errors import AQLError
-    from ..projections import read
+    from ..query import resolve
+    from ..query.errors import AQLError
+    from ..query import read
     conn, _ = _open(db)
     try:
         ids, label = None, None
@@ -403,7 +394,7 @@ def needs_you_cmd(project, evidence, as_json, db):
 
 
 def ids_short(x) -> str:
-    from .. import ids
+    from ..model import ids
     return printable(ids.short(x)) if x else "-"
 
 
@@ -418,8 +409,8 @@ def schema_cmd(table, fmt, db):
     """The table catalog: every public table and column with its type, nullability and meaning,
     and the query recipes, generated from the live schema (the database, or the schema this
     version ships when there is none) plus the column documentation in spec/."""
-    from .. import catalog
-    from ..attemptql.errors import AQLError
+    from ..projections import catalog
+    from ..query.errors import AQLError
     path = db_path(db)
     conn = catalog.default_connection(path)
     try:

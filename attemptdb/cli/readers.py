@@ -55,7 +55,7 @@ def report_json(report, regs):
 
 
 def _housekeeping(path):
-    from .core import housekeeping
+    from .stores import housekeeping
     return lambda conn: housekeeping(path, conn)
 
 

@@ -1,11 +1,11 @@
 """`attempt recover`: rebuild a sound file from a damaged one (spec/recover.md). Thin layer
-over attemptdb.recover."""
+over attemptdb.integrity.recover."""
 
 import sys
 
 import click
 
-from .. import clock
+from ..model import clock
 from .common import db_option, db_path, echo_json, json_option, printable, style
 
 
@@ -19,7 +19,7 @@ def recover_cmd(out, db, as_json):
     place in the chain (nothing re-chained), the projections rebuilt, and a report of what was
     lost by seq range. The damaged file is only read (from a copy), never changed; put the new
     file in its place yourself (the report says how). Exit 1 when the new file does not verify."""
-    from .. import recover
+    from ..integrity import recover
     src = db_path(db)
     if out is None:
         stamp = clock.iso(clock.now_us())[:19].replace("-", "").replace(":", "")

@@ -5,7 +5,7 @@ asked for it.
 Invariants:
 - An output is never held whole in memory: `Sink.feed` hashes each chunk (SHA-256 of the
   bytes exactly as the command wrote them, always) and, when keeping, redacts secrets line by
-  line (attemptdb.secrets, as the ingestion contract does for all content), compresses and
+  line (attemptdb.ingest.redaction, as the ingestion contract does for all content), compresses and
   writes the result to a private temporary file; `store` copies that file into the database
   through SQLite's incremental blob I/O, a chunk at a time.
 - When nothing may be kept (metadata_only, or no `--attach-output`), no byte of the output is
@@ -22,7 +22,8 @@ import os
 import tempfile
 import zlib
 
-from .. import clock, secrets
+from ..model import clock
+from ..ingest import redaction as secrets
 from ..errors import AttemptError
 
 ID_HEX = 32

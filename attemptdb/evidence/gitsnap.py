@@ -20,7 +20,7 @@ import hashlib
 import os
 import subprocess
 
-from .. import gitinfo
+from ..capture import gitinfo
 from ..errors import AttemptError
 
 DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--full-index", "--no-renames",

@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 
-from .. import clock
+from ..model import clock
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel (the terminal) sent

@@ -3,7 +3,7 @@
 
 Invariants:
 - Every event goes through the pipeline a hook's does: assembled by the adapters' Draft (ids,
-  agent, canonical key order), the ingestion contract (attemptdb.privacy.ingest: capture mode,
+  agent, canonical key order), the ingestion contract (attemptdb.ingest.privacy.ingest: capture mode,
   secret redaction, attrs allowlist), validated, then `Store.append` (chained, projected). If
   the file cannot take it, it is spooled like a hook's event: nothing is lost.
 - Content (argv, the working directory, note text, subject, title) goes in `content` only;
@@ -22,7 +22,8 @@ import shlex
 import shutil
 import tempfile
 
-from .. import clock, event, ids, privacy
+from ..model import clock, event, ids
+from ..ingest import privacy
 from ..errors import AttemptError
 
 PROVIDER = "attempt"
@@ -101,7 +102,7 @@ class Writer:
 
     def _envelope(self, d, at_us: int, extra_attrs: dict | None = None) -> dict:
         from ..adapters import Context
-        from ..capture import project_of
+        from ..capture.project import project_of
         project, root = project_of(self.cwd, self.device)
         d.root = root
         ctx = Context(self.device, self.mode, project, at_us, hook_version=_version())
@@ -221,7 +222,7 @@ class Writer:
         try:
             self.store.append(envs)
         except Exception:
-            from .. import spool
+            from ..capture import spool
             for env in envs:
                 spool.put(self.store.path, env)
             self.spooled += len(envs)

@@ -40,8 +40,8 @@ class Recorder:
     # --- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> "Recorder":
-        from .. import location
-        from ..store import Store
+        from ..store import location
+        from ..store.database import Store
         from .record import Writer
         if self.store is not None:
             return self
@@ -67,7 +67,7 @@ class Recorder:
             self._release()
 
     def _release(self) -> None:
-        from .. import checkpoint
+        from ..integrity import checkpoint
         try:
             checkpoint.maybe_checkpoint(self.store, quiet=True)
         finally:
@@ -111,7 +111,7 @@ class Recorder:
                 attach_output: bool | None = None, signal: str | None = None):
         """Record a command that ran elsewhere: its argv, exit code, duration and output
         (bytes, a path, or a binary file object; read in chunks)."""
-        from .. import clock, ids
+        from ..model import clock, ids
         from . import process, record
         w = self._w()
         if isinstance(exit_code, bool) or not isinstance(exit_code, int):

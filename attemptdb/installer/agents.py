@@ -92,7 +92,7 @@ def _user(*parts):
     return os.path.join(os.path.expanduser("~"), *parts)
 
 
-def _env_dir(var):
+def env_dir(var):
     v = os.environ.get(var, "")
     if v:
         return os.path.abspath(os.path.expanduser(v))
@@ -106,7 +106,7 @@ class ClaudeCode(Agent):
         super().__init__("claude_code", "Claude Code", "claude", NESTED)
 
     def home(self):
-        d = _env_dir("CLAUDE_CONFIG_DIR")
+        d = env_dir("CLAUDE_CONFIG_DIR")
         return (d, True) if d else (_user(".claude"), False)
 
     def config_path(self):
@@ -131,7 +131,7 @@ class Codex(Agent):
         super().__init__("codex", "Codex", "codex", NESTED)
 
     def home(self):
-        d = _env_dir("CODEX_HOME")
+        d = env_dir("CODEX_HOME")
         return (d, True) if d else (_user(".codex"), False)
 
     def config_path(self):

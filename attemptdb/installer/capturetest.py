@@ -11,9 +11,9 @@ import os
 import subprocess
 import time
 
-from .. import location
+from ..store import location
 from ..adapters import registry
-from ..fastjson import dumps
+from ..model.fastjson import dumps
 
 POLL_S = 2.0
 
@@ -33,7 +33,7 @@ def _head(db_path):
     """(max seq, whether the file exists)."""
     if not os.path.exists(db_path):
         return 0, False
-    from ..store import Store
+    from ..store.database import Store
     try:
         with Store.open(db_path, readonly=True) as s:
             row = s.conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
@@ -43,7 +43,7 @@ def _head(db_path):
 
 
 def _find(db_path, after_seq, provider):
-    from ..store import Store
+    from ..store.database import Store
     with Store.open(db_path, readonly=True) as s:
         row = s.conn.execute(
             "SELECT event_id FROM events WHERE seq > ? AND provider = ? AND kind = 'capture_test' "

@@ -124,11 +124,11 @@ def split_command(cmd: str, limit: int = 6) -> list[str]:
     return words
 
 
-def _basename(token: str) -> str:
+def command_basename(token: str) -> str:
     return token.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def _is_python(name: str) -> bool:
+def is_python(name: str) -> bool:
     name = name.lower()
     if name.endswith(".exe"):
         name = name[:-4]
@@ -142,13 +142,13 @@ def parse_ours(cmd) -> dict | None:
         return None
     w = split_command(cmd)
     if w:
-        name = _basename(w[0])
+        name = command_basename(w[0])
         if name in _EXE_NAMES and len(w) >= 2 and w[1] in VERBS:
             return {"binary": w[0], "verb": w[1], "hook_id": w[2] if len(w) > 2 else None,
                     "form": "attempt"}
         if name.lower() in _HOOK_BIN_NAMES and len(w) >= 2 and registry.provider_id(w[1]):
             return {"binary": w[0], "verb": None, "hook_id": w[1], "form": "attempt-hook"}
-        if (_is_python(name) and len(w) >= 4 and w[3] in VERBS
+        if (is_python(name) and len(w) >= 4 and w[3] in VERBS
                 and ((w[1] == "-m" and w[2] == "attemptdb")
                      or (w[1] == "-I" and w[2].replace("\\", "/").endswith("/attemptdb/__main__.py")))):
             return {"binary": w[0], "verb": w[3], "hook_id": w[4] if len(w) > 4 else None,

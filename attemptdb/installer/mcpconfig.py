@@ -27,9 +27,9 @@ import tomllib
 
 from . import agents as agents_mod
 from . import fileops, jsonstyle
-from .command import Executable, _basename, _is_python, find_executable
+from .command import Executable, command_basename, is_python, find_executable
 from .install import FAILED, SKIPPED, Action
-from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, _same
+from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, same_value
 from ..errors import AttemptError
 
 NAME = "attemptdb"
@@ -48,7 +48,7 @@ class NameTaken(AttemptError):
 
 def config_path(agent) -> str:
     if agent.provider == "claude_code":
-        d = agents_mod._env_dir("CLAUDE_CONFIG_DIR")
+        d = agents_mod.env_dir("CLAUDE_CONFIG_DIR")
         return os.path.join(d, ".claude.json") if d else os.path.join(os.path.expanduser("~"), ".claude.json")
     if agent.provider == "codex":
         return agent.settings_path()
@@ -72,10 +72,10 @@ def is_ours(entry) -> bool:
     args = entry.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args) or "mcp" not in args:
         return False
-    name = _basename(entry["command"])
+    name = command_basename(entry["command"])
     if name in ("attempt", "attempt.exe"):
         return args[0] == "mcp"
-    return (_is_python(name) and len(args) >= 3 and args[0] == "-I"
+    return (is_python(name) and len(args) >= 3 and args[0] == "-I"
             and args[1].replace("\\", "/").endswith("/attemptdb/__main__.py") and args[2] == "mcp")
 
 
@@ -122,7 +122,7 @@ def plan_install_json(text, entry: dict, *, allow_comments=False, where="the con
     current = obj.get(NAME).value.to_python()
     if not is_ours(current):
         raise NameTaken(where)
-    if _same(current, entry):
+    if same_value(current, entry):
         return Plan(None, CURRENT)
     at = names.index(NAME)
     text = jsonstyle.remove_member(text, obj, NAME)

@@ -28,14 +28,14 @@ class ShapeError(jsonstyle.JSONStyleError):
         super().__init__("installer.config_shape", message + "; refusing to modify it")
 
 
-def _same(a, b) -> bool:
+def same_value(a, b) -> bool:
     """JSON equality (True is not 1; key order does not matter)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return isinstance(b, list) and len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     return type(a) is type(b) and a == b
@@ -135,7 +135,7 @@ def is_current(agent: Agent, root, command: str) -> bool:
         arr = hooks.value.get(ev).value
         if agent.shape == NESTED and gi not in f.whole_groups:
             return False
-        if not _same(arr.items[gi].to_python(), agent.unit(ev, command)):
+        if not same_value(arr.items[gi].to_python(), agent.unit(ev, command)):
             return False
     return True
 

@@ -105,7 +105,7 @@ def inspect(agent, executable) -> AgentState:
             st.problems.append(f"the executable in the hooks does not exist: {b}")
     if binaries and executable.path not in binaries:
         st.problems.append(f"entries call {binaries[0]}, not this attempt ({executable.path})")
-    elif any(e["event"] in wanted and not merge._same(e["unit"], agent.unit(e["event"], expected))
+    elif any(e["event"] in wanted and not merge.same_value(e["unit"], agent.unit(e["event"], expected))
              for e in st.entries):
         st.problems.append("entries differ from what `attempt hook install` writes")
     _switches(agent, root, st)

@@ -14,7 +14,8 @@ Invariants:
 - `--dry-run` appends inside a transaction, reads the changed rows, and rolls back.
 """
 
-from .. import ADAPTER_VERSION, __version__, clock, event, fastjson, ids
+from .. import ADAPTER_VERSION, __version__
+from ..model import clock, event, fastjson, ids
 from ..errors import AttemptError
 
 OUTCOMES = ("succeeded", "failed", "abandoned", "superseded")
@@ -215,7 +216,7 @@ def _snapshot(conn, session_id: str, unit_turns=()) -> dict:
     """The session's attempts and turns, the work units holding its turns (and those holding
     `unit_turns`, the members of its units before a change: a retraction may split or empty a
     unit), and the counts a retraction reports."""
-    from .read import rows
+    from ..store.database import dict_rows as rows
     units = _has(conn, "unit_turns")
     snap = {"counts": {k: conn.execute(q).fetchone()[0] for k, q in _COUNTS + (_UNIT_COUNTS if units else ())}}
     for r in rows(conn, "SELECT * FROM attempts WHERE session_id = ?", (session_id,)):
@@ -317,7 +318,7 @@ def correct(store, target_text: str, *, outcome=None, failure_class=None, note=N
 
 def describe_target(conn, target: str, target_type: str) -> dict:
     """What a retraction would remove, in content-free terms."""
-    from .read import rows
+    from ..store.database import dict_rows as rows
     if target_type == "session":
         r = rows(conn, "SELECT provider, project_name, started_at, ended_at, state, event_count, turn_count "
                        "FROM sessions WHERE session_id IN (SELECT session_id FROM session_facts "

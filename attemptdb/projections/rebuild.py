@@ -8,8 +8,8 @@ row the incremental state had that the rebuild does not, and vice versa — none
 
 import time
 
-from .. import schema_integrity
-from ..store import request_replays
+from ..store import schema_integrity
+from ..store.database import request_replays
 from . import CHECKPOINT_TABLES, FACT_TABLES, PUBLIC_VIEWS, READ_CLOCK_COLUMNS, units
 
 STATE_TABLES = FACT_TABLES + CHECKPOINT_TABLES + units.UNIT_TABLES

@@ -12,7 +12,8 @@ in any arrival order.
 import os
 import re
 
-from .. import adapters, clock, fastjson, ids, resources
+from .. import adapters, resources
+from ..model import clock, fastjson, ids
 from ..errors import AttemptError
 from . import meta
 

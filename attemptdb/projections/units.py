@@ -22,7 +22,7 @@ ends): a call that adds no path costs re-reading one turn and one probe per path
 Only apsw and our own modules: the hook path appends through this.
 """
 
-from .. import schema
+from ..store import schema
 
 SIX_HOURS_US = 6 * 3600 * 1_000_000
 ADJACENT_US = 10 * 60 * 1_000_000

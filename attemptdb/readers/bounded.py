@@ -16,8 +16,9 @@ Invariants:
 
 import math
 
-from ..attemptql import execute
-from ..attemptql.errors import AQLError
+from ..query import execute, sqltext
+from ..query.result import decode_rows
+from ..query.errors import AQLError
 
 MAX_ROWS = 200
 MAX_STATEMENT_CHARS = 64 * 1024
@@ -28,13 +29,13 @@ _BOUNDABLE = ("SELECT", "WITH", "VALUES")
 def bounded_sql(text: str, limit: int) -> str | None:
     """`text` (one plain SQL SELECT/WITH/VALUES) read through an outer LIMIT, or None when
     the statement is anything else (it then runs as it is, and is refused there if it must be)."""
-    if execute.classify(text) != "sql":
+    if sqltext.classify(text) != "sql":
         return None
-    word, _ = execute._word(text, execute._skip_ws(text))
+    word, _ = sqltext.word(text, sqltext.skip_ws(text))
     if word not in _BOUNDABLE:
         return None
-    first, rest = execute.split_first_statement(text)
-    if not execute._only_trivia(rest):
+    first, rest = sqltext.split_first_statement(text)
+    if not sqltext.only_trivia(rest):
         return None  # a second statement: execute.run refuses it (AQL0204)
     body = first.rstrip()
     if body.endswith(";"):
@@ -62,7 +63,7 @@ def json_safe(value):
 
 def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool = True) -> dict:
     """A Result as the read surfaces return it."""
-    rows = execute.decode_rows(result.columns, result.rows) if result.language == "sql" else result.rows
+    rows = decode_rows(result.columns, result.rows) if result.language == "sql" else result.rows
     total = len(rows)
     shown = rows[:max_rows]
     return {
@@ -80,7 +81,7 @@ def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool =
 
 def run(conn, statement, *, gate=None, max_rows: int = MAX_ROWS, cwd: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    """Run one statement on a read-only connection (attemptdb.readonly) and bound the answer."""
+    """Run one statement on a read-only connection (attemptdb.store.readonly) and bound the answer."""
     if isinstance(statement, str) and len(statement) > MAX_STATEMENT_CHARS:
         raise AQLError("AQL0208", f"the request is too large (more than {MAX_STATEMENT_CHARS} characters); "
                        "ask for less: one statement, with WHERE, a time range or LIMIT")

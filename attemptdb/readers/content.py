@@ -6,7 +6,7 @@ human wrote can be read through the connection in any form — not as a column, 
 expression (`length(content_json)`), a view (`turns.objective`) or a filter
 (`WHERE objective LIKE …`): SQLite substitutes NULL for each read of a hidden base column
 (SQLITE_IGNORE on SQLITE_READ). Everything else is decided by the wrapped read-only gate
-(attemptdb.readonly.Gate), so writes stay refused. Derived values that only say whether a
+(attemptdb.store.readonly.Gate), so writes stay refused. Derived values that only say whether a
 text exists follow suit (a correction whose note is hidden reads `content_unavailable`).
 """
 

@@ -5,7 +5,7 @@ Tools: `query` (one AttemptQL or read-only SQL statement), `schema` (the catalog
 `timeline` (a session or project: turns with their attempts), `why`, `trace`, `evidence`.
 
 Invariants:
-- The database is opened read-only (attemptdb.readonly: read-only open + an authorizer that
+- The database is opened read-only (attemptdb.store.readonly: read-only open + an authorizer that
   refuses every write, PRAGMA change and ATTACH); every tool runs one or two AttemptQL/SQL
   statements through the engine of `attempt query` (readers.bounded), values quoted.
 - Content (prompt, command and output text, raw payloads, notes) reads as NULL unless the
@@ -22,8 +22,8 @@ import os
 import threading
 import time
 
-from .. import fastjson
-from ..attemptql.errors import AQLError
+from ..model import fastjson
+from ..query.errors import AQLError
 from ..errors import AttemptError
 from . import bounded, content
 
@@ -132,7 +132,7 @@ class Reader:
 
     def _open(self):
         if self.conn is None:
-            from ..readonly import connect
+            from ..store.readonly import connect
             conn, gate = connect(self.path)
             conn.authorizer = content.authorizer(gate, self.include_content)
             self.conn, self.gate = conn, gate
@@ -172,7 +172,7 @@ class Reader:
         return self._run(statement)
 
     def tool_schema(self, args):
-        from .. import catalog
+        from ..projections import catalog
         table = _arg(args, "table", str, maximum=64)
         cat = catalog.build(self.conn, table)
         if table is not None and not cat["tables"]:
@@ -184,7 +184,7 @@ class Reader:
         project = _arg(args, "project", str, maximum=MAX_SUBJECT_CHARS)
         sql = "SELECT * FROM needs_you"
         if project:
-            from ..attemptql import resolve
+            from ..query import resolve
             names = sorted({n for _, n in resolve.resolve_project(self.conn, project)})
             sql += " WHERE project_name IN (" + ", ".join(q(n) for n in names) + ")"
         return self._run(sql + " ORDER BY rank, since, work_unit_id")
@@ -201,7 +201,7 @@ class Reader:
         elif project:
             scope = f" FOR project = {q(project)}"
         else:
-            from ..attemptql import resolve
+            from ..query import resolve
             here = resolve.project_of_directory(self.conn, self.cwd)
             if here:
                 scope = f" FOR project = {q(here[0])}"

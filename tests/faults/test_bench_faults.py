@@ -1,9 +1,9 @@
-"""`attempt bench faults`: runs the fault suite (attemptdb.faultbench) and prints its figures
+"""`attempt bench faults`: runs the fault suite (attemptdb.devtools.faultbench) and prints its figures
 as the closing-note table; exit 1 when anything went wrong."""
 
 from click.testing import CliRunner
 
-from attemptdb import faultbench
+from attemptdb.devtools import faultbench
 from attemptdb.cli.main import cli
 
 

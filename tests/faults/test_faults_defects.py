@@ -14,10 +14,11 @@ import sys
 import apsw
 import pytest
 
-from attemptdb import damage, spool
+from attemptdb.integrity import damage
+from attemptdb.capture import spool
 from attemptdb.cli.main import run as cli
-from attemptdb.faultbench import disk
-from attemptdb.store import Store
+from attemptdb.devtools.faultbench import disk
+from attemptdb.store.database import Store
 from conftest import ROOT, run_attempt
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -46,7 +47,7 @@ def attempt(capsys, *args):
 @pytest.fixture
 def history(db, capsys):
     """A database of 600 synthetic events, imported (so signed)."""
-    from attemptdb import synth
+    from attemptdb.devtools import synth
     src = os.path.join(os.path.dirname(db), "history.jsonl")
     synth.write_jsonl(src, 600, 41)
     assert attempt(capsys, "init", "--db", db)[0] == 0
@@ -91,7 +92,7 @@ def spooled(db, i):
 
 def events_page(db, where="middle"):
     """An events leaf page in the middle of the table and the seqs on it."""
-    from attemptdb.recover import _Pages
+    from attemptdb.integrity.recover import _Pages
     conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
     pages = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' "
                                         "ORDER BY pageno")]
@@ -296,7 +297,7 @@ def test_a_full_disk_leaves_no_temp_file_in_the_spool(db, home, monkeypatch):
         return real(fd, data)
     monkeypatch.setattr(os, "write", full)
     env = {"event_id": "01a23200-0000-7000-8000-000000000001", "schema_version": 1}
-    from attemptdb import ids
+    from attemptdb.model import ids
     env = {"event_id": ids.uuid7(), "schema_version": 1, "device_id": ids.uuid7(), "source_seq": 0, "hlc": 0,
            "observed_at": 1, "captured_at": 1, "provider": "p", "adapter_version": "1",
            "capture_mode": "metadata_only", "provider_event_name": "x", "kind": "unknown",
@@ -335,7 +336,7 @@ def test_on_a_full_disk_reads_work_and_imports_say_disk_full(tmp_path, home, cap
         for args in (("status",), ("events", "-n", "1"), ("verify",)):
             rc, out, err = attempt(capsys, *args, "--db", db)
             assert rc == 0 and "cannot_open" not in err, (args, out, err)
-        from attemptdb import synth
+        from attemptdb.devtools import synth
         src = str(tmp_path / "more.jsonl")
         synth.write_jsonl(src, 50, 1)
         rc, out, err = attempt(capsys, "import", "jsonl", src, "--db", db)
@@ -445,7 +446,7 @@ def test_verify_sees_a_damaged_index_that_quick_check_misses(history, capsys):
 def test_an_import_into_a_damaged_file_writes_nothing(history, capsys, tmp_path):
     malform(history)
     assert attempt(capsys, "verify", "--db", history)[0] == 1
-    from attemptdb import synth
+    from attemptdb.devtools import synth
     src = str(tmp_path / "more.jsonl")
     synth.write_jsonl(src, 20, 9)
     before = digest(history)
@@ -478,7 +479,7 @@ def test_when_both_spool_directories_fail_the_runtime_directory_takes_the_event(
     shell(db, "PRAGMA user_version = 999")  # the database refuses the capture (newer schema)
     p = run_attempt(["capture", "claude-code", "--db", db], input=payload(3), env=env)
     assert p.returncode == 0 and p.stdout == b"" and p.stderr == b""
-    from attemptdb import schema
+    from attemptdb.store import schema
     shell(db, f"PRAGMA user_version = {schema.latest()}")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -490,7 +491,7 @@ def test_when_both_spool_directories_fail_the_runtime_directory_takes_the_event(
 def test_sqlite_failing_in_the_middle_of_verify_is_a_problem_not_an_error(history, capsys, monkeypatch):
     """Whatever part of verify meets the damage first (here the row check: the page check is
     skipped), the answer is `problem: the file is damaged`, exit 1."""
-    from attemptdb import verify
+    from attemptdb.integrity import verify
     malform(history)
     monkeypatch.setattr(verify, "integrity", lambda conn: [])
     rc, out, err = attempt(capsys, "verify", "--db", history)
@@ -500,7 +501,7 @@ def test_sqlite_failing_in_the_middle_of_verify_is_a_problem_not_an_error(histor
 def test_sqlite_raising_or_stopping_early_while_verify_reads_rows(history, capsys, monkeypatch):
     """SQLite may raise at a page it cannot read, or end the scan there without a word: both
     are `problem: the file is damaged`, never `ok` and never an error."""
-    from attemptdb import chain, verify
+    from attemptdb.integrity import chain, verify
     monkeypatch.setattr(verify, "integrity", lambda conn: [])
 
     def raises(conn, lo, hi, leaves=None, gaps=None):
@@ -549,7 +550,7 @@ def test_a_daemon_that_cannot_store_spool_or_count_an_event_lets_the_hook_say_so
 def test_a_signer_never_vouches_for_rows_sqlite_stopped_short_of(history, capsys, monkeypatch):
     """The rows since the last signature are read to be checked; if SQLite ends that read
     early (a damaged page) nothing is signed."""
-    from attemptdb import chain
+    from attemptdb.integrity import chain
     capture(history, 9)
     real = chain.check_rows
     monkeypatch.setattr(chain, "check_rows", lambda conn, lo, hi, leaves=None, gaps=None:
@@ -563,7 +564,7 @@ def test_a_row_whose_json_no_longer_parses_is_a_coded_error_for_the_repair_tools
     error[internal] (SQLError: malformed JSON from a projection trigger)."""
     shell(history, "DROP TRIGGER events_no_update; UPDATE events SET attrs_json = '[1,' "
                    "WHERE seq = (SELECT min(seq) FROM events WHERE kind = 'tool_call_finished')")
-    from attemptdb import schema, schema_integrity
+    from attemptdb.store import schema, schema_integrity
     conn = apsw.Connection(history)
     schema_integrity.restore(conn, schema.latest())  # the trigger back: only the row differs
     conn.close()

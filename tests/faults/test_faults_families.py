@@ -1,4 +1,4 @@
-"""The fault-injection suite (attemptdb.faultbench), family by family: kill -9 of every writing
+"""The fault-injection suite (attemptdb.devtools.faultbench), family by family: kill -9 of every writing
 command, I/O errors injected below SQLite, a real full disk, read-only mounts, damaged files.
 Every family must end with no acknowledged event lost, no traceback, no file failing
 integrity_check or verify, and nothing else wrong (each failure is named).
@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from attemptdb import faultbench
-from attemptdb.faultbench.world import World
+from attemptdb.devtools import faultbench
+from attemptdb.devtools.faultbench.world import World
 
 LONG = os.environ.get("ATTEMPTDB_LONG") == "1"
 SIZES = faultbench.LONG if LONG else faultbench.SHORT

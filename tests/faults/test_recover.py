@@ -8,8 +8,8 @@ import random
 
 import apsw
 
-from attemptdb import recovery
-from attemptdb.faultbench import damaged
+from attemptdb.integrity import recovery
+from attemptdb.devtools.faultbench import damaged
 from test_faults_defects import attempt, capture, digest, events_page, malform, shell
 from test_faults_defects import history  # noqa: F401  (the fixture)
 
@@ -120,7 +120,7 @@ def test_a_lost_signed_tail_is_declared_and_the_chain_goes_on_after_it(history, 
     note = [f for f in os.listdir(key_dir) if f.endswith(".checkpoint")]
     assert open(os.path.join(key_dir, note[0])).read().split("\n")[1] == "604"
     # a recovered log has gaps in seq: no Merkle tree is kept for it, and prove says so
-    from attemptdb import checkpoint
+    from attemptdb.integrity import checkpoint
     conn = apsw.Connection(out)
     notes = [checkpoint.parse(n) for (n,) in conn.execute("SELECT note FROM checkpoints ORDER BY size")]
     event_id = conn.execute("SELECT event_id FROM events ORDER BY seq LIMIT 1").fetchone()[0]

@@ -1,5 +1,5 @@
 """What the web UI says about the database, from the catalog (spec/catalog-columns.json via
-attemptdb.catalog): Datasette metadata (table summaries, every column's meaning, the internal
+attemptdb.projections.catalog): Datasette metadata (table summaries, every column's meaning, the internal
 tables hidden) and the catalog's recipes.
 
 Invariants: nothing here is invented — every description is the catalog's text; every recipe
@@ -12,7 +12,7 @@ Pure: no Datasette import.
 
 import re
 
-from ...attemptql import execute
+from ...query import sqltext
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
@@ -24,7 +24,7 @@ def slug(text: str) -> str:
 
 def is_canned(statement: str) -> bool:
     """A recipe Datasette can run as it is: one plain SQL SELECT/WITH/VALUES, no placeholder."""
-    if _PLACEHOLDER.search(statement) or execute.classify(statement) != "sql":
+    if _PLACEHOLDER.search(statement) or sqltext.classify(statement) != "sql":
         return False
     return statement.lstrip()[:6].upper().startswith(("SELECT", "WITH", "VALUES"))
 

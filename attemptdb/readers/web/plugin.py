@@ -18,7 +18,7 @@ import time
 from datasette import hookimpl
 from datasette.utils.asgi import NotFound, Response
 
-from ...attemptql.errors import AQLError
+from ...query.errors import AQLError
 from ...errors import AttemptError
 from .. import bounded, content
 from . import pages
@@ -51,7 +51,7 @@ class UIConfig:
                 return
             self._last = now
             try:
-                from ...readonly import connect
+                from ...store.readonly import connect
                 conn, _ = connect(self.path)
                 try:
                     self.before_read(conn)
@@ -115,7 +115,7 @@ async def attempt_page(datasette, request):
 
 
 def _run_recipe(cfg: UIConfig, statement: str) -> dict:
-    from ...readonly import connect
+    from ...store.readonly import connect
     cfg.refresh()
     conn, gate = connect(cfg.path)
     try:

@@ -3,7 +3,7 @@
 Invariants:
 - The file is opened `mode=ro` (the WAL is read; `immutable=1` would ignore it) on every
   connection, with `query_only` and the read-only authorizer of `attempt query`
-  (attemptdb.readonly.Gate) behind the content wall (readers.content: content reads as NULL
+  (attemptdb.store.readonly.Gate) behind the content wall (readers.content: content reads as NULL
   unless `--include-content`); a write connection is never opened (`connect(write=True)`
   raises), downloads of the file are off, and no canned query is a write.
 - Only GET and HEAD reach Datasette: every other method is 405, before any view runs.
@@ -75,7 +75,7 @@ def _database_class():
             if write:
                 raise AttemptError("ui.read_only", "the UI never writes the database")
             import sqlite3
-            from ...readonly import Gate
+            from ...store.readonly import Gate
             from .. import content
             conn = sqlite3.connect(_uri(self.path), uri=True, check_same_thread=False)
             # trusted_schema stays as the system SQLite sets it: before 3.41 the JSON functions the
@@ -91,11 +91,11 @@ def _database_class():
 
 def build(path: str, *, include_content: bool = False, before_read=None):
     """A configured Datasette instance over `path` (the file is checked like every read
-    command's: attemptdb.readonly.connect refuses what is not a readable AttemptDB)."""
+    command's: attemptdb.store.readonly.connect refuses what is not a readable AttemptDB)."""
     from datasette.app import Datasette
     from datasette.plugins import pm
-    from ... import catalog
-    from ...readonly import connect
+    from ...projections import catalog
+    from ...store.readonly import connect
     from . import metadata, plugin
 
     conn, _ = connect(path)

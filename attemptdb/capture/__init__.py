@@ -1,0 +1,1 @@
+"""The hook path: hook entry, project identity, hook log, spool, capture daemon."""

@@ -1,0 +1,403 @@
+"""`attempt capture PROVIDER`: the hook entrypoint. stdin payload → one stored event.
+
+Invariants (DESIGN.md invariant 4):
+- Exit status 0, nothing on stdout (Gemini CLI: the `{"decision":"allow"}` it expects), no
+  traceback, whatever arrives: a payload that cannot be read is still stored as an `unknown`
+  event with a `capture_gap` reason; a locked, unwritable or corrupt database, or one known to
+  be damaged (attemptdb.integrity.damage: nothing is written into it), sends the event to the spool,
+  which the next capture or read ingests. An event no spool directory can take (every disk
+  full or read-only) is counted where `attempt doctor` finds it, or said in one
+  `error[capture.lost]` line on stderr: never dropped without a trace.
+- Privacy before disk: the capture mode and the ingestion contract (secret redaction, attrs
+  sanitiser) are applied in this process, so neither the database nor the spool ever sees
+  what the mode forbids.
+- Lean: imports only the stdlib C modules, apsw and our own hook-path modules — never click,
+  jsonschema, cryptography, parsimonious, tabulate (a test checks `sys.modules`). Never signs.
+`--dry-run` prints the envelope the adapter produced (before ingestion) and stores nothing;
+the context flags replace what the hook would detect (the golden harness uses them).
+"""
+
+import os
+import sys
+
+from . import hooklog
+
+STDIN_CAP = 16 * 1024 * 1024
+HOOK_DRAIN_LIMIT = 100  # spooled events a hook ingests before its own (reads take the rest)
+_STRICTNESS = ("metadata_only", "local_semantic", "full_sync")
+
+
+def stricter(a: str, b: str) -> str:
+    """The more private of two capture modes."""
+    return a if _STRICTNESS.index(a) <= _STRICTNESS.index(b) else b
+CAPTURE_BUSY_S = 2.0
+GEMINI_ACK = b'{"decision":"allow"}\n'
+# the names adapters.registry.ALIASES maps to gemini_cli (a test keeps them equal): known
+# without importing the adapters, which a hook the daemon serves never needs
+GEMINI_NAMES = frozenset(("gemini_cli", "gemini-cli", "gemini"))
+_FLAGS = {"--capture-mode", "--project-root", "--repo-remote", "--captured-at", "--device-id",
+          "--hook-version", "--event", "--db"}
+
+USAGE = """Usage: attempt capture PROVIDER [OPTIONS] < payload.json
+
+  The hook entrypoint: read one hook payload on stdin, store it as one event.
+  Always exits 0 and prints nothing (Gemini CLI: its JSON ack).
+
+Options:
+  --dry-run              Print the envelope the adapter builds; store nothing.
+  --db PATH              Database file (env ATTEMPTDB_PATH).
+  --event NAME           Event name for payloads without hook_event_name.
+  --capture-mode M       metadata_only | local_semantic | full_sync (default: the database's).
+  --project-root PATH    Project root instead of detecting it from the payload's cwd.
+  --repo-remote URL      Git remote instead of reading .git/config.
+  --captured-at US       Capture time in microseconds since the epoch.
+  --device-id UUID       Device id instead of the database's.
+  --hook-version V       Hook version stamped on the event.
+  -h, --help             Show this message.
+"""
+
+
+class _Args:
+    def __init__(self):
+        self.provider = None
+        self.dry_run = False
+        self.opts = {}
+
+
+def _parse(argv) -> _Args:
+    a = _Args()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--dry-run":
+            a.dry_run = True
+        elif arg.split("=", 1)[0] in _FLAGS:
+            if "=" in arg:
+                k, v = arg.split("=", 1)
+            else:
+                k = arg
+                i += 1
+                v = argv[i] if i < len(argv) else None
+            a.opts[k[2:].replace("-", "_")] = v
+        elif a.provider is None and not arg.startswith("-"):
+            a.provider = arg
+        i += 1
+    return a
+
+
+def _read_stdin() -> tuple[bytes, bool]:
+    try:
+        data = sys.stdin.buffer.read(STDIN_CAP + 1)
+    except (OSError, ValueError, AttributeError):
+        return b"", False
+    if len(data) > STDIN_CAP:
+        # drain the rest so the agent's pipe never blocks on us, but keep only the cap
+        try:
+            while sys.stdin.buffer.read(1 << 20):
+                pass
+        except (OSError, ValueError):
+            pass
+        return data[:STDIN_CAP], True
+    return data, False
+
+
+class Hook:
+    """What one hook invocation brings besides its argv: the stdin bytes (and whether they were
+    cut at STDIN_CAP), the working directory, `CLAUDE_PROJECT_DIR`, and — when a daemon runs it
+    on the hook's behalf — the hook's capture time and the event id it minted."""
+
+    __slots__ = ("data", "truncated", "cwd", "claude_project_dir", "captured_at", "event_id")
+
+    def __init__(self, data: bytes, truncated: bool, cwd, claude_project_dir, captured_at=None, event_id=None):
+        self.data, self.truncated, self.cwd = data, truncated, cwd
+        self.claude_project_dir, self.captured_at, self.event_id = claude_project_dir, captured_at, event_id
+
+    @classmethod
+    def from_process(cls) -> "Hook":
+        data, truncated = _read_stdin()
+        return cls(data, truncated, _getcwd(), os.environ.get("CLAUDE_PROJECT_DIR") or None)
+
+
+def _label(provider) -> str:
+    """The provider as the hook log names it: what the agent's config passed, reduced to
+    `[A-Za-z0-9_-]`, at most 64 characters, so a line is always one line."""
+    if not isinstance(provider, str) or not provider:
+        return "none"
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "?" for c in provider[:64])
+
+
+def _last_resort(provider, nbytes: int, db_path: str | None):
+    """Something failed before an event existed: record that a payload arrived anyway (a
+    content-free `unknown` event with capture_gap adapter_error), in the database or spool."""
+    from .. import ADAPTER_VERSION
+    from ..model import clock, ids
+    from ..store import location
+    path = db_path or location.resolve(None)
+    dev = _peek_device(path) or _fallback_device()
+    now = clock.now_us()
+    name = provider if isinstance(provider, str) and provider else "unknown"
+    slug = "".join(c if c.isalnum() else "_" for c in name.lower())[:64] or "unknown"
+    env = {"event_id": ids.uuid7(), "schema_version": 1, "device_id": dev, "source_seq": 0, "hlc": 0,
+           "observed_at": now, "captured_at": now, "provider": slug, "adapter_version": ADAPTER_VERSION,
+           "capture_mode": "metadata_only", "provider_event_name": "unknown", "kind": "unknown",
+           "project": ids.project_identity("/", None, dev), "session_id": ids.session_id(slug, "unknown"),
+           "provider_session_id": "unknown", "agent": {},
+           "attrs": {"capture_gap": "adapter_error", "x_attemptdb_payload_bytes": nbytes}}
+    try:
+        from ..integrity import damage
+        from ..store.database import Store
+        st = Store.open(path, create=True, busy_timeout_s=CAPTURE_BUSY_S)
+        if damage.refusal(st, path) is None:
+            st.append([env])
+            return
+    except Exception:
+        pass
+    _spool_or_count(provider, path, env, "internal")
+
+
+def _cwd(provider, payload, hook: Hook) -> str | None:
+    from ..adapters import hook_cwd
+    try:
+        cwd = hook_cwd(provider, payload)
+    except Exception:
+        cwd = None
+    return cwd or hook.claude_project_dir or hook.cwd
+
+
+def _getcwd():
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _open_store(path: str, mode_override):
+    from ..store.database import Store
+    return Store.open(path, create=True, capture_mode=mode_override, busy_timeout_s=CAPTURE_BUSY_S)
+
+
+def _fallback_device() -> str:
+    from .spool import fallback_device
+    return fallback_device()
+
+
+seen = {"bytes": 0, "db": None, "store": None, "unsaid": False}
+"""What the last capture in this process read and opened. Holding the open store here keeps
+its connection alive past `run`, so the launcher's `os._exit` leaves before the close-time
+WAL checkpoint (an fsync) instead of paying for it when `run`'s locals are freed."""
+
+
+def run(argv, hook: Hook | None = None, store=None) -> int:
+    """One hook invocation → one stored (or spooled) event. `store`: an open store to use (the
+    daemon's) instead of opening the file."""
+    args = _parse(argv)
+    opts = args.opts
+    seen["unsaid"] = False
+    from ..model import clock, ids
+    from ..store import location
+    from ..adapters import Context, build_event, capture_mode as parse_mode, parse_payload, registry
+    hook = hook or Hook.from_process()
+    data, truncated = hook.data, hook.truncated
+    seen["bytes"] = len(data)
+    payload, gap = parse_payload(data, truncated)
+    provider = args.provider or ""
+    db_path = location.resolve(opts.get("db"))
+    seen["db"] = db_path
+    mode_override = parse_mode(opts["capture_mode"]) if opts.get("capture_mode") else None
+    if opts.get("capture_mode") and mode_override is None:
+        mode_override = "metadata_only"  # an invalid mode fails closed
+    device = opts.get("device_id")
+    if device is not None and not ids.is_uuid(ids.bare(device)):
+        device = None  # a malformed override must not cost the event: use the database's
+    store_error = None
+    if store is not None:
+        store_device = store.device_id
+    elif not args.dry_run:
+        try:
+            # never create a database in the flag's mode: a repository's own hook config may
+            # pass --capture-mode, and it may only restrict what the user chose
+            store = seen["store"] = _open_store(db_path, None)
+            store_device = store.device_id  # a file without a valid identity is not used
+        except Exception as e:  # locked, unwritable, corrupt, newer schema: spool instead
+            store, store_error = None, hooklog.why(e)
+            if getattr(e, "code", None) in ("store.corrupt", "store.not_a_database"):
+                from ..integrity import damage
+                damage.mark(db_path, "SQLite reports the file malformed", "capture")
+    if device is None:
+        if store is not None:
+            device = store_device
+        elif args.dry_run:
+            device = _peek_device(db_path) or ids.NIL
+        else:
+            device = _peek_device(db_path) or _fallback_device()
+    device = ids.bare(device)
+    if store is not None:
+        mode = store.capture_mode
+    elif args.dry_run:
+        mode = _peek_mode(db_path) or mode_override or "local_semantic"
+    else:
+        mode = "metadata_only"  # cannot read the database's setting: fail closed
+    if mode_override is not None:
+        mode = stricter(mode, mode_override) if not args.dry_run else mode_override
+    captured = opts.get("captured_at")
+    try:
+        captured = int(captured) if captured is not None else hook.captured_at or clock.now_us()
+    except ValueError:
+        captured = clock.now_us()
+    if not clock.MIN_US <= captured <= clock.MAX_US:
+        captured = clock.now_us()  # the store could not hold it: the event must not pay for that
+    cwd = _cwd(registry.provider_id(provider) or provider, payload, hook) if isinstance(payload, dict) else hook.cwd
+    from .project import identify
+    project, _root = identify(cwd, opts, device, hook.cwd)
+    ctx = Context(device, mode, project, captured, hook_version=opts.get("hook_version") or _hook_version(),
+                  event_id=hook.event_id)
+    env = build_event(provider, payload, gap, ctx, event_hint=opts.get("event"), payload_bytes=len(data))
+    if args.dry_run:
+        from ..model import fastjson
+        sys.stdout.write(fastjson.dumps(env) + "\n")
+        sys.stdout.flush()
+        return 0
+    from ..ingest import privacy
+    from . import spool
+    env = privacy.ingest(env, db_mode=mode)
+    if store is not None:
+        from ..integrity import damage
+        if damage.refusal(store, db_path) is not None:  # never written into a damaged file
+            store_error = "store.damaged"
+        else:
+            try:  # events spooled earlier go first (chain order = arrival order), a bounded share
+                spool.drain(store, db_path, limit=HOOK_DRAIN_LIMIT)
+            except Exception as e:
+                hooklog.log(f"provider={_label(provider)} err=spool_drain:{hooklog.why(e)}")
+                if damage.is_corruption(e):
+                    damage.mark(db_path, "SQLite reports the file malformed", "capture")
+            try:
+                store.append([env])
+                return 0
+            except Exception as e:
+                store_error = hooklog.why(e)
+                if damage.is_corruption(e):
+                    damage.mark(db_path, "SQLite reports the file malformed", "capture")
+    _spool_or_count(provider, db_path, env, store_error)
+    return 0
+
+
+def _spool_or_count(provider, db_path: str, env: dict, store_error) -> None:
+    """The event goes to the spool; when no spool directory can take it either (the disks
+    are full or read-only), the loss is counted where `attempt doctor` finds it (spool.lost),
+    and said on stderr when even that fails: never dropped without a trace."""
+    from . import spool
+    try:
+        spool.put(db_path, env)
+        hooklog.log(f"provider={_label(provider)} spooled reason={store_error}")
+        return
+    except Exception as e:
+        why = hooklog.why(e)
+    hooklog.log(f"provider={_label(provider)} err=lost:{why} after {store_error}")
+    if not spool.count_lost(db_path, f"{why} after {store_error}"):
+        seen["unsaid"] = True  # the daemon answers `error`: the hook tries, and says so, itself
+        _say_lost()
+
+
+def _say_lost() -> None:
+    try:
+        sys.stderr.write("attempt capture: error[capture.lost]: this event could not be stored, spooled or "
+                         "counted (every place it could go is full or read-only); free space and run "
+                         "`attempt doctor`\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _peek_device(db_path: str) -> str | None:
+    from ..model import ids
+    dev = _peek(db_path, "device_id")
+    return dev if ids.is_uuid(dev) else None  # hostile text never becomes an event's device
+
+
+def _peek_mode(db_path: str) -> str | None:
+    mode = _peek(db_path, "capture_mode")
+    return mode if mode in _STRICTNESS else None
+
+
+def _peek(db_path: str, key: str):
+    if not os.path.exists(db_path):
+        return None
+    try:
+        from ..store.database import Store
+        st = Store.open(db_path, readonly=True, busy_timeout_s=0.2)
+        try:
+            return st.meta(key)
+        finally:
+            st.close()
+    except Exception:
+        return None
+
+
+def _hook_version() -> str:
+    from .. import __version__
+    return __version__
+
+
+def main(argv) -> int:
+    if "-h" in argv or "--help" in argv:
+        sys.stdout.write(USAGE)
+        return 0
+    provider = _parse(argv).provider
+    is_gemini = isinstance(provider, str) and provider.strip().lower() in GEMINI_NAMES
+    dry = "--dry-run" in argv
+    try:
+        hook = Hook.from_process()
+        if not dry and _through_daemon(argv, hook):
+            return _ack(is_gemini)
+        run(argv, hook)
+    except BaseException as e:  # the agent must never see us fail
+        if isinstance(e, KeyboardInterrupt):
+            return 0
+        hooklog.log(f"provider={_label(provider)} err=internal:{hooklog.why(e)}")
+        if not dry:
+            try:
+                _last_resort(provider, seen["bytes"], seen["db"])
+            except Exception as e2:
+                hooklog.log(f"provider={_label(provider)} err=lost:{hooklog.why(e2)}")
+    return _ack(is_gemini and not dry)
+
+
+def _ack(is_gemini: bool) -> int:
+    if is_gemini:
+        try:
+            sys.stdout.buffer.write(GEMINI_ACK)
+            sys.stdout.flush()
+        except Exception:
+            pass
+    return 0
+
+
+def _through_daemon(argv, hook: Hook) -> bool:
+    """True when the capture daemon stored the event. Otherwise this process does the work
+    (with the same capture time and event id, so nothing is stored twice) and, when no daemon
+    was there, starts one for the next hook."""
+    from . import daemon
+    if not daemon.enabled():
+        return False
+    from ..model import clock, ids
+    from ..store import location
+    hook.captured_at = clock.now_us()
+    hook.event_id = ids.uuid7(hook.captured_at // 1000)
+    db_path = location.resolve(_parse(argv).opts.get("db"), hook.cwd)
+    seen["db"] = db_path
+    try:
+        answer = daemon.deliver(db_path, argv, hook)
+    except Exception as e:  # whatever went wrong on the way, this process still has the event
+        hooklog.log(f"daemon err=deliver:{hooklog.why(e)}")
+        return False
+    if answer == "ok":
+        return True
+    if answer in ("absent", "stale"):
+        try:
+            daemon.spawn(db_path)
+        except Exception as e:
+            hooklog.log(f"daemon err=spawn:{hooklog.why(e)}")
+    elif answer != "unsupported":
+        hooklog.log(f"daemon answer={''.join(c for c in answer[:16] if c.isalnum()) or 'none'}")
+    return False

@@ -1,0 +1,94 @@
+"""How a command opens the file: reads ingest the spool and sign a grown head first
+(spec/checkpoint.md); writes are refused on a damaged file (attemptdb.integrity.damage)."""
+
+from ..errors import AttemptError
+from .common import err, open_store, printable
+
+
+def ensure_key(store):
+    from ..integrity import keys
+    key, created = keys.create(store.device_id)
+    if store.meta("public_key") != key.public_b64:
+        store.set_meta("public_key", key.public_b64)
+        store.set_meta("key_id", key.identity)
+    return key, created
+
+
+def housekeeping(path: str, conn) -> None:
+    """Before a read on a read-only connection `conn`: when the spool holds events or a
+    checkpoint is due, open the file for writing just long enough to ingest and sign
+    (spec/checkpoint.md). Nothing to do costs a directory listing and two indexed reads; any
+    failure (read-only file, lock) leaves the read to go on."""
+    from ..integrity import checkpoint
+    from ..capture import spool
+    try:
+        spool.prepare()
+        if not (spool.pending(path) or checkpoint.signable(conn)):
+            return
+        from ..store.database import Store
+        st = Store.open(path, create=False)
+        try:
+            if writable(st, path):
+                spool.drain(st)
+                checkpoint.maybe_checkpoint(st)
+        finally:
+            st.close()
+    except Exception:
+        pass
+
+
+def writable(st, path: str) -> bool:
+    """Nothing is drained into or signed on a damaged file (attemptdb.integrity.damage): say so."""
+    from ..integrity import damage
+    why = damage.refusal(st, path)
+    if why is not None:
+        err(printable(f"note: nothing was written to {path}: it is damaged ({why}); {damage.ADVICE}"))
+        return False
+    return True
+
+
+def checkpoint_after_import(st) -> None:
+    """An import that appended events signs the new head before it returns
+    (spec/checkpoint.md); the events are stored whatever happens to the signature."""
+    from ..integrity import checkpoint
+    try:
+        checkpoint.maybe_checkpoint(st)
+    except Exception:
+        pass
+
+
+def write_store(db, *, create=False, read=False):
+    """Open the database for a command that appends (imports, corrections, checkpoints):
+    refused with `error[store.damaged]` when the file is damaged (attemptdb.integrity.damage), since
+    nothing may be written to it. `read`: a read_store (spool drained, head signed) first."""
+    from ..integrity import damage
+    st = read_store(db) if read else open_store(db, create=create)
+    why = None if st.readonly else damage.refusal(st, st.path)
+    if why is not None:
+        st.close()
+        raise AttemptError("store.damaged", f"{st.path} is damaged ({why}); nothing was written: "
+                           f"{damage.ADVICE}", exit_status=1)
+    return st
+
+
+def read_store(db, *, readonly=False, sign=True):
+    """Open the database for a read command: ingest the spool first, and sign the new head
+    when the chain grew (spec/checkpoint.md; `sign=False` for repair tools, which must not
+    vouch for a file they are about to judge). Never creates the database."""
+    from ..integrity import checkpoint
+    from ..capture import spool
+    try:
+        st = open_store(db, readonly=readonly)
+    except AttemptError as e:  # a full disk still reads (nothing is drained or signed)
+        if e.code != "store.disk_full" or readonly:
+            raise
+        st = open_store(db, readonly=True)
+    if not st.readonly and writable(st, st.path):
+        spool.prepare()
+        try:
+            spool.drain(st)
+        except Exception:
+            pass
+        if sign:
+            checkpoint.maybe_checkpoint(st)
+    return st

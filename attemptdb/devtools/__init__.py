@@ -1,0 +1,1 @@
+"""Developer tools: benchmarks, synthetic histories, the demo, the fault bench."""

@@ -1,0 +1,256 @@
+"""`attempt bench`: performance figures as medians and as ratios against a baseline measured
+in the same run (these machines are noisy; absolute numbers alone mislead).
+
+- ingest: import a synthetic JSONL stream into a fresh file vs a plain INSERT of the same rows
+  into a bare table (same columns, no index, no trigger, no chain) with the same batching,
+  page cache and checkpoint interval; both timings end after the WAL is checkpointed and
+  truncated, as an import ends.
+- verify: full chain verification rate.
+- capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
+  same interpreter, interleaved.
+Never used by tests as timed assertions; tests only check the JSON shape on tiny sizes.
+"""
+
+import marshal
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from ..model import event
+from . import synth
+from ..exchange.importers.jsonl import IMPORT_CACHE_KIB, IMPORT_CHECKPOINT_PAGES
+from ..store.database import Store
+
+BARE_TABLE = f"CREATE TABLE bare ({', '.join(event.COLUMNS)}, event_hash, chain_hash)"
+
+
+def _fresh(tmp: str, name: str) -> str:
+    path = os.path.join(tmp, name)
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+    return path
+
+
+def _settle():
+    """Flush what earlier runs left dirty in the OS page cache, so neither side of a comparison
+    pays for the other's write-back (on two cores it takes a visible share of one)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
+def _baseline(path: str, rows_file: str, batch: int) -> float:
+    import apsw
+    with open(rows_file, "rb") as f:
+        rows = marshal.load(f)
+    conn = apsw.Connection(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    # the settings an import writes with (importers.jsonl._bulk): only the work differs
+    conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {IMPORT_CHECKPOINT_PAGES}")
+    conn.execute(BARE_TABLE)
+    sql = f"INSERT INTO bare VALUES ({', '.join('?' * (len(event.COLUMNS) + 2))})"
+    t0 = time.perf_counter()
+    for i in range(0, len(rows), batch):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(sql, rows[i:i + batch])
+        conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # as an import ends (jsonl._bulk)
+    dt = time.perf_counter() - t0
+    conn.close()
+    return dt
+
+
+def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None) -> dict:
+    """Import `events` synthetic events into a fresh file `repeat` times, interleaved with the
+    baseline; medians of both and their ratio."""
+    from ..exchange.importers.jsonl import BATCH, import_file
+    batch = batch or BATCH  # the import's own transaction size, the baseline's too
+    tmp = tempfile.mkdtemp(prefix="attempt-bench-")
+    try:
+        src = os.path.join(tmp, "events.jsonl")
+        size = synth.write_jsonl(src, events, seed)
+        # The baseline's rows wait in a file, read back only for the baseline: an `attempt
+        # import` process holds no such list, and a gigabyte of live rows in this one made the
+        # import's writer ~10 us an event slower at 200k events (measured; most likely
+        # copy-on-write faults once the preparer is forked).
+        rows_file = os.path.join(tmp, "rows.marshal")
+        rows = []
+        for env in synth.generate(events, seed):
+            env["source_seq"], env["hlc"], env["ingested_at"] = 1, 1, env["captured_at"]
+            rows.append(event.to_row(env) + ("0" * 64, "0" * 64))
+        with open(rows_file, "wb") as f:
+            marshal.dump(rows, f)
+        del rows
+        ours, base = [], []
+        for _ in range(repeat):
+            bare = _fresh(tmp, "bare.db")
+            _settle()
+            base.append(_baseline(bare, rows_file, batch))
+            path = _fresh(tmp, "attempt.db")
+            st = Store.open(path)
+            _settle()
+            t0 = time.perf_counter()
+            rep = import_file(st, src, batch=batch)
+            ours.append(time.perf_counter() - t0)
+            st.close()
+            if rep.accepted != events:
+                raise RuntimeError(f"bench import stored {rep.accepted} of {events} events")
+        if keep:
+            shutil.copyfile(path, keep)
+        t_ours, t_base = statistics.median(ours), statistics.median(base)
+        return {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
+                "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
+                "baseline_seconds": round(t_base, 3), "baseline_rows_per_s": round(events / t_base),
+                "ratio": round(t_base / t_ours, 3)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None = None) -> dict:
+    """Full `verify` over a synthetic history (or an existing file `db`); median rate."""
+    from ..exchange.importers.jsonl import import_file
+    from ..integrity.verify import verify
+    tmp = tempfile.mkdtemp(prefix="attempt-bench-")
+    try:
+        if db is None:
+            db = os.path.join(tmp, "attempt.db")
+            src = os.path.join(tmp, "events.jsonl")
+            synth.write_jsonl(src, events, seed)
+            st = Store.open(db)
+            import_file(st, src)
+        else:
+            st = Store.open(db, readonly=True)
+        times = []
+        n = 0
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            rep = verify(st)
+            times.append(time.perf_counter() - t0)
+            n = rep.events
+            if not rep.ok:
+                raise RuntimeError("bench verify found a problem: " + rep.line())
+        st.close()
+        t = statistics.median(times)
+        return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+CAPTURE_PAYLOAD = {
+    "session_id": "bench-session-0001",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-src-app/bench-session-0001.jsonl",
+    "cwd": "/home/dev/src/app",
+    "permission_mode": "default",
+    "hook_event_name": "PostToolUse",
+    "tool_name": "Bash",
+    "tool_use_id": "toolu_bench_0001",
+    "tool_input": {"command": "npm test -- --runInBand src/billing/webhook.test.ts",
+                   "description": "Run the billing webhook tests"},
+    "tool_response": {
+        "stdout": ("PASS src/billing/webhook.test.ts\n  webhook\n    \u2713 accepts a signed event (12 ms)\n"
+                   "    \u2713 rejects a bad signature (3 ms)\n    \u2713 retries on 503 (41 ms)\n") * 14
+                  + "Tests: 42 passed, 42 total\nTime: 2.31 s\n",
+        "stderr": "", "interrupted": False, "isImage": False, "exit_code": 0},
+}
+
+
+def attempt_exe() -> list[str]:
+    """How to run the installed `attempt`: beside this interpreter, on PATH, else `-m`."""
+    exe = os.path.join(os.path.dirname(sys.executable), "attempt")
+    if os.path.exists(exe):
+        return [exe]
+    found = shutil.which("attempt")
+    return [found] if found else [sys.executable, "-m", "attemptdb"]
+
+
+def _daemon_pid(db: str, env: dict):
+    from ..capture import daemon
+    return daemon.pid(db, os.path.join(env["XDG_STATE_HOME"], "attemptdb"))
+
+
+def _wait_for_daemon(db: str, env: dict, timeout_s: float = 5.0):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and _daemon_pid(db, env) is None:
+        time.sleep(0.02)
+
+
+def _stop_daemon(db: str, env: dict):
+    pid = _daemon_pid(db, env)
+    if pid:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+
+
+def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
+    """Wall time of the installed `attempt capture claude-code` (a fresh process each run, a
+    realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`:
+    as installed (through the capture daemon, which the first hook starts) and with
+    ATTEMPTDB_NO_DAEMON=1 (each hook opens the file and runs the projection triggers itself)."""
+    from ..model import fastjson
+    template = dict(payload or CAPTURE_PAYLOAD)
+    template["tool_use_id"] = "toolu_bench_%06d"
+
+    def payload_for(i: int) -> bytes:  # a fresh call id per run: every capture stores an event
+        body = dict(template, tool_use_id=template["tool_use_id"] % i)
+        return fastjson.dumps(body).encode()
+
+    data = payload_for(0)
+    tmp = tempfile.mkdtemp(prefix="attempt-bench-")
+    db = os.path.join(tmp, "attempt.db")
+    env = dict(os.environ, ATTEMPTDB_PATH=db, XDG_STATE_HOME=os.path.join(tmp, "state"))
+    env.pop("ATTEMPTDB_NO_DAEMON", None)
+    direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1")
+    try:
+        cmd = attempt_exe() + ["capture", "claude-code"]
+        base = [sys.executable, "-c", "pass"]
+        subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)  # create the file
+        _wait_for_daemon(db, env)
+        n = 0
+        times = {"daemon": [], "direct": [], "python": []}
+        order = list(times)
+        for i in range(runs):
+            for which in order[i % 3:] + order[:i % 3]:
+                if which == "python":
+                    t0 = time.perf_counter()
+                    subprocess.run(base, capture_output=True)
+                    times[which].append(time.perf_counter() - t0)
+                    continue
+                n += 1
+                body = payload_for(n)
+                t0 = time.perf_counter()
+                p = subprocess.run(cmd, input=body, env=env if which == "daemon" else direct_env,
+                                   capture_output=True)
+                times[which].append(time.perf_counter() - t0)
+                if p.returncode != 0 or p.stdout:
+                    raise RuntimeError("attempt capture misbehaved during the benchmark")
+        served_by = _daemon_pid(db, env)
+        st = Store.open(db, readonly=True)
+        stored = st.count()
+        st.close()
+        if stored != n + 1:
+            raise RuntimeError(f"attempt capture stored {stored} of {n + 1} events during the benchmark")
+        cap, direct = sorted(times["daemon"]), sorted(times["direct"])
+        p50, d50, py50 = (statistics.median(times[k]) for k in ("daemon", "direct", "python"))
+        return {"runs": runs, "payload_bytes": len(data), "events_stored": stored,
+                "capture_p50_ms": round(p50 * 1000, 2),
+                "capture_p95_ms": round(cap[min(len(cap) - 1, int(0.95 * len(cap)))] * 1000, 2),
+                "python_p50_ms": round(py50 * 1000, 2), "ratio_p50": round(p50 / py50, 3),
+                "daemon_running": served_by is not None,
+                "direct_p50_ms": round(d50 * 1000, 2),
+                "direct_p95_ms": round(direct[min(len(direct) - 1, int(0.95 * len(direct)))] * 1000, 2),
+                "direct_ratio_p50": round(d50 / py50, 3),
+                "command": " ".join(cmd)}
+    finally:
+        _stop_daemon(db, env)
+        shutil.rmtree(tmp, ignore_errors=True)

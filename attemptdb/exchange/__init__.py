@@ -1,0 +1,1 @@
+"""What enters and leaves a file: bundles, Arrow export, conformance, importers."""

@@ -1,0 +1,180 @@
+"""What every transcript importer shares: reading a transcript's lines, and the driver that
+stores reconstructed events (spec/transcripts.md).
+
+Invariants: a line that is not a JSON object is counted, never fatal; importing is idempotent
+(deterministic event ids); a reconstructed event a hook already captured is dropped (§5.5); an
+event the store would refuse is dropped and counted, never half-stored.
+"""
+
+from ... import adapters
+from ...adapters.draft import parse_observed
+from ...model import event, fastjson, ids
+
+PEEK_LINES = 256
+MAX_LINE = 64 << 20
+
+
+class Report:
+    __slots__ = ("lines", "events", "skipped_lines", "session")
+
+    def __init__(self):
+        self.lines = self.events = self.skipped_lines = 0
+        self.session = None
+
+
+def entries(stream, report):
+    """(line number, entry dict) of every JSON-object line; anything else is counted."""
+    from ..conformance import bounded_lines
+    for n, raw in bounded_lines(stream, MAX_LINE):
+        report.lines += 1
+        if raw is None:  # longer than MAX_LINE: not read
+            report.skipped_lines += 1
+            continue
+        if not raw.strip():
+            continue
+        entry, gap = adapters.parse_payload(raw)  # as a hook payload: bad UTF-8 and lone surrogates replaced
+        if gap is None:
+            yield n, entry
+        else:
+            report.skipped_lines += 1
+
+
+def observed(entry):
+    """The entry's `timestamp` in µs, or None."""
+    return parse_observed(entry["timestamp"]) if "timestamp" in entry else None
+
+
+def result_text(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        return "\n".join(parts) if parts else None
+    return None
+
+
+# --- importing into a store (discovery, reconciliation with hook events) --------------------
+
+RECONCILE_KINDS = ("prompt_submitted", "turn_stopped", "session_started", "session_ended",
+                   "subagent_started", "subagent_stopped", "compaction_finished")
+RECONCILE_WINDOW_US = 10_000_000
+BATCH = 2500
+
+
+class ImportReport:
+    __slots__ = ("files", "lines", "events", "accepted", "duplicates", "skipped_captured",
+                 "skipped_lines", "rejected", "sessions")
+
+    def __init__(self):
+        self.files = self.lines = self.events = self.accepted = self.duplicates = 0
+        self.skipped_captured = self.skipped_lines = self.rejected = 0
+        self.sessions = set()
+
+    def as_dict(self) -> dict:
+        return {"files": self.files, "sessions": len(self.sessions), "lines": self.lines,
+                "events": self.events, "accepted": self.accepted, "duplicates": self.duplicates,
+                "skipped_captured": self.skipped_captured, "skipped_lines": self.skipped_lines,
+                "rejected": self.rejected}
+
+
+def _hook_facts(conn, session_id: str):
+    """(project of the session's newest hook event or None, {kind: [observed µs]}) of what
+    hooks (not imports) stored for a session."""
+    from ...model import clock
+    rows = conn.execute(
+        "SELECT kind, observed_at, project_id, project_root, project_name, repo_remote, branch, head "
+        "FROM events WHERE session_id = ? AND coalesce(json_extract(attrs_json, '$.reconstructed'), 0) != 1 "
+        "ORDER BY seq", ("ses_" + session_id,)).fetchall()
+    times: dict = {}
+    project = None
+    for kind, at, pid, root, name, remote, branch, head in rows:
+        if kind in RECONCILE_KINDS:
+            times.setdefault(kind, []).append(clock.from_iso(at))
+        project = {k: v for k, v in (("project_id", ids.bare(pid)), ("root", root), ("name", name),
+                                     ("repo_remote", remote), ("branch", branch), ("head", head)) if v is not None}
+    return project, times
+
+
+def _reconciled(envs, conn, rep: ImportReport) -> list:
+    """Drop the reconstructed events a hook already captured (§5.5): per session and kind, the
+    nearest unmatched hook event within 10 s (a session start at any distance) is consumed.
+    The session's hook project replaces the transcript's."""
+    by_session: dict = {}
+    for e in envs:
+        by_session.setdefault(e["session_id"], []).append(e)
+    kept = []
+    for sid, items in by_session.items():
+        project, times = _hook_facts(conn, sid)
+        for e in items:
+            if project is not None:
+                e["project"] = project
+            pool = times.get(e["kind"])
+            if pool and not (e["kind"] == "turn_stopped" and (e.get("outcome") or {}).get("status") == "cancelled"):
+                at = e["observed_at"]
+                best = min(range(len(pool)), key=lambda i: abs(pool[i] - at))
+                if e["kind"] == "session_started" or abs(pool[best] - at) <= RECONCILE_WINDOW_US:
+                    pool.pop(best)
+                    rep.skipped_captured += 1
+                    continue
+            kept.append(e)
+    return kept
+
+
+def storable(env, rep) -> bool:
+    """An event the store would refuse (a shape nobody anticipated) is dropped and counted."""
+    try:
+        event.validate(env)
+        event.check_storable(env)
+        return True
+    except (event.EventError, UnicodeEncodeError):
+        rep.rejected += 1
+        return False
+
+
+def import_files(store, files, *, dry_run: bool = False, now_us: int | None = None,
+                 reader) -> ImportReport:
+    """Reconstruct and append the events of transcript files (idempotent). `reader(file, ctx_for,
+    path, report)` yields a file's envelopes (claude_transcript.claude_reader, codex_rollout.reader)."""
+    from ...capture import project
+    from ...model import clock
+    from ...ingest.contract import ingest_for
+    from ...errors import AttemptError
+    rep = ImportReport()
+    device, mode = store.device_id, store.capture_mode
+    now = clock.now_us() if now_us is None else now_us
+    projects: dict = {}
+
+    def ctx_for(cwd, version):
+        if cwd not in projects:
+            projects[cwd] = project.identify(cwd, {}, device)[0] if cwd else \
+                ids.project_identity("/", None, device)
+        return adapters.Context(device, mode, projects[cwd], now, provider_version=version, keep_raw=False)
+
+    ingest = ingest_for(store)
+    for path in files:
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise AttemptError("import.unreadable", f"cannot read {path}: {e.strerror}") from None
+        per = Report()
+        with f:
+            envs = [e for e in (ingest(x) for x in reader(f, ctx_for, path, per)) if storable(e, rep)]
+        rep.files += 1
+        rep.lines += per.lines
+        rep.skipped_lines += per.skipped_lines
+        rep.events += len(envs)
+        rep.sessions.update(e["session_id"] for e in envs)
+        envs = _reconciled(envs, store.conn, rep)
+        if dry_run:
+            known = {r[0][3:] for r in store.conn.execute(
+                "SELECT event_id FROM events WHERE session_id IN (SELECT value FROM json_each(?))",
+                (fastjson.dumps(sorted({"ses_" + e["session_id"] for e in envs})),))}
+            dup = sum(1 for e in envs if e["event_id"] in known)
+            rep.duplicates += dup
+            rep.accepted += len(envs) - dup
+            continue
+        for i in range(0, len(envs), BATCH):
+            res = store.append(envs[i:i + BATCH])
+            rep.accepted += len(res.accepted)
+            rep.duplicates += len(res.duplicates)
+    return rep

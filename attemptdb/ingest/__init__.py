@@ -1,0 +1,1 @@
+"""The ingestion contract: privacy (what may be stored) and redaction of secrets."""

@@ -1,0 +1,259 @@
+"""`attempt doctor` / `attempt hook status`: is every agent wired, and is it delivering?
+
+Invariants:
+- Each agent is in exactly one state: `not_installed` (no entries of ours), `broken` (the
+  config cannot be read, its entries are stale — another or a missing binary, missing,
+  obsolete or duplicate events, a different shape — or hooks are switched off),
+  `delivering` (a real capture — not `capture_test`, not `attrs.reconstructed` — from that
+  provider within the last 7 days, by `captured_at` in the `events` table), else
+  `installed` (configured, no recent real capture; `verified` says a capture test arrived).
+- Codex hooks not (or no longer) trusted by the user are a problem unless the agent is
+  demonstrably delivering.
+- The database is opened read-only and never created; its capture mode is the stored one,
+  and an unreadable value is reported as failing closed to `metadata_only`.
+- `ok` is false (exit 1) on any problem; nothing printed echoes config or event content.
+"""
+
+import os
+import shutil
+
+from ..model import clock, event
+from ..store import location
+from . import agents as agents_mod
+from . import codexconfig
+from . import state as state_mod
+from .command import find_executable
+
+NOT_INSTALLED = "not_installed"
+INSTALLED = "installed"
+DELIVERING = "delivering"
+BROKEN = "broken"
+WINDOW_DAYS = 7
+_DAY_US = 86_400_000_000
+
+RECENT_ROWS = 20_000
+
+# newest real capture per provider (not capture_test, not reconstructed); a full scan, so
+# `activity` first looks at the newest rows only (hooks append in real time)
+_REAL_SQL = """
+SELECT provider, max(captured_at) FROM events
+WHERE provider IN ({}) AND seq > ? AND kind <> 'capture_test'
+  AND coalesce(CASE WHEN json_valid(attrs_json) THEN json_extract(attrs_json, '$.reconstructed') END, 0)
+      NOT IN (1, 'true')
+GROUP BY provider
+"""
+# capture tests are few and indexed by kind
+_TEST_SQL = """
+SELECT provider, max(captured_at) FROM events
+WHERE kind = 'capture_test' AND provider IN ({})
+GROUP BY provider
+"""
+
+
+def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
+    """({path, exists, reachable, schema, schema_changes, events, capture_mode, fail_closed},
+    problems, open store)."""
+    path = location.resolve(db)
+    out = {"path": path, "exists": os.path.exists(path), "reachable": False}
+    problems = []
+    if not out["exists"]:
+        if need_db:
+            problems.append(f"no database at {path}: run `attempt hook install` (its capture "
+                            "test creates it) or `attempt init`")
+        return out, problems, None
+    from ..errors import AttemptError
+    from ..store.database import Store
+    try:
+        store = Store.open(path, readonly=True)
+        out["schema"] = store.user_version()
+        out["events"] = store.count()
+        raw = store.meta("capture_mode")
+    except AttemptError as e:
+        problems.append(f"database cannot be opened: {e.message} [{e.code}]")
+        if e.code in ("store.corrupt", "store.not_a_database"):
+            _damaged(path)
+        return out, problems, None
+    except Exception as e:  # locked, corrupt, not a database …
+        problems.append(f"database cannot be read ({type(e).__name__})")
+        return out, problems, None
+    out["reachable"] = True
+    from ..store import schema_integrity
+    try:
+        changed = schema_integrity.differences(store.conn, out["schema"])
+    except Exception as e:  # the schema pages themselves are damaged
+        store.close()
+        if not _damaged(path, e):
+            raise
+        out["reachable"] = False
+        return out, problems, None
+    out["schema_changes"] = len(changed)
+    if changed:  # an edited trigger can stop every capture from being stored or projected
+        problems.append("the database schema: " + schema_integrity.summary(changed))
+    valid = raw in event.CAPTURE_MODES
+    out["capture_mode"] = raw if valid else "metadata_only"
+    out["fail_closed"] = not valid
+    if not valid:
+        problems.append("the stored capture mode is not valid: capture fails closed to metadata_only "
+                        "(set it with `attempt init --capture-mode`)")
+    return out, problems, store
+
+
+def _damaged(path: str, e: BaseException | None = None) -> bool:
+    """Mark the file damaged when SQLite said so (the problem itself is reported from the
+    mark, by capture_health); True when `e` was that."""
+    from ..integrity import damage
+    if e is not None and not damage.is_corruption(e):
+        return False
+    damage.mark(path, "SQLite reports the file malformed", "doctor")
+    return True
+
+
+def activity(store, providers, cutoff: str = "") -> dict:
+    """provider → (newest real capture, newest capture test) as ISO text or None. The newest
+    `RECENT_ROWS` rows are searched first; providers without a capture since `cutoff` there
+    are looked up in the whole table, so the answer is exact either way."""
+    if store is None or not providers:
+        return {}
+    try:
+        c = store.conn
+        head = c.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        marks = ", ".join("?" * len(providers))
+        real = dict(c.execute(_REAL_SQL.format(marks), [*providers, head - RECENT_ROWS]).fetchall())
+        rest = [p for p in providers if not (real.get(p) and real[p] >= cutoff)]
+        if rest and head > RECENT_ROWS:
+            older = dict(c.execute(_REAL_SQL.format(", ".join("?" * len(rest))), [*rest, 0]).fetchall())
+            real.update({p: v for p, v in older.items() if v is not None})
+        tests = dict(c.execute(_TEST_SQL.format(marks), list(providers)).fetchall())
+    except Exception as e:
+        _damaged(store.path, e)
+        return {}
+    return {p: (real.get(p), tests.get(p)) for p in providers if real.get(p) or tests.get(p)}
+
+
+HOOK_LOG_TAIL = 64 * 1024
+
+
+def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str]]:
+    """What the hook path left behind: events waiting in the spool (the database refused
+    them so far), files set aside in quarantine, and hook-log lines written since the newest
+    stored event (each a capture that hit a problem). Counts and codes only, never content."""
+    from ..integrity import damage
+    from ..capture import spool
+    out = {"spooled": len(spool.pending(path)), "quarantined": 0, "hook_log_problems": 0}
+    spool.prepare()
+    lost = spool.losses()
+    out["lost"] = lost["count"]
+    out["lost_last_at"] = lost["last"]
+    mark = damage.marked(path)
+    out["damaged"] = mark
+    for d in spool.directories(path):
+        try:
+            out["quarantined"] += len(os.listdir(os.path.join(d, "quarantine")))
+        except OSError:
+            pass
+    try:
+        with open(os.path.join(location.state_dir(), "hook.log"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - HOOK_LOG_TAIL))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+        out["hook_log_problems"] = sum(1 for ln in lines if ln[:27] > (last_event_at or ""))
+    except OSError:
+        pass
+    problems = []
+    out["daemon"], daemon_problem = daemon_state(path)
+    if daemon_problem:
+        problems.append(daemon_problem)
+    if mark is not None:
+        problems.append(f"the database is damaged: {mark.get('what')} (found by {mark.get('by')} at "
+                        f"{mark.get('at')}); nothing is written to it: {damage.ADVICE}")
+    if out["lost"]:
+        problems.append(f"{out['lost']} captured event(s) could not be stored or spooled anywhere (the disks "
+                        f"were full or read-only; the last at {lost['last']}): they are lost; free space, or "
+                        f"make the database's directory writable")
+    if out["spooled"]:
+        problems.append(f"{out['spooled']} captured event(s) wait in the spool: the database has not "
+                        "taken them yet (see the hook log; any read command retries)")
+    if out["quarantined"]:
+        problems.append(f"{out['quarantined']} spooled event(s) could not be stored and were set aside "
+                        "in quarantine/ beside the spool")
+    if out["hook_log_problems"]:
+        problems.append(f"{out['hook_log_problems']} hook-log line(s) since the newest stored event: "
+                        f"captures hit problems (see {os.path.join(location.state_dir(), 'hook.log')})")
+    return out, problems
+
+
+def daemon_state(path: str) -> tuple[dict, str | None]:
+    """Is a capture daemon serving this database (spec/capture-daemon.md)? A socket directory
+    others can enter is a problem: hooks then never use a daemon."""
+    from ..capture import daemon
+    sock = daemon.endpoint(path)
+    pid = daemon.pid(path)
+    if pid is not None:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            pid = None
+    state = {"enabled": daemon.enabled(), "running": pid is not None, "pid": pid, "socket": sock}
+    run_dir = os.path.dirname(sock) if sock else None
+    if state["enabled"] and run_dir and os.path.lexists(run_dir) and not daemon.private_dir(run_dir):
+        return state, (f"the capture daemon's socket directory {run_dir} is not a directory of yours "
+                       "with mode 0700: hooks will not use a daemon (each opens the database itself)")
+    return state, None
+
+
+def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
+    """The full report (see the module docstring)."""
+    exe = executable or find_executable()
+    now = clock.now_us() if now_us is None else now_us
+    cutoff = clock.iso(now - WINDOW_DAYS * _DAY_US)
+    states = [state_mod.inspect(a, exe) for a in agents_mod.select(providers)]
+    need_db = any(s.entries for s in states)
+    dbrep, problems, store = database_report(db, need_db)
+    last_event_at = None
+    try:
+        act = activity(store, [s.agent.provider for s in states], cutoff)
+        if store is not None:
+            try:
+                last_event_at = store.conn.execute("SELECT max(ingested_at) FROM events").fetchone()[0]
+            except Exception as e:
+                if not _damaged(dbrep["path"], e):
+                    raise
+    finally:
+        if store is not None:
+            store.close()
+    health, health_problems = capture_health(dbrep["path"], last_event_at)
+    dbrep["capture_health"] = health
+    problems += health_problems
+    agents_out = []
+    for s in states:
+        real, test = act.get(s.agent.provider, (None, None))
+        a = s.to_json()
+        a_problems = list(s.problems)
+        if s.config_state == state_mod.BROKEN:
+            st = BROKEN
+        elif s.config_state == state_mod.NOT_INSTALLED:
+            st = NOT_INSTALLED
+        elif real is not None and real >= cutoff:
+            st = DELIVERING
+        else:
+            st = INSTALLED
+        if s.trust is not None and s.trust != codexconfig.TRUSTED and st != NOT_INSTALLED:
+            msg = ("Codex has not trusted these hooks yet" if s.trust == codexconfig.UNTRUSTED
+                   else "Codex's trust records do not match these hooks (they changed since "
+                        "you approved them)")
+            msg += f" ({s.trust_detail}): open Codex and approve them with /hooks"
+            if st == DELIVERING:
+                a["notes"].append(msg)
+            else:
+                a_problems.append(msg)
+        if st == INSTALLED and real is not None:
+            a["notes"].append("no capture in the last 7 days")
+        a["state"] = st
+        a["problems"] = a_problems
+        a["last_capture"] = real
+        a["last_capture_test"] = test
+        a["verified"] = test is not None
+        agents_out.append(a)
+    ok = not problems and not any(a["problems"] for a in agents_out)
+    return {"ok": ok, "executable": exe.to_json(), "on_path": shutil.which("attempt") is not None,
+            "database": dbrep, "problems": problems, "agents": agents_out}

@@ -1,0 +1,1 @@
+"""The chain and its proofs of health: chain rule, verify, checkpoints, keys, recovery."""

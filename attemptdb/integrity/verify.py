@@ -1,0 +1,352 @@
+"""`attempt verify`: recompute every event hash and chain link, check every checkpoint, offline.
+
+Invariants: reads only (a read-only connection is enough); names the FIRST problem by sequence
+and event id; detects a row edited in any stored column but `retracted` (hashed columns by the
+event hash; the path columns derived from the hashed paths by recomputing them; the unused
+`content_ref`/`raw_ref` must stay NULL), deleted, inserted, reordered, the tail truncated below
+a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
+key (named by the first checkpoint it breaks), missing immutability triggers, a schema newer
+than the code, and any other object of the migrations missing or rewritten, or a foreign trigger
+on one of their tables (attemptdb.store.schema_integrity). Without any checkpoint a consistent rewrite
+cannot be seen: a note says so.
+"""
+
+import os
+
+from . import chain, checkpoint, keys
+from ..model import clock, event, ids
+from ..store import schema, schema_integrity
+from . import merkle
+
+_TRIGGERS = ("events_no_update", "events_no_delete")
+
+# the first row marked retracted that no Retraction in the log covers: one naming it, its
+# session, or the attempt it is a call event of (spec/projections.md §7). Retraction targets are
+# read from the hashed Retraction events (the retraction_input view), not from the projection;
+# only the attempt -> call events mapping comes from the projection. The kind list lets the
+# (kind, retracted) index find the marked rows without reading the whole table.
+_UNCOVERED_RETRACTION = f"""
+WITH t AS (SELECT target_type, target FROM retraction_input WHERE target_type IS NOT NULL)
+SELECT e.seq, e.event_id FROM events e
+ WHERE e.kind IN ({', '.join("'" + k + "'" for k in event.KINDS)}) AND e.retracted = 1
+   AND e.event_id NOT IN (SELECT target FROM t WHERE target_type = 'event')
+   AND e.session_id NOT IN (SELECT target FROM t WHERE target_type = 'session')
+   AND e.event_id NOT IN (
+     SELECT c.start_event_id FROM t JOIN attempt_facts a ON a.attempt_id = t.target
+       JOIN tool_call_facts c ON c.attempt_key = a.group_key
+      WHERE t.target_type = 'attempt' AND c.start_event_id IS NOT NULL
+     UNION ALL
+     SELECT c.end_event_id FROM t JOIN attempt_facts a ON a.attempt_id = t.target
+       JOIN tool_call_facts c ON c.attempt_key = a.group_key
+      WHERE t.target_type = 'attempt' AND c.end_event_id IS NOT NULL)
+ ORDER BY e.seq LIMIT 1
+"""
+
+
+class Report:
+    def __init__(self):
+        self.events = 0
+        self.last_seq = 0
+        self.gaps = {}
+        self.recovery = None
+        self.checkpoints = 0
+        self.problems: list[dict] = []
+        self.notes: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def problem(self, kind: str, message: str, seq=None, event_id=None):
+        self.problems.append(chain.problem(kind, message, seq, event_id))
+
+    def as_dict(self):
+        return {"ok": self.ok, "events": self.events, "checkpoints": self.checkpoints,
+                "problems": self.problems, "notes": self.notes}
+
+    def line(self) -> str:
+        if self.ok:
+            return f"ok: {self.events} events, {self.checkpoints} checkpoints"
+        return f"problem: {self.problems[0]['message']}"
+
+
+PARALLEL_MIN = 50_000
+
+
+def _chain(st, rep: Report, cuts=(), workers: int | None = None) -> dict:
+    """Check every row (in parallel processes on a large file); with the Merkle tree's table,
+    also recompute the tree: the stored nodes are compared here, and the heads at `cuts` (the
+    sizes of the checkpoints that sign one) are returned, {size: head bytes}."""
+    lo_hi = st.conn.execute("SELECT min(seq), max(seq), count(*) FROM events").fetchone()
+    if not lo_hi[2]:
+        return {}
+    first, last, total = lo_hi
+    rep.events, rep.last_seq = total, last
+    # the Merkle tree is over a gapless chain: a recovered file (gaps a note declares) has none
+    tree = checkpoint.has_tree(st.conn) and first == 1 and not checkpoint.recovered(st.conn)
+    want = sorted({c for c in cuts if 0 < c <= last}) if tree else None
+    n = workers or (os.cpu_count() or 1)
+    if total < PARALLEL_MIN or n < 2 or st.path == ":memory:":
+        acc = merkle.Accumulator(first - 1, want) if tree else None
+        results = [chain.check_rows(st.conn, first, last + 1, acc, rep.gaps) + (acc and acc.result(),)]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        step = (last - first + n) // n
+        bounds = [(first + i * step, min(first + (i + 1) * step, last + 1)) for i in range(n)]
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as ex:
+            if tree:
+                results = list(ex.map(merkle.check_range, [st.path] * n, *zip(*bounds), [want] * n))
+            else:
+                extra = [[rep.gaps] * n] if rep.gaps else []
+                results = [r + (None,) for r in ex.map(chain.check_range, [st.path] * n, *zip(*bounds), *extra)]
+    found = [r[1] for r in results if r[1]]
+    if found:
+        rep.problems.append(min(found, key=lambda p: p["seq"] if p["seq"] is not None else last + 1))
+        return {}
+    if sum(r[0] for r in results) != total:
+        # SQLite can end a scan at a page whose cells it cannot reach without an error
+        rep.problem("damaged", f"the file is damaged: only {sum(r[0] for r in results)} of its {total} rows "
+                    f"could be read in order (SQLite stops early in the events table); {DAMAGE_ADVICE}")
+        return {}
+    if not tree:
+        return {}
+    heads, nodes = merkle.join([r[2] for r in results])
+    _merkle_nodes(st, rep, nodes, last)
+    return heads
+
+
+def _merkle_nodes(st, rep: Report, computed: list, size: int) -> None:
+    """Every stored node of the Merkle tree is the one the events make (a node is derived, but
+    proofs are drawn from it); nodes not stored yet are a note (the next signature adds them)."""
+    want = {(level, idx): h for level, idx, h in computed}
+    for level, idx, h in st.conn.execute("SELECT level, idx, hash FROM merkle_nodes ORDER BY level, idx"):
+        if want.pop((level, idx), None) != h:
+            first = idx << level
+            rep.problem("merkle_node", f"the stored Merkle tree node of rows seq={first + 1}..{first + (1 << level)} "
+                        f"(level {level}) is not the one the events make: the merkle_nodes table was edited",
+                        min(first + 1, size) if first < size else None)
+            return
+    if want:
+        rep.notes.append(f"{len(want)} Merkle tree nodes are not stored yet (the next checkpoint stores them)")
+
+
+def _retractions(st, rep: Report, triggers: set):
+    """`retracted` is outside the hashed line; a mark no Retraction covers hides a fact."""
+    if "events_retracted_only_set" not in triggers:
+        rep.problem("trigger_missing", "trigger events_retracted_only_set is missing: events.retracted "
+                    "can be cleared or set without an error")
+    names = {r[0] for r in st.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    if not {"retraction_input", "attempt_facts", "tool_call_facts"} <= names:
+        return  # a file from before the projections: nothing maintains the mark yet
+    row = st.conn.execute(_UNCOVERED_RETRACTION).fetchone()
+    if row:
+        rep.problem("retraction_uncovered", f"row seq={row[0]} ({row[1]}) is marked retracted but no "
+                    "Retraction names it, its session or its attempt: the mark hides a fact", row[0], row[1])
+
+
+def _recovery(st, rep: Report, key, device: str) -> None:
+    """The gaps a recovery note signed with the device key declares (attemptdb.integrity.recovery)."""
+    from . import recovery
+    gaps, note, untrusted = recovery.trusted_gaps(st.conn, key, device)
+    if untrusted:
+        rep.problem("recovery_note", "the file's recovery note (meta recovery) is not one this device's key "
+                    "signed: the gaps it declares are not honoured")
+        return
+    if note is None:
+        return
+    rep.gaps, rep.recovery = gaps, note
+    rep.notes.append(f"`attempt recover` rebuilt this file on {note.time}: rows {note.ranges()} were lost to "
+                     "damage; the note declaring them is signed with this device's key and pins the row "
+                     "after each gap (spec/recover.md)")
+
+
+def _trusted_key(st, rep: Report):
+    k = keys.load(st.device_id)
+    if k is not None:
+        return k
+    recorded = st.meta("public_key")
+    if recorded:
+        rep.notes.append("no local signing key for this device: checkpoints were checked against "
+                         "the public key recorded in the file, which proves integrity only "
+                         "against accidents, not against someone who could rewrite the file")
+        return keys.from_public_b64(recorded)
+    return None
+
+
+def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, device: str,
+              proven: int = 0, heads: dict | None = None) -> bool:
+    """Check one checkpoint; True when it holds. `proven`: the largest size an earlier
+    checkpoint already proved, so a mismatch is narrowed to the rows after it. `heads`: the
+    Merkle heads the events make at checkpoint sizes (a signed one must be among them)."""
+    if key is None:
+        rep.problem("checkpoint_unverifiable", f"checkpoint of size {cp.size} ({where}) cannot be "
+                    "verified: no key for this device")
+        return False
+    if cp.origin != checkpoint.ORIGIN_PREFIX + device:
+        rep.problem("checkpoint_origin", f"checkpoint of size {cp.size} ({where}) is for another database")
+        return False
+    if not checkpoint.check_signature(cp, key):
+        rep.problem("checkpoint_signature", f"checkpoint of size {cp.size} ({where}) has a bad "
+                    "signature: it was not made with this device's key")
+        return False
+    n = rep.last_seq
+    if rep.recovery is not None and rep.recovery.covers(cp.size) and not st.conn.execute(
+            "SELECT 1 FROM events WHERE seq = ?", (cp.size,)).fetchone():
+        rep.notes.append(f"the checkpoint of size {cp.size} ({where}) ends in a row `attempt recover` declared "
+                         f"lost on {rep.recovery.time}; the rows kept before it still match")
+        return True
+    if cp.size > n:
+        last = st.conn.execute("SELECT event_id FROM events WHERE seq = ?", (n,)).fetchone() if n else None
+        after = f" after row seq={n} ({last[0]})" if last else ""
+        rep.problem("truncated", f"rows seq={n + 1}..{cp.size} are missing{after}: the checkpoint of "
+                    f"{cp.time} ({where}) covers {cp.size} rows, the chain has {n}; the tail was removed "
+                    "or the file was rolled back", n + 1)
+        return False
+    row = st.conn.execute("SELECT chain_hash, event_id FROM events WHERE seq = ?", (cp.size,)).fetchone()
+    if row is None or row[0] != cp.head:
+        eid = row[1] if row else None
+        span = f"between seq={proven + 1} and seq={cp.size}" if proven else f"up to seq={cp.size}"
+        rep.problem("checkpoint_mismatch", f"row seq={cp.size} ({eid}) does not end the chain the checkpoint "
+                    f"of {cp.time} ({where}) signed: history {span} was rewritten", cp.size, eid)
+        return False
+    if cp.merkle is not None and heads is not None and cp.size in heads and heads[cp.size].hex() != cp.merkle:
+        rep.problem("merkle_head", f"the checkpoint of size {cp.size} ({where}) signs a Merkle tree head the "
+                    "events up to it do not make", cp.size)
+        return False
+    return True
+
+
+def _merkle_sizes(st) -> list:
+    """The sizes of the checkpoints (in the file and beside the key) that sign a Merkle head."""
+    notes = [r[0] for r in st.conn.execute("SELECT note FROM checkpoints")]
+    device = st.meta("device_id")
+    if ids.is_uuid(device):
+        outside = checkpoint.read_outside(device)
+        if outside is not None:
+            notes.append(outside)
+    sizes = []
+    for note in notes:
+        try:
+            cp = checkpoint.parse(note)
+        except Exception:
+            continue
+        if cp.merkle is not None:
+            sizes.append(cp.size)
+    return sizes
+
+
+DAMAGE_ADVICE = ("nothing more is written to it; `attempt recover` builds a sound copy from what is "
+                 "readable (spec/recover.md)")
+
+
+def verify(st) -> Report:
+    """Everything below, as a Report; a file SQLite cannot read is a `damaged` problem (and is
+    marked so: attemptdb.integrity.damage), never an exception."""
+    import apsw
+    from . import damage
+    try:
+        rep = _verify(st)
+    except (apsw.CorruptError, apsw.NotADBError) as e:
+        rep = Report()
+        rep.problem("damaged", f"the file is damaged: SQLite cannot read part of it ({e.__class__.__name__}: "
+                    f"{_sqlite_text(e)}); {DAMAGE_ADVICE}")
+    except UnicodeDecodeError:  # outside the event rows (those are named by chain.check_rows)
+        rep = Report()
+        rep.problem("damaged", "the file is damaged: text AttemptDB wrote as UTF-8 (its schema, settings or "
+                    f"checkpoints) no longer is; {DAMAGE_ADVICE}")
+    if st.path != ":memory:":
+        found = [p for p in rep.problems if p["kind"] in DAMAGE_KINDS]
+        if found:  # nothing is written to it until `attempt recover` (attemptdb.integrity.damage)
+            p = found[0]
+            damage.mark(st.path, "SQLite cannot read all of it (integrity check)" if p["kind"] == "damaged"
+                        else f"its chain does not verify at row seq={p['seq']} ({p['kind']})", "verify")
+        elif rep.ok:  # sound after all (a mark from a passing I/O error): writes may resume
+            damage.clear(st.path)
+    return rep
+
+
+DAMAGE_KINDS = ("damaged", "event_hash", "derived_column", "chain", "sequence_gap", "not_utf8")
+"""Problems that mean the rows themselves are not what was written: the file is marked damaged."""
+
+
+def _sqlite_text(e) -> str:
+    text = str(e).split(":", 1)[-1].strip()
+    return "".join(ch for ch in text if ch.isprintable())[:120]
+
+
+def integrity(conn) -> list[str]:
+    """SQLite's own check of the file's pages and indexes (`PRAGMA integrity_check`): [] when sound,
+    else its first messages."""
+    rows = [r[0] for r in conn.execute("PRAGMA integrity_check(20)")]
+    return [] if rows == ["ok"] else rows
+
+
+def _verify(st) -> Report:
+    rep = Report()
+    c = st.conn
+    found = integrity(c)
+    if found:
+        rep.problem("damaged", f"the file is damaged: SQLite's integrity check fails ({_sqlite_text(found[0])}"
+                    f"{f', and {len(found) - 1} more' if len(found) > 1 else ''}); {DAMAGE_ADVICE}")
+    known = schema.latest()
+    v = st.user_version()
+    if v > known:
+        rep.problem("migrations", f"schema version {v} is newer than this code ({known})")
+        return rep
+    if v < known:
+        rep.notes.append(f"schema version {v}; {known} after the next write (migrations pending); its views "
+                         "and triggers are those of the AttemptDB that wrote it and were not compared")
+    present = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    for t in _TRIGGERS:
+        if t not in present:
+            rep.problem("trigger_missing", f"immutability trigger {t} is missing: the events table "
+                        "can be changed without an error")
+    for d in schema_integrity.differences(
+            c, v, reported_missing=_TRIGGERS + ("events_retracted_only_set",)):
+        rep.problem("schema_changed", d)
+    device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it
+    if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
+        _chain(st, rep)
+        _retractions(st, rep, present)
+        rep.problem("identity", "the file's device identity (meta device_id) is missing or not a UUID: "
+                    "its checkpoints cannot be checked")
+        rep.problems.sort(key=lambda p: (p["kind"] != "damaged", p["seq"] is None, p["seq"] or 0))
+        return rep
+    key = _trusted_key(st, rep)
+    _recovery(st, rep, key, device)
+    heads = _chain(st, rep, _merkle_sizes(st))
+    _retractions(st, rep, present)
+    proven = 0
+    for (note,) in c.execute("SELECT note FROM checkpoints ORDER BY size"):
+        rep.checkpoints += 1
+        try:
+            cp = checkpoint.parse(note)
+        except Exception:
+            rep.problem("checkpoint_malformed", "a stored checkpoint is not a valid signed note")
+            continue
+        if _check_cp(cp, "in the file", key, st, rep, device, proven, heads):
+            proven = max(proven, cp.size)
+    outside = checkpoint.read_outside(device)
+    if outside is not None:
+        try:
+            cp = checkpoint.parse(outside)
+        except Exception:
+            rep.problem("checkpoint_malformed", "the checkpoint kept beside the key is not a valid signed note")
+        else:
+            _check_cp(cp, "kept beside the key", key, st, rep, device, proven if proven < cp.size else 0, heads)
+    elif rep.checkpoints and keys.load(device) is not None:
+        rep.problem("checkpoint_missing", "the file has checkpoints but the copy beside the key is missing")
+    if rep.events and not rep.checkpoints and outside is None:
+        rep.notes.append("no signed checkpoint yet: a consistent rewrite of the whole chain would not "
+                         "be detected (`attempt checkpoint` signs the head)")
+    # report problems in chain order: the first bad row first
+    rep.problems.sort(key=lambda p: (p["kind"] != "damaged", p["seq"] is None, p["seq"] or 0))
+    return rep
+
+
+def bench_rate(st) -> tuple[int, float]:
+    """(events, seconds) of a full chain verification (for `attempt bench verify`)."""
+    t0 = clock.now_us()
+    rep = verify(st)
+    return rep.events, (clock.now_us() - t0) / 1e6

@@ -1,0 +1,1 @@
+"""The canonical event and its parts: ids, the hybrid clock, canonical JSON."""

@@ -1,0 +1,108 @@
+"""`attempt query --engine datafusion`: one SQL statement in DataFusion's dialect over the public
+tables, loaded from the live database (one snapshot) or from an `attempt export` directory
+(spec/export.md).
+
+Invariants: read-only — DataFusion's own SQL options refuse DDL, DML (COPY, INSERT) and
+statements (SET), and no table but the public ones registered here is reachable (a
+SessionContext reads no file by name); only the tables a statement names are loaded; the
+result is the same Result the SQLite engine returns, times as ISO-8601 `Z` text.
+"""
+
+import datetime
+import os
+import re
+
+from ..errors import AttemptError
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _named(sql: str, names) -> list:
+    words = {w.lower() for w in _WORD.findall(sql)}
+    return [n for n in names if n in words]
+
+
+def _context():
+    from ..exchange.arrow_export import INSTALL_ARROW, require_pyarrow
+    require_pyarrow()
+    try:
+        from datafusion import SessionContext
+    except ImportError:
+        raise AttemptError("query.needs_datafusion", f"--engine datafusion needs datafusion; {INSTALL_ARROW}") from None
+    return SessionContext()
+
+
+def _load_live(ctx, conn, sql: str) -> None:
+    import pyarrow as pa
+    from ..exchange.arrow_export import batches, public_tables, schema
+    conn.execute("BEGIN")  # one snapshot across the tables
+    try:
+        tables = public_tables(conn)
+        needed = set(_named(sql, [t["name"] for t in tables]))
+        for t in tables:
+            if t["name"] in needed:
+                got = list(batches(conn, t, include_content=True))  # the user's own machine
+                ctx.from_arrow(pa.Table.from_batches(got, schema=schema(t)), t["name"])
+    finally:
+        conn.execute("COMMIT")
+
+
+def _load_export(ctx, directory: str, sql: str) -> list:
+    """Register the tables of an export directory the statement names; returns notes."""
+    import pyarrow as pa
+    from ..model import fastjson
+    from ..exchange.arrow_export import FORMATS, MANIFEST
+    try:
+        with open(os.path.join(directory, MANIFEST), "rb") as f:
+            m = fastjson.loads(f.read(16 << 20).decode("utf-8"))
+        fmt = m["format"]
+        entries = {e["table"]: e["file"] for e in m["tables"]}
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise AttemptError("query.bad_export", f"{directory} holds no readable {MANIFEST} of "
+                           "`attempt export`") from None
+    if fmt not in FORMATS:
+        raise AttemptError("query.bad_export", f"{directory}/{MANIFEST}: unknown format")
+    for name in _named(sql, [n for n in entries if isinstance(n, str) and re.fullmatch(r"[a-z_]{1,64}", n)]):
+        file = entries[name]
+        if file != name + FORMATS[fmt]:  # a manifest naming some other path is not followed
+            raise AttemptError("query.bad_export", f"{directory}/{MANIFEST}: table {name} names an unexpected file")
+        path = os.path.join(directory, file)
+        try:
+            if fmt == "parquet":
+                ctx.register_parquet(name, path)
+            else:
+                with pa.memory_map(path) as source:
+                    ctx.from_arrow(pa.ipc.open_file(source).read_all(), name)
+        except Exception as e:  # OSError, ArrowException, DataFusion's own (a bare Exception)
+            raise AttemptError("query.bad_export", f"{path} cannot be read ({type(e).__name__})") from None
+    return [f"tables from the export in {directory} ({m.get('created_at', '?')}, chain size "
+            f"{(m.get('chain') or {}).get('size', '?')})"]
+
+
+def _plain(v):
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(datetime.timezone.utc)
+        return v.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if isinstance(v, (datetime.date, datetime.time, datetime.timedelta)):
+        return str(v)
+    return v
+
+
+def run(sql: str, *, conn=None, directory: str | None = None, explain: bool = False):
+    """Run `sql` (SELECT, WITH, VALUES, EXPLAIN) on DataFusion; returns an attemptql Result."""
+    from .result import Result
+    ctx = _context()
+    from datafusion import SQLOptions
+    notes = _load_export(ctx, directory, sql) if directory else []
+    if directory is None:
+        _load_live(ctx, conn, sql)
+    options = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
+    text = ("EXPLAIN " + sql) if explain else sql
+    try:
+        table = ctx.sql_with_options(text, options).to_arrow_table()
+    except Exception as e:  # DataFusion reports planning and execution errors as exceptions
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise AttemptError("query.datafusion", first[:300]) from None
+    values = [[_plain(v) for v in col.to_pylist()] for col in table.columns]
+    return Result(table.column_names, list(zip(*values)), notes=notes, language="sql")

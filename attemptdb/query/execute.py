@@ -1,0 +1,254 @@
+"""Run one statement (AttemptQL or read-only SQL) on a read-only connection → a `Result`.
+
+Invariants:
+- `run()` takes the text of exactly one statement and returns rows or raises `AQLError`
+  (every failure coded, positional when it has a position, never a traceback, never
+  database content in a message). It never writes: the connection it is given must come from
+  `attemptdb.store.readonly` (authorizer + read-only open), and SQL that would write is refused.
+- Every AttemptQL row has `evidence` (a list of event ids) and `uncertainty`
+  (`{"confidence", "reason", "note"}`); reason is one of deterministic, heuristic, corrected,
+  content_unavailable, insufficient_evidence, state_mismatch, depth_limit. A row that claims
+  something without evidence is withheld and reported (AQL0601).
+- parsimonious is imported only when the text is AttemptQL.
+"""
+
+import time
+
+import apsw
+
+from ..model import fastjson
+from ..store.database import let_signals_in
+from .errors import AQLError
+from .resolve import PLANNED_TABLES, planned_error, table_exists
+from .diff import DiffHandler
+from .result import Context, DEFAULT_TIMEOUT_S, Result, dedup, enforce_evidence, fetch, uncertainty
+from .show import ShowHandler
+from .sqltext import TABLE_FUNCTIONS, classify, only_trivia, skip_ws, split_first_statement, word
+from .state import StateHandler, WhatIsHandler
+from .table_functions import register_table_functions
+from .trace import TraceHandler
+from .why import WhyHandler
+
+
+# --- entry point ---------------------------------------------------------------------------
+
+def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, explain: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S, gate=None) -> Result:
+    """Run one statement. `conn` must be read-only (attemptdb.store.readonly)."""
+    if not isinstance(text, str):
+        raise AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:  # argv bytes that were not UTF-8 arrive as lone surrogates
+        raise AQLError("AQL0108", f"the statement is not valid UTF-8 text (character {e.start + 1})") from None
+    if "\x00" in text:  # SQLite would end the statement there (apsw refuses it outright)
+        raise AQLError("AQL0106", f"a NUL character cannot appear in a statement (character {text.index(chr(0)) + 1})")
+    ctx = Context(conn, text, now_us, cwd, timeout_s)
+    if gate is not None:
+        gate.refused = None
+    kind = classify(text)
+    deadline = time.monotonic() + timeout_s
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 20000)
+    try:
+        if kind == "sql":
+            return run_sql(ctx, text, explain=explain, gate=gate)
+        if kind == "describe":
+            return describe(ctx, text)
+        if kind == "tables":
+            return tables(ctx)
+        if kind == "write":
+            w, _ = word(text, skip_ws(text))
+            raise AQLError("AQL0506", f"read-only: {w} statements are not accepted; use SELECT/WITH/VALUES/"
+                           "EXPLAIN/DESCRIBE (SQL) or SHOW/WHY/TRACE/STATE/DIFF/WHAT IS (AttemptQL)",
+                           source=text, pos=skip_ws(text), end=skip_ws(text) + len(w), label="writes are refused")
+        return run_attemptql(ctx, explain=explain)
+    except AQLError as e:
+        raise e.located(text)
+    except apsw.Error as e:
+        raise sqlite_error(e, gate, text) from None
+    except RecursionError:
+        raise AQLError("AQL0208", "the statement nests too deeply to run safely; simplify it (IN (...) "
+                       "instead of long OR chains)", source=text) from None
+    finally:
+        let_signals_in(conn)  # the connection's own handler again (Ctrl-C between statements)
+
+
+def sqlite_error(e: apsw.Error, gate, text: str | None = None) -> AQLError:
+    """A SQLite failure as an AQL05xx error (messages name tables/columns, never values)."""
+    if isinstance(e, apsw.InterruptError):
+        return AQLError("AQL0501", "the statement ran past its time limit and was stopped; narrow it with "
+                        "WHERE, a time range or LIMIT", source=text)
+    if isinstance(e, (apsw.AuthError, apsw.ReadOnlyError)):
+        what = (gate.refused if gate is not None and gate.refused else None) or "writing"
+        return AQLError("AQL0506", f"read-only: {what} is refused on the query connection; history is "
+                        "appended by capture, never by a query", source=text)
+    if isinstance(e, (apsw.NoMemError, apsw.TooBigError, apsw.FullError)):
+        return AQLError("AQL0502", "the statement needed too much memory and was stopped; narrow it with "
+                        "WHERE or LIMIT", source=text)
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError, apsw.IOError, apsw.CantOpenError)):
+        return AQLError("AQL0504", "the database file could not be read (SQLite reports it damaged or "
+                        "unreadable); run `attempt verify`", source=text)
+    if isinstance(e, apsw.BusyError):
+        return AQLError("AQL0501", "the database stayed locked by a writer; try again", source=text)
+    msg = str(e)
+    head, sep, tail = msg.partition(": ")
+    if sep and head.endswith("Error") and head.isidentifier():
+        msg = tail
+    for t in PLANNED_TABLES:
+        if f"no such table: {t}" in msg:
+            return planned_error(t.replace("_", " "))
+    if msg.startswith("no such table"):
+        msg += " (SHOW TABLES lists the tables; `attempt schema` describes them)"
+    if "not authorized" in msg:
+        what = (gate.refused if gate is not None and gate.refused else None) or "this statement"
+        return AQLError("AQL0506", f"read-only: {what} is refused on the query connection", source=text)
+    return AQLError("AQL0505", f"SQLite: {msg[:300]}", source=text)
+
+
+MAX_SQL_CHARS = 512 * 1024
+
+
+def run_sql(ctx, text: str, *, explain: bool = False, gate=None) -> Result:
+    if len(text) > MAX_SQL_CHARS:
+        raise AQLError("AQL0208", f"the statement is too large to run safely (more than {MAX_SQL_CHARS} "
+                       "characters); split it, or use IN (...) / GROUP BY instead of long OR chains", source=None)
+    first, rest = split_first_statement(text)
+    if not only_trivia(rest):
+        pos = len(first) + skip_ws(rest)
+        raise AQLError("AQL0204", "one statement per call: text follows the ';' that ended the statement",
+                       source=text, pos=pos, end=pos + 1, label="a second statement starts here")
+    i = skip_ws(first)
+    w, j = word(first, i)
+    notes = []
+    sql = first
+    if w == "EXPLAIN":
+        k = skip_ws(first, j)
+        w2, j2 = word(first, k)
+        if w2 != "QUERY":
+            sql = first[:i] + "EXPLAIN QUERY PLAN " + first[k:]
+            notes.append("EXPLAIN shows SQLite's query plan (EXPLAIN QUERY PLAN): the indexes a statement "
+                         "uses and the tables it scans")
+    elif explain:
+        sql = "EXPLAIN QUERY PLAN " + first[i:]
+    if _mentions_table_function(sql):
+        register_table_functions(ctx)
+    cols, rows = fetch(ctx.conn, sql)
+    if gate is not None and gate.refused:
+        raise AQLError("AQL0506", f"read-only: {gate.refused} is refused on the query connection", source=text)
+    if sql.lstrip().upper().startswith("EXPLAIN QUERY PLAN"):
+        return Result(["id", "parent", "detail"], rows, notes, kind="explanation", language="sql")
+    return Result(cols, rows, notes, language="sql")
+
+
+def _mentions_table_function(sql: str) -> bool:
+    low = sql.lower()
+    return any(f + "(" in low.replace(" (", "(") for f in TABLE_FUNCTIONS)
+
+
+def describe(ctx, text: str) -> Result:
+    i = skip_ws(text)
+    _, j = word(text, i)
+    k = skip_ws(text, j)
+    w, j2 = word(text, k)
+    if w == "TABLE":
+        k = skip_ws(text, j2)
+        w, j2 = word(text, k)
+    name = text[k:j2].lower()
+    if not name or not only_trivia(text[j2:]):
+        raise AQLError("AQL0201", "DESCRIBE takes one table name (DESCRIBE attempts)", source=text, pos=k,
+                       end=k + 1, label="expected a table name")
+    if not table_exists(ctx.conn, name):
+        if name in PLANNED_TABLES:
+            raise planned_error(name.replace("_", " "), (text, k, j2))
+        names = ", ".join(public_tables(ctx.conn))
+        raise AQLError("AQL0307", f"unknown table; the tables are {names} (`attempt schema` describes them)",
+                       source=text, pos=k, end=j2, label="unknown table")
+    rows = [(r[1], (r[2] or "").lower(), "" if r[3] else "yes", r[5] > 0)
+            for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})") if not r[6]]
+    return Result(["column", "type", "null", "primary_key"], rows,
+                  [f"{name}: {len(rows)} columns; `attempt schema {name}` says what they mean"], language="sql")
+
+
+INTERNAL_TABLES = ("meta", "device_clock", "checkpoints")
+
+
+def public_tables(conn) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+        "AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name") if r[0] not in INTERNAL_TABLES]
+
+
+def tables(ctx) -> Result:
+    rows = []
+    for name in public_tables(ctx.conn):
+        kind = ctx.conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (name,)).fetchone()[0]
+        ncol = sum(1 for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})") if not r[6])
+        rows.append((name, kind, "fact" if name == "events" else "inference", ncol))
+    return Result(["table", "type", "layer", "columns"], rows,
+                  ["DESCRIBE <table> lists a table's columns; `attempt schema` says what they mean"], language="sql")
+
+
+# --- AttemptQL -------------------------------------------------------------------------------
+
+def run_attemptql(ctx, *, explain: bool = False) -> Result:
+    from .parse import parse
+    stmt = parse(ctx.source)
+    cmd = stmt.command
+    handler = HANDLERS[type(cmd)]
+    if stmt.explain or explain:
+        return explain_statement(ctx, stmt, handler)
+    result = handler.run(ctx, cmd)
+    return enforce_evidence(result)
+
+
+# ... EXPLAIN
+
+def explain_statement(ctx, stmt, handler) -> Result:
+    queries = handler.queries(ctx, stmt.command)
+    rows = []
+    rows.append(("statement", type(stmt.command).__name__.upper()))
+    rows.append(("ast", fastjson.dumps(stmt.command.describe())))
+    indexes = []
+    tables = set()
+    for q in queries:
+        rows.append(("sql", q.sql))
+        params = q.params if isinstance(q.params, dict) else list(q.params)
+        rows.append(("parameters", fastjson.dumps(params)))
+        plan = ctx.conn.execute("EXPLAIN QUERY PLAN " + q.sql, q.params).fetchall()
+        depth = {}
+        for pid, parent, _, detail in plan:
+            depth[pid] = depth.get(parent, -1) + 1
+            rows.append(("plan", "  " * depth[pid] + detail))
+            words = detail.split()
+            if "USING" in words:
+                k = words.index("USING")
+                rest = words[k + 1:]
+                if rest[:1] == ["AUTOMATIC"]:
+                    indexes.append("an automatic index built for this query")
+                elif "INDEX" in rest and rest.index("INDEX") + 1 < len(rest):
+                    indexes.append(rest[rest.index("INDEX") + 1])
+                elif rest[:3] == ["INTEGER", "PRIMARY", "KEY"] or rest[:2] == ["PRIMARY", "KEY"]:
+                    indexes.append("the primary key")
+            elif words[:1] == ["SCAN"] and len(words) > 1 and not words[1].startswith("("):
+                tables.add(words[1])
+    rows.append(("indexes", ", ".join(dedup(indexes)) or "none"))
+    rows.append(("full scans", ", ".join(sorted(tables)) or "none"))
+    notes = ["EXPLAIN compiles the statement and asks SQLite for its plan; it does not run it"]
+    out = [(s, d, [], uncertainty(1.0, "deterministic", "query plan")) for s, d in rows]
+    return Result(("step", "detail", "evidence", "uncertainty"), out, notes, kind="explanation",
+                  display=("step", "detail"))
+
+
+def _handlers():
+    from . import nodes as ast
+    return {ast.Show: ShowHandler, ast.Why: WhyHandler, ast.Trace: TraceHandler, ast.State: StateHandler,
+            ast.Diff: DiffHandler, ast.WhatIs: WhatIsHandler}
+
+
+class _Lazy(dict):
+    def __missing__(self, key):
+        self.update(_handlers())
+        return dict.__getitem__(self, key)
+
+
+HANDLERS = _Lazy()

@@ -1,0 +1,159 @@
+"""Rendering a `Result` for a terminal, as JSON or as CSV.
+
+Invariants: the table and vertical forms collapse evidence to a count ("3 events") unless
+asked for the ids, show uncertainty as "<confidence> <reason>", never emit control characters
+from cell values (they are replaced), and truncate long cells with "…"; JSON prints every
+column of every row as objects; CSV is RFC 4180 with formula-looking cells neutralised.
+No third-party imports: `--json` output must stay within the start-up budget.
+"""
+
+from ..model import fastjson
+
+MAX_CELL = 60
+
+
+def _clean(text: str) -> str:
+    """Every unprintable character (controls, escapes) becomes one space: the length stays."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
+def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CELL) -> str:
+    if value is None:
+        return ""
+    if column == "evidence" and isinstance(value, list) and not evidence_ids:
+        return f"{len(value)} event" + ("" if len(value) == 1 else "s")
+    if column == "uncertainty" and isinstance(value, dict):
+        c = value.get("confidence")
+        text = ("" if c is None else f"{c:g} ") + str(value.get("reason") or "")
+    elif isinstance(value, list):
+        text = ", ".join(str(v) for v in value)
+    elif isinstance(value, dict):
+        text = fastjson.dumps(value)
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    elif isinstance(value, bytes):
+        text = f"<{len(value)} bytes>"
+    else:
+        text = str(value)
+    if width and len(text) > width:  # cut first: cleaning keeps lengths, and cells can be long
+        text = text[: width - 1] + "…"
+    return _clean(text)
+
+
+def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+    cols = result.display or result.columns
+    index = [result.columns.index(c) for c in cols]
+    rows = result.rows if max_rows is None else result.rows[:max_rows]
+    width = MAX_CELL if not evidence_ids else 0
+    cells = [[cell(c, r[i], evidence_ids=evidence_ids, width=width) for c, i in zip(cols, index)] for r in rows]
+    widths = [max([len(c)] + [len(row[k]) for row in cells]) for k, c in enumerate(cols)]
+    if term_width and sum(widths) + 2 * len(widths) > term_width and not evidence_ids:
+        # shrink the widest columns, keeping each at least 10 characters
+        budget = max(term_width - 2 * len(widths), 10 * len(widths))
+        while sum(widths) > budget:
+            k = widths.index(max(widths))
+            if widths[k] <= 10:
+                break
+            widths[k] -= 1
+        cells = [[v if len(v) <= widths[k] else v[: widths[k] - 1] + "…" for k, v in enumerate(row)] for row in cells]
+    lines = ["  ".join(c.ljust(widths[k]) for k, c in enumerate(cols)).rstrip(),
+             "  ".join("─" * widths[k] for k in range(len(cols)))]
+    for row in cells:
+        lines.append("  ".join(v.ljust(widths[k]) for k, v in enumerate(row)).rstrip())
+    return "\n".join(lines)
+
+
+def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None) -> str:
+    cols = result.display or result.columns
+    index = [result.columns.index(c) for c in cols]
+    rows = result.rows if max_rows is None else result.rows[:max_rows]
+    w = max(14, max((len(c) for c in cols), default=0))
+    blocks = []
+    for r in rows:
+        lines = []
+        for c, i in zip(cols, index):
+            v = cell(c, r[i], evidence_ids=evidence_ids, width=0 if c in ("claim", "detail") else 200)
+            lines.append(f"{c:<{w}} {v if v != '' else '—'}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def listing(result) -> str:
+    """EXPLAIN: one `step  detail` line per row, details in full (SQL keeps its lines)."""
+    i, j = result.columns.index("step"), result.columns.index("detail")
+    w = max(len(str(r[i])) for r in result.rows)
+    lines = []
+    for r in result.rows:
+        detail = "\n".join(_clean(x) for x in str(r[j]).split("\n"))
+        lines.append(f"{r[i]:<{w}}  " + detail.replace("\n", "\n" + " " * (w + 2)))
+    return "\n".join(lines)
+
+
+def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+    """The terminal form: a table (or vertical records for explanations, a listing for
+    EXPLAIN), the row count and the notes."""
+    out = []
+    if not result.rows:
+        out.append("(no rows)")
+    elif result.display == ["step", "detail"]:
+        out.append(listing(result))
+    elif result.kind == "explanation":
+        out.append(vertical(result, evidence_ids=evidence_ids, max_rows=max_rows))
+        out.append("")
+        out.append(_count(result, max_rows))
+    else:
+        out.append(table(result, evidence_ids=evidence_ids, max_rows=max_rows, term_width=term_width))
+        out.append(_count(result, max_rows))
+    for n in result.notes:
+        out.append(f"note: {_clean(n)}")
+    return "\n".join(out)
+
+
+def _count(result, max_rows):
+    n = len(result.rows)
+    shown = n if max_rows is None else min(n, max_rows)
+    tail = f"; {shown} shown, raise -n to see more" if shown < n else ""
+    return f"({n} row{'' if n == 1 else 's'}{tail})"
+
+
+def _plain(v):
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+def json_rows(result) -> str:
+    return fastjson.dumps([{c: _plain(v) for c, v in zip(result.columns, r)} for r in result.rows])
+
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(result) -> str:
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerow(result.columns)
+    for r in result.rows:
+        out = []
+        for v in r:
+            if v is None:
+                out.append("")
+                continue
+            s = fastjson.dumps(v) if isinstance(v, (list, dict)) else (v.hex() if isinstance(v, bytes) else str(v))
+            if s.startswith(_FORMULA) and not _is_number(s):
+                s = "'" + s
+            out.append(s)
+        w.writerow(out)
+    return buf.getvalue()
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,251 @@
+"""Ids and times as a statement names them → the values stored in the database.
+
+Invariants:
+- An id resolves to exactly one live (not retracted) row of its table, or the statement fails
+  with a coded error: unknown (AQL0301), ambiguous short id listing candidates (AQL0302), too
+  short (AQL0305, fewer than 8 hex digits), malformed (AQL0105), wrong kind (AQL0304). Never a
+  guess. Accepted forms: `att_<uuid>`, a bare UUID, `att_` + ≥ 8 hex digits (hyphens optional).
+- A time resolves to microseconds UTC: RFC 3339, `YYYY-MM-DD` (UTC midnight), `now`, `today`,
+  `yesterday` (UTC midnights), `-15m/-2h/-3d/-1w` (and `-30s`) relative to `now`.
+- Lookups are index range scans on the id columns (prefix → [lo, hi) text range).
+"""
+
+from ..model import clock, ids
+from .errors import AQLError
+
+MIN_SHORT_HEX = 8
+MAX_CANDIDATES = 5
+
+# subject kind → (accepted prefixes, table, id column, table has `retracted`, human name)
+KINDS = {
+    "attempt": (("att_",), "attempts", "attempt_id", True, "attempt"),
+    "session": (("ses_",), "sessions", "session_id", True, "session"),
+    "turn": (("trn_",), "turns", "turn_id", True, "turn"),
+    "span": (("tc_", "spn_"), "tool_calls", "tool_call_id", True, "tool call"),
+    "work_unit": (("wu_",), "work_units", "work_unit_id", False, "work unit"),
+    "event": (("ev_",), "events", "event_id", True, "event"),
+    "decision": (("dec_",), "decisions", "decision_id", False, "decision"),
+}
+# a bare id (no prefix, no kind word) is tried against these, in this order
+BARE_ORDER = ("attempt", "session", "turn", "span", "work_unit", "event")
+PREFIX_KIND = {p: k for k, v in KINDS.items() for p in v[0]}
+PLANNED_TABLES = ("work_units", "decisions", "conflicts")  # absent from files written before work units (AQL0408)
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DAY_US = 86400 * 1_000_000
+
+
+def _err(code, message, loc, label=None):
+    source, pos, end = loc if loc else (None, None, None)
+    return AQLError(code, message, source=source, pos=pos, end=end, label=label)
+
+
+# --- times -------------------------------------------------------------------------------
+
+def resolve_time(kind: str, text: str, now_us: int, loc=None) -> int:
+    """µs UTC of a timestamp as written (`kind` as in ast.Time)."""
+    t = text.strip()
+    low = t.lower()
+    if low == "now":
+        return now_us
+    if low in ("today", "yesterday"):
+        midnight = now_us - now_us % _DAY_US
+        return midnight if low == "today" else midnight - _DAY_US
+    if low.startswith("-"):
+        digits = low[1:].rstrip("abcdefghijklmnopqrstuvwxyz")
+        unit = low[1 + len(digits):]
+        if not digits.isdigit() or unit not in _UNITS or len(digits) > 9:
+            raise _err("AQL0103", "bad relative timestamp; expected -N followed by m, h, d or w "
+                       "(e.g. -15m, -2h, -3d, -1w)", loc, "bad relative time")
+        return now_us - int(digits) * _UNITS[unit] * 1_000_000
+    if low.isdigit() and len(low) >= 9:  # epoch seconds
+        try:
+            return int(low) * 1_000_000 if int(low) < 10 ** 11 else _bad_time(loc)
+        except ValueError:
+            _bad_time(loc)
+    try:
+        us = clock.from_iso(t.replace(" ", "T", 1) if len(t) > 10 else t)
+        clock.iso(us)
+        return us
+    except (ValueError, OverflowError):
+        _bad_time(loc)
+
+
+def _bad_time(loc):
+    raise _err("AQL0104", "invalid timestamp; expected RFC 3339 ('2026-08-20T14:00:00Z'), a date "
+               "('2026-08-20'), now, today, yesterday, or a relative time like -15m / -2h / -1d",
+               loc, "not a timestamp")
+
+
+# --- ids ---------------------------------------------------------------------------------
+
+def table_exists(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ? AND type IN ('table', 'view')",
+                        (name,)).fetchone() is not None
+
+
+def planned_error(table: str, loc=None) -> AQLError:
+    return _err("AQL0408", f"{table} are not in this file: it holds no work-unit tables (it was written by an "
+                "AttemptDB that did not keep work units, decisions and conflicts; the next write, such as a "
+                "capture or an import, upgrades it); ask about sessions, turns, attempts or handoffs instead",
+                loc, "not in this file")
+
+
+def split_id(text: str):
+    """(prefix or '', hex digits without hyphens, ok) of an id as typed."""
+    t = text.strip().lower()
+    prefix = ""
+    i = t.find("_")
+    if i > 0:
+        prefix, t = t[: i + 1], t[i + 1:]
+    hexpart = t.replace("-", "")
+    ok = bool(hexpart) and all(c in "0123456789abcdef" for c in hexpart) and len(hexpart) <= 32
+    return prefix, hexpart, ok
+
+
+def _hyphenate(hexpart: str) -> str:
+    out = []
+    for i, c in enumerate(hexpart):
+        if i in (8, 12, 16, 20):
+            out.append("-")
+        out.append(c)
+    return "".join(out)
+
+
+def _upper(lo: str) -> str:
+    return lo[:-1] + chr(ord(lo[-1]) + 1)
+
+
+def _matches(conn, kind: str, prefix: str, hexpart: str, limit: int, live_only: bool) -> list[str]:
+    prefixes, table, col, has_retracted, _ = KINDS[kind]
+    if not table_exists(conn, table):
+        return []
+    live = " AND NOT retracted" if has_retracted and live_only else ""
+    out = []
+    for p in ([prefix] if prefix else prefixes):
+        lo = p + _hyphenate(hexpart)
+        if len(hexpart) == 32:
+            rows = conn.execute(f"SELECT {col} FROM {table} WHERE {col} = ?{live} LIMIT 1", (lo,)).fetchall()
+        else:
+            rows = conn.execute(f"SELECT {col} FROM {table} WHERE {col} >= ? AND {col} < ?{live} "
+                                f"ORDER BY {col} LIMIT ?", (lo, _upper(lo), limit)).fetchall()
+        out.extend(r[0] for r in rows)
+    return out
+
+
+def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -> tuple[str, str]:
+    """(kind, full prefixed id) of an id. kind None = take it from the prefix, else try
+    BARE_ORDER. `live` = only rows no retraction removed (subjects); filters pass False.
+    Raises AQLError."""
+    prefix, hexpart, ok = split_id(text)
+    what = KINDS[kind][4] if kind else "entity"
+    if prefix and prefix not in PREFIX_KIND:
+        raise _err("AQL0105", f"malformed id: unknown prefix; expected one of "
+                   f"{', '.join(sorted(PREFIX_KIND))}", loc, "unknown id prefix")
+    if prefix and kind and prefix not in KINDS[kind][0]:
+        other = KINDS[PREFIX_KIND[prefix]][4]
+        raise _err("AQL0304", f"expected a {what} id ({KINDS[kind][0][0]}…), got a {other} id", loc,
+                   f"expected a {what} id")
+    if not ok:
+        raise _err("AQL0105", f"malformed {what} id; expected hex digits after the prefix "
+                   f"(e.g. {(KINDS[kind][0][0] if kind else 'att_')}01a04762)", loc, "not an id")
+    if len(hexpart) < MIN_SHORT_HEX:
+        raise _err("AQL0305", f"short {what} id needs at least {MIN_SHORT_HEX} hex digits", loc,
+                   "too short")
+    if prefix:
+        kind = kind or PREFIX_KIND[prefix]
+        kinds = [kind]
+    else:
+        kinds = [kind] if kind else list(BARE_ORDER)
+    if kind in ("work_unit", "decision") and not table_exists(conn, KINDS[kind][1]):
+        raise planned_error(KINDS[kind][1].replace("_", " "), loc)
+    found = []
+    for k in kinds:
+        for m in _matches(conn, k, prefix, hexpart, MAX_CANDIDATES + 1, live):
+            found.append((k, m))
+        if len(found) > MAX_CANDIDATES:
+            break
+    if not found:
+        hint = " (retracted rows are not subjects)" if live and kinds != ["work_unit"] else ""
+        raise _err("AQL0301", f"no {what} matches this id{hint}; SHOW SESSIONS / SHOW ATTEMPTS list ids",
+                   loc, "unknown id")
+    if len(found) > 1:
+        shown = ", ".join(f for _, f in found[:MAX_CANDIDATES])
+        more = ", and more" if len(found) > MAX_CANDIDATES else ""
+        raise _err("AQL0302", f"ambiguous short id: matches {shown}{more}; give more hex digits", loc,
+                   "ambiguous")
+    return found[0]
+
+
+# --- projects and agents -----------------------------------------------------------------
+
+def resolve_project(conn, name: str, loc=None) -> list[tuple[str, str]]:
+    """[(project_id, project_name)] a project name or prj_ id stands for (case-insensitive
+    name, or the last path part of an owner/repo name)."""
+    n = name.strip()
+    if n.lower().startswith("prj_"):
+        prefix, hexpart, ok = split_id(n)
+        if not ok:
+            raise _err("AQL0105", "malformed project id; expected hex digits after prj_", loc, "not an id")
+        if len(hexpart) < MIN_SHORT_HEX:
+            raise _err("AQL0305", f"short project id needs at least {MIN_SHORT_HEX} hex digits", loc, "too short")
+        lo = "prj_" + _hyphenate(hexpart)
+        rows = conn.execute("SELECT DISTINCT project_id, project_name FROM sessions "
+                            "WHERE project_id >= ? AND project_id < ? LIMIT 6", (lo, _upper(lo))).fetchall()
+        if len({r[0] for r in rows}) > 1:
+            raise _err("AQL0302", "ambiguous short project id: matches "
+                       + ", ".join(sorted({r[0] for r in rows})[:MAX_CANDIDATES]), loc, "ambiguous")
+    else:
+        esc = n.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = conn.execute("SELECT DISTINCT project_id, project_name FROM sessions "
+                            "WHERE project_name = ?1 COLLATE NOCASE OR project_name LIKE '%/' || ?2 ESCAPE '\\'",
+                            (n, esc)).fetchall()
+    if not rows:
+        raise _err("AQL0303", f"unknown project '{n}'; SHOW SESSIONS lists the projects this database holds",
+                   loc, "unknown project")
+    return sorted({(r[0], r[1]) for r in rows})
+
+
+def resolve_agent(conn, name: str, loc=None) -> tuple[str, str]:
+    """('provider', provider id) or ('agent', agt_ id) for an agent name as typed: a provider
+    id or display name ('claude-code', 'Claude Code'), or an agt_ id."""
+    from ..adapters import registry
+    n = name.strip()
+    if n.lower().startswith("agt_"):
+        prefix, hexpart, ok = split_id(n)
+        if not ok or len(hexpart) < MIN_SHORT_HEX:
+            raise _err("AQL0105", "malformed agent id; expected agt_ and at least 8 hex digits", loc, "not an id")
+        lo = "agt_" + _hyphenate(hexpart)
+        rows = conn.execute("SELECT DISTINCT agent_id FROM tool_calls WHERE agent_id >= ? AND agent_id < ? LIMIT 6",
+                            (lo, _upper(lo))).fetchall()
+        if not rows:
+            raise _err("AQL0301", "no agent matches this id", loc, "unknown agent")
+        if len(rows) > 1:
+            raise _err("AQL0302", "ambiguous short agent id: matches "
+                       + ", ".join(r[0] for r in rows[:MAX_CANDIDATES]), loc, "ambiguous")
+        return "agent", rows[0][0]
+    pid = registry.provider_id(n) or registry.provider_id(n.replace(" ", "_")) \
+        or registry.provider_id(n.replace(" ", "-"))
+    if pid:
+        return "provider", pid
+    low = n.lower()
+    if low == "attemptdb" or conn.execute("SELECT 1 FROM sessions WHERE provider = ? LIMIT 1", (low,)).fetchone():
+        return "provider", low
+    known = ", ".join(registry.PROVIDERS + ("attemptdb",))
+    raise _err("AQL0306", f"unknown agent '{n}'; expected a provider ({known}) or an agt_ id", loc, "unknown agent")
+
+
+def project_of_directory(conn, cwd: str | None) -> tuple[str, str] | None:
+    """(project_id, project_name) of the repository holding `cwd` — derived exactly as capture
+    derives it (attemptdb.capture.gitinfo + ids.project_identity) — when this database has sessions
+    for it; None otherwise (then a bare `project` means every project)."""
+    if not cwd:
+        return None
+    from ..capture import gitinfo
+    root, remote = gitinfo.git_info(cwd)[:2]
+    row = conn.execute("SELECT value FROM meta WHERE key = 'device_id'").fetchone() \
+        if table_exists(conn, "meta") else None
+    device = row[0] if row else ids.NIL
+    pid = "prj_" + ids.project_identity(root, remote, device)["project_id"]
+    row = conn.execute("SELECT project_id, project_name FROM sessions WHERE project_id = ? LIMIT 1", (pid,)).fetchone()
+    return (row[0], row[1]) if row else None

@@ -1,0 +1,158 @@
+"""What running a statement returns: `Result` (columns, rows, notes, uncertainty), the run
+context, and the rule that an inferred claim never goes out without its evidence."""
+
+
+
+from ..model import clock, fastjson
+from . import sqlgen as C
+from .errors import AQLError
+
+
+DEFAULT_TIMEOUT_S = 30.0
+REASONS = ("deterministic", "heuristic", "model", "corrected", "insufficient_evidence", "content_unavailable",
+           "state_mismatch", "depth_limit")
+_NO_CLAIM = ("insufficient_evidence", "state_mismatch", "depth_limit")
+COVERAGE_CONFIDENCE = {"full": 1.0, "partial": 0.8, "minimal": 0.6, "unknown": 0.4}
+FAILED = ("failed", "superseded")
+
+
+class Result:
+    """Rows of one statement. `kind`: rows, explanation or empty; `display` lists the columns
+    a terminal table shows (every column goes to --json/--csv)."""
+
+    __slots__ = ("columns", "rows", "notes", "kind", "display", "language")
+
+    def __init__(self, columns, rows, notes=None, kind=None, display=None, language="attemptql"):
+        self.columns = list(columns)
+        self.rows = [tuple(r) for r in rows]
+        self.notes = list(notes or [])
+        self.kind = kind or ("rows" if self.rows else "empty")
+        self.display = [c for c in (display or self.columns) if c in self.columns]
+        self.language = language
+
+    def dicts(self) -> list[dict]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+    def __repr__(self):
+        return f"Result({len(self.rows)} rows, columns={self.columns})"
+
+
+def uncertainty(confidence, reason, note=None) -> dict:
+    assert reason in REASONS
+    return {"confidence": None if confidence is None else round(float(confidence), 4), "reason": reason,
+            "note": note}
+
+
+# --- context -----------------------------------------------------------------------------
+
+class Context:
+    """What compiling and running one statement needs: the connection, the statement text
+    (for positions), the instant `now`, the working directory (bare `project`)."""
+
+    def __init__(self, conn, source: str, now_us: int | None = None, cwd: str | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.conn = conn
+        self.source = source
+        self.now_us = clock.now_us() if now_us is None else now_us
+        self.cwd = cwd
+        self.timeout_s = timeout_s
+        self.target = None
+        self._columns = {}
+
+    def iso(self, us: int) -> str:
+        try:
+            return clock.iso(us)
+        except OverflowError:
+            raise AQLError("AQL0104", "timestamp outside years 0001-9999") from None
+
+    def columns(self, table: str) -> set:
+        if table not in self._columns:
+            self._columns[table] = {r[1] for r in self.conn.execute(f"PRAGMA table_xinfo({table})")}
+        return self._columns[table]
+
+    def fetch(self, q: C.Query):
+        """(column names, rows) of a query."""
+        return fetch(self.conn, q.sql, q.params)
+
+    def dicts(self, q: C.Query) -> list[dict]:
+        cols, rows = self.fetch(q)
+        return [dict(zip(cols, r)) for r in rows]
+
+
+def fetch(conn, sql, params=()):
+    cur = conn.cursor()
+    desc = []
+
+    def trace(cursor, statement, bindings):
+        desc.append(cursor.get_description())
+        return True
+
+    cur.exec_trace = trace
+    rows = cur.execute(sql, params).fetchall()
+    cols = [d[0] for d in desc[0]] if desc else []
+    return cols, rows
+
+
+def loads_list(v):
+    if v is None:
+        return []
+    if isinstance(v, list):
+        return v
+    try:
+        out = fastjson.loads(v)
+    except (ValueError, TypeError):
+        return [v]
+    return out if isinstance(out, list) else [out]
+
+
+def dedup(items):
+    seen = set()
+    out = []
+    for x in items:
+        if x is not None and x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def decode_rows(columns, rows):
+    """JSON text → Python lists/dicts for list columns and uncertainty."""
+    idx_list = [i for i, c in enumerate(columns) if c in C.LIST_COLUMNS]
+    idx_unc = [i for i, c in enumerate(columns) if c == "uncertainty"]
+    if not idx_list and not idx_unc:
+        return rows
+    out = []
+    for r in rows:
+        r = list(r)
+        for i in idx_list:
+            r[i] = loads_list(r[i])
+        for i in idx_unc:
+            if isinstance(r[i], str):
+                try:
+                    r[i] = fastjson.loads(r[i])
+                except ValueError:
+                    pass
+        out.append(tuple(r))
+    return out
+
+
+def enforce_evidence(result: Result) -> Result:
+    """AQL0601: an inference row without evidence is withheld and reported, never rendered."""
+    if "evidence" not in result.columns or "uncertainty" not in result.columns:
+        return result
+    ie = result.columns.index("evidence")
+    iu = result.columns.index("uncertainty")
+    kept = []
+    for r in result.rows:
+        u = r[iu] if isinstance(r[iu], dict) else {}
+        if not r[ie] and u.get("reason") not in _NO_CLAIM:
+            continue
+        kept.append(r)
+    if len(kept) != len(result.rows):
+        n = len(result.rows) - len(kept)
+        result.notes.append(f"AQL0601: {n} row(s) claimed something without evidence and were withheld "
+                            "(an internal invariant violation; `attempt reproject` rebuilds the projections)")
+        result.rows = kept
+        if not kept:
+            result.kind = "empty"
+    return result

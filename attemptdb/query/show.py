@@ -1,0 +1,39 @@
+"""SHOW: list a target's rows with filters, order and limit (compiled by sqlgen)."""
+
+
+
+from . import sqlgen as C
+from .result import Result, decode_rows
+
+
+# ... SHOW
+
+class ShowHandler:
+    @staticmethod
+    def queries(ctx, cmd):
+        plan = C.compile_show(ctx, cmd)
+        return [q for q in (plan.rows, plan.hidden) if q is not None]
+
+    @staticmethod
+    def run(ctx, cmd):
+        plan = C.compile_show(ctx, cmd)
+        cols, rows = ctx.fetch(plan.rows)
+        notes = list(plan.notes)
+        target = plan.target
+        if plan.hidden is not None:
+            n = ctx.conn.execute(plan.hidden.sql, plan.hidden.params).fetchone()[0]
+            if n:
+                notes.append(f"{n} retracted row(s) hidden; add INCLUDING RETRACTED to see them")
+        elif cmd.including_retracted and target.retracted and "retracted" in cols:
+            i = cols.index("retracted")
+            notes.append(f"including {sum(1 for r in rows if r[i])} retracted row(s) (retracted = 1)")
+        if not rows:
+            notes.append(f"no {target.name.lower()} matched")
+        elif len(rows) == plan.limit:
+            notes.append(f"showing the first {plan.limit} rows (LIMIT {plan.limit}); add LIMIT "
+                         f"{min(C.MAX_LIMIT, plan.limit * 10)} for more")
+        if target.table == "attempts" and rows and "objective" in cols:
+            i = cols.index("objective")
+            if all(r[i] is None for r in rows):
+                notes.append("objective text is unavailable (no prompt content captured; metadata_only mode?)")
+        return Result(cols, decode_rows(cols, rows), notes, display=plan.display)

@@ -1,0 +1,321 @@
+"""Work units as AttemptQL reads them: the rules of sql/85_work_units.sql, run now or as of t.
+
+The phase and status rules of a work unit are written once, as the views of
+sql/85_work_units.sql (`unit_base` → `unit_verdicts` → `work_units`). This module
+does not restate them: it reads that file, expands its predicates (attemptdb.store.schema.expand) and
+turns each view into a common table expression of one statement, so AttemptQL runs the very text
+the sqlite3 shell runs. Two things change, and only in what the views read:
+
+* **which units** — `unit_index` is shadowed by the units a statement asks about (a project, a
+  session, an id list, the newest N), and `unit_base` is MATERIALIZED: each unit's base row (its
+  recent calls, last attempt, wait) is computed once, where the views, flattened into one query,
+  would compute it again for every reference the phase CASE makes to it;
+* **as of when** — for `STATE … AT t` every stored input the views read is shadowed by a CTE of
+  the same name and columns that shows it as it stood at t (`@now()` is bound to `:t`):
+  `unit_turns` holds the members started by t, with their activity, calls in flight, pending
+  wait, stop, attempts and failures judged at t (read first by one statement and bound as a
+  JSON list: judged inside the statement, this CTE the views read some twenty times takes
+  SQLite past its limit on nested subqueries); `tool_call_facts` the calls observed by t, an end after t unseen;
+  `attempt_facts` the attempts started by t with outcomes masked (not ended by t → in_progress;
+  superseded by an attempt that had not started by t → failed; a correction written after t
+  ignored); `turn_facts` and `session_facts` ends after t unseen, a session's last activity read
+  from the log up to t. Membership is the stored one, restricted to members started by t
+  (spec/projections.md §12).
+
+The only other difference is a plan hint: without a time, `attempt_facts` is shadowed by itself
+with `+outcome`, so a unit's failed attempts are read through its turns, not by walking every
+failed attempt of the file through the outcome index.
+
+Invariants: the views' text is the only statement of the rules (tests/test_attemptql_units.py
+checks the answers against the views themselves); every shadow reads its real table by key or
+index range (`main.<table>`), and the members of the listed units are materialised once, so a
+statement costs the units it lists, not the history; values are bound parameters.
+"""
+
+import apsw
+
+from ..model import fastjson
+from .. import resources
+from ..store import schema
+
+VIEW_FILE = "85_work_units.sql"
+VIEWS = ("unit_base", "unit_verdicts", "work_units")
+WAIT_WINDOW_US = 12 * 3600 * 1_000_000
+"""A unit open at t had member activity within this window before t (a pending wait keeps a
+session open for 12 h; an unfinished turn ages into abandoned after 2 h)."""
+
+_RETRACTED_ATTEMPT = ("NOT EXISTS (SELECT 1 FROM main.attempt_facts ra WHERE ra.group_key = c.attempt_key "
+                      "AND ra.retraction > 0)")
+
+_OUTCOME_AT = ("CASE WHEN a.corr_outcome IS NOT NULL AND a.retraction = 0 AND NOT a.session_retracted "
+            "AND coalesce((SELECT k.corrected_at FROM main.correction_facts k WHERE k.event_id = a.corr_by), '~') <= :t "
+            "THEN a.corr_outcome "
+            "WHEN a.ended_at IS NULL OR a.ended_at > :t THEN 'in_progress' "
+            "WHEN a.inferred_outcome = 'superseded' AND coalesce((SELECT j.started_at FROM main.attempt_facts j "
+            "WHERE j.group_key = a.superseded_by_key), '~') > :t THEN 'failed' "
+            "ELSE a.inferred_outcome END")
+"""An attempt's outcome as of :t, over main.attempt_facts alias a: a correction written by t wins;
+not ended by t → in_progress; superseded by an attempt not started by t → failed."""
+
+# column → expression as of :t, per shadowed table (alias in parentheses); every other column is
+# read as stored
+_AT = {
+    "unit_turns": ("m", "m.started_at <= :t", {
+        "ended_at": "CASE WHEN m.ended_at <= :t THEN m.ended_at END",
+        "active_until": (
+            "CASE WHEN m.active_until <= :t THEN m.active_until ELSE max(m.started_at, "
+            "CASE WHEN m.ended_at <= :t THEN m.ended_at ELSE '' END, coalesce(("
+            "SELECT max(max(c.first_at, CASE WHEN c.finished_at <= :t THEN c.finished_at ELSE c.first_at END)) "
+            "FROM main.tool_call_facts c WHERE c.turn_id = m.turn_id AND c.first_at <= :t AND "
+            + _RETRACTED_ATTEMPT + "), '')) END"),
+        "open_calls": (
+            "CASE WHEN m.active_until <= :t THEN m.open_calls ELSE ("
+            "SELECT count(*) FROM main.tool_call_facts c WHERE c.turn_id = m.turn_id AND c.started_at <= :t "
+            "AND (c.end_event_id IS NULL OR c.finished_at > :t) AND " + _RETRACTED_ATTEMPT + ") END"),
+        "stop_event_id": "CASE WHEN m.ended_at <= :t THEN m.stop_event_id END",
+        # its attempts started by t, and those failed or superseded as of t
+        # (a turn whose activity ended by t started and ended its attempts by t: as stored, unless
+        # a correction was written after t)
+        "attempt_ids": (
+            "CASE WHEN m.active_until <= :t THEN m.attempt_ids ELSE "
+            "(SELECT json_group_array(x.attempt_id) FROM (SELECT a.attempt_id FROM main.attempt_facts a "
+            "WHERE a.turn_id = m.turn_id AND a.retraction = 0 AND a.started_at <= :t "
+            "ORDER BY a.started_at, a.attempt_index) x) END"),
+        "failed_attempts": (
+            "CASE WHEN m.active_until <= :t AND coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') "
+            "<= :t THEN m.failed_attempts ELSE "
+            "(SELECT count(*) FROM main.attempt_facts a WHERE a.turn_id = m.turn_id AND a.retraction = 0 "
+            "AND a.started_at <= :t AND (" + _OUTCOME_AT + ") IN ('failed', 'superseded')) END"),
+        "waiting_since": (
+            "(SELECT g.raised_at || '|' || g.event_id FROM main.signal_facts g WHERE g.session_id = m.session_id "
+            "AND g.turn_id = m.turn_id AND g.blocking = 1 AND g.raised_at <= :t "
+            "AND (g.cleared_at IS NULL OR g.cleared_at > :t) ORDER BY g.raised_at DESC, g.event_id DESC LIMIT 1)"),
+    }),
+    "tool_call_facts": ("c", "c.first_at <= :t", {
+        "finished_at": "CASE WHEN c.finished_at <= :t THEN c.finished_at END",
+        "end_event_id": "CASE WHEN c.finished_at <= :t THEN c.end_event_id END",
+        "outcome_status": "CASE WHEN c.finished_at <= :t THEN c.outcome_status END",
+        "outcome_class": "CASE WHEN c.finished_at <= :t THEN c.outcome_class END",
+        "exit_code": "CASE WHEN c.finished_at <= :t THEN c.exit_code END",
+        "duration_ms": "CASE WHEN c.finished_at <= :t THEN c.duration_ms END",
+    }),
+    "attempt_facts": ("a", "a.started_at <= :t", {
+        "outcome": _OUTCOME_AT,
+        "failure_class": (
+            "CASE WHEN a.corr_outcome IS NOT NULL AND a.retraction = 0 AND NOT a.session_retracted "
+            "AND coalesce((SELECT k.corrected_at FROM main.correction_facts k WHERE k.event_id = a.corr_by), '~') <= :t "
+            "THEN a.failure_class WHEN a.ended_at IS NULL OR a.ended_at > :t THEN NULL "
+            "ELSE a.inferred_failure_class END"),
+        "failed": "CASE WHEN a.ended_at <= :t THEN a.failed ELSE 0 END",
+        "ended_at": "CASE WHEN a.ended_at <= :t THEN a.ended_at END",
+        "fail_event_id": "CASE WHEN a.boundary <= :t THEN a.fail_event_id END",
+        "first_event_id": "CASE WHEN a.first_at <= :t THEN a.first_event_id END",
+        "turn_status": "CASE WHEN a.turn_ended_at <= :t THEN a.turn_status ELSE 'in_progress' END",
+        "turn_ended_at": "CASE WHEN a.turn_ended_at <= :t THEN a.turn_ended_at END",
+        "turn_stop_id": "CASE WHEN a.turn_ended_at <= :t THEN a.turn_stop_id END",
+    }),
+    # a unit's edited paths: those first edited by t (the window's first key is its first
+    # edit's time '|' event); the views read no other column of it
+    "unit_path_windows": ("w", "substr(w.first_key, 1, 27) <= :t", {}),
+    "turn_facts": ("t", None, {
+        "ended_at": "CASE WHEN t.ended_at <= :t THEN t.ended_at END",
+        "status": "CASE WHEN t.ended_at <= :t THEN t.status ELSE 'in_progress' END",
+        "stop_event_id": "CASE WHEN t.ended_at <= :t THEN t.stop_event_id END",
+    }),
+    "session_facts": ("s", None, {
+        "ended_at": "CASE WHEN s.ended_at <= :t THEN s.ended_at END",
+        "end_event_id": "CASE WHEN s.ended_at <= :t THEN s.end_event_id END",
+        "last_activity_at": (
+            "CASE WHEN s.last_activity_at <= :t THEN s.last_activity_at ELSE ("
+            "SELECT e.observed_at FROM main.events e WHERE e.session_id = s.raw_session_id AND e.observed_at <= :t "
+            "AND e.project_id = s.project_id AND e.kind NOT IN ('session_ended', 'correction', 'retraction', "
+            "'capture_test') ORDER BY e.observed_at DESC LIMIT 1) END"),
+        "last_at": "CASE WHEN s.last_at <= :t THEN s.last_at END",
+    }),
+}
+
+_TEXT: dict = {}
+
+
+def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
+    """(name, SELECT text) of every view of sql/85_work_units.sql, in file order, with the
+    shared predicates expanded; `now_expr` replaces `@now()` (None: the views' own clock)."""
+    got = _TEXT.get(now_expr)
+    if got is not None:
+        return got
+    with open(resources.path("sql", VIEW_FILE), encoding="utf-8") as f:
+        text = f.read()
+    preds = dict(schema.predicates())
+    if now_expr is not None:
+        preds["now"] = ("X", now_expr)
+    text = schema.expand("\n".join(line for line in text.split("\n") if not line.startswith(schema.DEFINE)), preds)
+    out = []
+    rest = text
+    while rest.strip():
+        stmt, rest = _split(rest)
+        body = _strip_comments(stmt).strip().rstrip(";").strip()
+        if not body:
+            continue
+        words = body.split(None, 4)
+        if words[:2] != ["CREATE", "VIEW"] or words[3].upper() != "AS":
+            raise ValueError(f"{VIEW_FILE}: expected only CREATE VIEW name AS … statements")
+        out.append((words[2], words[4]))
+    _TEXT[now_expr] = out
+    return out
+
+
+def _split(sql: str) -> tuple[str, str]:
+    start = 0
+    while True:
+        k = sql.find(";", start)
+        if k < 0:
+            return sql, ""
+        if apsw.complete(sql[: k + 1]):
+            return sql[: k + 1], sql[k + 1:]
+        start = k + 1
+
+
+def _strip_comments(stmt: str) -> str:
+    return "\n".join(line for line in stmt.split("\n") if not line.lstrip().startswith("--"))
+
+
+_COLUMNS: dict = {}
+
+
+def _columns(conn, table: str) -> list[str]:
+    key = (id(conn), table)
+    if key not in _COLUMNS:
+        _COLUMNS[key] = [r[1] for r in conn.execute(f"PRAGMA main.table_xinfo({table})")]
+    return _COLUMNS[key]
+
+
+def _shadow(conn, table: str) -> str:
+    alias, where, over = _AT[table]
+    cols = _columns(conn, table)
+    if table == "unit_turns":
+        # the stored rows (their indexes serve the views), but for the members whose values at t
+        # differ, read from a bound JSON object (:members_at, keyed by turn, and the list of its
+        # keys :members_changed; see members_at_sql). Judged here (one subquery per column), or
+        # joined to a CTE, this CTE the views read some twenty times takes SQLite past its limit
+        # on nested subqueries or out of its indexes.
+        changed = "instr(:members_changed, '|' || m.turn_id || '|') > 0"
+        exprs = ", ".join(f"CASE WHEN {changed} THEN (:members_at -> m.turn_id) ->> {i} ELSE m.{c} END AS {c}"
+                          if c in over else f"m.{c}" for i, c in enumerate(cols))
+    else:
+        exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
+    return (f"{table}(" + ", ".join(cols) + f") AS NOT MATERIALIZED (SELECT {exprs} "
+            f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
+
+
+def members_at_sql(conn, units_sql: str) -> str:
+    """A JSON object: the members of the units `units_sql` selects, started by :t, whose
+    unit_turns row reads otherwise as of :t (activity, calls in flight, the wait, the stop, the
+    attempts and failures judged at t), each turn id → the list of the row's columns at t."""
+    alias, where, over = _AT["unit_turns"]
+    cols = _columns(conn, "unit_turns")
+    exprs = ", ".join(f"{over.get(c, f'{alias}.{c}')} AS {c}" for c in cols)
+    differs = " OR ".join(f"a.{c} IS NOT s.{c}" for c in over)
+    return (f"WITH unit_index AS MATERIALIZED ({units_sql}) SELECT json_group_object(a.turn_id, json_array("
+            + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
+            f"WHERE {where} AND m.work_unit_id IN (SELECT work_unit_id FROM unit_index)) a "
+            f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
+
+
+def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: tuple = (),
+            clock: str | None = None) -> str:
+    """The WITH clause that defines `unit_base`, `unit_verdicts` and `work_units`
+    (columns as the views') for the units `units_sql` selects (a SELECT over `main.unit_index u`
+    returning its rows, e.g. `SELECT u.* FROM main.unit_index u WHERE u.project_id = :p`). With
+    `at`, every rule is judged as of the named parameter `:t` (shadowed inputs, `@now()` = :t;
+    the members as of t bound as :members_at, see state_sql);
+    without, against the clock like the views. `materialize=False` leaves `unit_base` a plain
+    CTE: cheaper when a statement reads only status (which does not read the recent calls).
+    `extra`: further CTEs the statement's own SELECT reads, defined after these. `clock` (without
+    `at`) binds `@now()` to that expression: the stored state judged at a given "now"."""
+    parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
+    if at:
+        parts += [_shadow(conn, t) for t in ("unit_turns", "unit_path_windows", "tool_call_facts", "attempt_facts",
+                                                 "turn_facts", "session_facts")]
+    else:
+        # a plan hint, not a rule: `+outcome` keeps SQLite from answering a unit's "attempts
+        # that failed" by walking every failed attempt of the file through the outcome index
+        cols = _columns(conn, "attempt_facts")
+        parts.append("attempt_facts(" + ", ".join(cols) + ") AS NOT MATERIALIZED (SELECT "
+                     + ", ".join("+a.outcome AS outcome" if c == "outcome" else f"a.{c}" for c in cols)
+                     + " FROM main.attempt_facts a)")
+    for name, body in view_bodies(":t" if at else clock):
+        hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
+        parts.append(f"{name} AS {hint} (\n{body}\n)")
+    parts += extra
+    return "WITH " + ",\n".join(parts) + "\n"
+
+
+# --- the units a statement reads ------------------------------------------------------------
+
+def candidates_sql(member_cond: str = "", *, window: bool = True) -> str:
+    """Units with a member started by :t (and, with `window`, a member active within 12 h
+    before :t: named parameter :t_wait) whose members match `member_cond` (over unit_turns
+    alias m)."""
+    cond = "m.started_at <= :t" + (" AND m.active_until >= :t_wait" if window else "") + member_cond
+    return (f"SELECT u.* FROM main.unit_index u WHERE u.work_unit_id IN "
+            f"(SELECT m.work_unit_id FROM main.unit_turns m WHERE {cond})")
+
+
+LAST_KEYS = """last_keys AS MATERIALIZED (
+  SELECT b.work_unit_id, (
+    -- a lower bound on its start: the latest earlier attempt among the three most recently active
+    -- turns (only turns active since then can hold it)
+    WITH lb AS MATERIALIZED (
+      SELECT coalesce((
+        SELECT max(a.started_at) FROM (SELECT r.turn_id, r.order_key FROM unit_turns r WHERE r.work_unit_id = b.work_unit_id
+                                       ORDER BY r.active_until DESC LIMIT 3) r
+        CROSS JOIN attempt_facts a ON a.turn_id = r.turn_id
+        WHERE a.retraction = 0 AND a.group_key <> b.last_attempt_key
+          AND (a.started_at, r.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)), '') AS bound)
+    SELECT a.group_key FROM lb CROSS JOIN unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+    WHERE m.work_unit_id = b.work_unit_id AND m.active_until >= lb.bound AND a.retraction = 0
+      AND a.group_key <> b.last_attempt_key
+      AND (a.started_at, m.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)
+    ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS previous_key
+  FROM unit_base b CROSS JOIN attempt_facts x ON x.group_key = b.last_attempt_key
+  CROSS JOIN unit_turns mx ON mx.turn_id = x.turn_id)"""
+"""Each unit's attempt before its last (in the order of the last: start, turn, index), found once
+per unit, among the turns active since a bound read off its three most recently active turns."""
+
+STATE_SQL = """SELECT w.work_unit_id, w.project_id, w.project_name, w.objective_event_id, w.phase, w.phase_reason,
+  w.status, w.status_reason, w.started_at, w.updated_at, w.sessions, w.session_count, w.attempt_count,
+  w.failed_attempt_count, w.last_attempt, w.blocking_signal, w.actors, w.confidence,
+  b.last_turn_id, b.last_attempt_key,
+  (SELECT t.turn_index FROM main.turn_facts t WHERE t.turn_id = b.last_turn_id) AS turn_index,
+  (SELECT t.session_id FROM main.turn_facts t WHERE t.turn_id = b.last_turn_id) AS last_session_id,
+  (SELECT t.status FROM turn_facts t WHERE t.turn_id = b.last_turn_id) AS turn_status,
+  (SELECT coalesce(t.prompt_event_id, t.first_event_id) FROM turn_facts t WHERE t.turn_id = b.last_turn_id)
+    AS turn_event_id,
+  (SELECT sum(m.open_calls) FROM unit_turns m WHERE m.work_unit_id = w.work_unit_id) AS in_flight,
+  l.outcome AS last_outcome, l.failure_class AS last_failure_class,
+  l.first_event_id AS last_first_event, l.fail_event_id AS last_fail_event,
+  p.attempt_id AS previous_attempt, p.outcome AS previous_outcome, p.failure_class AS previous_failure_class,
+  p.first_event_id AS previous_first_event, p.fail_event_id AS previous_fail_event,
+  (SELECT g.raised_at FROM main.signal_facts g WHERE g.event_id = w.blocking_signal) AS signal_raised_at,
+  (SELECT g.kind FROM main.signal_facts g WHERE g.event_id = w.blocking_signal) AS signal_kind
+FROM work_units w JOIN unit_base b ON b.work_unit_id = w.work_unit_id
+LEFT JOIN attempt_facts l ON l.group_key = b.last_attempt_key
+LEFT JOIN last_keys k ON k.work_unit_id = w.work_unit_id
+LEFT JOIN attempt_facts p ON p.group_key = k.previous_key
+ORDER BY w.updated_at DESC, w.work_unit_id"""
+"""One row per unit of the program, as STATE shows it: the work_units columns, its last turn
+(status as of the program's instant), calls in flight, and its last two attempts (outcomes as of
+that instant) for the repeated-failure rule."""
+
+
+def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
+    """The statement judging the units `units_sql` selects as of :t (named parameters :t and
+    whatever units_sql names); reads their members as of t into `params` (:members_at). With
+    `now` (t is the reading's own now), the stored state is what there is: the views' text with
+    their clock at :t, nothing shadowed."""
+    if now:
+        return program(conn, units_sql, at=False, clock=":t", extra=(LAST_KEYS,)) + STATE_SQL
+    changed = conn.execute(members_at_sql(conn, units_sql), params).fetchone()[0]
+    params["members_at"] = changed
+    params["members_changed"] = "|" + "|".join(fastjson.loads(changed)) + "|"
+    return program(conn, units_sql, at=True, extra=(LAST_KEYS,)) + STATE_SQL

@@ -1,0 +1,1 @@
+"""The file: open/migrate, schema install and integrity, read-only gate, location."""

@@ -1,0 +1,92 @@
+"""Read-only connections for queries: the file is opened SQLITE_OPEN_READONLY and an apsw
+authorizer denies every write, schema change, PRAGMA change, ATTACH/DETACH, transaction
+control and extension loading.
+
+Invariant (DESIGN.md #6): nothing run on a connection from `connect()` can change the file.
+The authorizer is the gate; the read-only open flag, `query_only` and disabled extension
+loading are further walls behind it. Reading pragmas that only describe the schema
+(`table_info`, `index_list`, …) stays allowed, so DESCRIBE and the catalog work.
+"""
+
+import apsw
+
+
+# pragmas that only read; with an argument they name a table/index, never set a value
+READ_PRAGMAS_WITH_ARG = frozenset({
+    "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+    "table_list",
+})
+# pragmas that are harmless to read but would change something when given a value
+READ_PRAGMAS_NO_ARG = frozenset({
+    "user_version", "schema_version", "application_id", "data_version", "page_count", "page_size",
+    "freelist_count", "encoding", "compile_options", "function_list", "module_list", "pragma_list",
+    "collation_list", "database_list", "journal_mode", "query_only", "foreign_keys",
+})
+DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "writefile", "edit", "readfile"})
+
+_ALLOWED = {apsw.SQLITE_SELECT, apsw.SQLITE_READ, apsw.SQLITE_RECURSIVE}
+
+# what a refusal names (action code → words); anything not listed is "this operation"
+_WHAT = {
+    apsw.SQLITE_INSERT: "INSERT", apsw.SQLITE_UPDATE: "UPDATE", apsw.SQLITE_DELETE: "DELETE",
+    apsw.SQLITE_CREATE_TABLE: "CREATE TABLE", apsw.SQLITE_CREATE_INDEX: "CREATE INDEX",
+    apsw.SQLITE_CREATE_VIEW: "CREATE VIEW", apsw.SQLITE_CREATE_TRIGGER: "CREATE TRIGGER",
+    apsw.SQLITE_CREATE_TEMP_TABLE: "CREATE TEMP TABLE", apsw.SQLITE_CREATE_TEMP_INDEX: "CREATE INDEX",
+    apsw.SQLITE_CREATE_TEMP_VIEW: "CREATE VIEW", apsw.SQLITE_CREATE_TEMP_TRIGGER: "CREATE TRIGGER",
+    apsw.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE", apsw.SQLITE_DROP_TABLE: "DROP TABLE",
+    apsw.SQLITE_DROP_INDEX: "DROP INDEX", apsw.SQLITE_DROP_VIEW: "DROP VIEW",
+    apsw.SQLITE_DROP_TRIGGER: "DROP TRIGGER", apsw.SQLITE_DROP_TEMP_TABLE: "DROP TABLE",
+    apsw.SQLITE_DROP_TEMP_INDEX: "DROP INDEX", apsw.SQLITE_DROP_TEMP_VIEW: "DROP VIEW",
+    apsw.SQLITE_DROP_TEMP_TRIGGER: "DROP TRIGGER", apsw.SQLITE_DROP_VTABLE: "DROP VIRTUAL TABLE",
+    apsw.SQLITE_ALTER_TABLE: "ALTER TABLE", apsw.SQLITE_ATTACH: "ATTACH", apsw.SQLITE_DETACH: "DETACH",
+    apsw.SQLITE_TRANSACTION: "transaction control", apsw.SQLITE_SAVEPOINT: "SAVEPOINT",
+    apsw.SQLITE_REINDEX: "REINDEX", apsw.SQLITE_ANALYZE: "ANALYZE", apsw.SQLITE_PRAGMA: "PRAGMA",
+    apsw.SQLITE_FUNCTION: "this function",
+}
+
+
+class Gate:
+    """The authorizer. Remembers the first refusal so the caller can name it."""
+
+    def __init__(self):
+        self.refused = None
+
+    def __call__(self, action, arg1, arg2, dbname, trigger):
+        if action in _ALLOWED:
+            return apsw.SQLITE_OK
+        if action == apsw.SQLITE_FUNCTION:
+            name = (arg2 or "").lower()
+            if name in DENIED_FUNCTIONS:
+                return self._deny(action, f"the function {name}")
+            return apsw.SQLITE_OK
+        if action == apsw.SQLITE_PRAGMA:
+            name = (arg1 or "").lower()
+            if name in READ_PRAGMAS_WITH_ARG or (name in READ_PRAGMAS_NO_ARG and arg2 is None):
+                return apsw.SQLITE_OK
+            return self._deny(action, f"PRAGMA {name}" + (" with a value" if arg2 is not None else ""))
+        return self._deny(action, _WHAT.get(action, "this operation"))
+
+    def _deny(self, action, what):
+        if self.refused is None:
+            self.refused = what
+        return apsw.SQLITE_DENY
+
+
+def protect(conn: apsw.Connection) -> Gate:
+    """Make an open connection read-only (authorizer + query_only); returns the gate."""
+    try:
+        conn.enable_load_extension(False)
+    except (AttributeError, apsw.Error):
+        pass
+    conn.execute("PRAGMA query_only = 1")
+    gate = Gate()
+    conn.authorizer = gate
+    return gate
+
+
+def connect(path: str) -> tuple[apsw.Connection, Gate]:
+    """Open the AttemptDB at `path` read-only for queries (refusing a missing file, a non-
+    database and a file written by a newer AttemptDB) and protect the connection."""
+    from .database import Store
+    store = Store.open(path, create=False, readonly=True)
+    return store.conn, protect(store.conn)

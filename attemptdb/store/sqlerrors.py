@@ -1,0 +1,77 @@
+"""What an SQLite failure means for the user, as a coded error (DESIGN.md invariant 7).
+
+The same condition gets the same code wherever it is met: a full disk is `store.disk_full`
+whether an import's COMMIT or a read's shared-memory file ran out of space; a malformed file is
+`store.corrupt` (and marked damaged: attemptdb.integrity.damage) whether SQLite found it while opening,
+verifying or reading; a file that cannot be written is `store.read_only`. Messages say what is
+wrong and what to do, and never quote the file's content.
+Only os and apsw: Store.open uses it.
+"""
+
+import os
+
+import apsw
+
+from ..errors import AttemptError
+
+
+def no_space(path: str | None) -> bool:
+    """The filesystem holding `path` has no space left for us (statvfs; False if unknown)."""
+    if not path or not hasattr(os, "statvfs"):
+        return False
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)) or ".")
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024 or (st.f_files and st.f_favail == 0)
+
+
+def unwritable(path: str) -> bool:
+    """The database file or its folder cannot be written (a read-only file, folder or
+    filesystem), so SQLite cannot create the -wal/-shm files beside it."""
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    try:
+        if hasattr(os, "statvfs") and os.statvfs(d).f_flag & getattr(os, "ST_RDONLY", 1):
+            return True
+    except OSError:
+        pass
+    return not os.access(d, os.W_OK) or not os.access(path, os.W_OK)
+
+
+def disk_full(path: str | None) -> AttemptError:
+    where = f" ({path})" if path else ""
+    return AttemptError("store.disk_full", f"the disk holding the database{where} is full; what was already "
+                        "committed stays, free some space and run the command again")
+
+
+def corrupt(path: str | None, by: str = "a command") -> AttemptError:
+    from ..integrity import damage
+    if path:
+        damage.mark(path, "SQLite reports the file malformed", by)
+    return AttemptError("store.corrupt", f"{path or 'the database'} is damaged: SQLite cannot read part of it "
+                        "(a malformed page); nothing more is written to it. `attempt verify` says more, "
+                        "`attempt recover` builds a sound copy from what is readable (spec/recover.md)")
+
+
+def coded(e: BaseException, path: str | None, by: str = "a command") -> AttemptError | None:
+    """The coded error for an SQLite (or undecodable text) failure on the file at `path`, or
+    None when it is none of the conditions named here."""
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
+        return corrupt(path, by)
+    if isinstance(e, apsw.FullError) or (isinstance(e, (apsw.IOError, apsw.CantOpenError)) and no_space(path)):
+        return disk_full(path)
+    if isinstance(e, (apsw.ReadOnlyError, apsw.PermissionsError)):
+        return AttemptError("store.read_only", f"{path or 'the database'} cannot be written (a read-only file, "
+                            "directory or filesystem); commands that only read still work")
+    if isinstance(e, apsw.IOError):
+        return AttemptError("store.io", f"the disk returned an I/O error on {path or 'the database'}; what was "
+                            "committed stays (SQLite rolls back what was not); check the disk, then run the "
+                            "command again and `attempt verify`")
+    if isinstance(e, apsw.CantOpenError):
+        return AttemptError("store.cannot_open", f"cannot open {path or 'the database'} (or its -wal/-shm files "
+                            "beside it)")
+    if isinstance(e, UnicodeDecodeError):
+        return AttemptError("store.text_not_utf8", f"{path or 'the database'} holds text that is not valid UTF-8: "
+                            "a row was edited outside AttemptDB or the file is damaged; `attempt verify` names "
+                            "it", exit_status=1)
+    return None
