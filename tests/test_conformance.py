@@ -4,7 +4,6 @@ breaking each rule on purpose flips exactly its line; hostile input never crashe
 
 import io
 import json
-import os
 
 import pytest
 

@@ -11,10 +11,9 @@ stock engine is compared schema against schema."""
 import copy
 import json
 import os
-import uuid
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from jsonschema import Draft202012Validator
 
 from attemptdb.model import clock, event, ids

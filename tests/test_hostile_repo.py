@@ -14,7 +14,6 @@ is never fooled by it.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ import apsw
 import pytest
 
 from conftest import ROOT, run_attempt
-from test_daemon import Env, alive, daemons_for, wait_dead
+from test_daemon import Env, alive, daemons_for
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -17,7 +17,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 
 import apsw
 import pytest

@@ -9,7 +9,7 @@ import pytest
 
 from attemptdb.integrity import chain
 from attemptdb.model import event, ids
-from attemptdb.store import schema, database as store_mod
+from attemptdb.store import schema
 from attemptdb.devtools import synth
 from attemptdb.errors import AttemptError
 from attemptdb.store.database import Store

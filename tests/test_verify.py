@@ -338,7 +338,7 @@ def test_forged_row_inserted_in_the_middle(chain, capsys, link_correctly):
 @needs_shell
 @pytest.mark.parametrize("i,j", [(40, 41), (40, 90)])
 def test_two_rows_swapped(chain, capsys, i, j):
-    a, b = eid_at(chain, i), eid_at(chain, j)
+    b = eid_at(chain, j)
     tamper(chain, f"UPDATE events SET seq = -1 WHERE seq = {i}; UPDATE events SET seq = {i} WHERE seq = {j}; "
                   f"UPDATE events SET seq = {j} WHERE seq = -1")
     assert eid_at(chain, i) == b

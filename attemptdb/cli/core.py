@@ -363,15 +363,16 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
         out.write("]\n")
     else:
         n = 0
-        for r in rows:
+        for row in rows:
             n += 1
-            tool = r[31] or ""
-            outcome = r[37] or ""
-            if r[38]:
-                outcome += "/" + r[38]
-            path = r[35] or r[34] or ""
-            line = (f"{r[5][:19].replace('T', ' ')}  {ids.short(r[21]):<12}  {r[8]:<11}  {r[14]:<20}  "
-                    f"{tool:<14}  {outcome:<24}  {path}")
+            r = dict(zip(ev.COLUMNS, row))
+            tool = r["tool_name"] or ""
+            outcome = r["outcome_status"] or ""
+            if r["outcome_class"]:
+                outcome += "/" + r["outcome_class"]
+            path = r["path_relative"] or r["path_logical"] or ""
+            line = (f"{r['observed_at'][:19].replace('T', ' ')}  {ids.short(r['session_id']):<12}  "
+                    f"{r['provider']:<11}  {r['kind']:<20}  {tool:<14}  {outcome:<24}  {path}")
             out.write(printable(line).rstrip() + "\n")
         if n == 0:
             err("no events in this scope")

@@ -168,28 +168,16 @@ def _opened() -> str | None:
 
 def _sqlite_failure(e: BaseException) -> int:
     """An SQLite failure (or undecodable stored text) no command handled: its coded line
-    (attemptdb.store.sqlerrors), else the crash report."""
+    (attemptdb.store.sqlerrors), a schema someone edited, else the crash report."""
     apsw = sys.modules.get("apsw")
     if apsw is None:
         return _crash(e)
-    if isinstance(e, apsw.BusyError):
-        # the busy timeout ran out: a long writer (import, reproject) holds the lock
-        click.echo("error[store.busy]: another process held the database's write lock too long (an "
-                   "import or a reproject); what was already committed stays, try again when it has "
-                   "finished", err=True)
-        return 2
     if isinstance(e, apsw.SQLError):
         from .common import printable, schema_problem
         found = schema_problem()
         if found:
             click.echo(f"error[store.schema_changed]: {printable(found)}", err=True)
             return 2
-        if "JSON" in str(e):  # the projections read a stored row's JSON and it is no longer JSON
-            click.echo(f"error[store.bad_row]: {printable(_opened() or 'the database')} holds an event whose JSON "
-                       "is malformed: the row was edited outside AttemptDB or the file is damaged; `attempt "
-                       "verify` names it, `attempt recover` builds a copy without it (spec/recover.md)", err=True)
-            return 1
-        return _crash(e)
     from ..store.sqlerrors import coded
     found = coded(e, _opened())
     if found is not None:

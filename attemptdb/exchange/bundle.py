@@ -195,7 +195,7 @@ def _consistency(store, cp, source) -> dict:
     except merkle.MerkleError as e:
         raise AttemptError("bundle.consistency", f"the tree cannot be read ({e}); run `attempt verify`") from None
     if not merkle.verify_consistency(old.size, cp.size, bytes.fromhex(old.merkle), bytes.fromhex(cp.merkle), path):
-        raise AttemptError("bundle.consistency", f"this log at {cp.size:,} events does not extend the checkpoint of "
+        raise AttemptError("bundle.not_extended", f"this log at {cp.size:,} events does not extend the checkpoint of "
                            f"{old.size:,} events given: it is not this log's, or history was rewritten", exit_status=1)
     return {"from": {"note": source}, "path": [h.hex() for h in path]}
 

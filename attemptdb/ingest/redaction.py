@@ -15,6 +15,8 @@ Invariants:
 - No `re`, `json` or `hashlib` import: this module is on the hook path.
 """
 
+from ..errors import AttemptError
+
 RULESET = "secrets-v2"
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -554,8 +556,15 @@ def _splice(text: str, hits: list) -> str:
 MAX_PASSES = 8
 
 
-class RedactionError(RuntimeError):
-    """Redaction did not reach a fixed point (never seen; the caller drops the content)."""
+class RedactionError(AttemptError, RuntimeError):
+    """Redaction did not reach a fixed point (`redaction.no_fixed_point`; never seen: the caller
+    drops the content)."""
+
+    def __init__(self, message: str = "redaction did not reach a fixed point"):
+        super().__init__("redaction.no_fixed_point", message)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def redact(text: str) -> tuple:

@@ -11,6 +11,7 @@ Invariants:
   from a stored row by `line_from_row`, the one function both append and verify use.
 """
 
+from ..errors import AttemptError
 from . import clock, fastjson, ids
 
 KINDS = (
@@ -46,13 +47,16 @@ _I64 = 2**63 - 1
 _CLOCK_MAX = 2**62
 
 
-class EventError(ValueError):
-    """An envelope that is not valid Event v1. `path` is a JSON path (`$.project.root`)."""
+class EventError(AttemptError, ValueError):
+    """An envelope that is not valid Event v1 (`event.invalid`). `path` is a JSON path
+    (`$.project.root`); `str()` is `path: message`."""
 
     def __init__(self, path: str, message: str):
-        super().__init__(f"{path}: {message}")
+        super().__init__("event.invalid", message)
         self.path = path
-        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -494,7 +498,6 @@ def check_storable(env: dict) -> None:
 
 def parse_line(raw: bytes, lineno: int) -> dict:
     """One JSONL line → a valid canonical envelope, or AttemptError naming the line."""
-    from ..errors import AttemptError
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

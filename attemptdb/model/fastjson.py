@@ -9,6 +9,8 @@ every import costs milliseconds on every tool call of every agent.
 
 import _json
 
+from ..errors import AttemptError
+
 _INF = float("inf")
 
 
@@ -23,13 +25,17 @@ def _finite_float(text):
     return v
 
 
-class JSONError(ValueError):
-    """Malformed JSON text: `pos` is the character offset where it went wrong."""
+class JSONError(AttemptError, ValueError):
+    """Malformed JSON text (`json.malformed`): `pos` is the character offset where it went wrong;
+    `str()` is `msg at character pos`."""
 
     def __init__(self, msg, pos=0):
-        super().__init__(f"{msg} at character {pos}")
+        super().__init__("json.malformed", f"{msg} at character {pos}")
         self.msg = msg
         self.pos = pos
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class _Context:

@@ -18,6 +18,7 @@ import apsw
 
 from ..model import fastjson
 from ..store.database import let_signals_in
+from ..store.sqlerrors import condition
 from .errors import AQLError
 from .resolve import PLANNED_TABLES, planned_error, table_exists
 from .diff import DiffHandler
@@ -75,20 +76,21 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
 
 def sqlite_error(e: apsw.Error, gate, text: str | None = None) -> AQLError:
     """A SQLite failure as an AQL05xx error (messages name tables/columns, never values)."""
-    if isinstance(e, apsw.InterruptError):
+    found = condition(e)
+    if found == "interrupted":
         return AQLError("AQL0501", "the statement ran past its time limit and was stopped; narrow it with "
                         "WHERE, a time range or LIMIT", source=text)
-    if isinstance(e, (apsw.AuthError, apsw.ReadOnlyError)):
+    if found in ("denied", "read_only"):
         what = (gate.refused if gate is not None and gate.refused else None) or "writing"
         return AQLError("AQL0506", f"read-only: {what} is refused on the query connection; history is "
                         "appended by capture, never by a query", source=text)
-    if isinstance(e, (apsw.NoMemError, apsw.TooBigError, apsw.FullError)):
+    if found in ("too_big", "full"):
         return AQLError("AQL0502", "the statement needed too much memory and was stopped; narrow it with "
                         "WHERE or LIMIT", source=text)
-    if isinstance(e, (apsw.CorruptError, apsw.NotADBError, apsw.IOError, apsw.CantOpenError)):
+    if found in ("corrupt", "io", "cannot_open"):
         return AQLError("AQL0504", "the database file could not be read (SQLite reports it damaged or "
                         "unreadable); run `attempt verify`", source=text)
-    if isinstance(e, apsw.BusyError):
+    if found == "busy":
         return AQLError("AQL0501", "the database stayed locked by a writer; try again", source=text)
     msg = str(e)
     head, sep, tail = msg.partition(": ")

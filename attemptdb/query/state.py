@@ -135,19 +135,28 @@ def state_row(r: dict, t_iso: str) -> tuple:
         note = f"blocked: {block[1]}"
     evidence = dedup([r.get("last_event_id"), r.get("prompt_event_id")] + (block[3] if block else [])
                       + loads_list(r.get("last_attempt_evidence")))
-    return ("session", r["session_id"], r["session_id"], None, r["provider"], r["project_name"], status, None,
-            r.get("current_turn"), r.get("turn_index"), r.get("turn_status"), len(in_flight), in_flight,
-            r.get("last_attempt"), r.get("last_attempt_outcome"), r.get("last_failure_class"),
-            r.get("last_activity_at"), 1 if block else 0, block[1] if block else None, r.get("attempts") or 0,
-            r.get("failed") or 0, [r["session_id"]], None, None, evidence, uncertainty(conf, "heuristic", note))
+    return named_state_row(
+        subject_type="session", subject_id=r["session_id"], session_id=r["session_id"], provider=r["provider"],
+        project_name=r["project_name"], status=status, current_turn=r.get("current_turn"),
+        turn_index=r.get("turn_index"), turn_status=r.get("turn_status"), in_flight_tool_calls=len(in_flight),
+        in_flight_tool_call_ids=in_flight, last_attempt=r.get("last_attempt"),
+        last_attempt_outcome=r.get("last_attempt_outcome"), last_failure_class=r.get("last_failure_class"),
+        last_activity_at=r.get("last_activity_at"), blocked=1 if block else 0,
+        block_reason=block[1] if block else None, attempts=r.get("attempts") or 0, failed=r.get("failed") or 0,
+        sessions=[r["session_id"]], evidence=evidence, uncertainty=uncertainty(conf, "heuristic", note))
+
+
+def named_state_row(**columns) -> tuple:
+    """A STATE row from its columns by name (every name a STATE_COLUMNS name; the rest NULL)."""
+    unknown = set(columns) - set(STATE_COLUMNS)
+    if unknown:
+        raise TypeError(f"not STATE columns: {sorted(unknown)}")
+    return tuple(columns.get(c) for c in STATE_COLUMNS)
 
 
 def _no_state_row(label_type, label_id, note, evidence=()):
-    row = [None] * len(STATE_COLUMNS)
-    row[0], row[1] = label_type, label_id
-    row[STATE_COLUMNS.index("evidence")] = list(evidence)
-    row[STATE_COLUMNS.index("uncertainty")] = uncertainty(0.0, "insufficient_evidence", note)
-    return tuple(row)
+    return named_state_row(subject_type=label_type, subject_id=label_id, evidence=list(evidence),
+                           uncertainty=uncertainty(0.0, "insufficient_evidence", note))
 
 
 NO_UNITS_NOTE = "this file holds no work-unit tables (written before they existed): rows are sessions"
@@ -238,13 +247,17 @@ def unit_uncertainty(u: dict, t_iso: str | None, reason: str = "heuristic") -> d
 
 def unit_state_row(u: dict, t_iso: str) -> tuple:
     block = unit_block(u)
-    return ("work_unit", u["work_unit_id"], None, u["work_unit_id"], ", ".join(loads_list(u.get("actors"))),
-            u["project_name"], u["status"], u["phase"], u.get("last_turn_id"), u.get("turn_index"),
-            u.get("turn_status"), u.get("in_flight") or 0, [], u.get("last_attempt"), u.get("last_outcome"),
-            u.get("last_failure_class") if u.get("last_outcome") in FAILED else None, u.get("updated_at"),
-            1 if block else 0, block[1] if block else None, u.get("attempt_count") or 0,
-            u.get("failed_attempt_count") or 0, loads_list(u.get("sessions")), u.get("phase_reason"),
-            u.get("status_reason"), unit_evidence(u), unit_uncertainty(u, t_iso))
+    return named_state_row(
+        subject_type="work_unit", subject_id=u["work_unit_id"], work_unit_id=u["work_unit_id"],
+        provider=", ".join(loads_list(u.get("actors"))), project_name=u["project_name"], status=u["status"],
+        phase=u["phase"], current_turn=u.get("last_turn_id"), turn_index=u.get("turn_index"),
+        turn_status=u.get("turn_status"), in_flight_tool_calls=u.get("in_flight") or 0, in_flight_tool_call_ids=[],
+        last_attempt=u.get("last_attempt"), last_attempt_outcome=u.get("last_outcome"),
+        last_failure_class=u.get("last_failure_class") if u.get("last_outcome") in FAILED else None,
+        last_activity_at=u.get("updated_at"), blocked=1 if block else 0, block_reason=block[1] if block else None,
+        attempts=u.get("attempt_count") or 0, failed=u.get("failed_attempt_count") or 0,
+        sessions=loads_list(u.get("sessions")), phase_reason=u.get("phase_reason"),
+        status_reason=u.get("status_reason"), evidence=unit_evidence(u), uncertainty=unit_uncertainty(u, t_iso))
 
 
 def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):

@@ -53,25 +53,66 @@ def corrupt(path: str | None, by: str = "a command") -> AttemptError:
                         "`attempt recover` builds a sound copy from what is readable (spec/recover.md)")
 
 
+def condition(e: BaseException, path: str | None = None) -> str | None:
+    """The one reading of an SQLite failure: `corrupt`, `full`, `read_only`, `io`, `cannot_open`,
+    `busy`, `interrupted`, `denied` (the authorizer refused), `too_big`, `bad_json` (a stored
+    row's JSON no longer parses), `not_utf8`, or None (an SQL error of the statement itself).
+    Store commands (`coded`) and queries (attemptdb.query.execute) name each condition in their
+    own codes."""
+    if isinstance(e, UnicodeDecodeError):
+        return "not_utf8"
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
+        return "corrupt"
+    if isinstance(e, apsw.FullError) or (isinstance(e, (apsw.IOError, apsw.CantOpenError)) and no_space(path)):
+        return "full"
+    if isinstance(e, apsw.AuthError):
+        return "denied"
+    if isinstance(e, (apsw.ReadOnlyError, apsw.PermissionsError)):
+        return "read_only"
+    if isinstance(e, apsw.IOError):
+        return "io"
+    if isinstance(e, apsw.CantOpenError):
+        return "cannot_open"
+    if isinstance(e, (apsw.BusyError, apsw.LockedError)):
+        return "busy"
+    if isinstance(e, apsw.InterruptError):
+        return "interrupted"
+    if isinstance(e, (apsw.NoMemError, apsw.TooBigError)):
+        return "too_big"
+    if isinstance(e, apsw.SQLError) and "JSON" in str(e):
+        return "bad_json"
+    return None
+
+
 def coded(e: BaseException, path: str | None, by: str = "a command") -> AttemptError | None:
     """The coded error for an SQLite (or undecodable text) failure on the file at `path`, or
     None when it is none of the conditions named here."""
-    if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
+    found = condition(e, path)
+    where = path or "the database"
+    if found == "corrupt":
         return corrupt(path, by)
-    if isinstance(e, apsw.FullError) or (isinstance(e, (apsw.IOError, apsw.CantOpenError)) and no_space(path)):
+    if found == "full":
         return disk_full(path)
-    if isinstance(e, (apsw.ReadOnlyError, apsw.PermissionsError)):
-        return AttemptError("store.read_only", f"{path or 'the database'} cannot be written (a read-only file, "
+    if found in ("read_only", "denied"):
+        return AttemptError("store.read_only", f"{where} cannot be written (a read-only file, "
                             "directory or filesystem); commands that only read still work")
-    if isinstance(e, apsw.IOError):
-        return AttemptError("store.io", f"the disk returned an I/O error on {path or 'the database'}; what was "
+    if found == "io":
+        return AttemptError("store.io", f"the disk returned an I/O error on {where}; what was "
                             "committed stays (SQLite rolls back what was not); check the disk, then run the "
                             "command again and `attempt verify`")
-    if isinstance(e, apsw.CantOpenError):
-        return AttemptError("store.cannot_open", f"cannot open {path or 'the database'} (or its -wal/-shm files "
-                            "beside it)")
-    if isinstance(e, UnicodeDecodeError):
-        return AttemptError("store.text_not_utf8", f"{path or 'the database'} holds text that is not valid UTF-8: "
+    if found == "cannot_open":
+        return AttemptError("store.cannot_open", f"cannot open {where} (or its -wal/-shm files beside it)")
+    if found == "not_utf8":
+        return AttemptError("store.text_not_utf8", f"{where} holds text that is not valid UTF-8: "
                             "a row was edited outside AttemptDB or the file is damaged; `attempt verify` names "
                             "it", exit_status=1)
+    if found == "busy":
+        # the busy timeout ran out: a long writer (import, reproject) holds the lock
+        return AttemptError("store.busy", "another process held the database's write lock too long (an "
+                            "import or a reproject); what was already committed stays, try again when it has "
+                            "finished")
+    if found == "bad_json":  # the projections read a stored row's JSON and it is no longer JSON
+        return AttemptError("store.bad_row", f"{where} holds an event whose JSON is malformed: the row was "
+                            "edited outside AttemptDB or the file is damaged; `attempt verify` names it, "
+                            "`attempt recover` builds a copy without it (spec/recover.md)", exit_status=1)
     return None
