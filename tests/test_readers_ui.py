@@ -79,11 +79,13 @@ class UI:
             pytest.fail("chromium is not installed: the UI tests need a real headless browser "
                         "(apt-get install -y chromium; .ci/run installs it)")
         sep = "&" if "?" in path else "?"
-        with tempfile.TemporaryDirectory() as profile:
+        # a short directory, and chromium's TMPDIR in it: its singleton socket path must fit
+        # sun_path (~100 bytes), which a test's deep temporary directory does not
+        with tempfile.TemporaryDirectory(prefix="chr", dir="/tmp" if os.path.isdir("/tmp") else None) as profile:
             p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                                 f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", "--dump-dom",
                                 self.base(path) + f"{sep}token={self.token}"],
-                               capture_output=True, text=True, timeout=120)
+                               capture_output=True, text=True, timeout=120, env=dict(os.environ, TMPDIR=profile))
         assert p.returncode == 0 and p.stdout.strip(), p.stderr[-2000:]
         return p.stdout
 
