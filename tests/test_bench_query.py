@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 PROBE = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from attemptdb.bench_query import Launcher
+from attemptdb.devtools.bench_query import Launcher
 big = b"x" * (300 << 20)  # the parent now has a 300 MiB high-water mark
 with Launcher(dict(os.environ)) as launcher:
     small = launcher.run([sys.executable, "-S", "-c", "pass"])

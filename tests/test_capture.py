@@ -235,7 +235,7 @@ HEAVY = ("click", "jsonschema", "cryptography", "parsimonious", "tabulate", "jso
 DRIVER = r"""
 import sys
 sys.path[:0] = [sys.argv[1], sys.argv[2]]   # the project, then site-packages (for apsw)
-from attemptdb import capture
+from attemptdb.capture import hook as capture
 capture.main(sys.argv[4:])
 with open(sys.argv[3], "w") as f:
     f.write("\n".join(sorted(sys.modules)))
@@ -406,7 +406,8 @@ def test_an_out_of_range_captured_at_never_costs_the_event(db, home, value):
 FAULT_DRIVER = r"""
 import sys
 sys.path[:0] = [sys.argv[1]]
-from attemptdb import capture, privacy
+from attemptdb.capture import hook as capture
+from attemptdb.ingest import privacy
 
 def broken(*a, **k):  # a fault injected after the payload was read, before an event exists
     raise RuntimeError("CANARY_FAULT_3b1d secret detail")

@@ -127,7 +127,7 @@ def test_our_schema_is_draft_2020_12_and_our_own():
 
 
 def test_schema_ships_as_package_data():
-    with open(os.path.join(os.path.dirname(os.path.dirname(event.__file__)), "setup.cfg"), encoding="utf-8") as f:
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(event.__file__))), "setup.cfg"), encoding="utf-8") as f:
         cfg = f.read()
     assert "attemptdb.spec = spec" in cfg and "attemptdb.spec = *.json" in cfg
 

@@ -87,7 +87,7 @@ def prompt(repo, n=0):
 # what a hook imports, run in the hostile directory: `-P` keeps it off this driver's sys.path
 DRIVER = r"""
 import sys
-from attemptdb import capture
+from attemptdb.capture import hook as capture
 capture.main(sys.argv[2:])
 with open(sys.argv[1], "w") as f:
     f.write("\n".join(sorted(sys.modules)))

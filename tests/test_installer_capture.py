@@ -20,8 +20,8 @@ from conftest import ROOT, run_attempt
 FAKE_HOOK = r'''#!{python}
 import json, os, sys
 sys.path.insert(0, {root!r})
-from attemptdb import event, ids
-from attemptdb.store import Store
+from attemptdb.model import event, ids
+from attemptdb.store.database import Store
 payload = json.loads(sys.stdin.buffer.read())
 open(os.environ["FAKE_HOOK_LOG"], "a").write(json.dumps({{"argv": sys.argv[1:], "payload": payload}}) + "\n")
 if os.environ.get("FAKE_HOOK_MODE") == "silent":

@@ -94,7 +94,7 @@ def test_trace_over_the_kind_views_equals_a_walk_of_the_edges_view(files):
 def test_trace_steps_are_index_lookups(files, monkeypatch):
     """Every arm but the handoffs (judged across sessions when read, opened only for session
     nodes) is an index lookup per step: the plan scans only the walk itself."""
-    monkeypatch.setattr(C, "EDGE_ARMS", tuple(a for a in F.EDGE_ARMS if a[0] != "edge_handoff"))
+    monkeypatch.setattr(F, "EDGE_ARMS", tuple(a for a in F.EDGE_ARMS if a[0] != "edge_handoff"))
     conn, _ = connect(files["retry_supersession"])
     aid = conn.execute("SELECT attempt_id FROM attempts WHERE superseded_by IS NOT NULL").fetchone()[0]
     for direction in ("UP", "DOWN", "BOTH"):

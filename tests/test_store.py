@@ -245,7 +245,7 @@ def test_a_directory_is_a_coded_error(tmp_path):
 
 _CTRL_C = r"""
 import os, signal, sys, threading, time
-from attemptdb.store import Store
+from attemptdb.store.database import Store
 st = Store.open(sys.argv[1], readonly=sys.argv[2] == "ro")
 threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.monotonic()

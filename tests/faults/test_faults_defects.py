@@ -370,7 +370,7 @@ def test_reads_work_on_a_read_only_filesystem(tmp_path, home, capsys):
 DRIVER = """
 import os, sys
 sys.path.insert(0, {root!r})
-from attemptdb import checkpoint
+from attemptdb.integrity import checkpoint
 real = checkpoint._write_outside
 def dies(device, note):
     os._exit(9)  # kill -9 right before the copy beside the key is written
