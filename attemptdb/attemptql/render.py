@@ -42,22 +42,21 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
     return _clean(text)
 
 
-def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0,
+          shorten: dict | None = None) -> str:
+    """Rows under a header and a rule. With `term_width` (and not listing evidence ids) the
+    table fits that width (attemptdb.termtable): ids shortened through `shorten` only, times
+    never cut, text columns shrink, what cannot fit is named in a note."""
     cols = result.display or result.columns
     index = [result.columns.index(c) for c in cols]
     rows = result.rows if max_rows is None else result.rows[:max_rows]
     width = MAX_CELL if not evidence_ids else 0
     cells = [[cell(c, r[i], evidence_ids=evidence_ids, width=width) for c, i in zip(cols, index)] for r in rows]
+    if term_width and not evidence_ids:
+        from .. import termtable
+        lines, hidden = termtable.fit(list(cols), cells, term_width, shorten=shorten)
+        return "\n".join(lines + termtable.hidden_note(hidden, term_width))
     widths = [max([len(c)] + [len(row[k]) for row in cells]) for k, c in enumerate(cols)]
-    if term_width and sum(widths) + 2 * len(widths) > term_width and not evidence_ids:
-        # shrink the widest columns, keeping each at least 10 characters
-        budget = max(term_width - 2 * len(widths), 10 * len(widths))
-        while sum(widths) > budget:
-            k = widths.index(max(widths))
-            if widths[k] <= 10:
-                break
-            widths[k] -= 1
-        cells = [[v if len(v) <= widths[k] else v[: widths[k] - 1] + "…" for k, v in enumerate(row)] for row in cells]
     lines = ["  ".join(c.ljust(widths[k]) for k, c in enumerate(cols)).rstrip(),
              "  ".join("─" * widths[k] for k in range(len(cols)))]
     for row in cells:
@@ -91,9 +90,10 @@ def listing(result) -> str:
     return "\n".join(lines)
 
 
-def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0,
+         shorten: dict | None = None) -> str:
     """The terminal form: a table (or vertical records for explanations, a listing for
-    EXPLAIN), the row count and the notes."""
+    EXPLAIN), the row count and the notes (wrapped to `term_width` when given)."""
     out = []
     if not result.rows:
         out.append("(no rows)")
@@ -104,10 +104,15 @@ def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, ter
         out.append("")
         out.append(_count(result, max_rows))
     else:
-        out.append(table(result, evidence_ids=evidence_ids, max_rows=max_rows, term_width=term_width))
+        out.append(table(result, evidence_ids=evidence_ids, max_rows=max_rows, term_width=term_width,
+                         shorten=shorten))
         out.append(_count(result, max_rows))
     for n in result.notes:
-        out.append(f"note: {_clean(n)}")
+        if term_width:
+            from .. import termtable
+            out.extend(termtable.wrap(f"note: {_clean(n)}", term_width, "  "))
+        else:
+            out.append(f"note: {_clean(n)}")
     return "\n".join(out)
 
 

@@ -32,7 +32,7 @@ def _open(db):
     return conn
 
 
-def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
+def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, shorten=None):
     from ..attemptql import render
     if as_json:
         click.echo(render.json_rows(result))
@@ -42,11 +42,18 @@ def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
     if as_csv:
         click.echo(render.csv_text(result), nl=False)
         return
-    width = 0
-    if sys.stdout.isatty():
-        import shutil
-        width = shutil.get_terminal_size((120, 24)).columns
-    click.echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=width))
+    from ..termtable import terminal_width
+    click.echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=terminal_width(),
+                           shorten=shorten))
+
+
+def _short_ids(conn, result, limit=None) -> dict:
+    """Short forms (attemptdb.shortids) of the ids a table of `result` would print."""
+    from .. import shortids
+    cols = result.display or result.columns
+    index = [result.columns.index(c) for c in cols]
+    rows = result.rows if limit is None else result.rows[:limit]
+    return shortids.shorten(conn, (r[i] for r in rows for i in index))
 
 
 def _run(db, statement, *, explain=False, **emit):
@@ -54,6 +61,8 @@ def _run(db, statement, *, explain=False, **emit):
     conn, gate = _open(db)
     try:
         result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
+        if not (emit.get("as_json") or emit.get("as_csv") or emit.get("evidence")) and result.rows:
+            emit["shorten"] = _short_ids(conn, result, emit.get("limit"))
     finally:
         conn.close()
     _emit(result, **emit)
