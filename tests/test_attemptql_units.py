@@ -372,7 +372,7 @@ def test_timeline_by_unit(live, home):
     p = attempt(["timeline", "--units", "--tools", "-n", "2"], path, env={"TZ": "UTC", "NO_COLOR": "1"})
     out = p.stdout.decode()
     assert out.count("◆ ") == 2 and "blocked · open" in out and "phase: waiting on a human" in out
-    assert "(2 more work unit(s)" in out
+    assert "(2 more work units;" in out
     p = attempt(["timeline", "--units", "--session", i.S_DOC], path, env={"NO_COLOR": "1"})
     assert "implement · completed" in p.stdout.decode() and p.stdout.decode().count("◆ ") == 1
 
