@@ -44,7 +44,9 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
     """
     from .. import bundle
     from .core import _ensure_key, read_store, scope_where
+    from .progress import Progress
     st = read_store(db)
+    bar = Progress("exporting", quiet=as_json)
     try:
         key, _ = _ensure_key(st)
         where, params = scope_where(st.conn, None, project, since, until)
@@ -60,8 +62,9 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
         source = bundle.consistency_source(consistency_from) if consistency_from is not None else None
         m = bundle.export(st, out, key, where=where, params=params, include_content=include_content,
                           force=force, include_artifacts=include_artifacts, omit_paths=omit_paths,
-                          consistency_from=source)
+                          consistency_from=source, progress=bar.update)
     finally:
+        bar.close()
         st.close()
     if as_json:
         echo_json({"bundle": out, **{k: v for k, v in m.items() if k not in ("files", "signature", "artifacts")},
@@ -72,7 +75,7 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
         click.echo(f"exported {m['events']:,} events in {len(m['sessions']):,} sessions to {printable(out)} "
                    f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
                    f"{'included' if m['content'] else 'left out'}{arts}"
-                   f"{'; local paths omitted' if m.get('paths_omitted') else ''})")
+                   f"{'; local paths omitted' if m.get('paths_omitted') else ''}) {bar.rate(m['events'])}")
 
 
 def _show(rep, as_json):
@@ -113,12 +116,15 @@ def import_cmd(file, key, db, as_json):
     from .. import bundle
     from .core import checkpoint_after_import
     from .core import write_store
+    from .progress import Progress
     st = write_store(db, create=True)
+    bar = Progress("importing", quiet=as_json)
     try:
-        rep, imp = bundle.import_bundle(st, file, key=key)
+        rep, imp = bundle.import_bundle(st, file, key=key, progress=bar.update)
         if imp is not None:
             checkpoint_after_import(st)
     finally:
+        bar.close()
         st.close()
     if imp is None:
         _show(rep, as_json)
@@ -128,6 +134,7 @@ def import_cmd(file, key, db, as_json):
     else:
         click.echo(f"imported {imp.accepted:,} events ({imp.duplicates:,} already stored) from bundle "
                    f"{rep.manifest['bundle_id']}, signed by {rep.signer}"
-                   + ("" if rep.pinned else " (not pinned: pass --key to require a signer)"))
+                   + ("" if rep.pinned else " (not pinned: pass --key to require a signer)")
+                   + f" {bar.rate(imp.lines)}")
         for n in rep.notes:
             click.echo(printable(f"note: {n}"), err=True)

@@ -176,9 +176,13 @@ def verify_cmd(db, as_json):
     `problem: …` naming the first bad row (exit 1).
     """
     from ..verify import verify
+    from .progress import Ticker, rate
     st = open_store(db, readonly=True)
-    rep = verify(st)
+    with Ticker("verifying", quiet=as_json) as tick:
+        rep = verify(st)
     st.close()
+    if rep.events:
+        tick.done(f"verified {rep.events:,} events {rate(rep.events, tick.seconds)}")
     if as_json:
         echo_json(rep.as_dict())
     else:
@@ -302,14 +306,19 @@ def import_jsonl(file, db, as_json):
     nothing of its batch is written, and running the import again after fixing it skips what
     is already stored."""
     from ..importers.jsonl import ImportReport, import_file, import_stream
+    from .progress import Progress, count_lines
     st = write_store(db, create=True)
     rep = ImportReport()
+    bar = Progress("importing", quiet=as_json)
+    if bar.enabled and file != "-":
+        bar.set_total(count_lines(file))
     try:
         if file == "-":
-            import_stream(st, sys.stdin.buffer, report=rep)
+            import_stream(st, sys.stdin.buffer, report=rep, progress=bar.update)
         else:
-            import_file(st, file, report=rep)
+            import_file(st, file, report=rep, progress=bar.update)
     except AttemptError as e:
+        bar.close()
         st.close()
         if rep.lines:
             raise AttemptError(e.code, f"{e.message} (stopped there: {rep.accepted:,} events of the "
@@ -318,10 +327,12 @@ def import_jsonl(file, db, as_json):
         raise e
     checkpoint_after_import(st)
     st.close()
+    bar.close()
     if as_json:
         echo_json(rep.as_dict())
     else:
-        click.echo(f"imported {rep.accepted:,} events ({rep.duplicates:,} already stored) from {rep.lines:,} lines")
+        click.echo(f"imported {rep.accepted:,} events ({rep.duplicates:,} already stored) from {rep.lines:,} lines "
+                   f"{bar.rate(rep.lines, 'events')}")
 
 
 @import_group.command("claude-transcripts")
@@ -369,21 +380,33 @@ def import_codex_cmd(paths, days, dry_run, db, as_json):
 
 def _import_reconstructed(db, files, dry_run, as_json, reader, what):
     from ..importers import claude_transcript as ct
+    from .progress import Progress
     st = open_store(db, create=True) if dry_run else write_store(db, create=True)
+    bar = Progress(f"reading {what}", len(files), unit=what, quiet=as_json)
     try:
-        rep = ct.import_files(st, files, dry_run=dry_run, reader=reader)
+        rep = ct.import_files(st, files, dry_run=dry_run, reader=reader, progress=bar.update)
         if not dry_run:
             checkpoint_after_import(st)
     finally:
+        bar.close()
         st.close()
     if as_json:
         echo_json({"dry_run": dry_run, **rep.as_dict()})
         return
+    from ..termtable import plural
     verb = "would import" if dry_run else "imported"
     click.echo(f"{verb} {rep.accepted:,} events ({rep.duplicates:,} already stored, {rep.skipped_captured:,} "
-               f"captured by hooks) from {rep.files:,} {what}, {len(rep.sessions):,} sessions"
-               + (f"; {rep.skipped_lines:,} unreadable lines skipped" if rep.skipped_lines else "")
-               + (f"; {rep.rejected:,} events could not be stored" if rep.rejected else ""))
+               f"captured by hooks) from {plural(rep.files, what[:-1], what)}, {plural(len(rep.sessions), 'session')} "
+               f"{bar.rate(rep.events, 'events')}"
+               + (f"; {plural(rep.skipped_lines, 'unreadable line')} skipped ({_where(rep)})" if rep.skipped_lines else "")
+               + (f"; {plural(rep.rejected, 'event')} could not be stored" if rep.rejected else ""))
+
+
+def _where(rep) -> str:
+    """`a.jsonl line 3, b.jsonl line 7, and 4 more`: the unreadable lines an import skipped."""
+    named = [f"{printable(path)} line {n}" for path, n in rep.skipped_where]
+    more = rep.skipped_lines - len(named)
+    return ", ".join(named) + (f", and {more:,} more" if more > 0 else "")
 
 
 def scope_options(f):

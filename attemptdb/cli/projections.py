@@ -459,9 +459,11 @@ def reproject_cmd(check, db, as_json):
     their migrations wrote them (see `attempt verify`) are put back first. Exit 1 when
     something differed."""
     from ..projections import rebuild
+    from .progress import Ticker
     st = read_store(db, sign=False)
     try:
-        rep = rebuild.reproject(st.conn, write=not check)
+        with Ticker("checking projections" if check else "rebuilding projections", quiet=as_json):
+            rep = rebuild.reproject(st.conn, write=not check)
     finally:
         st.close()
     d = rep.as_dict()
@@ -469,7 +471,9 @@ def reproject_cmd(check, db, as_json):
         echo_json(d)
     else:
         verb = "checked" if check else "rebuilt"
-        click.echo(f"{verb} projections from {rep.events} events ({rep.sessions} sessions) in {rep.seconds:.2f}s")
+        from .progress import rate
+        click.echo(f"{verb} projections from {rep.events:,} events ({rep.sessions:,} sessions) "
+                   f"{rate(rep.events, rep.seconds)}")
         for what in rep.restored:
             click.echo(f"schema{' (rolled back)' if check else ''}: {printable(what)}")
         if rep.clean:
