@@ -143,6 +143,10 @@ class Store:
         if not exists and (readonly or not create):
             raise AttemptError("store.missing",
                                f"no database at {path} (run `attempt init`, or let a hook create it)")
+        if exists and (readonly or not create) and os.stat(path).st_size == 0 and not _size(path + "-wal"):
+            # a reader never turns an empty file (a `touch`, a failed copy) into a database
+            raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt init`, or "
+                               "let a hook create it)")
         if not exists:
             d = os.path.dirname(path) or "."
             os.makedirs(d, mode=0o700, exist_ok=True)
@@ -490,3 +494,10 @@ class Store:
             self._units = bool(c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'unit_dirty'").fetchall())
         if self._units:
             units.refresh(c)  # work units of the turns this append touched (sql/80_unit_marks.sql)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -31,6 +31,8 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
         text = ", ".join(str(v) for v in value)
     elif isinstance(value, dict):
         text = fastjson.dumps(value)
+    elif isinstance(value, bool):  # SQL's spelling, not Python's (DESCRIBE's primary_key)
+        text = "true" if value else "false"
     elif isinstance(value, float):
         text = f"{value:g}"
     elif isinstance(value, bytes):
@@ -148,7 +150,7 @@ def csv_text(result) -> str:
             if v is None:
                 out.append("")
                 continue
-            s = fastjson.dumps(v) if isinstance(v, (list, dict)) else (v.hex() if isinstance(v, bytes) else str(v))
+            s = fastjson.dumps(v) if isinstance(v, (list, dict, bool)) else (v.hex() if isinstance(v, bytes) else str(v))
             if s.startswith(_FORMULA) and not _is_number(s):
                 s = "'" + s
             out.append(s)

@@ -5,7 +5,7 @@ import sys
 import click
 
 from ..errors import AttemptError
-from .common import db_option, echo_json, json_option, printable, style
+from .common import db_option, echo_json, json_option, no_db_option, printable, style
 
 _KEY_HELP = "Require this signer: an id_… identity or a base64 public key (`attempt keys show`)."
 
@@ -63,19 +63,24 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
         m = bundle.export(st, out, key, where=where, params=params, include_content=include_content,
                           force=force, include_artifacts=include_artifacts, omit_paths=omit_paths,
                           consistency_from=source, progress=bar.update)
+        from .. import sessioncount
+        counts = sessioncount.classify(st.conn, m["sessions"])
     finally:
         bar.close()
         st.close()
     if as_json:
         echo_json({"bundle": out, **{k: v for k, v in m.items() if k not in ("files", "signature", "artifacts")},
                    "files": len(m["files"]), "artifacts": len(m.get("artifacts", ())),
-                   "signer": m["signature"]["key_id"]})
+                   "signer": m["signature"]["key_id"], "session_counts": counts})
     else:
         arts = f"; {len(m['artifacts']):,} artifacts" if "artifacts" in m else ""
         click.echo(f"exported {m['events']:,} events in {len(m['sessions']):,} sessions to {printable(out)} "
                    f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
                    f"{'included' if m['content'] else 'left out'}{arts}"
                    f"{'; local paths omitted' if m.get('paths_omitted') else ''}) {bar.rate(m['events'])}")
+        why = sessioncount.explain(counts, len(m["sessions"]))
+        if why:
+            click.echo(f"note: {len(m['sessions']):,} sessions in the bundle, {why}", err=True)
 
 
 def _show(rep, as_json):
@@ -93,6 +98,7 @@ def _show(rep, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--key", metavar="ID", help=_KEY_HELP)
 @json_option
+@no_db_option("it checks the bundle FILE alone, offline (`bundle import` takes --db)")
 def verify_cmd(file, key, as_json):
     """Check a bundle offline: its signature, every file's hash and every event line.
 

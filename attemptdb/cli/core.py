@@ -8,7 +8,7 @@ import click
 
 from .. import clock, ids, location
 from ..errors import AttemptError
-from .common import db_option, db_path, echo_json, err, json_option, open_store, printable, style
+from .common import db_option, db_path, echo_json, err, json_option, no_db_option, open_store, printable, style
 
 def _mode(value):
     if value is None:
@@ -275,6 +275,7 @@ def keys_show(db, as_json):
 @click.command("conformance")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @json_option
+@no_db_option("it checks the JSONL stream FILE alone (`import jsonl` stores one)")
 def conformance_cmd(file, as_json):
     """Check a JSONL stream against AttemptDB Event v1 (exit 0 COMPATIBLE, 1 otherwise)."""
     from .. import conformance

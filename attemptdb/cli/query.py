@@ -226,8 +226,15 @@ def handoffs_cmd(project, session, since, until, limit, between, evidence, as_js
     stmt += _clauses(project, session, since, until, limit or 50)
     result = _run(db, stmt, as_json=as_json, evidence=evidence)
     if not result.rows and not as_json:
-        click.echo("note: no handoffs detected: a handoff needs two sessions from different agents in the same "
-                   "project within 30 minutes")
+        from ..termtable import terminal_width, wrap
+        click.echo("\n".join(wrap(NO_HANDOFFS, terminal_width(), "  ")))
+
+
+NO_HANDOFFS = (
+    "note: no handoffs detected. One is inferred (the handoffs view) when, in one project, a turn of one "
+    "agent begins after the last activity before it belongs to a different agent's session (no other work in "
+    "between), and that agent wrote or edited a file the new turn then touches within 30 minutes, or the gap "
+    "is at most 5 minutes; only sessions with a prompt or a tool call, not retracted, count.")
 
 
 # --- status ------------------------------------------------------------------------------------
@@ -271,6 +278,9 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
             params.append(clock.iso(resolve.resolve_time("string", bound, now)))
     where = " AND ".join(cond)
     report["sessions"] = conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
+    from .. import sessioncount
+    report["capture_test_sessions"] = sessioncount.capture_test_sessions(conn) if not project and not since \
+        and not until else None
     report["providers"] = [
         {"provider": p, "sessions": n, "events": e or 0, "last_event_at": last}
         for p, n, e, last in conn.execute(
@@ -330,8 +340,11 @@ def status_cmd(project, session, since, until, limit, as_json, db):
     click.echo(f"database      {printable(rep['database'])}")
     click.echo(f"schema        {rep['schema_version']}")
     click.echo(f"capture mode  {clean(rep['capture_mode'] or 'unknown', 40)}")
-    click.echo(f"events        {rep['events']}" + (f" · {rep['sessions']} session(s)" if rep["sessions"] is not None else "")
-               + (f" · {rep['work_units']} work unit(s)" if rep.get("work_units") is not None else ""))
+    from ..termtable import plural
+    click.echo(f"events        {rep['events']}" + (f" · {plural(rep['sessions'], 'session')}" if rep["sessions"] is not None else "")
+               + (f" · {plural(rep['work_units'], 'work unit')}" if rep.get("work_units") is not None else "")
+               + (f" (not counted: {plural(rep['capture_test_sessions'], 'capture-test session')}, from "
+                  "`attempt hook install`'s checks)" if rep.get("capture_test_sessions") else ""))
     if rep.get("needs_you") is not None:
         click.echo(f"needs you     {rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
     click.echo(f"on disk       {rep['size_bytes']} bytes · {rep['wal_bytes']} bytes WAL")
@@ -433,10 +446,11 @@ def schema_cmd(table, fmt, db):
     conn = catalog.default_connection(path)
     try:
         cat = catalog.build(conn, table)
+        known = [t["name"] for t in catalog.build(conn)["tables"]] if table is not None and not cat["tables"] else []
     finally:
         conn.close()
     if table is not None and not cat["tables"]:
-        raise AQLError("AQL0307", "unknown table; `attempt schema` lists every table")
+        raise AQLError("AQL0307", f"unknown table '{printable(table)[:80]}'; the tables are: {', '.join(known)}")
     if fmt == "markdown":
         click.echo(catalog.render_markdown(cat), nl=False)
     elif fmt == "json":
