@@ -155,6 +155,8 @@ def segments_fit(head: str, text: str, tail: str, width: int, *, min_text: int =
     room = width - len(head) - len(tail)
     if room >= min(min_text, len(text)):
         return [(head, clip(text, room), tail)]
+    if len(head) >= width:  # a narrow terminal: the head itself is cut (ids come first in it)
+        return [(clip(head.rstrip(), width), "", ""), (indent, "", clip(tail.lstrip(), width - len(indent)))]
     return [(head, clip(text, width - len(head)), ""), (indent, "", clip(tail.lstrip(), width - len(indent)))]
 
 
