@@ -52,7 +52,7 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 
 def _kind(values) -> str:
-    vals = [v for v in values if v != ""]
+    vals = [v for v in values if v not in ("", "-")]  # "-" stands for no value
     if not vals:
         return "text"
     if all(ID_LIKE.match(v) for v in vals):

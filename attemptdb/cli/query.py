@@ -396,6 +396,9 @@ def needs_you_cmd(project, evidence, as_json, db):
                 raise AttemptError("scope.unresolved", e.message) from None
             ids, label = [pid for pid, _ in found], ", ".join(sorted({n for _, n in found}))
         data = read.needs_you(conn, ids)
+        from .. import shortids
+        shorts = {} if as_json else shortids.shorten(
+            conn, [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id")])
     finally:
         conn.close()
     data["project"] = label
@@ -403,23 +406,33 @@ def needs_you_cmd(project, evidence, as_json, db):
         echo_json(data)
         return
     rows, checked = data["needs_you"], data["checked"]
+    from .. import termtable
+    plural, width = termtable.plural, termtable.terminal_width()
     where = f" in {read.clean(label, 60)}" if label else ""
-    looked = (f"{checked['open_sessions']} open session(s), {checked['open_work_units']} open work unit(s) checked")
+    looked = (f"{plural(checked['open_sessions'], 'open session')}, "
+              f"{plural(checked['open_work_units'], 'open work unit')} checked")
     if not rows:
-        click.echo(f"nothing needs you{where}: {looked}; no pending permission or input request, no repeated "
-                   "failure, no conflicting work")
+        click.echo("\n".join(termtable.wrap(f"nothing needs you{where}: {looked}; no pending permission or input "
+                                             "request, no repeated failure, no conflicting work", width)))
         return
-    from tabulate import tabulate
     table = []
     for r in rows:
         ev = r["evidence"]
-        table.append([r["rank"], NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
+        table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
                       read.local_time(r["since"], "%Y-%m-%d %H:%M:%S"), read.clean(r["provider"] or "", 16),
-                      ids_short(r["session_id"]), ids_short(r["work_unit_id"]), read.clean(r["reason"], 90),
-                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else len(ev)])
-    click.echo(f"{len(rows)} thing(s) need you{where} ({looked}):")
-    click.echo(tabulate(table, headers=["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf",
-                                        "evidence"]))
+                      r["session_id"] or "-", r["work_unit_id"] or "-", read.clean(r["reason"], 90),
+                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else str(len(ev))])
+    click.echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
+                                         f"you{where} ({looked}):", width)))
+    headers = ["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf", "evidence"]
+    if evidence:  # the ids are the point: printed whole, not fitted
+        lines = termtable.fit(headers, table, 10 ** 6, rule="-")[0]
+    else:
+        lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
+                                      rule="-", fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank"],
+                                      text_min=12)
+        lines += termtable.hidden_note(hidden, width)
+    click.echo("\n".join(lines))
     click.echo("note: inferences with their evidence; `attempt why <id>` explains a session or work unit, "
                "`attempt query \"SHOW EVIDENCE FOR <id>\"` opens it", err=True)
 
