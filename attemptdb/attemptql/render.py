@@ -66,7 +66,9 @@ def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, te
     return "\n".join(lines)
 
 
-def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None) -> str:
+def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+    """One `column  value` line per column and row; with `term_width`, long values wrap at
+    spaces under the value column (ids and times, single words, are never broken)."""
     cols = result.display or result.columns
     index = [result.columns.index(c) for c in cols]
     rows = result.rows if max_rows is None else result.rows[:max_rows]
@@ -76,7 +78,12 @@ def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None)
         lines = []
         for c, i in zip(cols, index):
             v = cell(c, r[i], evidence_ids=evidence_ids, width=0 if c in ("claim", "detail") else 200)
-            lines.append(f"{c:<{w}} {v if v != '' else '—'}")
+            v = v if v != "" else "—"
+            if term_width and w + 1 + len(v) > term_width and term_width - w - 1 >= 20:
+                import textwrap
+                parts = textwrap.wrap(v, term_width - w - 1, break_long_words=False, break_on_hyphens=False) or [v]
+                v = ("\n" + " " * (w + 1)).join(parts)
+            lines.append(f"{c:<{w}} {v}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -102,7 +109,7 @@ def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, ter
     elif result.display == ["step", "detail"]:
         out.append(listing(result))
     elif result.kind == "explanation":
-        out.append(vertical(result, evidence_ids=evidence_ids, max_rows=max_rows))
+        out.append(vertical(result, evidence_ids=evidence_ids, max_rows=max_rows, term_width=term_width))
         out.append("")
         out.append(_count(result, max_rows))
     else:

@@ -523,6 +523,8 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             first = False
         out.write("]\n")
     else:
+        from ..termtable import clip, terminal_width
+        width = terminal_width()
         n = 0
         for r in rows:
             n += 1
@@ -533,7 +535,7 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             path = r[35] or r[34] or ""
             line = (f"{r[5][:19].replace('T', ' ')}  {ids.short(r[21]):<12}  {r[8]:<11}  {r[14]:<20}  "
                     f"{tool:<14}  {outcome:<24}  {path}")
-            out.write(printable(line).rstrip() + "\n")
+            out.write(clip(printable(line).rstrip(), width) + "\n")  # time and session first: never cut
         if n == 0:
             err("no events in this scope")
 

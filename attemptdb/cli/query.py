@@ -349,8 +349,9 @@ def status_cmd(project, session, since, until, limit, as_json, db):
         click.echo(f"needs you     {rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
     click.echo(f"on disk       {rep['size_bytes']} bytes · {rep['wal_bytes']} bytes WAL")
     for p in rep["providers"]:
+        from ..termtable import _compact_time
         click.echo(f"  {clean(p['provider'], 24):<12} {p['events']:>9} events  {p['sessions']:>5} sessions  "
-                   f"last {clean(p['last_event_at'], 32)}")
+                   f"last {_compact_time(clean(p['last_event_at'], 32))}")
     if rep["projects"]:
         click.echo("projects")
         for p in rep["projects"]:
