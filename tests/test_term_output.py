@@ -192,3 +192,14 @@ def test_unfinished_turn_of_a_stale_session_reads_no_stop_seen(tmp_path):
     assert "→ stale" in out
     assert "turn 2  no stop seen  second, never stopped" in out and "in progress  second" not in out
     assert "turn 1  completed  first" in out
+
+
+def test_the_other_read_views_fit_80_columns(scen):
+    att = json.loads(attempt(["failures", "--json"], scen))["failures"][0]["attempt_id"]
+    for args in (["needs-you"], ["events", "-n", "300"], ["status"], ["why", att], ["handoffs"],
+                 ["query", "SHOW WORK UNITS"], ["timeline", "--units", "--tools", "-n", "50"]):
+        assert_fits(attempt(args, scen))
+    out = attempt(["needs-you"], scen)
+    data = json.loads(attempt(["needs-you", "--json"], scen))
+    full = {r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id") if r[k]}
+    assert_ids_resolve(scen, out, full)
