@@ -78,7 +78,7 @@ def fit(headers: list, rows: list, width: int, *, shorten: dict | None = None, d
 
     Steps, each only when the previous one left the table too wide: ids in their short form
     (from `shorten`, full id → short id); ISO times without fractional seconds; text columns
-    cut down to 8 characters, the widest first; then whole columns left out, in `drop_order`
+    cut, down to `text_min` characters at most (8 by default), room given back evenly; then whole columns left out, in `drop_order`
     (names), then columns with no value, then from the right, the first column last. Columns
     named in `fixed` are never cut (short enumerations such as an outcome)."""
     n = len(headers)

@@ -152,6 +152,8 @@ def test_hook_install_for_an_agent_that_is_not_detected(tmp_path):
     assert f"looked for the directory {home / '.gemini'} and for `gemini` on PATH" in out
     assert "pass --force to install anyway" in p.stderr.decode()
     assert not os.path.exists(home / ".gemini")
+    p = attempt(["hook", "install", "--provider", "gemini-cli", "--no-verify", "--json"], **env)
+    assert p.returncode == 1 and json.loads(p.stdout)["ok"] is False
     p = attempt(["hook", "install", "--provider", "gemini-cli", "--no-verify", "--force"], **env)
     assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
     assert os.path.isfile(home / ".gemini" / "settings.json")

@@ -115,11 +115,10 @@ def install_cmd(providers, dry_run, no_verify, mcp, force, as_json, db):
             else:
                 click.echo(f"capture test {label}: {style('FAILED', fg='red')} "
                            f"error[{t['error']['code']}]: {t['error']['message']}")
-    missing = [a for a in report.actions if a.outcome == "skipped" and not a.detected] if providers else []
-    if missing and not as_json:
-        click.echo(f"not installed: {', '.join(a.agent.label for a in missing)} not detected; "
+    if report.missing and not as_json:
+        click.echo(f"not installed: {', '.join(a.agent.label for a in report.missing)} not detected; "
                    "pass --force to install anyway", err=True)
-    sys.exit(0 if report.ok and not missing and not any(r.failed for r in regs) else 1)
+    sys.exit(0 if report.ok and not any(r.failed for r in regs) else 1)
 
 
 @hook_group.command("uninstall")

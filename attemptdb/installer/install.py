@@ -68,10 +68,11 @@ class Report:
         self.dry_run = dry_run
         self.actions: list[Action] = []
         self.capture_tests: list[dict] = []
+        self.missing: list[Action] = []  # agents named to install that are not detected (not forced)
 
     @property
     def ok(self) -> bool:
-        return (not any(a.failed for a in self.actions)
+        return (not any(a.failed for a in self.actions) and not self.missing
                 and all(t.get("ok") for t in self.capture_tests))
 
     def to_json(self):
@@ -173,6 +174,8 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
         report.actions.append(a)
         if not _detect(agent, a) and not (force and providers):
             a.outcome, a.reason = SKIPPED, f"{agent.label} not detected: {looked_for(agent)}"
+            if providers:  # asked for by name: not done, and the report says so
+                report.missing.append(a)
             continue
         command = exe.command(agent.hook_id)
         try:
