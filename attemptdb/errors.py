@@ -27,6 +27,8 @@ class AttemptError(Exception):
 
 # code: (exit status, meaning; `…` stands for what the message fills in)
 CODES = {
+    'adapter.context': (2, 'device_id must be a lowercase UUID'),
+    'adapter.missing_event_name': (2, 'the payload has no hook_event_name'),
     'adapter.payload_not_object': (2, 'the hook payload is not a JSON object'),
     'adapter.unsupported_provider': (2, 'no adapter for this provider'),
     'artifact.changed': (1, "the stored bytes do not match the artifact's SHA-256"),
@@ -83,7 +85,7 @@ CODES = {
     'installer.lock_failed': (2, 'cannot lock …'),
     'installer.lock_timeout': (2, 'another process holds …; try again'),
     'installer.symlink_loop': (2, '…: more than … symbolic links'),
-    'installer.unknown_provider': (2, "'unknown provider (use one of: ' + ', '.join(registry.HOOK_IDS.values()) + ')'"),
+    'installer.unknown_provider': (2, 'no agent of that name (the message lists the providers)'),
     'installer.write_failed': (2, 'cannot write beside … (…)'),
     'json.malformed': (2, 'malformed JSON text (names the character offset)'),
     'keys.corrupt': (2, 'the device key … is not 64 hex digits'),
@@ -172,6 +174,5 @@ CODES = {
     'ui.needs_datasette': (2, '`attempt ui` needs Datasette; …'),
     'ui.read_only': (2, 'the UI never writes the database'),
     'ui.remote_host': (2, '--host … is not a loopback address: the history would be reachable from other machines; add --allow-remote …'),
-'adapter.context': (2, 'device_id must be a lowercase UUID'),
-'adapter.missing_event_name': (2, 'the payload has no hook_event_name'),
+    'usage.no_db': (2, 'the command opens no database, so it takes no --db (the message says why)'),
 }

@@ -344,8 +344,8 @@ def test_needs_you_command(live, home):
     assert data["checked"] == {"open_sessions": 3, "open_work_units": 3}
     p = attempt(["needs-you"], path)
     out = p.stdout.decode()
-    assert "3 thing(s) need you" in out and "permission" in out and "repeated failure" in out
-    assert "3 open session(s), 3 open work unit(s) checked" in out
+    assert "3 things need you" in out and "permission" in out and "repeated failure" in out
+    assert "3 open sessions, 3 open work units checked" in out
     p = attempt(["needs-you", "--project", "demo", "--json"], path)
     assert len(json.loads(p.stdout)["needs_you"]) == 3
     p = attempt(["needs-you", "--project", "nowhere"], path)
@@ -359,8 +359,8 @@ def test_needs_you_command(live, home):
 def test_needs_you_empty_answer_says_what_it_looked_at(recorded, home):
     p = attempt(["needs-you"], recorded[0])
     assert p.returncode == 0
-    assert p.stdout.decode().strip() == (
-        "nothing needs you: 0 open session(s), 0 open work unit(s) checked; no pending permission or input request, "
+    assert p.stdout.decode().replace("\n", " ").strip() == (
+        "nothing needs you: 0 open sessions, 0 open work units checked; no pending permission or input request, "
         "no repeated failure, no conflicting work")
 
 
@@ -375,7 +375,7 @@ def test_timeline_by_unit(live, home):
     p = attempt(["timeline", "--units", "--tools", "-n", "2"], path, env={"TZ": "UTC", "NO_COLOR": "1"})
     out = p.stdout.decode()
     assert out.count("◆ ") == 2 and "blocked · open" in out and "phase: waiting on a human" in out
-    assert "(2 more work unit(s)" in out
+    assert "(2 more work units;" in out
     p = attempt(["timeline", "--units", "--session", i.S_DOC], path, env={"NO_COLOR": "1"})
     assert "implement · completed" in p.stdout.decode() and p.stdout.decode().count("◆ ") == 1
 

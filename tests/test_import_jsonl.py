@@ -177,10 +177,10 @@ def test_bulk_settings_last_only_as_long_as_the_import(tmp_path, home):
     seen = []
     real_write = jsonl._write
 
-    def spy(store, batches, rep):
+    def spy(store, batches, rep, progress=None):
         seen.append((store.conn.execute("PRAGMA cache_size").fetchone()[0],
                      store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0], gc.isenabled()))
-        return real_write(store, batches, rep)
+        return real_write(store, batches, rep, progress)
 
     jsonl._write = spy
     try:

@@ -182,16 +182,21 @@ def demo(tmp_path, monkeypatch):
 
 def test_timeline_text(demo):
     path, b = demo
-    res = CliRunner().invoke(cli, ["timeline", "--db", path])
+    res = CliRunner().invoke(cli, ["timeline", "--db", path], env={"COLUMNS": "120"})
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[0] == f"1 session(s), 1 turn(s), 2 attempt(s), 0 handoff(s) from 12 events  [inference {ALGORITHM_VERSION}]"
-    assert lines[2] == ("▌ Claude Code  acme/demo  2026-08-28 09:00 → 09:00  full coverage  1 turns · 4 tool calls · "
-                        f"1 failures  {ids.short(b.ref('ses', 'claude_code:s1'))}")
-    assert lines[3] == "  09:00:01 turn 1  completed  Fix the off-by-one in src/pager.py"
+    assert lines[0] == f"1 session, 1 turn, 2 attempts, 0 handoffs from 12 events  [inference {ALGORITHM_VERSION}]"
+    assert lines[2] == f"▌ Claude Code  acme/demo  2026-08-28 09:00 → 09:00  {ids.short(b.ref('ses', 'claude_code:s1'))}"
+    assert lines[3] == "  full coverage · 1 turn · 4 tool calls · 1 failure"
+    assert lines[4] == "  09:00:01 turn 1  completed  Fix the off-by-one in src/pager.py"
     a1, a2 = ids.short(b.ref("att", "e1f")), ids.short(b.ref("att", "e2s"))
-    assert lines[4] == f"    {a1} ↻ superseded [string_mismatch] edit src/pager.py · read  (1 path)  4.0s  conf 0.9 → {a2}"
-    assert lines[5] == f"    {a2} ✓ succeeded edit src/pager.py · shell  (1 path)  7.0s  conf 0.9"
+    assert lines[5] == f"    {a1} ↻ superseded [string_mismatch] edit src/pager.py · read  (1 path)  4.0s  conf 0.9 → {a2}"
+    assert lines[6] == f"    {a2} ✓ succeeded edit src/pager.py · shell  (1 path)  7.0s  conf 0.9"
+    narrow = CliRunner().invoke(cli, ["timeline", "--db", path], env={"COLUMNS": "60"}).output.splitlines()
+    assert max(len(x) for x in narrow) <= 60
+    assert narrow[3:5] == ["▌ Claude Code  acme/demo", f"  2026-08-28 09:00 → 09:00  {ids.short(b.ref('ses', 'claude_code:s1'))}"]
+    assert narrow[7] == f"    {a1} ↻ superseded [string_mismatch] edit src/pa…"
+    assert narrow[8] == f"      (1 path)  4.0s  conf 0.9 → {a2}"  # the measured tail moves, whole
 
 
 def test_timeline_json_scope_and_empty(demo, tmp_path):
@@ -221,7 +226,7 @@ def test_failures_table_and_none(demo, tmp_path):
     empty = str(tmp_path / "e.db")
     Store.open(empty).close()
     res = CliRunner().invoke(cli, ["failures", "--db", empty])
-    assert res.output.strip() == f"no failed or superseded attempts among 0 attempt(s) ({ALGORITHM_VERSION})"
+    assert res.output.strip() == f"no failed or superseded attempts among 0 attempts ({ALGORITHM_VERSION})"
 
 
 def test_terminal_text_is_cleaned():

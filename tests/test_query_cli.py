@@ -24,11 +24,12 @@ def attempt(args, db, **kw):
 
 
 def test_query_table_collapses_evidence_to_counts(scen, home):
-    p = attempt(["query", "SHOW FAILED ATTEMPTS"], scen)
+    p = attempt(["query", "SHOW FAILED ATTEMPTS"], scen, env={"COLUMNS": "200"})
     assert p.returncode == 0, p.stderr.decode()
     out = p.stdout.decode()
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["attempt_id", "outcome", "failure_class"]
+    assert "uncertainty" in lines[0] and len(lines[2].split()[0]) == len("att_") + 36  # wide enough: all whole
     assert "1 event" in out and "ev_" not in out
     assert "(2 rows)" in out and "note: 1 retracted row(s) hidden" in out
     p = attempt(["query", "SHOW FAILED ATTEMPTS", "--evidence"], scen)

@@ -3,7 +3,10 @@ measured in the same run). Thin layer over attemptdb.devtools.bench and attemptd
 
 import click
 
-from .common import echo_json, json_option
+from .common import echo_json, json_option, no_db_option
+
+_BENCH_NO_DB = no_db_option("the benchmarks build their own scratch databases in a temporary directory and never "
+                            "open yours")
 
 
 def _show(result: dict, as_json: bool):
@@ -26,6 +29,7 @@ def bench_group():
 
 
 @bench_group.command("ingest")
+@_BENCH_NO_DB
 @click.option("--events", type=click.IntRange(1, 100_000_000), default=100_000, show_default=True,
               help="Synthetic events to import.")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=3, show_default=True,
@@ -40,6 +44,7 @@ def bench_ingest(events, repeat, seed, as_json):
 
 
 @bench_group.command("verify")
+@_BENCH_NO_DB
 @click.option("--events", type=click.IntRange(1, 100_000_000), default=100_000, show_default=True,
               help="Synthetic events to build and verify.")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=3, show_default=True,
@@ -54,6 +59,7 @@ def bench_verify(events, repeat, db, as_json):
 
 
 @bench_group.command("capture")
+@_BENCH_NO_DB
 @click.option("--runs", type=click.IntRange(2, 100_000), default=60, show_default=True,
               help="Captures (each a fresh process), interleaved with `python -c pass`.")
 @json_option
@@ -65,6 +71,7 @@ def bench_capture(runs, as_json):
 
 
 @bench_group.command("query")
+@_BENCH_NO_DB
 @click.option("--events", type=click.IntRange(1, 100_000_000), default=1_450_000, show_default=True,
               help="Size of the synthetic history (the original's workload shape).")
 @click.option("--reuse", type=click.Path(dir_okay=False),
@@ -80,6 +87,7 @@ def bench_query(events, reuse, runs, as_json):
 
 
 @bench_group.command("proof")
+@_BENCH_NO_DB
 @click.option("--events", type=click.IntRange(1, 100_000_000), default=1_450_000, show_default=True,
               help="Size of the synthetic history.")
 @click.option("--reuse", type=click.Path(dir_okay=False),
@@ -96,6 +104,7 @@ def bench_proof(events, reuse, runs, as_json):
 
 
 @bench_group.command("faults")
+@_BENCH_NO_DB
 @click.option("--long", "long_form", is_flag=True, envvar="ATTEMPTDB_LONG",
               help="The long form (hundreds of kill -9 trials and I/O errors; env ATTEMPTDB_LONG=1).")
 @click.option("--family", "families", multiple=True, metavar="NAME",

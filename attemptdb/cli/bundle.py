@@ -5,7 +5,7 @@ import sys
 import click
 
 from ..errors import AttemptError
-from .common import db_option, echo_json, json_option, printable, style
+from .common import db_option, echo_json, json_option, no_db_option, printable, style
 
 _KEY_HELP = "Require this signer: an id_… identity or a base64 public key (`attempt keys show`)."
 
@@ -43,9 +43,11 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
     --include-artifacts; paths and project names stay unless --omit-paths.
     """
     from ..exchange import bundle
+    from .progress import Progress
     from .scope import scope_where
     from .stores import ensure_key, read_store
     st = read_store(db)
+    bar = Progress("exporting", quiet=as_json)
     try:
         key, _ = ensure_key(st)
         where, params = scope_where(st.conn, None, project, since, until)
@@ -61,19 +63,25 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
         source = bundle.consistency_source(consistency_from) if consistency_from is not None else None
         m = bundle.export(st, out, key, where=where, params=params, include_content=include_content,
                           force=force, include_artifacts=include_artifacts, omit_paths=omit_paths,
-                          consistency_from=source)
+                          consistency_from=source, progress=bar.update)
+        from ..projections import sessioncount
+        counts = sessioncount.classify(st.conn, m["sessions"])
     finally:
+        bar.close()
         st.close()
     if as_json:
         echo_json({"bundle": out, **{k: v for k, v in m.items() if k not in ("files", "signature", "artifacts")},
                    "files": len(m["files"]), "artifacts": len(m.get("artifacts", ())),
-                   "signer": m["signature"]["key_id"]})
+                   "signer": m["signature"]["key_id"], "session_counts": counts})
     else:
         arts = f"; {len(m['artifacts']):,} artifacts" if "artifacts" in m else ""
         click.echo(f"exported {m['events']:,} events in {len(m['sessions']):,} sessions to {printable(out)} "
                    f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
                    f"{'included' if m['content'] else 'left out'}{arts}"
-                   f"{'; local paths omitted' if m.get('paths_omitted') else ''})")
+                   f"{'; local paths omitted' if m.get('paths_omitted') else ''}) {bar.rate(m['events'])}")
+        why = sessioncount.explain(counts, len(m["sessions"]))
+        if why:
+            click.echo(f"note: {len(m['sessions']):,} sessions in the bundle, {why}", err=True)
 
 
 def _show(rep, as_json):
@@ -91,6 +99,7 @@ def _show(rep, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--key", metavar="ID", help=_KEY_HELP)
 @json_option
+@no_db_option("it checks the bundle FILE alone, offline (`bundle import` takes --db)")
 def verify_cmd(file, key, as_json):
     """Check a bundle offline: its signature, every file's hash and every event line.
 
@@ -112,14 +121,16 @@ def import_cmd(file, key, db, as_json):
     """Verify a bundle, then import its events (idempotent; nothing is written unless the whole
     bundle verifies). The database's capture mode and privacy rules apply as to any import."""
     from ..exchange import bundle
-    from .stores import checkpoint_after_import
-    from .stores import write_store
+    from .progress import Progress
+    from .stores import checkpoint_after_import, write_store
     st = write_store(db, create=True)
+    bar = Progress("importing", quiet=as_json)
     try:
-        rep, imp = bundle.import_bundle(st, file, key=key)
+        rep, imp = bundle.import_bundle(st, file, key=key, progress=bar.update)
         if imp is not None:
             checkpoint_after_import(st)
     finally:
+        bar.close()
         st.close()
     if imp is None:
         _show(rep, as_json)
@@ -129,6 +140,7 @@ def import_cmd(file, key, db, as_json):
     else:
         click.echo(f"imported {imp.accepted:,} events ({imp.duplicates:,} already stored) from bundle "
                    f"{rep.manifest['bundle_id']}, signed by {rep.signer}"
-                   + ("" if rep.pinned else " (not pinned: pass --key to require a signer)"))
+                   + ("" if rep.pinned else " (not pinned: pass --key to require a signer)")
+                   + f" {bar.rate(imp.lines)}")
         for n in rep.notes:
             click.echo(printable(f"note: {n}"), err=True)

@@ -23,6 +23,17 @@ def db_option(f):
                              ".attemptdb/attempt.db, else the per-user data directory).")(f)
 
 
+def no_db_option(why: str):
+    """`--db` on a command that opens no database: refused with the reason (exit 2), rather
+    than click's bare "no such option". ATTEMPTDB_PATH is not read by these commands."""
+    def refuse(ctx, param, value):
+        if value is not None:
+            raise AttemptError("usage.no_db", f"`attempt {ctx.command_path.split(' ', 1)[-1]}` takes no --db: {why}")
+        return value
+    return click.option("--db", "no_db", metavar="PATH", expose_value=False, callback=refuse, hidden=True,
+                        is_eager=False)
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
 

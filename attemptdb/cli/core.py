@@ -9,7 +9,7 @@ import click
 from ..model import ids
 from ..store import location
 from ..errors import AttemptError
-from .common import db_option, db_path, echo_json, err, json_option, open_store, printable, style
+from .common import db_option, db_path, echo_json, err, json_option, no_db_option, open_store, printable, style
 from .scope import scope_options, scope_where
 from .stores import checkpoint_after_import, ensure_key, read_store, write_store
 
@@ -92,9 +92,13 @@ def verify_cmd(db, as_json):
     `problem: …` naming the first bad row (exit 1).
     """
     from ..integrity.verify import verify
+    from .progress import Ticker, rate
     st = open_store(db, readonly=True)
-    rep = verify(st)
+    with Ticker("verifying", quiet=as_json) as tick:
+        rep = verify(st)
     st.close()
+    if rep.events:
+        tick.done(f"verified {rep.events:,} events {rate(rep.events, tick.seconds)}")
     if as_json:
         echo_json(rep.as_dict())
     else:
@@ -187,6 +191,7 @@ def keys_show(db, as_json):
 @click.command("conformance")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @json_option
+@no_db_option("it checks the JSONL stream FILE alone (`import jsonl` stores one)")
 def conformance_cmd(file, as_json):
     """Check a JSONL stream against AttemptDB Event v1 (exit 0 COMPATIBLE, 1 otherwise)."""
     from ..exchange import conformance
@@ -218,14 +223,19 @@ def import_jsonl(file, db, as_json):
     nothing of its batch is written, and running the import again after fixing it skips what
     is already stored."""
     from ..exchange.importers.jsonl import ImportReport, import_file, import_stream
+    from .progress import Progress, count_lines
     st = write_store(db, create=True)
     rep = ImportReport()
+    bar = Progress("importing", quiet=as_json)
+    if bar.enabled and file != "-":
+        bar.set_total(count_lines(file))
     try:
         if file == "-":
-            import_stream(st, sys.stdin.buffer, report=rep)
+            import_stream(st, sys.stdin.buffer, report=rep, progress=bar.update)
         else:
-            import_file(st, file, report=rep)
+            import_file(st, file, report=rep, progress=bar.update)
     except AttemptError as e:
+        bar.close()
         st.close()
         if rep.lines:
             raise AttemptError(e.code, f"{e.message} (stopped there: {rep.accepted:,} events of the "
@@ -234,10 +244,12 @@ def import_jsonl(file, db, as_json):
         raise e
     checkpoint_after_import(st)
     st.close()
+    bar.close()
     if as_json:
         echo_json(rep.as_dict())
     else:
-        click.echo(f"imported {rep.accepted:,} events ({rep.duplicates:,} already stored) from {rep.lines:,} lines")
+        click.echo(f"imported {rep.accepted:,} events ({rep.duplicates:,} already stored) from {rep.lines:,} lines "
+                   f"{bar.rate(rep.lines, 'events')}")
 
 
 @import_group.command("claude-transcripts")
@@ -285,21 +297,33 @@ def import_codex_cmd(paths, days, dry_run, db, as_json):
 
 def _import_reconstructed(db, files, dry_run, as_json, reader, what):
     from ..exchange.importers import base
+    from .progress import Progress
     st = open_store(db, create=True) if dry_run else write_store(db, create=True)
+    bar = Progress(f"reading {what}", len(files), unit=what, quiet=as_json)
     try:
-        rep = base.import_files(st, files, dry_run=dry_run, reader=reader)
+        rep = base.import_files(st, files, dry_run=dry_run, reader=reader, progress=bar.update)
         if not dry_run:
             checkpoint_after_import(st)
     finally:
+        bar.close()
         st.close()
     if as_json:
         echo_json({"dry_run": dry_run, **rep.as_dict()})
         return
+    from ..render.termtable import plural
     verb = "would import" if dry_run else "imported"
     click.echo(f"{verb} {rep.accepted:,} events ({rep.duplicates:,} already stored, {rep.skipped_captured:,} "
-               f"captured by hooks) from {rep.files:,} {what}, {len(rep.sessions):,} sessions"
-               + (f"; {rep.skipped_lines:,} unreadable lines skipped" if rep.skipped_lines else "")
-               + (f"; {rep.rejected:,} events could not be stored" if rep.rejected else ""))
+               f"captured by hooks) from {plural(rep.files, what[:-1], what)}, {plural(len(rep.sessions), 'session')} "
+               f"{bar.rate(rep.events, 'events')}"
+               + (f"; {plural(rep.skipped_lines, 'unreadable line')} skipped ({_where(rep)})" if rep.skipped_lines else "")
+               + (f"; {plural(rep.rejected, 'event')} could not be stored" if rep.rejected else ""))
+
+
+def _where(rep) -> str:
+    """`a.jsonl line 3, b.jsonl line 7, and 4 more`: the unreadable lines an import skipped."""
+    named = [f"{printable(path)} line {n}" for path, n in rep.skipped_where]
+    more = rep.skipped_lines - len(named)
+    return ", ".join(named) + (f", and {more:,} more" if more > 0 else "")
 
 
 @click.command("events")
@@ -362,6 +386,8 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             first = False
         out.write("]\n")
     else:
+        from ..render.termtable import clip, terminal_width
+        width = terminal_width()
         n = 0
         for row in rows:
             n += 1
@@ -373,7 +399,7 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             path = r["path_relative"] or r["path_logical"] or ""
             line = (f"{r['observed_at'][:19].replace('T', ' ')}  {ids.short(r['session_id']):<12}  "
                     f"{r['provider']:<11}  {r['kind']:<20}  {tool:<14}  {outcome:<24}  {path}")
-            out.write(printable(line).rstrip() + "\n")
+            out.write(clip(printable(line).rstrip(), width) + "\n")  # time and session first: never cut
         if n == 0:
             err("no events in this scope")
 

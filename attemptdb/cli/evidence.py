@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..errors import AttemptError
-from .common import db_option, echo_json, err, json_option, open_store, printable, style
+from .common import db_option, echo_json, err, json_option, open_store, printable, style, no_db_option
 
 _SESSION_HELP = ("Record into this session: a name (it is opened by its first event and stays open until "
                  "`attempt close`) or an attempt session's ses_ id. Default: $ATTEMPTDB_SESSION, else a session "
@@ -266,6 +266,7 @@ def prove_cmd(event_id, output, include_content, force, db):
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--key", metavar="ID", help=_KEY_HELP)
 @json_option
+@no_db_option("it checks the proof FILE alone, offline, against the signed checkpoint it carries")
 def verify_proof_cmd(file, key, as_json):
     """Check an inclusion proof offline: the signed checkpoint, the event line, the path to
     the signed Merkle tree head. `ok: …` (exit 0) or `problem[code]: …` (exit 1). Needs no

@@ -22,14 +22,19 @@ def export_cmd(directory, fmt, include_content, force, db, as_json):
     """
     from ..exchange import arrow_export as export_arrow
     export_arrow.require_pyarrow()
+    from .progress import Progress
     st = open_store(db, readonly=True)
+    bar = Progress("exporting", unit="tables", quiet=as_json)
     try:
-        m = export_arrow.export(st, directory, fmt, include_content=include_content, force=force)
+        m = export_arrow.export(st, directory, fmt, include_content=include_content, force=force,
+                                progress=bar.update)
     finally:
+        bar.close()
         st.close()
     if as_json:
         echo_json({"directory": directory, **m})
         return
     rows = sum(t["rows"] for t in m["tables"])
     click.echo(f"exported {len(m['tables'])} tables ({rows:,} rows, chain size {m['chain']['size']:,}) to "
-               f"{printable(directory)} as {fmt}; content {'included' if m['content'] else 'left out (null)'}")
+               f"{printable(directory)} as {fmt}; content {'included' if m['content'] else 'left out (null)'} "
+               f"{bar.rate(rows, 'rows')}")

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .common import db_option, echo_json, json_option, printable, style
+from .common import db_option, echo_json, json_option, no_db_option, printable, style
 from .readers import mcp_option, mcp_registrations, print_mcp, report_json
 
 _WORDS = {"installed": "installed", "updated": "updated", "already_current": "already current",
@@ -82,17 +82,22 @@ def hook_group():
 @dry_run_option
 @click.option("--no-verify", is_flag=True, help="Skip the capture test after installing.")
 @mcp_option
+@click.option("--force", is_flag=True,
+              help="With --provider: install for a named agent even when it is not detected.")
 @json_option
 @db_option
-def install_cmd(providers, dry_run, no_verify, mcp, as_json, db):
+def install_cmd(providers, dry_run, no_verify, mcp, force, as_json, db):
     """Subscribe `attempt capture` to every event we capture, in each agent's config.
 
     Idempotent (a second run changes nothing), keeps your own hooks and the file's
     formatting, backs the file up, writes it atomically (through symlinks). Ends with a
     capture test per agent: the written command is run with a test payload and must store
-    a capture_test event in the database (--db / ATTEMPTDB_PATH)."""
+    a capture_test event in the database (--db / ATTEMPTDB_PATH). An agent named with --provider
+    that is not detected is not installed: the output says where detection looked, and the
+    exit status is 1 unless --force (which installs it anyway)."""
     from ..installer import install
-    report = install.install(list(providers) or None, dry_run=dry_run, verify=not no_verify, db=db)
+    report = install.install(list(providers) or None, dry_run=dry_run, verify=not no_verify, db=db,
+                             force=force)
     regs = mcp_registrations(report, mcp, providers, dry_run)
     if as_json:
         echo_json(report_json(report, regs))
@@ -110,6 +115,9 @@ def install_cmd(providers, dry_run, no_verify, mcp, as_json, db):
             else:
                 click.echo(f"capture test {label}: {style('FAILED', fg='red')} "
                            f"error[{t['error']['code']}]: {t['error']['message']}")
+    if report.missing and not as_json:
+        click.echo(f"not installed: {', '.join(a.agent.label for a in report.missing)} not detected; "
+                   "pass --force to install anyway", err=True)
     sys.exit(0 if report.ok and not any(r.failed for r in regs) else 1)
 
 
@@ -118,6 +126,8 @@ def install_cmd(providers, dry_run, no_verify, mcp, as_json, db):
 @dry_run_option
 @mcp_option
 @json_option
+@no_db_option("it removes AttemptDB's entries from the agents' configs whatever database they write to; "
+              "the database itself is left as it is")
 def uninstall_cmd(providers, dry_run, mcp, as_json):
     """Remove AttemptDB's hooks (only ours) from each agent's config."""
     from ..installer import install

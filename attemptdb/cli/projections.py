@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..model import fastjson, ids
+from ..model import fastjson
 from ..errors import AttemptError
 from .common import db_option, echo_json, err, json_option, printable, style
 from .scope import scope_options, scope_where
@@ -22,6 +22,7 @@ OUTCOME_MARKS = {"succeeded": ("✓", "green"), "failed": ("✗", "red"), "super
                  "abandoned": ("…", "bright_black"), "in_progress": ("▶", "cyan"), "unknown": ("?", None)}
 TURN_STATUS = {"completed": "completed", "failed": "failed", "in_progress": "in progress",
                "unknown": "no stop seen"}
+"""A turn still in progress in a session that is closed or went stale reads "no stop seen"."""
 
 
 def _sessions_scope(conn, session, project, since, until):
@@ -51,8 +52,32 @@ def _session_id(conn, text: str) -> str:
     return next(x for x in found if isinstance(x, str) and x.startswith("ses_"))
 
 
-def _short(x):
-    return ids.short(x) if x else "-"
+def _short(x, shorts=None):
+    """The short form of an id for a terminal: from `shorts` (attemptdb.query.shortids: it resolves
+    back to the same row), else the whole id."""
+    if not x:
+        return "-"
+    return printable((shorts or {}).get(x, x))
+
+
+def _printed_ids(data: dict) -> set:
+    """The ids a timeline or failures listing prints (what `_short` is asked for)."""
+    from ..query import shortids
+    keys = ("session_id", "attempt_id", "superseded_by", "work_unit_id", "from_session", "to_session")
+    found = set()
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k in keys and shortids.is_id(v):
+                    found.add(v)
+                elif isinstance(v, (list, dict)):
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(data)
+    return found
 
 
 # --- timeline -----------------------------------------------------------------------------
@@ -63,23 +88,27 @@ def _short(x):
 @click.option("--all", "show_all", is_flag=True, help="Include sessions with no prompt and no tool call.")
 @click.option("--units", "by_unit", is_flag=True,
               help="Group by work unit (a thread of work across sessions and agents) instead of by session.")
+@click.option("--turns", "max_turns", type=click.IntRange(1, 1_000_000), default=20, show_default=True, metavar="N",
+              help="At most the last N turns of each session (a line counts the rest).")
 @db_option
 @json_option
-def timeline_cmd(session, project, since, until, limit, tools, show_all, by_unit, db, as_json):
+def timeline_cmd(session, project, since, until, limit, tools, show_all, by_unit, max_turns, db, as_json):
     """Sessions → turns → attempts: what each agent tried and how it ended.
 
-    Newest sessions first (10 unless -n). Each attempt shows its outcome, failure class, approach,
-    paths touched, duration and confidence; attempts are inferences: `attempt why <att_id>` shows
-    the evidence. With --units: work units newest first (10 unless -n), each with its phase and
-    status and why, then its turns in order, whichever session and agent they came from.
+    Newest sessions first (10 unless -n), each with its last 20 turns (--turns N). Each attempt
+    shows its outcome, failure class, approach, paths touched, duration and confidence;
+    attempts are inferences: `attempt why <att_id>` shows the evidence. With --units: work units
+    newest first (10 unless -n), each with its phase and status and why, then its turns in
+    order, whichever session and agent they came from. Lines fit the terminal (COLUMNS, else
+    80 when not a terminal); ids are printed as short ids that `why` and `trace` accept.
     """
-    print_timeline(db, session, project, since, until, limit, tools, show_all, by_unit, as_json)
+    print_timeline(db, session, project, since, until, limit, tools, show_all, by_unit, max_turns, as_json)
 
 
 def print_timeline(db, session=None, project=None, since=None, until=None, limit=None, tools=False,
-                   show_all=False, by_unit=False, as_json=False) -> None:
+                   show_all=False, by_unit=False, max_turns=20, as_json=False) -> None:
     """What `attempt timeline` prints (also the end of `attempt demo`)."""
-    from ..query import read
+    from ..query import read, shortids
     st = read_store(db)
     try:
         cond, params = _sessions_scope(st.conn, session, project, since, until)
@@ -87,126 +116,168 @@ def print_timeline(db, session=None, project=None, since=None, until=None, limit
             data = read.timeline_units(st.conn, cond, params, limit=10 if limit is None else limit, tools=tools)
         else:
             data = read.timeline(st.conn, cond, params, limit=10 if limit is None else limit,
-                                 show_all=show_all, tools=tools)
+                                 show_all=show_all, tools=tools, turns=max_turns)
+        shorts = {} if as_json else shortids.shorten(st.conn, _printed_ids(data))
     finally:
         st.close()
     if as_json:
         echo_json(data)
         return
+    from ..render.termtable import terminal_width
+    width = terminal_width()
     if by_unit:
-        _render_units(data, tools)
+        _render_units(data, tools, shorts, width)
     else:
-        _render_timeline(data, tools)
+        _render_timeline(data, tools, shorts, width)
 
 
-def _render_units(data: dict, tools: bool):
+def _render_units(data: dict, tools: bool, shorts: dict, width: int):
     from ..query.read import clean, local_time
+    from ..render.termtable import join_fit, plural, segments_fit, wrap
     c = data["counts"]
     if not data["work_units"]:
-        click.echo(f"no work units among the sessions in scope ({data['events']} events); `attempt timeline` lists "
-                   "sessions")
+        click.echo("\n".join(wrap(f"no work units among the sessions in scope ({plural(data['events'], 'event')}); "
+                                   "`attempt timeline` lists sessions", width)))
         return
-    out = [f"{c['work_units']} work unit(s), {c['turns']} turn(s), {c['attempts']} attempt(s) from {data['events']} "
-           "events  " + style(f"[inference {data['algorithm_version']}; units are heuristics, capped at 0.7]",
-                              fg="bright_black")]
+    out = join_fit([f"{plural(c['work_units'], 'work unit')}, {plural(c['turns'], 'turn')}, "
+                    f"{plural(c['attempts'], 'attempt')} from {plural(data['events'], 'event')}",
+                    f"[inference {data['algorithm_version']}; units are heuristics, capped at 0.7]"],
+                   width, sep="  ", indent="")
     for u in data["work_units"]:
         end = "open" if u["status"] == "open" else local_time(u["updated_at"], "%H:%M")
         agents = ", ".join(PROVIDERS.get(a, clean(a, 20)) for a in u["actors"])
         out.append("")
-        out.append(style("◆ ", fg="magenta") + style(f"{u['phase']} · {u['status']}", bold=True)
-                   + f"  {clean(u['project_name'], 40)}  {local_time(u['started_at'])} → {end}  {agents}  "
-                   f"{u['session_count']} session(s) · {u['turn_count']} turns · {u['attempt_count']} attempts · "
-                   f"{u['failed_attempt_count']} failed  conf {u['confidence']:.1f}  "
-                   + style(_short(u["work_unit_id"]), fg="bright_black"))
+        head = f"◆ {u['phase']} · {u['status']}  "
+        tail = f"  {local_time(u['started_at'])} → {end}  {_short(u['work_unit_id'], shorts)}"
+        for h, t, tl in segments_fit(head, clean(u["project_name"]), tail, width, indent="  "):
+            out.append(h + t + tl)
+        out += join_fit([agents, plural(u["session_count"], "session"), plural(u["turn_count"], "turn"),
+                         plural(u["attempt_count"], "attempt"), f"{u['failed_attempt_count']} failed",
+                         f"conf {u['confidence']:.1f}"], width, first="  ", indent="  ")
         if u["objective"]:
-            out.append(f"  objective: {clean(u['objective'], 90)}")
-        out.append(style(f"  phase: {clean(u['phase_reason'], 100)}", fg="bright_black"))
-        out.append(style(f"  status: {clean(u['status_reason'], 100)}", fg="bright_black"))
+            out.append(clip_line(f"  objective: {clean(u['objective'])}", width))
+        out.append(clip_line(f"  phase: {clean(u['phase_reason'])}", width))
+        out.append(clip_line(f"  status: {clean(u['status_reason'])}", width))
         for t in u["turns"]:
-            out.append(_turn_line(t, f"{PROVIDERS.get(t['provider'], clean(t['provider'], 20))} "
-                                     f"{_short(t['session_id'])} "))
-            out += _attempt_lines(t, tools)
+            who = f"{PROVIDERS.get(t['provider'], clean(t['provider'], 20))} {_short(t['session_id'], shorts)} "
+            out.append(_turn_line(t, width, who, t.get("session_state")))
+            out += _attempt_lines(t, tools, shorts, width)
     if data["more_units"]:
         out.append("")
-        out.append(f"({data['more_units']} more work unit(s); use --limit N, --project or --session)")
+        out += wrap(f"({plural(data['more_units'], 'more work unit')}; use --limit N, --project or --session)",
+                    width)
     click.echo("\n".join(out))
 
 
-def _turn_line(t: dict, who: str = "") -> str:
+def clip_line(text: str, width: int) -> str:
+    from ..render.termtable import clip
+    return clip(text, width)
+
+
+def _turn_line(t: dict, width: int, who: str = "", session_state: str | None = None) -> str:
     from ..query.read import clean, local_time
+    from ..render.termtable import clip
     if t["objective"]:
-        what = clean(t["objective"], 70)
+        what = clean(t["objective"])
     elif t["prompt_event_id"] and t["prompt_chars"] is not None:
         what = f"(prompt, {t['prompt_chars']} chars, content not captured)"
     elif t["prompt_event_id"]:
         what = "(prompt)"
     else:
         what = "(activity before the first prompt)"
-    return (f"  {local_time(t['started_at'], '%H:%M:%S')} {who}turn {t['turn_index']}  "
-            f"{TURN_STATUS.get(t['status'], t['status'])}  {what}")
+    status = t["status"]
+    if status == "in_progress" and session_state in ("stale", "closed"):
+        status = "unknown"  # it never stopped, and its session is over or silent: no stop was seen
+    head = (f"  {local_time(t['started_at'], '%H:%M:%S')} {who}turn {t['turn_index']}  "
+            f"{TURN_STATUS.get(status, status)}  ")
+    return clip(head + what, width)
 
 
-def _attempt_lines(t: dict, tools: bool) -> list:
+def _attempt_lines(t: dict, tools: bool, shorts: dict, width: int) -> list:
     from ..query.read import clean, duration_text
+    from ..render.termtable import clip, plural, segments_fit
     out = []
     for a in t["attempts"]:
         mark, color = OUTCOME_MARKS.get(a["outcome"], ("?", None))
         paths = fastjson.loads(a["paths"] or "[]")
-        line = (f"    {style(_short(a['attempt_id']), fg='bright_black')} "
-                f"{style(mark + ' ' + a['outcome'].replace('_', ' '), fg=color)}"
-                + (f" [{clean(a['failure_class'], 24)}]" if a["failure_class"] else "")
-                + f" {clean(a['approach'], 60)}  ({len(paths)} path{'s' if len(paths) != 1 else ''})")
+        sid = _short(a["attempt_id"], shorts)
+        verdict = mark + " " + a["outcome"].replace("_", " ")
+        head = f"    {sid} {verdict}" + (f" [{clean(a['failure_class'], 24)}]" if a["failure_class"] else "") + " "
+        tail = f"  ({plural(len(paths), 'path')})"
         dur = duration_text(a["started_at"], a["ended_at"])
         if dur:
-            line += f"  {dur}"
-        line += f"  conf {a['confidence']:.1f}"
+            tail += f"  {dur}"
+        tail += f"  conf {a['confidence']:.1f}"
         if a["superseded_by"]:
-            line += f" → {_short(a['superseded_by'])}"
-        out.append(line)
-        shas = fastjson.loads(a["commit_shas"] or "[]")
+            tail += f" → {_short(a['superseded_by'], shorts)}"
+        for i, (h, txt, tl) in enumerate(segments_fit(head, clean(a["approach"]), tail, width)):
+            if i == 0:  # colour only what was measured: the id and the verdict
+                h = h.replace(sid, style(sid, fg="bright_black"), 1).replace(verdict, style(verdict, fg=color), 1)
+            out.append(h + txt + tl)
+        shas = [clean(x, 7)[:7] for x in fastjson.loads(a["commit_shas"] or "[]")]
         if shas:
-            out.append("      ⎇ committed " + " ".join(clean(x, 7)[:7] for x in shas))
+            line, shown = "      ⎇ committed", 0
+            for sha in shas:
+                rest = len(shas) - shown - 1
+                if len(line) + 1 + len(sha) + (len(f" +{rest} more") if rest else 0) > width:
+                    break
+                line += " " + sha
+                shown += 1
+            if shown < len(shas):
+                line += f" +{len(shas) - shown} more"
+            out.append(clip(line, width))
     if tools:
         for tc in t.get("tool_calls", []):
             status = tc["outcome_status"] or "in flight"
             p = fastjson.loads(tc["paths"] or "[]")
-            out.append(f"      · {clean(tc['tool_name'], 16):16s} {clean(status, 10):10s} "
-                       f"{(str(tc['duration_ms']) + 'ms') if tc['duration_ms'] is not None else '':>8s} "
-                       f"{clean(p[0] if p else '', 50)}")
+            head = (f"      · {clean(tc['tool_name'], 16):16s} {clean(status, 10):10s} "
+                    f"{(str(tc['duration_ms']) + 'ms') if tc['duration_ms'] is not None else '':>8s} ")
+            out.append(clip(head + clean(p[0] if p else ""), width).rstrip())
     return out
 
 
-def _render_timeline(data: dict, tools: bool):
+def _render_timeline(data: dict, tools: bool, shorts: dict, width: int):
     from ..query.read import clean, local_time
+    from ..render.termtable import join_fit, plural, segments_fit, wrap
     out = []
     c = data["counts"]
     if not data["sessions"]:
-        out.append(f"no sessions yet ({data['events']} events). Work with a coding agent whose hooks "
-                   "call `attempt capture`, then look again;")
-        out.append("check wiring with `attempt doctor`.")
+        out += wrap(f"no sessions yet ({plural(data['events'], 'event')}). Work with a coding agent whose hooks "
+                    "call `attempt capture`, then look again; check wiring with `attempt doctor`.", width)
         click.echo("\n".join(out))
         return
-    out.append(f"{c['sessions']} session(s), {c['turns']} turn(s), {c['attempts']} attempt(s), "
-               f"{c['handoffs']} handoff(s) from {data['events']} events  "
-               + style(f"[inference {data['algorithm_version']}]", fg="bright_black"))
+    out += join_fit([f"{plural(c['sessions'], 'session')}, {plural(c['turns'], 'turn')}, "
+                     f"{plural(c['attempts'], 'attempt')}, {plural(c['handoffs'], 'handoff')} from "
+                     f"{plural(data['events'], 'event')}", f"[inference {data['algorithm_version']}]"],
+                    width, sep="  ", indent="")
     for s in data["sessions"]:
         end = {"closed": local_time(s["ended_at"], "%H:%M"), "open": "open", "stale": "stale"}[s["state"]]
+        agent = PROVIDERS.get(s["provider"], clean(s["provider"], 20))
         out.append("")
-        out.append(style("▌ ", fg="blue") + style(PROVIDERS.get(s["provider"], clean(s["provider"], 20)), bold=True)
-                   + f"  {clean(s['project_name'], 40)}  {local_time(s['started_at'])} → {end}  "
-                   f"{s['coverage']} coverage  {s['turn_count']} turns · {s['tool_call_count']} tool calls · "
-                   f"{s['failure_count']} failures  " + style(_short(s["session_id"]), fg="bright_black"))
+        head = f"▌ {agent}  "
+        tail = f"  {local_time(s['started_at'])} → {end}  {_short(s['session_id'], shorts)}"
+        for i, (h, t, tl) in enumerate(segments_fit(head, clean(s["project_name"]), tail, width, indent="  ")):
+            if i == 0:
+                h = style("▌ ", fg="blue") + style(agent, bold=True) + "  "
+            out.append(h + t + tl)
+        out += join_fit([f"{s['coverage']} coverage", plural(s["turn_count"], "turn"),
+                         plural(s["tool_call_count"], "tool call"), plural(s["failure_count"], "failure")],
+                        width, first="  ", indent="  ")
+        if s.get("more_turns"):
+            out.append(clip_line(f"  … {plural(s['more_turns'], 'earlier turn')} not shown (--turns N shows more)",
+                                 width))
         for t in s["turns"]:
-            out.append(_turn_line(t))
-            out += _attempt_lines(t, tools)
+            out.append(_turn_line(t, width, session_state=s["state"]))
+            out += _attempt_lines(t, tools, shorts, width)
     if data["more_sessions"]:
         out.append("")
-        out.append(f"({data['more_sessions']} more session(s); use --limit N or --session ID)")
+        out += wrap(f"({plural(data['more_sessions'], 'more session')}; use --limit N or --session ID)", width)
     for h in data["handoffs"]:
         shared = fastjson.loads(h["shared_paths"] or "[]")
-        out.append(f"⇄ handoff {_short(h['from_session'])} → {_short(h['to_session'])} at "
-                   f"{local_time(h['handoff_at'], '%H:%M:%S')} after {h['gap_ms'] / 1000:.0f}s gap, "
-                   f"{len(shared)} shared path(s), conf {h['confidence']:.1f}")
+        out += join_fit([f"{_short(h['from_session'], shorts)} → {_short(h['to_session'], shorts)}",
+                         f"at {local_time(h['handoff_at'], '%H:%M:%S')}", f"after {h['gap_ms'] / 1000:.0f}s gap",
+                         plural(len(shared), "shared path"), f"conf {h['confidence']:.1f}"],
+                        width, first="⇄ handoff ", sep=", ", indent="    ")
     click.echo("\n".join(out))
 
 
@@ -217,30 +288,40 @@ def _render_timeline(data: dict, tools: bool):
 @db_option
 @json_option
 def failures_cmd(session, project, since, until, limit, db, as_json):
-    """Failed and superseded attempts, newest first (50 unless -n)."""
+    """Failed and superseded attempts, newest first (50 unless -n).
+
+    The table fits the terminal (COLUMNS, else 80 when not a terminal): attempt ids are short
+    ids that `why` and `trace` accept; columns that cannot fit are named in a note."""
+    from ..query import shortids
+    from ..render import termtable
     from ..query import read
     st = read_store(db)
     try:
         cond, params = _sessions_scope(st.conn, session, project, since, until)
         data = read.failures(st.conn, cond, params, limit=50 if limit is None else limit)
+        shorts = {} if as_json else shortids.shorten(st.conn, _printed_ids(data))
     finally:
         st.close()
     if as_json:
         echo_json(data)
         return
+    width = termtable.terminal_width()
     rows = data["failures"]
     if not rows:
-        click.echo(f"no failed or superseded attempts among {data['attempts_considered']} attempt(s) "
-                   f"({data['algorithm_version']})")
+        click.echo("\n".join(termtable.wrap(
+            f"no failed or superseded attempts among {termtable.plural(data['attempts_considered'], 'attempt')} "
+            f"({data['algorithm_version']})", width)))
         return
-    from tabulate import tabulate
-    table = [[ids.short(r["attempt_id"]), r["provider"], read.clean(r["project_name"], 30),
+    table = [[r["attempt_id"], read.clean(r["provider"]), read.clean(r["project_name"], 30),
               read.local_time(r["started_at"], "%Y-%m-%d %H:%M:%S"), r["outcome"],
               read.clean(r["failure_class"], 24), read.clean(r["approach"], 50),
-              ids.short(r["superseded_by"]) if r["superseded_by"] else "", f"{r['confidence']:.1f}"]
-             for r in rows]
-    click.echo(tabulate(table, headers=["attempt", "provider", "project", "started", "outcome",
-                                        "class", "approach", "superseded_by", "conf"]))
+              r["superseded_by"] or "", f"{r['confidence']:.1f}"] for r in rows]
+    lines, hidden = termtable.fit(["attempt", "provider", "project", "started", "outcome", "class", "approach",
+                                   "superseded_by", "conf"], table, width,
+                                  shorten={k: printable(v) for k, v in shorts.items()},
+                                  drop_order=["provider", "project", "conf", "superseded_by"], rule="-",
+                                  fixed=("outcome",), text_min=12)
+    click.echo("\n".join(lines + termtable.hidden_note(hidden, width)))
     err("attempts are Tier 1 inferences; run `attempt trace <att_id>` or `attempt why <att_id>` "
         "for the evidence")
 
@@ -383,9 +464,11 @@ def reproject_cmd(check, db, as_json):
     their migrations wrote them (see `attempt verify`) are put back first. Exit 1 when
     something differed."""
     from ..projections import rebuild
+    from .progress import Ticker
     st = read_store(db, sign=False)
     try:
-        rep = rebuild.reproject(st.conn, write=not check)
+        with Ticker("checking projections" if check else "rebuilding projections", quiet=as_json):
+            rep = rebuild.reproject(st.conn, write=not check)
     finally:
         st.close()
     d = rep.as_dict()
@@ -393,7 +476,9 @@ def reproject_cmd(check, db, as_json):
         echo_json(d)
     else:
         verb = "checked" if check else "rebuilt"
-        click.echo(f"{verb} projections from {rep.events} events ({rep.sessions} sessions) in {rep.seconds:.2f}s")
+        from .progress import rate
+        click.echo(f"{verb} projections from {rep.events:,} events ({rep.sessions:,} sessions) "
+                   f"{rate(rep.events, rep.seconds)}")
         for what in rep.restored:
             click.echo(f"schema{' (rolled back)' if check else ''}: {printable(what)}")
         if rep.clean:

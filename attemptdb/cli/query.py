@@ -9,7 +9,6 @@ statement (values quoted, never spliced raw) and run through the same engine as
 """
 
 import os
-import sys
 
 import click
 
@@ -33,8 +32,8 @@ def _open(db):
     return conn
 
 
-def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
-    from ..query import render
+def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, shorten=None):
+    from ..render import results as render
     if as_json:
         click.echo(render.json_rows(result))
         for n in result.notes:
@@ -43,11 +42,18 @@ def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None):
     if as_csv:
         click.echo(render.csv_text(result), nl=False)
         return
-    width = 0
-    if sys.stdout.isatty():
-        import shutil
-        width = shutil.get_terminal_size((120, 24)).columns
-    click.echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=width))
+    from ..render.termtable import terminal_width
+    click.echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=terminal_width(),
+                           shorten=shorten))
+
+
+def _short_ids(conn, result, limit=None) -> dict:
+    """Short forms (attemptdb.query.shortids) of the ids a table of `result` would print."""
+    from ..query import shortids
+    cols = result.display or result.columns
+    index = [result.columns.index(c) for c in cols]
+    rows = result.rows if limit is None else result.rows[:limit]
+    return shortids.shorten(conn, (r[i] for r in rows for i in index))
 
 
 def _run(db, statement, *, explain=False, **emit):
@@ -55,6 +61,8 @@ def _run(db, statement, *, explain=False, **emit):
     conn, gate = _open(db)
     try:
         result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
+        if not (emit.get("as_json") or emit.get("as_csv") or emit.get("evidence")) and result.rows:
+            emit["shorten"] = _short_ids(conn, result, emit.get("limit"))
     finally:
         conn.close()
     _emit(result, **emit)
@@ -207,8 +215,15 @@ def handoffs_cmd(project, session, since, until, limit, between, evidence, as_js
     stmt += _clauses(project, session, since, until, limit or 50)
     result = _run(db, stmt, as_json=as_json, evidence=evidence)
     if not result.rows and not as_json:
-        click.echo("note: no handoffs detected: a handoff needs two sessions from different agents in the same "
-                   "project within 30 minutes")
+        from ..render.termtable import terminal_width, wrap
+        click.echo("\n".join(wrap(NO_HANDOFFS, terminal_width(), "  ")))
+
+
+NO_HANDOFFS = (
+    "note: no handoffs detected. One is inferred (the handoffs view) when, in one project, a turn of one "
+    "agent begins after the last activity before it belongs to a different agent's session (no other work in "
+    "between), and that agent wrote or edited a file the new turn then touches within 30 minutes, or the gap "
+    "is at most 5 minutes; only sessions with a prompt or a tool call, not retracted, count.")
 
 
 # --- status ------------------------------------------------------------------------------------
@@ -253,6 +268,9 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
             params.append(clock.iso(resolve.resolve_time("string", bound, now)))
     where = " AND ".join(cond)
     report["sessions"] = conn.execute(f"SELECT count(*) FROM sessions WHERE {where}", params).fetchone()[0]
+    from ..projections import sessioncount
+    report["capture_test_sessions"] = sessioncount.capture_test_sessions(conn) if not project and not since \
+        and not until else None
     report["providers"] = [
         {"provider": p, "sessions": n, "events": e or 0, "last_event_at": last}
         for p, n, e, last in conn.execute(
@@ -312,14 +330,18 @@ def status_cmd(project, session, since, until, limit, as_json, db):
     click.echo(f"database      {printable(rep['database'])}")
     click.echo(f"schema        {rep['schema_version']}")
     click.echo(f"capture mode  {clean(rep['capture_mode'] or 'unknown', 40)}")
-    click.echo(f"events        {rep['events']}" + (f" · {rep['sessions']} session(s)" if rep["sessions"] is not None else "")
-               + (f" · {rep['work_units']} work unit(s)" if rep.get("work_units") is not None else ""))
+    from ..render.termtable import plural
+    click.echo(f"events        {rep['events']}" + (f" · {plural(rep['sessions'], 'session')}" if rep["sessions"] is not None else "")
+               + (f" · {plural(rep['work_units'], 'work unit')}" if rep.get("work_units") is not None else "")
+               + (f" (not counted: {plural(rep['capture_test_sessions'], 'capture-test session')}, from "
+                  "`attempt hook install`'s checks)" if rep.get("capture_test_sessions") else ""))
     if rep.get("needs_you") is not None:
         click.echo(f"needs you     {rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
     click.echo(f"on disk       {rep['size_bytes']} bytes · {rep['wal_bytes']} bytes WAL")
     for p in rep["providers"]:
+        from ..render.termtable import compact_time
         click.echo(f"  {clean(p['provider'], 24):<12} {p['events']:>9} events  {p['sessions']:>5} sessions  "
-                   f"last {clean(p['last_event_at'], 32)}")
+                   f"last {compact_time(clean(p['last_event_at'], 32))}")
     if rep["projects"]:
         click.echo("projects")
         for p in rep["projects"]:
@@ -365,6 +387,9 @@ def needs_you_cmd(project, evidence, as_json, db):
                 raise AttemptError("scope.unresolved", e.message) from None
             ids, label = [pid for pid, _ in found], ", ".join(sorted({n for _, n in found}))
         data = read.needs_you(conn, ids)
+        from ..query import shortids
+        shorts = {} if as_json else shortids.shorten(
+            conn, [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id")])
     finally:
         conn.close()
     data["project"] = label
@@ -372,23 +397,33 @@ def needs_you_cmd(project, evidence, as_json, db):
         echo_json(data)
         return
     rows, checked = data["needs_you"], data["checked"]
+    from ..render import termtable
+    plural, width = termtable.plural, termtable.terminal_width()
     where = f" in {read.clean(label, 60)}" if label else ""
-    looked = (f"{checked['open_sessions']} open session(s), {checked['open_work_units']} open work unit(s) checked")
+    looked = (f"{plural(checked['open_sessions'], 'open session')}, "
+              f"{plural(checked['open_work_units'], 'open work unit')} checked")
     if not rows:
-        click.echo(f"nothing needs you{where}: {looked}; no pending permission or input request, no repeated "
-                   "failure, no conflicting work")
+        click.echo("\n".join(termtable.wrap(f"nothing needs you{where}: {looked}; no pending permission or input "
+                                             "request, no repeated failure, no conflicting work", width)))
         return
-    from tabulate import tabulate
     table = []
     for r in rows:
         ev = r["evidence"]
-        table.append([r["rank"], NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
+        table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
                       read.local_time(r["since"], "%Y-%m-%d %H:%M:%S"), read.clean(r["provider"] or "", 16),
-                      ids_short(r["session_id"]), ids_short(r["work_unit_id"]), read.clean(r["reason"], 90),
-                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else len(ev)])
-    click.echo(f"{len(rows)} thing(s) need you{where} ({looked}):")
-    click.echo(tabulate(table, headers=["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf",
-                                        "evidence"]))
+                      r["session_id"] or "-", r["work_unit_id"] or "-", read.clean(r["reason"], 90),
+                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else str(len(ev))])
+    click.echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
+                                         f"you{where} ({looked}):", width)))
+    headers = ["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf", "evidence"]
+    if evidence:  # the ids are the point: printed whole, not fitted
+        lines = termtable.fit(headers, table, 10 ** 6, rule="-")[0]
+    else:
+        lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
+                                      rule="-", fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank"],
+                                      text_min=12)
+        lines += termtable.hidden_note(hidden, width)
+    click.echo("\n".join(lines))
     click.echo("note: inferences with their evidence; `attempt why <id>` explains a session or work unit, "
                "`attempt query \"SHOW EVIDENCE FOR <id>\"` opens it", err=True)
 
@@ -415,10 +450,11 @@ def schema_cmd(table, fmt, db):
     conn = catalog.default_connection(path)
     try:
         cat = catalog.build(conn, table)
+        known = [t["name"] for t in catalog.build(conn)["tables"]] if table is not None and not cat["tables"] else []
     finally:
         conn.close()
     if table is not None and not cat["tables"]:
-        raise AQLError("AQL0307", "unknown table; `attempt schema` lists every table")
+        raise AQLError("AQL0307", f"unknown table '{printable(table)[:80]}'; the tables are: {', '.join(known)}")
     if fmt == "markdown":
         click.echo(catalog.render_markdown(cat), nl=False)
     elif fmt == "json":

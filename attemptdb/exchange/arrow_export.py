@@ -160,8 +160,9 @@ def _prepare_dir(out_dir: str, force: bool) -> None:
 
 
 def export(store, out_dir: str, fmt: str, *, include_content: bool = False, force: bool = False,
-           now_us: int | None = None) -> dict:
-    """Write every public table of `store` to `out_dir` in `fmt`; returns the manifest."""
+           now_us: int | None = None, progress=None) -> dict:
+    """Write every public table of `store` to `out_dir` in `fmt`; returns the manifest.
+    `progress(1, total=…)` hears of every table written."""
     from ..model import fastjson
     if fmt not in FORMATS:
         raise AttemptError("export.format", f"unknown format {fmt!r}: arrow or parquet")
@@ -182,6 +183,8 @@ def export(store, out_dir: str, fmt: str, *, include_content: bool = False, forc
                                "content_columns_null": [] if include_content
                                else list(CONTENT_COLUMNS.get(t["name"], ()))})
                 os.replace(tmp, os.path.join(out_dir, name))
+                if progress is not None:
+                    progress(1, total=len(tables))
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)

@@ -68,13 +68,14 @@ def sign_manifest(manifest: dict, key: keys.DeviceKey) -> dict:
 
 def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", params=(),
            include_content: bool = False, force: bool = False, now_us: int | None = None,
-           include_artifacts: bool = False, omit_paths: bool = False, consistency_from=None) -> dict:
+           include_artifacts: bool = False, omit_paths: bool = False, consistency_from=None,
+           progress=None) -> dict:
     """Write the events matching `where` (an SQL condition on `events`) to a new bundle at
     `out_path` (atomically: a temporary file, synced, renamed into place). Returns the manifest.
     `include_artifacts`: the stored artifacts the events name travel in `artifacts/`;
     `omit_paths`: local paths become placeholders (evidence/omit.py); `consistency_from`: a
     tree size, or the text of a signed note of this device, the bundle's checkpoint is proven
-    to extend (RFC 9162 consistency proof)."""
+    to extend (RFC 9162 consistency proof). `progress(n, total=…)` hears of the events written."""
     if os.path.lexists(out_path) and not force:
         raise AttemptError("bundle.exists", f"{out_path} exists; pass --force to replace it")
     out_dir = os.path.dirname(os.path.abspath(out_path))
@@ -90,13 +91,15 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
                 size, head = store.head()
                 rows = conn.execute(f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events "
                                     f"WHERE {where} ORDER BY session_id, seq", params)
+                if progress is not None:
+                    progress(0, total=conn.execute(f"SELECT count(*) FROM events WHERE {where}", params).fetchone()[0])
                 cp_note, cp = _bundle_checkpoint(conn, size)
                 consistency = _consistency(store, cp, consistency_from) if consistency_from is not None else None
                 named: set = set()
                 with zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
                     try:
                         files = _write_sessions(zf, rows, include_content, omit_paths,
-                                                named if include_artifacts else None)
+                                                named if include_artifacts else None, progress)
                     except UnicodeDecodeError:  # text SQLite hands back as bytes that are not UTF-8
                         from ..integrity.chain import unreadable_text
                         found = unreadable_text(conn, 0)
@@ -255,7 +258,7 @@ def _named_artifacts(attrs_json: str, named: set) -> None:
 
 
 def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths: bool = False,
-                    named: set | None = None) -> list[dict]:
+                    named: set | None = None, progress=None) -> list[dict]:
     """One member per session from rows ordered by session; their manifest entries. `named`
     collects the artifact ids the events name."""
     sid = event.COLUMNS.index("session_id")
@@ -263,6 +266,8 @@ def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths
 
     def close_member():
         member.close()
+        if progress is not None and count % 1000:
+            progress(count % 1000)
         files.append({"path": session_path(current), "sha256": digest.hexdigest(), "size_bytes": nbytes,
                       "media_type": MEDIA_TYPE, "events": count})
 
@@ -286,6 +291,8 @@ def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths
             digest.update(data)
             nbytes += len(data)
             count += 1
+            if progress is not None and count % 1000 == 0:
+                progress(1000)
     except BaseException:
         if member is not None:  # else the ZIP cannot close, and its error would hide this one
             member.close()
@@ -644,7 +651,7 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
     return rep
 
 
-def import_bundle(store, path: str, *, key: str | None = None):
+def import_bundle(store, path: str, *, key: str | None = None, progress=None):
     """Verify the bundle, then import exactly the lines and artifacts verified (through the
     ingestion contract, deduplicated; an artifact's bytes only when this file's capture mode
     keeps content). Returns (Report, ImportReport or None when it did not verify)."""
@@ -660,7 +667,9 @@ def import_bundle(store, path: str, *, key: str | None = None):
             raise AttemptError("bundle.unwritable", f"cannot stage the bundle's events: {e.strerror}") from None
         if not rep.ok:
             return rep, None
-        imported = import_file(store, staged)
+        if progress is not None:
+            progress(0, total=rep.manifest.get("events"))
+        imported = import_file(store, staged, progress=progress)
         from ..evidence import artifacts
         keep = store.capture_mode != "metadata_only"
         for entry in rep.manifest.get("artifacts", []):

@@ -68,10 +68,11 @@ class Report:
         self.dry_run = dry_run
         self.actions: list[Action] = []
         self.capture_tests: list[dict] = []
+        self.missing: list[Action] = []  # agents named to install that are not detected (not forced)
 
     @property
     def ok(self) -> bool:
-        return (not any(a.failed for a in self.actions)
+        return (not any(a.failed for a in self.actions) and not self.missing
                 and all(t.get("ok") for t in self.capture_tests))
 
     def to_json(self):
@@ -153,17 +154,28 @@ def _detect(agent, action):
     return found
 
 
+def looked_for(agent) -> str:
+    """Where detection looked for an agent, for a person: its directory and its launcher."""
+    home, from_env = agent.home()
+    where = f"the directory {home}" + (" (named by its override variable)" if from_env else "")
+    return f"looked for {where} and for `{agent.launcher}` on PATH"
+
+
 def install(providers=None, *, dry_run=False, executable: Executable | None = None,
-            verify=True, db=None, timeout_s=20.0) -> Report:
-    """Install our hooks for the named providers (default: every detected agent)."""
+            verify=True, db=None, timeout_s=20.0, force=False) -> Report:
+    """Install our hooks for the named providers (default: every detected agent). An agent
+    that is not detected is skipped, saying where detection looked; one named in `providers`
+    is installed anyway with `force` (its config directory is created)."""
     exe = executable or find_executable()
     report = Report("install", exe, dry_run)
     for agent in agents_mod.select(providers):
         path = agent.config_path()
         a = Action(agent, path)
         report.actions.append(a)
-        if not _detect(agent, a):
-            a.outcome, a.reason = SKIPPED, f"{agent.label} not detected ({a.detected_how})"
+        if not _detect(agent, a) and not (force and providers):
+            a.outcome, a.reason = SKIPPED, f"{agent.label} not detected: {looked_for(agent)}"
+            if providers:  # asked for by name: not done, and the report says so
+                report.missing.append(a)
             continue
         command = exe.command(agent.hook_id)
         try:

@@ -165,10 +165,21 @@ def describe(ctx, text: str) -> Result:
         names = ", ".join(public_tables(ctx.conn))
         raise AQLError("AQL0307", f"unknown table; the tables are {names} (`attempt schema` describes them)",
                        source=text, pos=k, end=j2, label="unknown table")
-    rows = [(r[1], (r[2] or "").lower(), "" if r[3] else "yes", r[5] > 0)
+    documented = _documented_types(name)
+    # a view's columns declare no type: the catalog's type says what they hold ("any" when not documented)
+    rows = [(r[1], (r[2] or "").lower() or documented.get(r[1], "any"), "" if r[3] else "yes", r[5] > 0)
             for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})") if not r[6]]
     return Result(["column", "type", "null", "primary_key"], rows,
                   [f"{name}: {len(rows)} columns; `attempt schema {name}` says what they mean"], language="sql")
+
+
+def _documented_types(table: str) -> dict:
+    """{column: type} the table catalog (spec/) documents for `table`."""
+    from ..projections import catalog
+    for t in catalog.load_docs()["tables"]:
+        if t["name"] == table:
+            return {c["name"]: c["type"] for c in t.get("columns", [])}
+    return {}
 
 
 INTERNAL_TABLES = ("meta", "device_clock", "checkpoints")

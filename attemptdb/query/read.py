@@ -13,9 +13,11 @@ from ..projections import ALGORITHM_VERSION
 
 
 def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: bool = False,
-             tools: bool = False) -> dict:
+             tools: bool = False, turns: int | None = None) -> dict:
     """Sessions (newest first) matching `cond` (over the sessions view aliased `s`) → turns →
-    attempts, plus the handoffs that involve a listed session. Retracted rows are left out."""
+    attempts, plus the handoffs that involve a listed session. Retracted rows are left out.
+    With `turns`, each session keeps only its last `turns` turns and counts the rest in
+    `more_turns`."""
     cond = f"({cond}) AND NOT s.retracted"
     params = list(params)
     if not show_all:
@@ -30,16 +32,20 @@ def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: boo
     ids = []
     for s in sessions:
         ids.append(s["session_id"])
-        turns = rows(conn, "SELECT * FROM turns WHERE session_id = ? AND NOT retracted ORDER BY turn_index",
-                     (s["session_id"],))
-        for t in turns:
+        cap = -1 if turns is None else turns
+        found = rows(conn, "SELECT * FROM turns WHERE session_id = ? AND NOT retracted ORDER BY turn_index DESC "
+                           "LIMIT ?", (s["session_id"], cap))[::-1]
+        s["more_turns"] = 0 if turns is None or len(found) < turns else conn.execute(
+            "SELECT count(*) FROM turns WHERE session_id = ? AND NOT retracted", (s["session_id"],)).fetchone()[0] \
+            - len(found)
+        for t in found:
             t["attempts"] = rows(conn, "SELECT * FROM attempts WHERE turn_id = ? AND NOT retracted "
                                        "ORDER BY attempt_index", (t["turn_id"],))
             if tools:
                 t["tool_calls"] = rows(conn, "SELECT * FROM tool_calls WHERE turn_id = ? AND NOT retracted "
                                              "ORDER BY coalesce(started_at, finished_at), tool_call_id",
                                        (t["turn_id"],))
-        s["turns"] = turns
+        s["turns"] = found
         out["sessions"].append(s)
     if ids:
         marks = ",".join("?" * len(ids))
@@ -171,7 +177,8 @@ def timeline_units(conn, cond: str = "1", params=(), *, limit: int = 10, tools: 
         u = found[wu]
         for k in ("sessions", "actors"):
             u[k] = fastjson.loads(u[k] or "[]")
-        turns = rows(conn, "SELECT t.* FROM unit_turns m JOIN turns t ON t.turn_id = m.turn_id "
+        turns = rows(conn, "SELECT t.*, s.state AS session_state FROM unit_turns m "
+                           "JOIN turns t ON t.turn_id = m.turn_id LEFT JOIN sessions s ON s.session_id = t.session_id "
                            "WHERE m.work_unit_id = ? ORDER BY m.order_key", (wu,))
         for t in turns:
             t["attempts"] = rows(conn, "SELECT * FROM attempts WHERE turn_id = ? AND NOT retracted "

@@ -112,7 +112,7 @@ def _hyphenate(hexpart: str) -> str:
     return "".join(out)
 
 
-def _upper(lo: str) -> str:
+def prefix_upper_bound(lo: str) -> str:
     return lo[:-1] + chr(ord(lo[-1]) + 1)
 
 
@@ -128,7 +128,7 @@ def _matches(conn, kind: str, prefix: str, hexpart: str, limit: int, live_only: 
             rows = conn.execute(f"SELECT {col} FROM {table} WHERE {col} = ?{live} LIMIT 1", (lo,)).fetchall()
         else:
             rows = conn.execute(f"SELECT {col} FROM {table} WHERE {col} >= ? AND {col} < ?{live} "
-                                f"ORDER BY {col} LIMIT ?", (lo, _upper(lo), limit)).fetchall()
+                                f"ORDER BY {col} LIMIT ?", (lo, prefix_upper_bound(lo), limit)).fetchall()
         out.extend(r[0] for r in rows)
     return out
 
@@ -191,7 +191,7 @@ def resolve_project(conn, name: str, loc=None) -> list[tuple[str, str]]:
             raise _err("AQL0305", f"short project id needs at least {MIN_SHORT_HEX} hex digits", loc, "too short")
         lo = "prj_" + _hyphenate(hexpart)
         rows = conn.execute("SELECT DISTINCT project_id, project_name FROM sessions "
-                            "WHERE project_id >= ? AND project_id < ? LIMIT 6", (lo, _upper(lo))).fetchall()
+                            "WHERE project_id >= ? AND project_id < ? LIMIT 6", (lo, prefix_upper_bound(lo))).fetchall()
         if len({r[0] for r in rows}) > 1:
             raise _err("AQL0302", "ambiguous short project id: matches "
                        + ", ".join(sorted({r[0] for r in rows})[:MAX_CANDIDATES]), loc, "ambiguous")
@@ -217,7 +217,7 @@ def resolve_agent(conn, name: str, loc=None) -> tuple[str, str]:
             raise _err("AQL0105", "malformed agent id; expected agt_ and at least 8 hex digits", loc, "not an id")
         lo = "agt_" + _hyphenate(hexpart)
         rows = conn.execute("SELECT DISTINCT agent_id FROM tool_calls WHERE agent_id >= ? AND agent_id < ? LIMIT 6",
-                            (lo, _upper(lo))).fetchall()
+                            (lo, prefix_upper_bound(lo))).fetchall()
         if not rows:
             raise _err("AQL0301", "no agent matches this id", loc, "unknown agent")
         if len(rows) > 1:

@@ -145,6 +145,10 @@ class Store:
         if not exists and (readonly or not create):
             raise AttemptError("store.missing",
                                f"no database at {path} (run `attempt init`, or let a hook create it)")
+        if exists and (readonly or not create) and os.stat(path).st_size == 0 and not _size(path + "-wal"):
+            # a reader never turns an empty file (a `touch`, a failed copy) into a database
+            raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt init`, or "
+                               "let a hook create it)")
         if not exists:
             d = os.path.dirname(path) or "."
             os.makedirs(d, mode=0o700, exist_ok=True)
@@ -499,3 +503,8 @@ def dict_rows(conn, sql: str, params=()) -> list[dict]:
     cur = conn.cursor()
     cur.row_trace = lambda c, r: dict(zip((d[0] for d in c.getdescription()), r))
     return cur.execute(sql, params).fetchall()
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -14,12 +14,22 @@ PEEK_LINES = 256
 MAX_LINE = 64 << 20
 
 
+SKIPPED_NAMED = 5
+"""How many unreadable lines an import names (file and line number); the rest are counted."""
+
+
 class Report:
-    __slots__ = ("lines", "events", "skipped_lines", "session")
+    __slots__ = ("lines", "events", "skipped_lines", "session", "skipped_at")
 
     def __init__(self):
         self.lines = self.events = self.skipped_lines = 0
         self.session = None
+        self.skipped_at = []  # line numbers of the first SKIPPED_NAMED unreadable lines
+
+    def skip(self, lineno: int) -> None:
+        self.skipped_lines += 1
+        if len(self.skipped_at) < SKIPPED_NAMED:
+            self.skipped_at.append(lineno)
 
 
 def entries(stream, report):
@@ -28,7 +38,7 @@ def entries(stream, report):
     for n, raw in bounded_lines(stream, MAX_LINE):
         report.lines += 1
         if raw is None:  # longer than MAX_LINE: not read
-            report.skipped_lines += 1
+            report.skip(n)
             continue
         if not raw.strip():
             continue
@@ -36,7 +46,7 @@ def entries(stream, report):
         if gap is None:
             yield n, entry
         else:
-            report.skipped_lines += 1
+            report.skip(n)
 
 
 def observed(entry):
@@ -63,17 +73,19 @@ BATCH = 2500
 
 class ImportReport:
     __slots__ = ("files", "lines", "events", "accepted", "duplicates", "skipped_captured",
-                 "skipped_lines", "rejected", "sessions")
+                 "skipped_lines", "rejected", "sessions", "skipped_where")
 
     def __init__(self):
         self.files = self.lines = self.events = self.accepted = self.duplicates = 0
         self.skipped_captured = self.skipped_lines = self.rejected = 0
         self.sessions = set()
+        self.skipped_where = []  # (file, line number) of the first SKIPPED_NAMED unreadable lines
 
     def as_dict(self) -> dict:
         return {"files": self.files, "sessions": len(self.sessions), "lines": self.lines,
                 "events": self.events, "accepted": self.accepted, "duplicates": self.duplicates,
                 "skipped_captured": self.skipped_captured, "skipped_lines": self.skipped_lines,
+                "skipped_where": [{"file": f, "line": n} for f, n in self.skipped_where],
                 "rejected": self.rejected}
 
 
@@ -132,9 +144,10 @@ def storable(env, rep) -> bool:
 
 
 def import_files(store, files, *, dry_run: bool = False, now_us: int | None = None,
-                 reader) -> ImportReport:
+                 reader, progress=None) -> ImportReport:
     """Reconstruct and append the events of transcript files (idempotent). `reader(file, ctx_for,
-    path, report)` yields a file's envelopes (claude_transcript.claude_reader, codex_rollout.reader)."""
+    path, report)` yields a file's envelopes (claude_transcript.claude_reader, codex_rollout.read).
+    `progress(1)` is told of every file done."""
     from ...capture import project
     from ...model import clock
     from ...ingest.contract import ingest_for
@@ -162,6 +175,7 @@ def import_files(store, files, *, dry_run: bool = False, now_us: int | None = No
         rep.files += 1
         rep.lines += per.lines
         rep.skipped_lines += per.skipped_lines
+        rep.skipped_where += [(path, n) for n in per.skipped_at][:SKIPPED_NAMED - len(rep.skipped_where)]
         rep.events += len(envs)
         rep.sessions.update(e["session_id"] for e in envs)
         envs = _reconciled(envs, store.conn, rep)
@@ -172,9 +186,11 @@ def import_files(store, files, *, dry_run: bool = False, now_us: int | None = No
             dup = sum(1 for e in envs if e["event_id"] in known)
             rep.duplicates += dup
             rep.accepted += len(envs) - dup
-            continue
-        for i in range(0, len(envs), BATCH):
-            res = store.append(envs[i:i + BATCH])
-            rep.accepted += len(res.accepted)
-            rep.duplicates += len(res.duplicates)
+        else:
+            for i in range(0, len(envs), BATCH):
+                res = store.append(envs[i:i + BATCH])
+                rep.accepted += len(res.accepted)
+                rep.duplicates += len(res.duplicates)
+        if progress is not None:
+            progress(1)
     return rep

@@ -69,7 +69,7 @@ def _prepared_batches(stream, ingest, batch):
         yield pending
 
 
-def _write(store, batches, rep: ImportReport):
+def _write(store, batches, rep: ImportReport, progress=None):
     # Between two transactions the next batch is unpacked (or prepared), which leaves other
     # writers milliseconds to take the lock: SQLite queues no writers, they poll every 1-5 ms.
     for items in batches:
@@ -77,21 +77,23 @@ def _write(store, batches, rep: ImportReport):
         res = store.append_prepared(items)
         rep.accepted += len(res.accepted)
         rep.duplicates += len(res.duplicates)
+        if progress is not None:
+            progress(len(items))
 
 
 def import_stream(store, stream, *, batch: int = BATCH, ingest=None, report=None,
-                  pipeline: bool = False) -> ImportReport:
+                  pipeline: bool = False, progress=None) -> ImportReport:
     """Import JSONL from a binary stream. `ingest(env) -> env` is the ingestion contract
-    (privacy); it defaults to the store's own."""
+    (privacy); it defaults to the store's own. `progress(n)` is told of every batch stored."""
     rep = report or ImportReport()
     if ingest is None:
         from ...ingest.contract import ingest_for
         ingest = ingest_for(store)
     with _bulk(store):
         if pipeline and (os.cpu_count() or 1) > 1 and hasattr(os, "fork"):
-            _write(store, _from_child(stream, ingest, batch), rep)
+            _write(store, _from_child(stream, ingest, batch), rep, progress)
         else:
-            _write(store, _prepared_batches(stream, ingest, batch), rep)
+            _write(store, _prepared_batches(stream, ingest, batch), rep, progress)
     return rep
 
 

@@ -31,6 +31,8 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
         text = ", ".join(str(v) for v in value)
     elif isinstance(value, dict):
         text = fastjson.dumps(value)
+    elif isinstance(value, bool):  # SQL's spelling, not Python's (DESCRIBE's primary_key)
+        text = "true" if value else "false"
     elif isinstance(value, float):
         text = f"{value:g}"
     elif isinstance(value, bytes):
@@ -42,22 +44,21 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
     return _clean(text)
 
 
-def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0,
+          shorten: dict | None = None) -> str:
+    """Rows under a header and a rule. With `term_width` (and not listing evidence ids) the
+    table fits that width (attemptdb.render.termtable): ids shortened through `shorten` only, times
+    never cut, text columns shrink, what cannot fit is named in a note."""
     cols = result.display or result.columns
     index = [result.columns.index(c) for c in cols]
     rows = result.rows if max_rows is None else result.rows[:max_rows]
     width = MAX_CELL if not evidence_ids else 0
     cells = [[cell(c, r[i], evidence_ids=evidence_ids, width=width) for c, i in zip(cols, index)] for r in rows]
+    if term_width and not evidence_ids:
+        from . import termtable
+        lines, hidden = termtable.fit(list(cols), cells, term_width, shorten=shorten)
+        return "\n".join(lines + termtable.hidden_note(hidden, term_width))
     widths = [max([len(c)] + [len(row[k]) for row in cells]) for k, c in enumerate(cols)]
-    if term_width and sum(widths) + 2 * len(widths) > term_width and not evidence_ids:
-        # shrink the widest columns, keeping each at least 10 characters
-        budget = max(term_width - 2 * len(widths), 10 * len(widths))
-        while sum(widths) > budget:
-            k = widths.index(max(widths))
-            if widths[k] <= 10:
-                break
-            widths[k] -= 1
-        cells = [[v if len(v) <= widths[k] else v[: widths[k] - 1] + "…" for k, v in enumerate(row)] for row in cells]
     lines = ["  ".join(c.ljust(widths[k]) for k, c in enumerate(cols)).rstrip(),
              "  ".join("─" * widths[k] for k in range(len(cols)))]
     for row in cells:
@@ -65,7 +66,9 @@ def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, te
     return "\n".join(lines)
 
 
-def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None) -> str:
+def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+    """One `column  value` line per column and row; with `term_width`, long values wrap at
+    spaces under the value column (ids and times, single words, are never broken)."""
     cols = result.display or result.columns
     index = [result.columns.index(c) for c in cols]
     rows = result.rows if max_rows is None else result.rows[:max_rows]
@@ -75,7 +78,12 @@ def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None)
         lines = []
         for c, i in zip(cols, index):
             v = cell(c, r[i], evidence_ids=evidence_ids, width=0 if c in ("claim", "detail") else 200)
-            lines.append(f"{c:<{w}} {v if v != '' else '—'}")
+            v = v if v != "" else "—"
+            if term_width and w + 1 + len(v) > term_width and term_width - w - 1 >= 20:
+                import textwrap
+                parts = textwrap.wrap(v, term_width - w - 1, break_long_words=False, break_on_hyphens=False) or [v]
+                v = ("\n" + " " * (w + 1)).join(parts)
+            lines.append(f"{c:<{w}} {v}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -91,23 +99,29 @@ def listing(result) -> str:
     return "\n".join(lines)
 
 
-def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
+def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0,
+         shorten: dict | None = None) -> str:
     """The terminal form: a table (or vertical records for explanations, a listing for
-    EXPLAIN), the row count and the notes."""
+    EXPLAIN), the row count and the notes (wrapped to `term_width` when given)."""
     out = []
     if not result.rows:
         out.append("(no rows)")
     elif result.display == ["step", "detail"]:
         out.append(listing(result))
     elif result.kind == "explanation":
-        out.append(vertical(result, evidence_ids=evidence_ids, max_rows=max_rows))
+        out.append(vertical(result, evidence_ids=evidence_ids, max_rows=max_rows, term_width=term_width))
         out.append("")
         out.append(_count(result, max_rows))
     else:
-        out.append(table(result, evidence_ids=evidence_ids, max_rows=max_rows, term_width=term_width))
+        out.append(table(result, evidence_ids=evidence_ids, max_rows=max_rows, term_width=term_width,
+                         shorten=shorten))
         out.append(_count(result, max_rows))
     for n in result.notes:
-        out.append(f"note: {_clean(n)}")
+        if term_width:
+            from . import termtable
+            out.extend(termtable.wrap(f"note: {_clean(n)}", term_width, "  "))
+        else:
+            out.append(f"note: {_clean(n)}")
     return "\n".join(out)
 
 
@@ -143,7 +157,7 @@ def csv_text(result) -> str:
             if v is None:
                 out.append("")
                 continue
-            s = fastjson.dumps(v) if isinstance(v, (list, dict)) else (v.hex() if isinstance(v, bytes) else str(v))
+            s = fastjson.dumps(v) if isinstance(v, (list, dict, bool)) else (v.hex() if isinstance(v, bytes) else str(v))
             if s.startswith(_FORMULA) and not _is_number(s):
                 s = "'" + s
             out.append(s)

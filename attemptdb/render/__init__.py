@@ -1,0 +1,1 @@
+"""Text for people: results as tables that fit the terminal, JSON and CSV."""

@@ -1,0 +1,174 @@
+"""Tables that fit the terminal.
+
+Invariants: no line is longer than the width (`COLUMNS`, else the terminal's, else 80); id
+cells are printed whole or as the short form the caller vouches for (attemptdb.query.shortids: it
+resolves back to the same row), never cut; timestamp cells are never cut (when space runs
+out an ISO time loses its fractional seconds, a whole value still); numbers are never cut;
+only text columns shrink, with "…"; headers and the rule line up with the cells; columns that
+cannot fit even then are left out, named in a note. No third-party imports.
+"""
+
+import os
+import re
+import textwrap
+
+DEFAULT_WIDTH = 80
+GAP = 2
+TEXT_MIN = 8
+
+_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?Z?$")
+_NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?%?$")
+
+
+def terminal_width(stream=None) -> int:
+    """COLUMNS when set to a positive number, else the size of the terminal `stream` (stdout)
+    is, else 80."""
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    import sys
+    stream = stream or sys.stdout
+    try:
+        if stream.isatty():
+            cols = os.get_terminal_size(stream.fileno()).columns
+            if cols > 0:
+                return cols
+    except (AttributeError, OSError, ValueError):
+        pass
+    return DEFAULT_WIDTH
+
+
+def clip(text: str, width: int) -> str:
+    """`text` cut to `width` characters with an ellipsis."""
+    if width <= 0:
+        return ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """A message as lines of at most `width` characters (long words are broken)."""
+    return textwrap.wrap(text, width=max(width, 10), subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
+def _kind(values) -> str:
+    vals = [v for v in values if v not in ("", "-")]  # "-" stands for no value
+    if not vals:
+        return "text"
+    if all(ID_LIKE.match(v) for v in vals):
+        return "id"
+    if all(_TIME.match(v) for v in vals):
+        return "time"
+    if all(_NUMBER.match(v) for v in vals):
+        return "number"
+    return "text"
+
+
+ID_LIKE = re.compile(r"^[a-z]{2,4}_[0-9a-f]{8}(-?[0-9a-f]+)*$")
+
+
+def compact_time(v: str) -> str:
+    i = v.find(".")
+    return v[:i] + ("Z" if v.endswith("Z") else "") if i > 0 and _TIME.match(v) else v
+
+
+def fit(headers: list, rows: list, width: int, *, shorten: dict | None = None, drop_order=None,
+        rule: str = "─", fixed=(), text_min: int = TEXT_MIN) -> tuple[list[str], list[str]]:
+    """(lines, hidden column names) of a table of string cells fitted to `width`.
+
+    Steps, each only when the previous one left the table too wide: ids in their short form
+    (from `shorten`, full id → short id); ISO times without fractional seconds; text columns
+    cut, down to `text_min` characters at most (8 by default), room given back evenly; then whole columns left out, in `drop_order`
+    (names), then columns with no value, then from the right, the first column last. Columns
+    named in `fixed` are never cut (short enumerations such as an outcome)."""
+    n = len(headers)
+    cols = [[r[k] for r in rows] for k in range(n)]
+    kinds = ["fixed" if headers[k] in fixed else _kind(c) for k, c in enumerate(cols)]
+
+    def natural(cs):
+        return [max([len(headers[k])] + [len(v) for v in cs[k]]) for k in range(n)]
+
+    def total(ws, keep):
+        return sum(ws[k] for k in keep) + GAP * (len(keep) - 1)
+
+    keep = list(range(n))
+    widths = natural(cols)
+    if total(widths, keep) > width and shorten:
+        cols = [[shorten.get(v, v) for v in c] if kinds[k] == "id" else c for k, c in enumerate(cols)]
+        widths = natural(cols)
+    if total(widths, keep) > width:
+        cols = [[compact_time(v) for v in c] if kinds[k] == "time" else c for k, c in enumerate(cols)]
+        widths = natural(cols)
+    hidden = []
+    if total(widths, keep) > width:
+        # shrinking: a text column's header counts only up to TEXT_MIN characters
+        widths = [max([min(len(headers[k]), text_min)] + [len(v) for v in cols[k]]) if kinds[k] == "text"
+                  else widths[k] for k in range(n)]
+        mins = [min(widths[k], text_min) if kinds[k] == "text" else widths[k] for k in range(n)]
+        order = [headers.index(h) for h in (drop_order or []) if h in headers]
+        order += [k for k in range(n - 1, 0, -1) if k not in order and not any(cols[k])]  # empty ones
+        order += [k for k in range(n - 1, 0, -1) if k not in order]
+        while total(mins, keep) > width and len(keep) > 1:
+            k = next(k for k in order if k in keep)
+            keep.remove(k)
+            hidden.append(headers[k])
+        spare = width - total(mins, keep)
+        target = list(mins)
+        growable = [k for k in keep if target[k] < widths[k]]
+        while growable and spare > 0:  # fair shares: columns needing less than theirs are whole
+            share = spare // len(growable)
+            whole = [k for k in growable if widths[k] - target[k] <= share]
+            if not whole:
+                for i, k in enumerate(growable):
+                    target[k] += share + (1 if i < spare % len(growable) else 0)
+                break
+            for k in whole:
+                spare -= widths[k] - target[k]
+                target[k] = widths[k]
+                growable.remove(k)
+        widths = target
+        if len(keep) == 1:
+            widths[keep[0]] = min(widths[keep[0]], width)
+    lines = ["  ".join(clip(headers[k], widths[k]).ljust(widths[k]) for k in keep).rstrip(),
+             "  ".join(rule * widths[k] for k in keep)]
+    for i in range(len(rows)):
+        lines.append("  ".join(clip(cols[k][i], widths[k]).ljust(widths[k]) for k in keep).rstrip())
+    return lines, hidden
+
+
+def hidden_note(hidden: list, width: int) -> list[str]:
+    if not hidden:
+        return []
+    return wrap(f"(not shown at {width} columns: {', '.join(hidden)}; --json prints every column)", width)
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """`1 turn`, `2 turns` (`words` for irregular plurals)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def segments_fit(head: str, text: str, tail: str, width: int, *, min_text: int = 12,
+                 indent: str = "      ") -> list[tuple[str, str, str]]:
+    """One line `head + text + tail` fitted to `width` as [(head, text, tail)] pieces: only
+    `text` is cut; when that would leave it fewer than `min_text` characters, `tail` moves to a
+    second line under `indent` (and is itself cut only if it alone is too wide)."""
+    room = width - len(head) - len(tail)
+    if room >= min(min_text, len(text)):
+        return [(head, clip(text, room), tail)]
+    if len(head) >= width:  # a narrow terminal: the head itself is cut (ids come first in it)
+        return [(clip(head.rstrip(), width), "", ""), (indent, "", clip(tail.lstrip(), width - len(indent)))]
+    return [(head, clip(text, width - len(head)), ""), (indent, "", clip(tail.lstrip(), width - len(indent)))]
+
+
+def join_fit(parts: list, width: int, *, sep: str = " · ", first: str = "", indent: str = "  ") -> list[str]:
+    """`first` then `parts` joined by `sep` on as few lines as `width` allows (continuation
+    lines start with `indent`; a part too wide for a line of its own is cut)."""
+    lines, cur, fresh = [], first, True
+    for p in parts:
+        piece = p if fresh else sep + p
+        if fresh or len(cur) + len(piece) <= width:
+            cur, fresh = cur + piece, False
+            continue
+        lines.append(cur)
+        cur = indent + p
+    lines.append(cur)
+    return [clip(x, width) for x in lines]
