@@ -192,10 +192,12 @@ def _stop_daemon(db: str, env: dict):
 
 
 def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
-    """Wall time of the installed `attempt capture claude-code` (a fresh process each run, a
-    realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`:
-    as installed (through the capture daemon, which the first hook starts) and with
-    ATTEMPTDB_NO_DAEMON=1 (each hook opens the file and runs the projection triggers itself)."""
+    """Wall time of the installed hook command (`hook install`'s: `python -I -S
+    …/attemptdb/__main__.py capture claude-code`; a fresh process each run, a realistic 2–4 KB
+    payload on stdin, a real database) interleaved with `python -c pass`: as installed (through
+    the capture daemon, which the first hook starts), with ATTEMPTDB_NO_DAEMON=1 (each hook
+    loads the site-packages, opens the file and runs the projection triggers itself), and
+    `attempt capture claude-code` through the same daemon (the `attempt` executable: `site`)."""
     from . import fastjson
     template = dict(payload or CAPTURE_PAYLOAD)
     template["tool_use_id"] = "toolu_bench_%06d"
@@ -211,15 +213,18 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
     env.pop("ATTEMPTDB_NO_DAEMON", None)
     direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1")
     try:
-        cmd = attempt_exe() + ["capture", "claude-code"]
+        from .installer.command import find_hook_executable
+        cmd = find_hook_executable().argv + ["capture", "claude-code"]
+        exe_cmd = attempt_exe() + ["capture", "claude-code"]
         base = [sys.executable, "-c", "pass"]
         subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)  # create the file
         _wait_for_daemon(db, env)
         n = 0
-        times = {"daemon": [], "direct": [], "python": []}
+        times = {"daemon": [], "direct": [], "python": [], "attempt": []}
         order = list(times)
         for i in range(runs):
-            for which in order[i % 3:] + order[:i % 3]:
+            k = i % len(order)
+            for which in order[k:] + order[:k]:
                 if which == "python":
                     t0 = time.perf_counter()
                     subprocess.run(base, capture_output=True)
@@ -228,8 +233,8 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
                 n += 1
                 body = payload_for(n)
                 t0 = time.perf_counter()
-                p = subprocess.run(cmd, input=body, env=env if which == "daemon" else direct_env,
-                                   capture_output=True)
+                p = subprocess.run(exe_cmd if which == "attempt" else cmd, input=body,
+                                   env=direct_env if which == "direct" else env, capture_output=True)
                 times[which].append(time.perf_counter() - t0)
                 if p.returncode != 0 or p.stdout:
                     raise RuntimeError("attempt capture misbehaved during the benchmark")
@@ -240,7 +245,7 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
         if stored != n + 1:
             raise RuntimeError(f"attempt capture stored {stored} of {n + 1} events during the benchmark")
         cap, direct = sorted(times["daemon"]), sorted(times["direct"])
-        p50, d50, py50 = (statistics.median(times[k]) for k in ("daemon", "direct", "python"))
+        p50, d50, py50, a50 = (statistics.median(times[k]) for k in ("daemon", "direct", "python", "attempt"))
         return {"runs": runs, "payload_bytes": len(data), "events_stored": stored,
                 "capture_p50_ms": round(p50 * 1000, 2),
                 "capture_p95_ms": round(cap[min(len(cap) - 1, int(0.95 * len(cap)))] * 1000, 2),
@@ -249,7 +254,8 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
                 "direct_p50_ms": round(d50 * 1000, 2),
                 "direct_p95_ms": round(direct[min(len(direct) - 1, int(0.95 * len(direct)))] * 1000, 2),
                 "direct_ratio_p50": round(d50 / py50, 3),
-                "command": " ".join(cmd)}
+                "attempt_exe_p50_ms": round(a50 * 1000, 2), "attempt_exe_ratio_p50": round(a50 / py50, 3),
+                "command": " ".join(cmd), "attempt_exe_command": " ".join(exe_cmd)}
     finally:
         _stop_daemon(db, env)
         shutil.rmtree(tmp, ignore_errors=True)

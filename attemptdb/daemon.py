@@ -12,7 +12,7 @@ Invariants:
   request names the database; a daemon whose file was replaced or whose code changed on disk
   says `stale` and exits). Only the user's own processes talk to it: the socket directory is
   0700 and owned by the user, and both ends check the peer's uid.
-- Never in the way: the hook side imports only `_socket` and what the hook path already has;
+- Never in the way: the hook side (attemptdb/hookclient.py) is the standard library alone;
   a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
 - Isolated from the repository a hook ran in (DESIGN.md invariant 8): the daemon is started
   as `python -I …/attemptdb/__main__.py` (no working directory, script directory or PYTHON*
@@ -26,76 +26,15 @@ import time
 
 IDLE_S = 300.0
 OPEN_BUSY_S = 30.0  # how long a starting daemon waits for the hooks' write locks
-REPLY_S = 3.0  # the hook waits this long for the commit, then does the work itself
 HEADER_MAX = 64 * 1024
 READ_S = 5.0  # a connection that does not deliver its request in time is dropped
 SIGN_AFTER_S = 0.5  # a committed capture is signed outside the file this long after, at most
 _SO_PEERCRED = 17  # Linux
 
 
-def enabled() -> bool:
-    """On unless ATTEMPTDB_NO_DAEMON is set; only where Unix sockets and posix_spawn exist."""
-    return (os.environ.get("ATTEMPTDB_NO_DAEMON", "") in ("", "0") and hasattr(os, "getuid")
-            and hasattr(os, "posix_spawn"))
-
-
-def code_stamp() -> str:
-    """Changes whenever the installed hook code changes: the version, and the newest mtime and
-    the number of the files in the package, its adapters and its migrations (an upgrade, an
-    edit, a new migration). A daemon started from other code answers `stale`."""
-    from . import __version__
-    here = os.path.dirname(os.path.abspath(__file__))
-    newest = count = 0
-    for d in (here, os.path.join(here, "adapters"), os.path.join(here, "migrations"),
-              os.path.join(os.path.dirname(here), "migrations")):
-        try:
-            with os.scandir(d) as it:
-                for entry in it:
-                    if entry.name.endswith((".py", ".sql")):
-                        count += 1
-                        newest = max(newest, entry.stat().st_mtime_ns)
-        except OSError:
-            continue
-    return f"{__version__}:{newest}:{count}"
-
-
-def endpoint(db_path: str, state: str | None = None) -> str | None:
-    """The socket for this database and state directory (default: this process's): in
-    `$XDG_RUNTIME_DIR/attemptdb`, else `<state>/run`, else (a path too long for a Unix socket)
-    `/tmp/attemptdb-<uid>`; None when even that is too long (hooks then write directly)."""
-    from . import location
-    from .ids import sha256
-    state = state or location.state_dir()
-    digest = sha256(f"{os.path.abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
-    base = os.environ.get("XDG_RUNTIME_DIR", "")
-    run_dir = os.path.join(base, "attemptdb") if base and os.path.isabs(base) and os.path.isdir(base) \
-        else os.path.join(state, "run")
-    for d in (run_dir, os.path.join("/tmp", f"attemptdb-{os.getuid()}")):  # sun_path holds ~100 bytes
-        path = os.path.join(d, f"capture-{digest}.sock")
-        if len(path.encode("utf-8", "surrogatepass")) < 100:
-            return path
-    return None
-
-
-def private_dir(path: str) -> bool:
-    """The socket directory is ours alone: a directory (not a symlink), our uid, mode 0700."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    import stat
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
-def _peer_uid_ok(sock) -> bool:
-    import _socket
-    if not hasattr(_socket, "SO_PEERCRED"):
-        return True  # the 0700 directory is the only check there
-    try:
-        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
-    except OSError:
-        return False
-    return int.from_bytes(cred[4:8], sys.byteorder) == os.getuid()
+# the hook's side lives in hookclient (standard library only, run without `site`); one
+# definition of the socket name, the code stamp and the request for both ends
+from .hookclient import code_stamp, enabled, endpoint, peer_uid_ok as _peer_uid_ok, private_dir  # noqa: E402,F401
 
 
 # --- the hook side -------------------------------------------------------------------------
@@ -103,38 +42,8 @@ def _peer_uid_ok(sock) -> bool:
 def deliver(db_path: str, argv: list, hook) -> str:
     """Hand one hook invocation to the daemon. Returns "ok" (committed or spooled by the
     daemon), "absent" (no daemon: start one), or another word (do the work here)."""
-    path = endpoint(db_path)
-    if path is None:
-        return "unsupported"
-    if not private_dir(os.path.dirname(path)):
-        return "absent"
-    import _socket
-    from . import fastjson
-    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        s.settimeout(REPLY_S)
-        try:
-            s.connect(path)
-        except OSError:
-            return "absent"
-        if not _peer_uid_ok(s):
-            return "foreign"
-        header = {"v": 1, "code": code_stamp(), "db": os.path.abspath(db_path), "argv": list(argv),
-                  "cwd": hook.cwd, "claude_project_dir": hook.claude_project_dir,
-                  "captured_at": hook.captured_at, "event_id": hook.event_id,
-                  "truncated": hook.truncated, "n": len(hook.data)}
-        s.sendall(fastjson.dumps(header).encode("utf-8", "surrogatepass") + b"\n" + hook.data)
-        answer = b""
-        while not answer.endswith(b"\n") and len(answer) < 64:
-            chunk = s.recv(64)
-            if not chunk:
-                break
-            answer += chunk
-        return answer.strip().decode("ascii", "replace") or "closed"
-    except OSError:
-        return "timeout"
-    finally:
-        s.close()
+    from .hookclient import request
+    return request(db_path, argv, hook, code_stamp())
 
 
 STARTING_S = 10.0  # a start marker older than this belongs to a daemon that never came up

@@ -21,7 +21,7 @@ from . import clock, event, location
 from .installer import agents as agents_mod
 from .installer import codexconfig
 from .installer import state as state_mod
-from .installer.command import find_executable
+from .installer.command import find_hook_executable
 
 NOT_INSTALLED = "not_installed"
 INSTALLED = "installed"
@@ -201,7 +201,7 @@ def daemon_state(path: str) -> tuple[dict, str | None]:
 
 def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     """The full report (see the module docstring)."""
-    exe = executable or find_executable()
+    exe = executable or find_hook_executable()
     now = clock.now_us() if now_us is None else now_us
     cutoff = clock.iso(now - WINDOW_DAYS * _DAY_US)
     states = [state_mod.inspect(a, exe) for a in agents_mod.select(providers)]

@@ -14,7 +14,7 @@ import os
 
 from . import agents as agents_mod
 from . import codexconfig, fileops, jsonstyle, merge
-from .command import Executable, find_executable
+from .command import Executable, find_hook_executable
 from ..errors import AttemptError
 
 FAILED = "failed"
@@ -156,7 +156,7 @@ def _detect(agent, action):
 def install(providers=None, *, dry_run=False, executable: Executable | None = None,
             verify=True, db=None, timeout_s=20.0) -> Report:
     """Install our hooks for the named providers (default: every detected agent)."""
-    exe = executable or find_executable()
+    exe = executable or find_hook_executable()
     report = Report("install", exe, dry_run)
     for agent in agents_mod.select(providers):
         path = agent.config_path()
