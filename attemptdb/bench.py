@@ -211,7 +211,10 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
     db = os.path.join(tmp, "attempt.db")
     env = dict(os.environ, ATTEMPTDB_PATH=db, XDG_STATE_HOME=os.path.join(tmp, "state"))
     env.pop("ATTEMPTDB_NO_DAEMON", None)
-    direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1")
+    # the direct hooks write a file of their own: a daemon's database is written by the daemon
+    # alone (as installed), so another writer's pages do not reset its cache between requests
+    direct_db = os.path.join(tmp, "direct.db")
+    direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1", ATTEMPTDB_PATH=direct_db)
     try:
         from .installer.command import find_hook_executable
         cmd = find_hook_executable().argv + ["capture", "claude-code"]
@@ -221,6 +224,7 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
         _wait_for_daemon(db, env)
         n = 0
         times = {"daemon": [], "direct": [], "python": [], "attempt": []}
+        counts = {k: 0 for k in times}
         order = list(times)
         for i in range(runs):
             k = i % len(order)
@@ -231,6 +235,7 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
                     times[which].append(time.perf_counter() - t0)
                     continue
                 n += 1
+                counts[which] += 1
                 body = payload_for(n)
                 t0 = time.perf_counter()
                 p = subprocess.run(exe_cmd if which == "attempt" else cmd, input=body,
@@ -242,8 +247,12 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
         st = Store.open(db, readonly=True)
         stored = st.count()
         st.close()
-        if stored != n + 1:
-            raise RuntimeError(f"attempt capture stored {stored} of {n + 1} events during the benchmark")
+        st = Store.open(direct_db, readonly=True)
+        stored_direct = st.count()
+        st.close()
+        if stored != counts["daemon"] + counts["attempt"] + 1 or stored_direct != counts["direct"]:
+            raise RuntimeError(f"attempt capture stored {stored} + {stored_direct} of {n + 1} events during the benchmark")
+        stored += stored_direct
         cap, direct = sorted(times["daemon"]), sorted(times["direct"])
         p50, d50, py50, a50 = (statistics.median(times[k]) for k in ("daemon", "direct", "python", "attempt"))
         return {"runs": runs, "payload_bytes": len(data), "events_stored": stored,
