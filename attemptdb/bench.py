@@ -4,7 +4,10 @@ in the same run (these machines are noisy; absolute numbers alone mislead).
 - ingest: import a synthetic JSONL stream into a fresh file vs a plain INSERT of the same rows
   into a bare table (same columns, no index, no trigger, no chain) with the same batching,
   page cache and checkpoint interval; both timings end after the WAL is checkpointed and
-  truncated, as an import ends.
+  truncated, as an import ends. The same run times each half alone (prepare-only: parse,
+  validate, canonical form, privacy contract, rows, no database; write-only: those prepared
+  rows into a fresh file with every projection) and reports bytes per event of the file
+  and of the JSONL.
 - verify: full chain verification rate.
 - capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
   same interpreter, interleaved.
@@ -68,9 +71,64 @@ def _baseline(path: str, rows_file: str, batch: int) -> float:
     return dt
 
 
-def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None) -> dict:
+def _file_bytes(path: str) -> int:
+    """The database as it rests: the file and whatever WAL is left beside it."""
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.path.getsize(path + suffix)
+        except OSError:
+            pass
+    return total
+
+
+def _prepare_only(tmp: str, src: str, batch: int, out: str | None = None) -> float:
+    """The preparing half alone, in this process: parse, validate, canonical form, the ingestion
+    contract, the row and line pieces (importers.jsonl._prepared_batches); no database. With
+    `out` (an untimed warm-up), the prepared batches are written there (marshal) for the
+    write-only side to read back."""
+    from .importers.jsonl import _prepared_batches
+    from .ingest import ingest_for
+    st = Store.open(_fresh(tmp, "mode.db"))  # only its capture mode is read
+    ingest = ingest_for(st)
+    f = open(out, "wb") if out else None
+    try:
+        t0 = time.perf_counter()
+        with open(src, "rb") as stream:
+            for items in _prepared_batches(stream, ingest, batch):
+                if f is not None:
+                    marshal.dump([p.as_tuple() for p in items], f)
+        dt = time.perf_counter() - t0
+    finally:
+        if f is not None:
+            f.close()
+        st.close()
+    return dt
+
+
+def _write_only(path: str, prepared: str, batches: int) -> float:
+    """The writing half alone: prepared batches (read back from a file) appended into a fresh
+    file with every projection, with the import's settings and final checkpoint."""
+    from .importers.jsonl import _bulk
+    st = Store.open(path)
+    try:
+        with open(prepared, "rb") as f:
+            t0 = time.perf_counter()
+            with _bulk(st):
+                for _ in range(batches):
+                    st.append_prepared([event.Prepared.from_tuple(t) for t in marshal.load(f)])
+            dt = time.perf_counter() - t0
+    finally:
+        st.close()
+    return dt
+
+
+def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None,
+           halves: bool = True) -> dict:
     """Import `events` synthetic events into a fresh file `repeat` times, interleaved with the
-    baseline; medians of both and their ratio."""
+    baseline; medians of both and their ratio. With `halves`, the same run also times the
+    preparing half alone and the writing half alone (each as a ratio to the plain INSERT too),
+    and reports the bytes per event of the file and of the JSONL it was imported from."""
     from .importers.jsonl import BATCH, import_file
     batch = batch or BATCH  # the import's own transaction size, the baseline's too
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
@@ -89,7 +147,12 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
         with open(rows_file, "wb") as f:
             marshal.dump(rows, f)
         del rows
-        ours, base = [], []
+        ours, base, prep, write = [], [], [], []
+        prepared = os.path.join(tmp, "prepared.marshal")
+        nbatches = (events + batch - 1) // batch
+        file_bytes = None
+        if halves:  # the prepared batches the write-only side reads back (a warm-up, untimed)
+            _prepare_only(tmp, src, batch, prepared)
         for _ in range(repeat):
             bare = _fresh(tmp, "bare.db")
             _settle()
@@ -103,19 +166,64 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
             st.close()
             if rep.accepted != events:
                 raise RuntimeError(f"bench import stored {rep.accepted} of {events} events")
-        if keep:
-            shutil.copyfile(path, keep)
+            file_bytes = _file_bytes(path)
+            if keep:
+                shutil.copyfile(path, keep)
+            if halves:
+                _settle()
+                prep.append(_prepare_only(tmp, src, batch))
+                wpath = _fresh(tmp, "written.db")
+                _settle()
+                write.append(_write_only(wpath, prepared, nbatches))
         t_ours, t_base = statistics.median(ours), statistics.median(base)
-        return {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
-                "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
-                "baseline_seconds": round(t_base, 3), "baseline_rows_per_s": round(events / t_base),
-                "ratio": round(t_base / t_ours, 3)}
+        out = {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
+               "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
+               "baseline_seconds": round(t_base, 3), "baseline_rows_per_s": round(events / t_base),
+               "ratio": round(t_base / t_ours, 3)}
+        if halves:
+            t_prep, t_write = statistics.median(prep), statistics.median(write)
+            out.update({
+                "prepare_seconds": round(t_prep, 3), "prepare_events_per_s": round(events / t_prep),
+                "prepare_ratio": round(t_base / t_prep, 3),
+                "write_seconds": round(t_write, 3), "write_events_per_s": round(events / t_write),
+                "write_ratio": round(t_base / t_write, 3),
+                "file_bytes": file_bytes, "file_bytes_per_event": round(file_bytes / events, 1),
+                "jsonl_bytes_per_event": round(size / events, 1),
+                "file_to_jsonl": round(file_bytes / size, 3)})
+        return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _dump_lines(st, out: str) -> int:
+    """The canonical line of every stored row (event.line_from_row, what verify hashes), one
+    per line, into `out`; returns the bytes written."""
+    from .chain import _NCOL, _SELECT_RANGE
+    n = 0
+    with open(out, "wb") as f:
+        for r in st.conn.execute(_SELECT_RANGE, (0, 1 << 62)):
+            b = event.line_from_row(r[1:_NCOL + 1]).encode("utf-8") + b"\n"
+            n += len(b)
+            f.write(b)
+    return n
+
+
+def _floor(lines_file: str) -> float:
+    """The floor of a verification: SHA-256 of every canonical line, read from a file, in one
+    process (no database, no canonical form to rebuild, no chain)."""
+    from .chain import bulk_sha256
+    sha = bulk_sha256()
+    t0 = time.perf_counter()
+    with open(lines_file, "rb", buffering=1 << 20) as f:
+        for line in f:
+            sha(line[:-1]).hexdigest()
+    return time.perf_counter() - t0
+
+
 def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None = None) -> dict:
-    """Full `verify` over a synthetic history (or an existing file `db`); median rate."""
+    """Full `verify` over a synthetic history (or an existing file `db`); median rate, and the
+    same run's floor: SHA-256 of the same canonical lines read from a file, in one process
+    (`floor_ratio` = floor seconds / verify seconds; 1.0 would be verify at the floor)."""
     from .importers.jsonl import import_file
     from .verify import verify
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
@@ -128,9 +236,12 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             import_file(st, src)
         else:
             st = Store.open(db, readonly=True)
-        times = []
+        lines_file = os.path.join(tmp, "lines")
+        line_bytes = _dump_lines(st, lines_file)
+        times, floors = [], []
         n = 0
         for _ in range(repeat):
+            floors.append(_floor(lines_file))
             t0 = time.perf_counter()
             rep = verify(st)
             times.append(time.perf_counter() - t0)
@@ -138,8 +249,10 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             if not rep.ok:
                 raise RuntimeError("bench verify found a problem: " + rep.line())
         st.close()
-        t = statistics.median(times)
-        return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t)}
+        t, tf = statistics.median(times), statistics.median(floors)
+        return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t),
+                "cores": os.cpu_count(), "line_bytes": line_bytes, "floor_seconds": round(tf, 3),
+                "floor_events_per_s": round(n / tf), "floor_ratio": round(tf / t, 3)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
