@@ -164,7 +164,7 @@ def parse_ours(cmd) -> dict | None:
         if _is_python(name) and len(w) >= 5 and w[1] == "-I" and w[2] == "-S" and w[4] in VERBS \
                 and w[3].replace("\\", "/").endswith("/attemptdb/__main__.py"):
             return {"binary": w[0], "verb": w[4], "hook_id": w[5] if len(w) > 5 else None,
-                    "form": "python-lean"}
+                    "form": "python-lean", "script": w[3]}
         if (_is_python(name) and len(w) >= 4 and w[3] in VERBS
                 and ((w[1] == "-m" and w[2] == "attemptdb")
                      or (w[1] == "-I" and w[2].replace("\\", "/").endswith("/attemptdb/__main__.py")))):
