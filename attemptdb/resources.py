@@ -30,3 +30,11 @@ def isolated_argv() -> list:
     interpreter (its path as given, so a virtual environment stays itself) and this package."""
     import sys
     return [os.path.abspath(sys.executable), "-I", os.path.join(_HERE, "__main__.py")]
+
+
+def lean_hook_argv() -> list:
+    """`[python, "-I", "-S", <this package>/__main__.py]`: isolated_argv without `site`, the
+    installed hook command (spec/capture-daemon.md): a hook the daemon serves imports the
+    standard library only; one it does not loads the site-packages itself before the work."""
+    argv = isolated_argv()
+    return argv[:2] + ["-S"] + argv[2:]

@@ -13,7 +13,8 @@ import time
 import apsw
 import pytest
 
-from attemptdb.capture import daemon
+from attemptdb.capture import daemon, hookclient
+from attemptdb.capture.hookclient import GEMINI_ACK
 from conftest import ROOT, run_attempt
 
 PROMPT = {"session_id": "sess-daemon-1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit",
@@ -54,7 +55,7 @@ class Env:
 
     @property
     def sock(self):
-        return daemon.endpoint(self.db, os.path.join(self.state, "attemptdb"))
+        return hookclient.endpoint(self.db, os.path.join(self.state, "attemptdb"))
 
     def wait_running(self, timeout=10.0):
         end = time.monotonic() + timeout
@@ -156,9 +157,10 @@ def test_first_hook_starts_it_and_later_hooks_hand_over_without_opening_the_file
     assert len(e.rows()) == 1
     pid = e.wait_running()
     modules = hook_modules(e, tool(1), tmp_path)
-    assert "attemptdb.capture.daemon" in modules
+    assert "attemptdb.capture.hookclient" in modules
     assert "apsw" not in modules and "attemptdb.store.database" not in modules  # the daemon stored it
     assert "attemptdb.adapters" not in modules  # nor built it
+    assert "attemptdb.capture.daemon" not in modules  # the hook's side is hookclient alone
     for i in range(2, 6):
         e.capture(tool(i))
     assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 6
@@ -234,12 +236,11 @@ def test_a_daemon_from_other_code_answers_stale_and_leaves(hooks, monkeypatch):
     e = hooks()
     e.capture(tool(0))
     pid = e.wait_running()
-    from attemptdb.capture import hook as capture
-    monkeypatch.setattr(daemon, "code_stamp", lambda: "0.0.0:upgraded")
+    monkeypatch.setattr(hookclient, "code_stamp", lambda: "0.0.0:upgraded")
     for k, v in e.vars.items():
         monkeypatch.setenv(k, v)
-    hook = capture.Hook(json.dumps(tool(1)).encode(), False, e.cwd, None, 1764500000000000, None)
-    assert daemon.deliver(e.db, ["claude-code"], hook) == "stale"
+    hook = hookclient.Hook(json.dumps(tool(1)).encode(), False, e.cwd, None, 1764500000000000, None)
+    assert hookclient.request(e.db, ["claude-code"], hook, hookclient.code_stamp()) == "stale"
     wait_dead(pid)
     assert len(e.rows()) == 1  # nothing was stored by the stale daemon
 
@@ -313,7 +314,7 @@ def test_a_hook_that_retries_after_a_lost_answer_stores_nothing_twice(tmp_path, 
     db = str(tmp_path / "x.db")
     eid = "0190a000-0000-7000-8000-0000000000aa"
     for _ in range(2):
-        hook = capture.Hook(json.dumps(PROMPT).encode(), False, str(tmp_path), None, 1764500000000000, eid)
+        hook = hookclient.Hook(json.dumps(PROMPT).encode(), False, str(tmp_path), None, 1764500000000000, eid)
         capture.run(["claude-code", "--db", db], hook)
         capture.seen["store"].close()
     st = Store.open(db, readonly=True)
@@ -374,9 +375,8 @@ def test_sixty_four_hooks_at_once_on_a_cold_database(hooks):
 
 
 def test_gemini_gets_its_ack_through_the_daemon_and_its_names_match_the_registry(hooks):
-    from attemptdb.capture import hook as capture
     from attemptdb.adapters import registry
-    assert capture.GEMINI_NAMES == {k for k, v in registry.ALIASES.items() if v == "gemini_cli"}
+    assert hookclient.GEMINI_NAMES == {k for k, v in registry.ALIASES.items() if v == "gemini_cli"}
     e = hooks()
     e.capture(tool(0))
     e.wait_running()
@@ -437,3 +437,81 @@ def test_stop_never_signals_a_process_a_leftover_pid_file_names(hooks):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def lean(e, payload, *flags, provider="claude-code", daemon_on=True, importtime=False):
+    """The installed hook command (installer.command.find_hook_executable): this interpreter,
+    isolated, without `site`, on the package's __main__.py by path."""
+    from attemptdb.installer.command import find_hook_executable
+    argv = find_hook_executable().argv
+    assert argv[1:3] == ["-I", "-S"] and argv[3] == os.path.join(ROOT, "attemptdb", "__main__.py")
+    if importtime:
+        argv = argv[:3] + ["-X", "importtime"] + argv[3:]
+    env = dict(os.environ, **dict(e.vars, ATTEMPTDB_NO_DAEMON="" if daemon_on else "1"))
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    p = subprocess.run(argv + ["capture", provider, *flags], input=data, env=env, cwd=e.cwd,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == (GEMINI_ACK if provider == "gemini" else b""), p
+    return p
+
+
+def imported(stderr: bytes) -> set:
+    """The modules `-X importtime` names."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.decode().splitlines()
+            if line.startswith("import time:") and "|" in line} - {"imported package"}
+
+
+def test_the_lean_hook_command_imports_no_site_packages_through_a_daemon_and_all_of_them_without(hooks):
+    e = hooks()
+    lean(e, tool(0))  # no daemon: the lean process loads the site-packages, stores, starts one
+    assert [r[2] for r in e.rows()] == ["tool_call_finished"]
+    e.wait_running()
+    mods = imported(lean(e, tool(1), importtime=True).stderr)
+    assert "attemptdb.capture.hookclient" in mods and "_socket" in mods
+    for heavy in ("site", "apsw", "attemptdb.capture.hook", "attemptdb.store.database", "attemptdb.adapters", "json",
+                  "hashlib", "socket", "enum", "_distutils_hack"):
+        assert heavy not in mods, heavy
+    lean(e, tool(2), daemon_on=False)  # without a daemon: the full path, in the same process
+    assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 3
+    assert e.rows("SELECT count(*) FROM tool_calls")[0][0] == 3
+    assert e.hook_log() == ""
+    p = lean(e, {"session_id": "g1", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                 "tool_input": {"command": "ls"}, "cwd": "/tmp"}, provider="gemini", daemon_on=True)
+    assert p.stdout == GEMINI_ACK and len(e.rows()) == 4
+
+
+def test_the_lean_hook_command_stores_exactly_what_a_hook_writing_the_file_itself_stores(hooks):
+    through, direct = hooks("through"), hooks("direct")
+    lean(through, PROMPT)
+    through.wait_running()
+    flags = ["--device-id", "0190a000-0000-7000-8000-000000000001"]
+    stream = [tool(7, "PreToolUse"), tool(7), PROMPT, {"session_id": "sess-daemon-1", "hook_event_name": "Stop"},
+              b"not json at all", b"\xff\xfe binary"]
+    for i, payload in enumerate(stream):
+        at = ["--captured-at", str(1764500000000000 + i * 1000)]
+        lean(through, payload, *flags, *at)
+        direct.capture(payload, *flags, *at, daemon_on=False) if not isinstance(payload, bytes) else \
+            run_attempt(["capture", "claude-code", *flags, *at], input=payload,
+                        env=dict(direct.vars, ATTEMPTDB_NO_DAEMON="1"), cwd=direct.cwd)
+    assert not direct.pid
+    cols = ("kind, provider_event_name, session_id, device_id, observed_at, captured_at, project_id, "
+            "attrs_json, content_json, raw_json, outcome_status, tool_category")
+    a = through.rows(f"SELECT {cols} FROM events ORDER BY seq")[1:]
+    b = direct.rows(f"SELECT {cols} FROM events ORDER BY seq")
+    assert len(a) == len(stream) and a == b
+    assert through.hook_log() == ""
+
+
+def test_the_hook_client_speaks_the_daemons_request_and_mints_v7_ids():
+    from attemptdb.model import fastjson, ids
+    from attemptdb.capture import hookclient
+    hook = hookclient.Hook(b"{}", False, "/t\udcff\u00e9", None, 1764500000000000, ids.uuid7())
+    line = hookclient.header("1:2:3", "/x/attempt.db", ["claude-code", "--db", "/x/attempt.db"], hook)
+    req = fastjson.loads(line.decode("ascii"))
+    assert req == {"v": 1, "code": "1:2:3", "db": "/x/attempt.db", "argv": ["claude-code", "--db", "/x/attempt.db"],
+                   "cwd": "/t\udcff\u00e9", "claude_project_dir": None, "captured_at": 1764500000000000,
+                   "event_id": hook.event_id, "truncated": False, "n": 2}
+    u = hookclient.uuid7(1764500000000)
+    assert ids.is_uuid(u) and u[14] == "7" and u[19] in "89ab" and u[:13] == ids.uuid7(1764500000000)[:13]
+    assert hookclient.db_option(["x", "--db", "/a", "--db=/b"]) == "/b"
+    assert hookclient.provider_of(["--event", "Stop", "--dry-run", "gemini"]) == "gemini"

@@ -336,6 +336,32 @@ def test_find_executable_prefers_the_running_script(tmp_path, monkeypatch):
         assert is_ours(e.command("codex"))
 
 
+@pytest.mark.skipif(not hasattr(os, "posix_spawn"), reason="the lean form is written where a daemon can run")
+def test_hook_install_writes_the_lean_command_and_recognises_it(tmp_path, monkeypatch):
+    from attemptdb.installer import state
+    from attemptdb.installer.command import find_hook_executable
+    e = find_hook_executable()
+    main = os.path.join(ROOT, "attemptdb", "__main__.py")
+    assert e.source == "lean" and e.argv == [os.path.abspath(sys.executable), "-I", "-S", main]
+    cmd = e.command("claude-code")
+    assert cmd == f"{shell_quote(e.argv[0])} -I -S {shell_quote(main)} capture claude-code"
+    assert parse_ours(cmd) == {"binary": e.argv[0], "verb": "capture", "hook_id": "claude-code",
+                               "form": "python-lean", "script": main}
+    # the older forms stay ours (hook install replaces them)
+    assert parse_ours(f"{shell_quote(e.argv[0])} -I {shell_quote(main)} capture codex")["form"] == "python-module"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".cursor").mkdir()
+    rep = install.install(["cursor"], verify=False)
+    assert rep.executable.source == "lean"
+    cursor = json.loads((tmp_path / ".cursor" / "hooks.json").read_text())
+    assert cursor["hooks"]["preToolUse"] == [{"command": e.command("cursor"), "timeout": 10}]
+    assert state.inspect(agents.AGENTS["cursor"], e).problems == []
+    moved = Executable([e.argv[0], "-I", "-S", str(tmp_path / "gone" / "attemptdb" / "__main__.py")], "lean")
+    install.install(["cursor"], executable=moved, verify=False)
+    assert any("the script in the hooks does not exist" in p
+               for p in state.inspect(agents.AGENTS["cursor"], moved).problems)
+
+
 # --- detection --------------------------------------------------------------------------------
 
 def test_undetected_agents_are_skipped_and_nothing_is_created(home, monkeypatch):

@@ -1,4 +1,6 @@
-"""The capture daemon: a hook hands its payload to a process that already has the database
+"""The capture daemon, as its starters see it: spawning one for a database and finding the
+one serving it (the hook's side of a request is capture.hookclient, the daemon's own side
+capture.daemon_server). A hook hands its payload to a process that already has the database
 open, so a tool call pays for the interpreter and a socket round trip, not for importing
 apsw, parsing the schema and compiling the projection triggers (spec/capture-daemon.md).
 
@@ -12,7 +14,7 @@ Invariants:
   request names the database; a daemon whose file was replaced or whose code changed on disk
   says `stale` and exits). Only the user's own processes talk to it: the socket directory is
   0700 and owned by the user, and both ends check the peer's uid.
-- Never in the way: the hook side imports only `_socket` and what the hook path already has;
+- Never in the way: the hook side (capture.hookclient) is the standard library alone;
   a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
 - Isolated from the repository a hook ran in (DESIGN.md invariant 8): the daemon is started
   as `python -I …/attemptdb/__main__.py` (no working directory, script directory or PYTHON*
@@ -24,76 +26,7 @@ import os
 import sys
 import time
 
-REPLY_S = 3.0  # the hook waits this long for the commit, then does the work itself
-_SO_PEERCRED = 17  # Linux
-
-
-def enabled() -> bool:
-    """On unless ATTEMPTDB_NO_DAEMON is set; only where Unix sockets and posix_spawn exist."""
-    return (os.environ.get("ATTEMPTDB_NO_DAEMON", "") in ("", "0") and hasattr(os, "getuid")
-            and hasattr(os, "posix_spawn"))
-
-
-HOOK_PATH_FOLDERS = ("adapters", "capture", "ingest", "integrity", "model", "store")
-
-
-def code_stamp() -> str:
-    """Changes whenever the installed hook code changes: the version, and the newest mtime and
-    the number of the files of the folders the hook path runs from, and of the migrations (an
-    upgrade, an edit, a new migration). A daemon started from other code answers `stale`."""
-    from .. import __version__
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    newest = count = 0
-    for d in (pkg, *(os.path.join(pkg, f) for f in HOOK_PATH_FOLDERS),
-              os.path.join(pkg, "migrations"), os.path.join(os.path.dirname(pkg), "migrations")):
-        try:
-            with os.scandir(d) as it:
-                for entry in it:
-                    if entry.name.endswith((".py", ".sql")):
-                        count += 1
-                        newest = max(newest, entry.stat().st_mtime_ns)
-        except OSError:
-            continue
-    return f"{__version__}:{newest}:{count}"
-
-
-def endpoint(db_path: str, state: str | None = None) -> str | None:
-    """The socket for this database and state directory (default: this process's): in
-    `$XDG_RUNTIME_DIR/attemptdb`, else `<state>/run`, else (a path too long for a Unix socket)
-    `/tmp/attemptdb-<uid>`; None when even that is too long (hooks then write directly)."""
-    from ..store import location
-    from ..model.ids import sha256
-    state = state or location.state_dir()
-    digest = sha256(f"{os.path.abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
-    base = os.environ.get("XDG_RUNTIME_DIR", "")
-    run_dir = os.path.join(base, "attemptdb") if base and os.path.isabs(base) and os.path.isdir(base) \
-        else os.path.join(state, "run")
-    for d in (run_dir, os.path.join("/tmp", f"attemptdb-{os.getuid()}")):  # sun_path holds ~100 bytes
-        path = os.path.join(d, f"capture-{digest}.sock")
-        if len(path.encode("utf-8", "surrogatepass")) < 100:
-            return path
-    return None
-
-
-def private_dir(path: str) -> bool:
-    """The socket directory is ours alone: a directory (not a symlink), our uid, mode 0700."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    import stat
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
-def peer_is_us(sock) -> bool:
-    import _socket
-    if not hasattr(_socket, "SO_PEERCRED"):
-        return True  # the 0700 directory is the only check there
-    try:
-        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
-    except OSError:
-        return False
-    return int.from_bytes(cred[4:8], sys.byteorder) == os.getuid()
+from . import hookclient
 
 
 def unlink_quietly(path: str) -> None:
@@ -101,45 +34,6 @@ def unlink_quietly(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
-# --- the hook side -------------------------------------------------------------------------
-
-def deliver(db_path: str, argv: list, hook) -> str:
-    """Hand one hook invocation to the daemon. Returns "ok" (committed or spooled by the
-    daemon), "absent" (no daemon: start one), or another word (do the work here)."""
-    path = endpoint(db_path)
-    if path is None:
-        return "unsupported"
-    if not private_dir(os.path.dirname(path)):
-        return "absent"
-    import _socket
-    from ..model import fastjson
-    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        s.settimeout(REPLY_S)
-        try:
-            s.connect(path)
-        except OSError:
-            return "absent"
-        if not peer_is_us(s):
-            return "foreign"
-        header = {"v": 1, "code": code_stamp(), "db": os.path.abspath(db_path), "argv": list(argv),
-                  "cwd": hook.cwd, "claude_project_dir": hook.claude_project_dir,
-                  "captured_at": hook.captured_at, "event_id": hook.event_id,
-                  "truncated": hook.truncated, "n": len(hook.data)}
-        s.sendall(fastjson.dumps(header).encode("utf-8", "surrogatepass") + b"\n" + hook.data)
-        answer = b""
-        while not answer.endswith(b"\n") and len(answer) < 64:
-            chunk = s.recv(64)
-            if not chunk:
-                break
-            answer += chunk
-        return answer.strip().decode("ascii", "replace") or "closed"
-    except OSError:
-        return "timeout"
-    finally:
-        s.close()
 
 
 STARTING_S = 10.0  # a start marker older than this belongs to a daemon that never came up
@@ -150,7 +44,7 @@ def spawn(db_path: str) -> None:
     many hooks arriving together, the one that creates `<socket>.starting` starts it (the
     daemon removes the marker once it listens); a second daemon would find the lock taken
     and exit anyway."""
-    path = endpoint(db_path)
+    path = hookclient.endpoint(db_path)
     if path is None:
         return
     run_dir = os.path.dirname(path)
@@ -158,7 +52,7 @@ def spawn(db_path: str) -> None:
         os.makedirs(run_dir, mode=0o700, exist_ok=True)
     except OSError:
         return
-    if not private_dir(run_dir):
+    if not hookclient.private_dir(run_dir):
         return
     marker = path + ".starting"
     for _ in range(2):
@@ -199,8 +93,8 @@ def serving_pid(db_path: str, state: str | None = None) -> int | None:
     pid is reused it names an unrelated process. (Elsewhere: the pid file, but only while a
     daemon answers on the socket, which it binds before writing that file.) The connection is
     closed at once; the daemon reads end-of-file and drops it."""
-    path = endpoint(db_path, state)
-    if path is None or not private_dir(os.path.dirname(path)):
+    path = hookclient.endpoint(db_path, state)
+    if path is None or not hookclient.private_dir(os.path.dirname(path)):
         return None
     import _socket
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -226,7 +120,7 @@ def serving_pid(db_path: str, state: str | None = None) -> int | None:
 def pid(db_path: str, state: str | None = None) -> int | None:
     """The pid a daemon for this database recorded (it may have died since, and the number may
     belong to another process by now: to signal a daemon, use serving_pid)."""
-    path = endpoint(db_path, state)
+    path = hookclient.endpoint(db_path, state)
     try:
         with open(path + ".pid") as f:
             return int(f.read(32).strip())  # a pid; a larger file is not ours

@@ -1,6 +1,6 @@
 """The capture daemon's server side: one process per database and state directory that keeps
 the file open and runs the hook pipeline (`hook.run`) for each hook that connects
-(spec/capture-daemon.md; the hook side, and the rules both keep, are in `daemon`).
+(spec/capture-daemon.md; the hook side, and the request both ends keep, are in `hookclient`).
 
 Invariants: it answers `ok` only after the event is committed or spooled, as the hook would
 have; it serves only its own user (0700 socket directory, peer uid checked); it leaves when
@@ -10,8 +10,8 @@ idle, stopped, or when its file or its code changed (`stale`); it works from `/`
 import os
 import time
 
-from . import hook as capture, hooklog
-from . import daemon
+from . import daemon, hookclient, hooklog
+from . import hook as capture
 
 IDLE_S = 300.0
 OPEN_BUSY_S = 30.0  # how long a starting daemon waits for the hooks' write locks
@@ -23,8 +23,8 @@ SIGN_AFTER_S = 0.5  # a committed capture is signed outside the file this long a
 class Daemon:
     def __init__(self, db_path: str):
         self.db = os.path.abspath(db_path)
-        self.sock_path = daemon.endpoint(self.db)
-        self.code = daemon.code_stamp()
+        self.sock_path = hookclient.endpoint(self.db)
+        self.code = hookclient.code_stamp()
         self.store = None
         self.file_id = None
         self.stopping = False
@@ -54,7 +54,7 @@ class Daemon:
         """One connection: read the request, run the hook pipeline, answer."""
         from ..model import fastjson, ids
         conn.settimeout(READ_S)
-        if not daemon.peer_is_us(conn):
+        if not hookclient.peer_uid_ok(conn):
             return
         buf = b""
         while b"\n" not in buf:
@@ -66,7 +66,7 @@ class Daemon:
         try:
             req = fastjson.loads(line.decode("utf-8", "surrogatepass"))
             n = req["n"]
-            ok = (req.get("v") == 1 and isinstance(n, int) and 0 <= n <= capture.STDIN_CAP
+            ok = (req.get("v") == 1 and isinstance(n, int) and 0 <= n <= hookclient.STDIN_CAP
                   and isinstance(req.get("argv"), list) and all(isinstance(a, str) for a in req["argv"]))
         except Exception:
             ok = False
@@ -85,7 +85,7 @@ class Daemon:
         eid = req.get("event_id")
         captured = req.get("captured_at")
         cwd = _text(req.get("cwd"))
-        hook = capture.Hook(data[:n], req.get("truncated") is True,
+        hook = hookclient.Hook(data[:n], req.get("truncated") is True,
                             cwd if cwd is not None and os.path.isabs(cwd) else None,
                             _text(req.get("claude_project_dir")),
                             captured if isinstance(captured, int) and not isinstance(captured, bool) else None,
@@ -190,11 +190,11 @@ def run(db_path: str) -> int:
     from the directory of the hook that started it)."""
     db_path = os.path.abspath(db_path)
     os.chdir("/")
-    path = daemon.endpoint(db_path)
+    path = hookclient.endpoint(db_path)
     if path is None:
         return 0
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    if not daemon.private_dir(os.path.dirname(path)):
+    if not hookclient.private_dir(os.path.dirname(path)):
         from ..errors import AttemptError
         raise AttemptError("daemon.socket_dir", "the socket directory is not private to this user")
     return Daemon(db_path).serve()

@@ -21,8 +21,8 @@ import os
 import sys
 
 from . import hooklog
+from .hookclient import GEMINI_ACK, GEMINI_NAMES, Hook
 
-STDIN_CAP = 16 * 1024 * 1024
 HOOK_DRAIN_LIMIT = 100  # spooled events a hook ingests before its own (reads take the rest)
 _STRICTNESS = ("metadata_only", "local_semantic", "full_sync")
 
@@ -31,10 +31,6 @@ def stricter(a: str, b: str) -> str:
     """The more private of two capture modes."""
     return a if _STRICTNESS.index(a) <= _STRICTNESS.index(b) else b
 CAPTURE_BUSY_S = 2.0
-GEMINI_ACK = b'{"decision":"allow"}\n'
-# the names adapters.registry.ALIASES maps to gemini_cli (a test keeps them equal): known
-# without importing the adapters, which a hook the daemon serves never needs
-GEMINI_NAMES = frozenset(("gemini_cli", "gemini-cli", "gemini"))
 _FLAGS = {"--capture-mode", "--project-root", "--repo-remote", "--captured-at", "--device-id",
           "--hook-version", "--event", "--db"}
 
@@ -85,39 +81,6 @@ def _parse(argv) -> _Args:
     return a
 
 
-def _read_stdin() -> tuple[bytes, bool]:
-    try:
-        data = sys.stdin.buffer.read(STDIN_CAP + 1)
-    except (OSError, ValueError, AttributeError):
-        return b"", False
-    if len(data) > STDIN_CAP:
-        # drain the rest so the agent's pipe never blocks on us, but keep only the cap
-        try:
-            while sys.stdin.buffer.read(1 << 20):
-                pass
-        except (OSError, ValueError):
-            pass
-        return data[:STDIN_CAP], True
-    return data, False
-
-
-class Hook:
-    """What one hook invocation brings besides its argv: the stdin bytes (and whether they were
-    cut at STDIN_CAP), the working directory, `CLAUDE_PROJECT_DIR`, and — when a daemon runs it
-    on the hook's behalf — the hook's capture time and the event id it minted."""
-
-    __slots__ = ("data", "truncated", "cwd", "claude_project_dir", "captured_at", "event_id")
-
-    def __init__(self, data: bytes, truncated: bool, cwd, claude_project_dir, captured_at=None, event_id=None):
-        self.data, self.truncated, self.cwd = data, truncated, cwd
-        self.claude_project_dir, self.captured_at, self.event_id = claude_project_dir, captured_at, event_id
-
-    @classmethod
-    def from_process(cls) -> "Hook":
-        data, truncated = _read_stdin()
-        return cls(data, truncated, _getcwd(), os.environ.get("CLAUDE_PROJECT_DIR") or None)
-
-
 def _label(provider) -> str:
     """The provider as the hook log names it: what the agent's config passed, reduced to
     `[A-Za-z0-9_-]`, at most 64 characters, so a line is always one line."""
@@ -162,13 +125,6 @@ def _cwd(provider, payload, hook: Hook) -> str | None:
     except Exception:
         cwd = None
     return cwd or hook.claude_project_dir or hook.cwd
-
-
-def _getcwd():
-    try:
-        return os.getcwd()
-    except OSError:
-        return None
 
 
 def _open_store(path: str, mode_override):
@@ -339,7 +295,10 @@ def _hook_version() -> str:
     return __version__
 
 
-def main(argv) -> int:
+def main(argv, hook: Hook | None = None, *, answer: str | None = None, db_path: str | None = None) -> int:
+    """The hook command. `hook`, `answer`, `db_path`: what hookclient.through_daemon already read and
+    what the daemon answered it (this process then does the work, and starts a daemon when
+    none was there)."""
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(USAGE)
         return 0
@@ -347,9 +306,13 @@ def main(argv) -> int:
     is_gemini = isinstance(provider, str) and provider.strip().lower() in GEMINI_NAMES
     dry = "--dry-run" in argv
     try:
-        hook = Hook.from_process()
-        if not dry and _through_daemon(argv, hook):
-            return _ack(is_gemini)
+        if hook is None:
+            hook = Hook.from_process()
+            if not dry and _through_daemon(argv, hook):
+                return _ack(is_gemini)
+        elif answer is not None:
+            _after_answer(answer, db_path)
+        _full_interpreter()  # a lean hook (`python -I -S`) no daemon served: apsw is needed now
         run(argv, hook)
     except BaseException as e:  # the agent must never see us fail
         if isinstance(e, KeyboardInterrupt):
@@ -357,10 +320,18 @@ def main(argv) -> int:
         hooklog.log(f"provider={_label(provider)} err=internal:{hooklog.why(e)}")
         if not dry:
             try:
+                _full_interpreter()
                 _last_resort(provider, seen["bytes"], seen["db"])
             except Exception as e2:
                 hooklog.log(f"provider={_label(provider)} err=lost:{hooklog.why(e2)}")
     return _ack(is_gemini and not dry)
+
+
+def _full_interpreter() -> None:
+    """Load the site-packages when this process started without them (the lean hook command)."""
+    if sys.flags.no_site:
+        from .hookclient import full_interpreter
+        full_interpreter()
 
 
 def _ack(is_gemini: bool) -> int:
@@ -377,27 +348,28 @@ def _through_daemon(argv, hook: Hook) -> bool:
     """True when the capture daemon stored the event. Otherwise this process does the work
     (with the same capture time and event id, so nothing is stored twice) and, when no daemon
     was there, starts one for the next hook."""
-    from . import daemon
-    if not daemon.enabled():
+    from . import hookclient
+    if not hookclient.enabled():
         return False
-    from ..model import clock, ids
-    from ..store import location
-    hook.captured_at = clock.now_us()
-    hook.event_id = ids.uuid7(hook.captured_at // 1000)
-    db_path = location.resolve(_parse(argv).opts.get("db"), hook.cwd)
-    seen["db"] = db_path
-    try:
-        answer = daemon.deliver(db_path, argv, hook)
-    except Exception as e:  # whatever went wrong on the way, this process still has the event
-        hooklog.log(f"daemon err=deliver:{hooklog.why(e)}")
-        return False
+    answer, db_path = hookclient.handover(argv, hook)
     if answer == "ok":
         return True
+    _after_answer(answer, db_path)
+    return False
+
+
+def _after_answer(answer: str, db_path: str | None) -> None:
+    """A daemon did not store the event: start one when none was there, log anything odd."""
+    if db_path is not None:
+        seen["db"] = db_path
+    if answer.startswith("deliver:"):  # whatever went wrong on the way, this process still has the event
+        hooklog.log(f"daemon err={answer}")
+        return
     if answer in ("absent", "stale"):
         try:
+            from . import daemon
             daemon.spawn(db_path)
         except Exception as e:
             hooklog.log(f"daemon err=spawn:{hooklog.why(e)}")
-    elif answer != "unsupported":
+    elif answer not in ("unsupported", "none"):
         hooklog.log(f"daemon answer={''.join(c for c in answer[:16] if c.isalnum()) or 'none'}")
-    return False

@@ -64,7 +64,7 @@ def bench_verify(events, repeat, db, as_json):
               help="Captures (each a fresh process), interleaved with `python -c pass`.")
 @json_option
 def bench_capture(runs, as_json):
-    """The installed `attempt capture` on a realistic 2-4 KB payload vs `python -c pass`
+    """The installed hook command (`python -I -S …/__main__.py capture`) on a realistic 2-4 KB payload vs `python -c pass`
     (capture_p50_ms, capture_p95_ms, python_p50_ms, ratio_p50)."""
     from ..devtools import bench
     _show(bench.capture(runs), as_json)

@@ -30,9 +30,9 @@ def run_cmd(db):
 def _state(db):
     """(database, socket, pid of the daemon serving it now or None). The pid comes from the
     socket's listening process, not from a pid file that may outlive its daemon."""
-    from ..capture import daemon
+    from ..capture import daemon, hookclient
     path = db_path(db)
-    return path, daemon.endpoint(path), daemon.serving_pid(path)
+    return path, hookclient.endpoint(path), daemon.serving_pid(path)
 
 
 @daemon_group.command("status")
@@ -40,16 +40,16 @@ def _state(db):
 @json_option
 def status_cmd(db, as_json):
     """Is a daemon serving this database? (exit 0 either way)"""
-    from ..capture import daemon
+    from ..capture import hookclient
     path, sock, pid = _state(db)
     if as_json:
         echo_json({"database": path, "socket": sock, "running": pid is not None, "pid": pid,
-                   "enabled": daemon.enabled()})
+                   "enabled": hookclient.enabled()})
         return
     if pid:
         click.echo(f"running: pid {pid}, socket {sock}")
     else:
-        click.echo("not running" + ("" if daemon.enabled() else " (ATTEMPTDB_NO_DAEMON is set)"))
+        click.echo("not running" + ("" if hookclient.enabled() else " (ATTEMPTDB_NO_DAEMON is set)"))
 
 
 @daemon_group.command("stop")

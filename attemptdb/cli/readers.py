@@ -24,8 +24,10 @@ def mcp_registrations(report, mcp, providers, dry_run, remove=False):
     if not mcp:
         return []
     from ..installer import mcpconfig
-    return mcpconfig.register(list(providers) or None, dry_run=dry_run, remove=remove,
-                              executable=report.executable)
+    exe = report.executable
+    if exe is not None and exe.source == "lean":
+        exe = None  # the MCP server is a long-lived `attempt mcp`, not the lean hook command: the `attempt` executable
+    return mcpconfig.register(list(providers) or None, dry_run=dry_run, remove=remove, executable=exe)
 
 
 _MCP_WORDS = {"installed": "registered", "updated": "updated", "already_current": "already registered",

@@ -4,7 +4,10 @@ in the same run (these machines are noisy; absolute numbers alone mislead).
 - ingest: import a synthetic JSONL stream into a fresh file vs a plain INSERT of the same rows
   into a bare table (same columns, no index, no trigger, no chain) with the same batching,
   page cache and checkpoint interval; both timings end after the WAL is checkpointed and
-  truncated, as an import ends.
+  truncated, as an import ends. The same run times each half alone (prepare-only: parse,
+  validate, canonical form, privacy contract, rows, no database; write-only: those prepared
+  rows into a fresh file with every projection) and reports bytes per event of the file
+  and of the JSONL.
 - verify: full chain verification rate.
 - capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
   same interpreter, interleaved.
@@ -53,7 +56,7 @@ def _baseline(path: str, rows_file: str, batch: int) -> float:
     conn = apsw.Connection(path)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    # the settings an import writes with (importers.jsonl._bulk): only the work differs
+    # the settings an import writes with (importers.jsonl.bulk_import): only the work differs
     conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {IMPORT_CHECKPOINT_PAGES}")
     conn.execute(BARE_TABLE)
@@ -63,15 +66,70 @@ def _baseline(path: str, rows_file: str, batch: int) -> float:
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(sql, rows[i:i + batch])
         conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # as an import ends (jsonl._bulk)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # as an import ends (jsonl.bulk_import)
     dt = time.perf_counter() - t0
     conn.close()
     return dt
 
 
-def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None) -> dict:
+def _file_bytes(path: str) -> int:
+    """The database as it rests: the file and whatever WAL is left beside it."""
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.path.getsize(path + suffix)
+        except OSError:
+            pass
+    return total
+
+
+def _prepare_only(tmp: str, src: str, batch: int, out: str | None = None) -> float:
+    """The preparing half alone, in this process: parse, validate, canonical form, the ingestion
+    contract, the row and line pieces (importers.jsonl.prepared_batches); no database. With
+    `out` (an untimed warm-up), the prepared batches are written there (marshal) for the
+    write-only side to read back."""
+    from ..exchange.importers.jsonl import prepared_batches
+    from ..ingest.contract import ingest_for
+    st = Store.open(_fresh(tmp, "mode.db"))  # only its capture mode is read
+    ingest = ingest_for(st)
+    f = open(out, "wb") if out else None
+    try:
+        t0 = time.perf_counter()
+        with open(src, "rb") as stream:
+            for items in prepared_batches(stream, ingest, batch):
+                if f is not None:
+                    marshal.dump([p.as_tuple() for p in items], f)
+        dt = time.perf_counter() - t0
+    finally:
+        if f is not None:
+            f.close()
+        st.close()
+    return dt
+
+
+def _write_only(path: str, prepared: str, batches: int) -> float:
+    """The writing half alone: prepared batches (read back from a file) appended into a fresh
+    file with every projection, with the import's settings and final checkpoint."""
+    from ..exchange.importers.jsonl import bulk_import
+    st = Store.open(path)
+    try:
+        with open(prepared, "rb") as f:
+            t0 = time.perf_counter()
+            with bulk_import(st):
+                for _ in range(batches):
+                    st.append_prepared([event.Prepared.from_tuple(t) for t in marshal.load(f)])
+            dt = time.perf_counter() - t0
+    finally:
+        st.close()
+    return dt
+
+
+def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None,
+           halves: bool = True) -> dict:
     """Import `events` synthetic events into a fresh file `repeat` times, interleaved with the
-    baseline; medians of both and their ratio."""
+    baseline; medians of both and their ratio. With `halves`, the same run also times the
+    preparing half alone and the writing half alone (each as a ratio to the plain INSERT too),
+    and reports the bytes per event of the file and of the JSONL it was imported from."""
     from ..exchange.importers.jsonl import BATCH, import_file
     batch = batch or BATCH  # the import's own transaction size, the baseline's too
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
@@ -90,7 +148,12 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
         with open(rows_file, "wb") as f:
             marshal.dump(rows, f)
         del rows
-        ours, base = [], []
+        ours, base, prep, write = [], [], [], []
+        prepared = os.path.join(tmp, "prepared.marshal")
+        nbatches = (events + batch - 1) // batch
+        file_bytes = None
+        if halves:  # the prepared batches the write-only side reads back (a warm-up, untimed)
+            _prepare_only(tmp, src, batch, prepared)
         for _ in range(repeat):
             bare = _fresh(tmp, "bare.db")
             _settle()
@@ -104,19 +167,64 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
             st.close()
             if rep.accepted != events:
                 raise RuntimeError(f"bench import stored {rep.accepted} of {events} events")
-        if keep:
-            shutil.copyfile(path, keep)
+            file_bytes = _file_bytes(path)
+            if keep:
+                shutil.copyfile(path, keep)
+            if halves:
+                _settle()
+                prep.append(_prepare_only(tmp, src, batch))
+                wpath = _fresh(tmp, "written.db")
+                _settle()
+                write.append(_write_only(wpath, prepared, nbatches))
         t_ours, t_base = statistics.median(ours), statistics.median(base)
-        return {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
-                "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
-                "baseline_seconds": round(t_base, 3), "baseline_rows_per_s": round(events / t_base),
-                "ratio": round(t_base / t_ours, 3)}
+        out = {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
+               "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
+               "baseline_seconds": round(t_base, 3), "baseline_rows_per_s": round(events / t_base),
+               "ratio": round(t_base / t_ours, 3)}
+        if halves:
+            t_prep, t_write = statistics.median(prep), statistics.median(write)
+            out.update({
+                "prepare_seconds": round(t_prep, 3), "prepare_events_per_s": round(events / t_prep),
+                "prepare_ratio": round(t_base / t_prep, 3),
+                "write_seconds": round(t_write, 3), "write_events_per_s": round(events / t_write),
+                "write_ratio": round(t_base / t_write, 3),
+                "file_bytes": file_bytes, "file_bytes_per_event": round(file_bytes / events, 1),
+                "jsonl_bytes_per_event": round(size / events, 1),
+                "file_to_jsonl": round(file_bytes / size, 3)})
+        return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _dump_lines(st, out: str) -> int:
+    """The canonical line of every stored row (event.line_from_row, what verify hashes), one
+    per line, into `out`; returns the bytes written."""
+    from ..integrity.chain import NCOL, SELECT_RANGE
+    n = 0
+    with open(out, "wb") as f:
+        for r in st.conn.execute(SELECT_RANGE, (0, 1 << 62)):
+            b = event.line_from_row(r[1:NCOL + 1]).encode("utf-8") + b"\n"
+            n += len(b)
+            f.write(b)
+    return n
+
+
+def _floor(lines_file: str) -> float:
+    """The floor of a verification: SHA-256 of every canonical line, read from a file, in one
+    process (no database, no canonical form to rebuild, no chain)."""
+    from ..integrity.chain import bulk_sha256
+    sha = bulk_sha256()
+    t0 = time.perf_counter()
+    with open(lines_file, "rb", buffering=1 << 20) as f:
+        for line in f:
+            sha(line[:-1]).hexdigest()
+    return time.perf_counter() - t0
+
+
 def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None = None) -> dict:
-    """Full `verify` over a synthetic history (or an existing file `db`); median rate."""
+    """Full `verify` over a synthetic history (or an existing file `db`); median rate, and the
+    same run's floor: SHA-256 of the same canonical lines read from a file, in one process
+    (`floor_ratio` = floor seconds / verify seconds; 1.0 would be verify at the floor)."""
     from ..exchange.importers.jsonl import import_file
     from ..integrity.verify import verify
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
@@ -129,9 +237,12 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             import_file(st, src)
         else:
             st = Store.open(db, readonly=True)
-        times = []
+        lines_file = os.path.join(tmp, "lines")
+        line_bytes = _dump_lines(st, lines_file)
+        times, floors = [], []
         n = 0
         for _ in range(repeat):
+            floors.append(_floor(lines_file))
             t0 = time.perf_counter()
             rep = verify(st)
             times.append(time.perf_counter() - t0)
@@ -139,8 +250,10 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             if not rep.ok:
                 raise RuntimeError("bench verify found a problem: " + rep.line())
         st.close()
-        t = statistics.median(times)
-        return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t)}
+        t, tf = statistics.median(times), statistics.median(floors)
+        return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t),
+                "cores": os.cpu_count(), "line_bytes": line_bytes, "floor_seconds": round(tf, 3),
+                "floor_events_per_s": round(n / tf), "floor_ratio": round(tf / t, 3)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -193,10 +306,12 @@ def _stop_daemon(db: str, env: dict):
 
 
 def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
-    """Wall time of the installed `attempt capture claude-code` (a fresh process each run, a
-    realistic 2–4 KB payload on stdin, a real database) interleaved with `python -c pass`:
-    as installed (through the capture daemon, which the first hook starts) and with
-    ATTEMPTDB_NO_DAEMON=1 (each hook opens the file and runs the projection triggers itself)."""
+    """Wall time of the installed hook command (`hook install`'s: `python -I -S
+    …/attemptdb/__main__.py capture claude-code`; a fresh process each run, a realistic 2–4 KB
+    payload on stdin, a real database) interleaved with `python -c pass`: as installed (through
+    the capture daemon, which the first hook starts), with ATTEMPTDB_NO_DAEMON=1 (each hook
+    loads the site-packages, opens the file and runs the projection triggers itself), and
+    `attempt capture claude-code` through the same daemon (the `attempt` executable: `site`)."""
     from ..model import fastjson
     template = dict(payload or CAPTURE_PAYLOAD)
     template["tool_use_id"] = "toolu_bench_%06d"
@@ -210,27 +325,35 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
     db = os.path.join(tmp, "attempt.db")
     env = dict(os.environ, ATTEMPTDB_PATH=db, XDG_STATE_HOME=os.path.join(tmp, "state"))
     env.pop("ATTEMPTDB_NO_DAEMON", None)
-    direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1")
+    # the direct hooks write a file of their own: a daemon's database is written by the daemon
+    # alone (as installed), so another writer's pages do not reset its cache between requests
+    direct_db = os.path.join(tmp, "direct.db")
+    direct_env = dict(env, ATTEMPTDB_NO_DAEMON="1", ATTEMPTDB_PATH=direct_db)
     try:
-        cmd = attempt_exe() + ["capture", "claude-code"]
+        from ..installer.command import find_hook_executable
+        cmd = find_hook_executable().argv + ["capture", "claude-code"]
+        exe_cmd = attempt_exe() + ["capture", "claude-code"]
         base = [sys.executable, "-c", "pass"]
         subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)  # create the file
         _wait_for_daemon(db, env)
         n = 0
-        times = {"daemon": [], "direct": [], "python": []}
+        times = {"daemon": [], "direct": [], "python": [], "attempt": []}
+        counts = {k: 0 for k in times}
         order = list(times)
         for i in range(runs):
-            for which in order[i % 3:] + order[:i % 3]:
+            k = i % len(order)
+            for which in order[k:] + order[:k]:
                 if which == "python":
                     t0 = time.perf_counter()
                     subprocess.run(base, capture_output=True)
                     times[which].append(time.perf_counter() - t0)
                     continue
                 n += 1
+                counts[which] += 1
                 body = payload_for(n)
                 t0 = time.perf_counter()
-                p = subprocess.run(cmd, input=body, env=env if which == "daemon" else direct_env,
-                                   capture_output=True)
+                p = subprocess.run(exe_cmd if which == "attempt" else cmd, input=body,
+                                   env=direct_env if which == "direct" else env, capture_output=True)
                 times[which].append(time.perf_counter() - t0)
                 if p.returncode != 0 or p.stdout:
                     raise RuntimeError("attempt capture misbehaved during the benchmark")
@@ -238,10 +361,14 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
         st = Store.open(db, readonly=True)
         stored = st.count()
         st.close()
-        if stored != n + 1:
-            raise RuntimeError(f"attempt capture stored {stored} of {n + 1} events during the benchmark")
+        st = Store.open(direct_db, readonly=True)
+        stored_direct = st.count()
+        st.close()
+        if stored != counts["daemon"] + counts["attempt"] + 1 or stored_direct != counts["direct"]:
+            raise RuntimeError(f"attempt capture stored {stored} + {stored_direct} of {n + 1} events during the benchmark")
+        stored += stored_direct
         cap, direct = sorted(times["daemon"]), sorted(times["direct"])
-        p50, d50, py50 = (statistics.median(times[k]) for k in ("daemon", "direct", "python"))
+        p50, d50, py50, a50 = (statistics.median(times[k]) for k in ("daemon", "direct", "python", "attempt"))
         return {"runs": runs, "payload_bytes": len(data), "events_stored": stored,
                 "capture_p50_ms": round(p50 * 1000, 2),
                 "capture_p95_ms": round(cap[min(len(cap) - 1, int(0.95 * len(cap)))] * 1000, 2),
@@ -250,7 +377,8 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
                 "direct_p50_ms": round(d50 * 1000, 2),
                 "direct_p95_ms": round(direct[min(len(direct) - 1, int(0.95 * len(direct)))] * 1000, 2),
                 "direct_ratio_p50": round(d50 / py50, 3),
-                "command": " ".join(cmd)}
+                "attempt_exe_p50_ms": round(a50 * 1000, 2), "attempt_exe_ratio_p50": round(a50 / py50, 3),
+                "command": " ".join(cmd), "attempt_exe_command": " ".join(exe_cmd)}
     finally:
         _stop_daemon(db, env)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -8,5 +8,5 @@ outcomes), `state` (what a config says, for doctor), `capturetest` (the end-to-e
 
 Public API: `install.install(providers, dry_run=, verify=, db=)`,
 `install.uninstall(providers, dry_run=)` → Report (`.ok`, `.to_json()`);
-`state.inspect(agent, executable)`; `agents.select(names)`; `command.find_executable()`.
+`state.inspect(agent, executable)`; `agents.select(names)`; `command.find_hook_executable()` (hooks), `command.find_executable()` (the `attempt` command).
 """

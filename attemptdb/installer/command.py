@@ -1,6 +1,8 @@
 """The hook command written into agent configs, and recognising commands that are ours.
 
-Invariant: the command is `'<absolute path of attempt>' capture <hook-id>` (POSIX quoting:
+Invariant: the command is `'<python>' -I -S '<dir>/attemptdb/__main__.py' capture <hook-id>`
+where a capture daemon can run (isolated, without `site`: spec/capture-daemon.md), else
+`'<absolute path of attempt>' capture <hook-id>` (POSIX quoting:
 the path single-quoted, `'` written `'\\''`), or, when no `attempt` executable exists,
 `'<python>' -I '<dir>/attemptdb/__main__.py' capture <hook-id>`: isolated mode and an absolute
 script, so the repository the agent works in (the hook's working directory) and PYTHON*
@@ -67,6 +69,17 @@ def find_executable(argv0: str | None = None) -> Executable:
         return Executable([os.path.abspath(found)], "path")
     from ..resources import isolated_argv
     return Executable(isolated_argv(), "python-module")
+
+
+def find_hook_executable(argv0: str | None = None) -> Executable:
+    """What hooks run: this interpreter, isolated and without `site`, on this package's
+    `__main__.py` (resources.lean_hook_argv, source `lean`) — a hook the capture daemon serves
+    then costs less than a bare `python -c pass` (spec/capture-daemon.md). Where no daemon can
+    run (no posix_spawn or getuid: Windows), `site` saves nothing: find_executable's `attempt`."""
+    if hasattr(os, "posix_spawn") and hasattr(os, "getuid") and sys.executable:
+        from ..resources import lean_hook_argv
+        return Executable(lean_hook_argv(), "lean")
+    return find_executable(argv0)
 
 
 def _word(s: str) -> str:
@@ -148,6 +161,10 @@ def parse_ours(cmd) -> dict | None:
                     "form": "attempt"}
         if name.lower() in _HOOK_BIN_NAMES and len(w) >= 2 and registry.provider_id(w[1]):
             return {"binary": w[0], "verb": None, "hook_id": w[1], "form": "attempt-hook"}
+        if is_python(name) and len(w) >= 5 and w[1] == "-I" and w[2] == "-S" and w[4] in VERBS \
+                and w[3].replace("\\", "/").endswith("/attemptdb/__main__.py"):
+            return {"binary": w[0], "verb": w[4], "hook_id": w[5] if len(w) > 5 else None,
+                    "form": "python-lean", "script": w[3]}
         if (is_python(name) and len(w) >= 4 and w[3] in VERBS
                 and ((w[1] == "-m" and w[2] == "attemptdb")
                      or (w[1] == "-I" and w[2].replace("\\", "/").endswith("/attemptdb/__main__.py")))):

@@ -22,7 +22,7 @@ from ..store import location
 from . import agents as agents_mod
 from . import codexconfig
 from . import state as state_mod
-from .command import find_executable
+from .command import find_hook_executable
 
 NOT_INSTALLED = "not_installed"
 INSTALLED = "installed"
@@ -185,17 +185,17 @@ def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str
 def daemon_state(path: str) -> tuple[dict, str | None]:
     """Is a capture daemon serving this database (spec/capture-daemon.md)? A socket directory
     others can enter is a problem: hooks then never use a daemon."""
-    from ..capture import daemon
-    sock = daemon.endpoint(path)
+    from ..capture import daemon, hookclient
+    sock = hookclient.endpoint(path)
     pid = daemon.pid(path)
     if pid is not None:
         try:
             os.kill(pid, 0)
         except OSError:
             pid = None
-    state = {"enabled": daemon.enabled(), "running": pid is not None, "pid": pid, "socket": sock}
+    state = {"enabled": hookclient.enabled(), "running": pid is not None, "pid": pid, "socket": sock}
     run_dir = os.path.dirname(sock) if sock else None
-    if state["enabled"] and run_dir and os.path.lexists(run_dir) and not daemon.private_dir(run_dir):
+    if state["enabled"] and run_dir and os.path.lexists(run_dir) and not hookclient.private_dir(run_dir):
         return state, (f"the capture daemon's socket directory {run_dir} is not a directory of yours "
                        "with mode 0700: hooks will not use a daemon (each opens the database itself)")
     return state, None
@@ -203,7 +203,7 @@ def daemon_state(path: str) -> tuple[dict, str | None]:
 
 def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     """The full report (see the module docstring)."""
-    exe = executable or find_executable()
+    exe = executable or find_hook_executable()
     now = clock.now_us() if now_us is None else now_us
     cutoff = clock.iso(now - WINDOW_DAYS * _DAY_US)
     states = [state_mod.inspect(a, exe) for a in agents_mod.select(providers)]

@@ -14,7 +14,7 @@ import os
 
 from . import agents as agents_mod
 from . import codexconfig, fileops, jsonstyle, merge
-from .command import Executable, find_executable
+from .command import Executable, find_hook_executable
 from ..errors import AttemptError
 
 FAILED = "failed"
@@ -166,7 +166,7 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
     """Install our hooks for the named providers (default: every detected agent). An agent
     that is not detected is skipped, saying where detection looked; one named in `providers`
     is installed anyway with `force` (its config directory is created)."""
-    exe = executable or find_executable()
+    exe = executable or find_hook_executable()
     report = Report("install", exe, dry_run)
     for agent in agents_mod.select(providers):
         path = agent.config_path()

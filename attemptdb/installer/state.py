@@ -65,6 +65,12 @@ def _binary(command):
     return p["binary"] if p else None
 
 
+def _script(command):
+    from .command import parse_ours
+    p = parse_ours(command)
+    return p.get("script") if p else None
+
+
 def inspect(agent, executable) -> AgentState:
     st = AgentState(agent)
     try:
@@ -103,6 +109,9 @@ def inspect(agent, executable) -> AgentState:
     for b in binaries:
         if not (os.path.isfile(b) and os.access(b, os.X_OK)):
             st.problems.append(f"the executable in the hooks does not exist: {b}")
+    for script in sorted({s for s in (_script(e["command"]) for e in st.entries) if s}):
+        if not os.path.isfile(script):  # the lean form names the package's __main__.py (moved by a rebuild)
+            st.problems.append(f"the script in the hooks does not exist: {script}")
     if binaries and executable.path not in binaries:
         st.problems.append(f"entries call {binaries[0]}, not this attempt ({executable.path})")
     elif any(e["event"] in wanted and not merge.same_value(e["unit"], agent.unit(e["event"], expected))

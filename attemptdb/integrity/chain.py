@@ -38,8 +38,8 @@ def hash_line(line: str, sha256=ids.sha256) -> str:
     return sha256(data).hexdigest()
 
 
-_NCOL = len(event.COLUMNS)
-_SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, content_ref, raw_ref, event_hash, chain_hash "
+NCOL = len(event.COLUMNS)
+SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, content_ref, raw_ref, event_hash, chain_hash "
                  "FROM events WHERE seq >= ? AND seq < ? ORDER BY seq")
 _I_LOGICAL, _I_RELATIVE, _I_PATHS, _I_OBJECTS = (event.COLUMNS.index(c) for c in (
     "path_logical", "path_relative", "paths_json", "path_objects_json"))
@@ -110,7 +110,7 @@ def _check_rows(conn, lo, hi, gaps, state, leaves=None):
     prev_seq, prev, prev_eid = before if before else (0, GENESIS, None)
     state[0] = prev_seq
     n = 0
-    for r in conn.execute(_SELECT_RANGE, (lo, hi)):
+    for r in conn.execute(SELECT_RANGE, (lo, hi)):
         n += 1
         seq, eid, ev_hash, ch_hash = r[0], r[1], r[-2], r[-1]
         pinned = None
@@ -122,14 +122,14 @@ def _check_rows(conn, lo, hi, gaps, state, leaves=None):
                                   f"a row was {what} before it", seq, eid)
             pinned = gap[2]  # None: a row appended after the recovery links to the row before
         try:
-            actual = sha256(line_from_row(r[1:_NCOL + 1]).encode("utf-8")).hexdigest()
+            actual = sha256(line_from_row(r[1:NCOL + 1]).encode("utf-8")).hexdigest()
         except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError):
             actual = None  # a column no longer holds what the codec writes (type, prefix, time)
         if actual != ev_hash:
             return n, problem("event_hash", f"row seq={seq} ({eid}) does not match its event_hash: "
                               "the row was edited", seq, eid)
         if r[_I_OBJECTS + 1] is not None or r[_I_LOGICAL + 1] is not None or r[_I_RELATIVE + 1] is not None \
-                or r[_I_PATHS + 1] is not None or r[_NCOL + 1] is not None or r[_NCOL + 2] is not None:
+                or r[_I_PATHS + 1] is not None or r[NCOL + 1] is not None or r[NCOL + 2] is not None:
             if not _derived_ok(r):
                 return n, problem("derived_column", f"row seq={seq} ({eid}) has path or reference columns "
                                   "that do not follow from its hashed content: the row was edited", seq, eid)
@@ -156,12 +156,12 @@ def row_verifies(r) -> bool:
     chain_hash) hashes to its event_hash and its derived columns follow: what verify checks
     of a row on its own, before its link."""
     try:
-        if sha_line(event.line_from_row(r[1:_NCOL + 1])) != r[-2]:
+        if sha_line(event.line_from_row(r[1:NCOL + 1])) != r[-2]:
             return False
     except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError, event.EventError):
         return False
     if r[_I_OBJECTS + 1] is None and r[_I_LOGICAL + 1] is None and r[_I_RELATIVE + 1] is None \
-            and r[_I_PATHS + 1] is None and r[_NCOL + 1] is None and r[_NCOL + 2] is None:
+            and r[_I_PATHS + 1] is None and r[NCOL + 1] is None and r[NCOL + 2] is None:
         return isinstance(r[-1], str) and len(r[-1]) == 64
     return _derived_ok(r) and isinstance(r[-1], str) and len(r[-1]) == 64
 
@@ -194,7 +194,7 @@ def _derived_ok(r) -> bool:
     """The columns stored beside the hashed ones hold what the codec derives (event.Prepared):
     the first path's logical / repo_relative text, the display list of every path (the exact
     text the codec writes), and NULL content_ref / raw_ref (nothing writes them)."""
-    if r[_NCOL + 1] is not None or r[_NCOL + 2] is not None:
+    if r[NCOL + 1] is not None or r[NCOL + 2] is not None:
         return False
     objects = r[_I_OBJECTS + 1]
     derived = (r[_I_LOGICAL + 1], r[_I_RELATIVE + 1], r[_I_PATHS + 1])

@@ -71,14 +71,42 @@ class Report:
 
 
 PARALLEL_MIN = 50_000
+CHUNKS_PER_WORKER = 4  # ranges per worker process: the integrity check and uneven rows balance out
 
 
-def _chain(st, rep: Report, cuts=(), workers: int | None = None) -> dict:
+def _parallel(st, workers: int | None = None) -> bool:
+    """Will the chain be checked in worker processes (a large file, more than one core)?"""
+    if (workers or (os.cpu_count() or 1)) < 2 or st.path == ":memory:":
+        return False
+    return st.conn.execute("SELECT count(*) FROM events").fetchone()[0] >= PARALLEL_MIN
+
+
+def _integrity_of(path: str) -> list[str]:
+    """`integrity` through a read-only connection of its own (a worker process's task)."""
+    import apsw
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return integrity(conn)
+    finally:
+        conn.close()
+
+
+def _damaged(rep: Report, found: list[str]) -> None:
+    if found:
+        rep.problem("damaged", f"the file is damaged: SQLite's integrity check fails ({_sqlite_text(found[0])}"
+                    f"{f', and {len(found) - 1} more' if len(found) > 1 else ''}); {DAMAGE_ADVICE}")
+
+
+def _chain(st, rep: Report, cuts=(), workers: int | None = None, with_integrity: bool = False) -> dict:
     """Check every row (in parallel processes on a large file); with the Merkle tree's table,
     also recompute the tree: the stored nodes are compared here, and the heads at `cuts` (the
-    sizes of the checkpoints that sign one) are returned, {size: head bytes}."""
+    sizes of the checkpoints that sign one) are returned, {size: head bytes}. `with_integrity`:
+    SQLite's integrity check runs too, as one more task of the same worker processes (every
+    core works on both), reported as `_verify` would report it."""
     lo_hi = st.conn.execute("SELECT min(seq), max(seq), count(*) FROM events").fetchone()
     if not lo_hi[2]:
+        if with_integrity:
+            _damaged(rep, integrity(st.conn))
         return {}
     first, last, total = lo_hi
     rep.events, rep.last_seq = total, last
@@ -87,19 +115,28 @@ def _chain(st, rep: Report, cuts=(), workers: int | None = None) -> dict:
     want = sorted({c for c in cuts if 0 < c <= last}) if tree else None
     n = workers or (os.cpu_count() or 1)
     if total < PARALLEL_MIN or n < 2 or st.path == ":memory:":
+        if with_integrity:
+            _damaged(rep, integrity(st.conn))
         acc = merkle.Accumulator(first - 1, want) if tree else None
         results = [chain.check_rows(st.conn, first, last + 1, acc, rep.gaps) + (acc and acc.result(),)]
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-        step = (last - first + n) // n
-        bounds = [(first + i * step, min(first + (i + 1) * step, last + 1)) for i in range(n)]
+        k = n * CHUNKS_PER_WORKER
+        step = (last - first + k) // k
+        bounds = [(first + i * step, min(first + (i + 1) * step, last + 1)) for i in range(k)]
+        bounds = [b for b in bounds if b[0] < b[1]]
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as ex:
+            checked = ex.submit(_integrity_of, st.path) if with_integrity else None
             if tree:
-                results = list(ex.map(merkle.check_range, [st.path] * n, *zip(*bounds), [want] * n))
+                results = list(ex.map(merkle.check_range, [st.path] * len(bounds), *zip(*bounds),
+                                      [want] * len(bounds)))
             else:
-                extra = [[rep.gaps] * n] if rep.gaps else []
-                results = [r + (None,) for r in ex.map(chain.check_range, [st.path] * n, *zip(*bounds), *extra)]
+                extra = [[rep.gaps] * len(bounds)] if rep.gaps else []
+                results = [r + (None,) for r in ex.map(chain.check_range, [st.path] * len(bounds),
+                                                       *zip(*bounds), *extra)]
+            if checked is not None:
+                _damaged(rep, checked.result())
     found = [r[1] for r in results if r[1]]
     if found:
         rep.problems.append(min(found, key=lambda p: p["seq"] if p["seq"] is not None else last + 1))
@@ -285,12 +322,13 @@ def integrity(conn) -> list[str]:
 def _verify(st) -> Report:
     rep = Report()
     c = st.conn
-    found = integrity(c)
-    if found:
-        rep.problem("damaged", f"the file is damaged: SQLite's integrity check fails ({_sqlite_text(found[0])}"
-                    f"{f', and {len(found) - 1} more' if len(found) > 1 else ''}); {DAMAGE_ADVICE}")
     known = schema.latest()
     v = st.user_version()
+    # a large file's chain is checked in worker processes: SQLite's integrity check is one more
+    # of their tasks (reported the same); otherwise it runs first, here
+    deferred = v <= known and _parallel(st)
+    if not deferred:
+        _damaged(rep, integrity(c))
     if v > known:
         rep.problem("migrations", f"schema version {v} is newer than this code ({known})")
         return rep
@@ -307,7 +345,7 @@ def _verify(st) -> Report:
         rep.problem("schema_changed", d)
     device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it
     if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
-        _chain(st, rep)
+        _chain(st, rep, with_integrity=deferred)
         _retractions(st, rep, present)
         rep.problem("identity", "the file's device identity (meta device_id) is missing or not a UUID: "
                     "its checkpoints cannot be checked")
@@ -315,7 +353,7 @@ def _verify(st) -> Report:
         return rep
     key = _trusted_key(st, rep)
     _recovery(st, rep, key, device)
-    heads = _chain(st, rep, _merkle_sizes(st))
+    heads = _chain(st, rep, _merkle_sizes(st), with_integrity=deferred)
     _retractions(st, rep, present)
     proven = 0
     for (note,) in c.execute("SELECT note FROM checkpoints ORDER BY size"):

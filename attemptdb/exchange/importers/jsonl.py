@@ -53,7 +53,7 @@ def _lines(stream):
             yield lineno, raw
 
 
-def _prepared_batches(stream, ingest, batch):
+def prepared_batches(stream, ingest, batch):
     """Yield lists of event.Prepared; an AttemptError for a bad line is raised when reached."""
     pending = []
     for lineno, raw in _lines(stream):
@@ -89,15 +89,15 @@ def import_stream(store, stream, *, batch: int = BATCH, ingest=None, report=None
     if ingest is None:
         from ...ingest.contract import ingest_for
         ingest = ingest_for(store)
-    with _bulk(store):
+    with bulk_import(store):
         if pipeline and (os.cpu_count() or 1) > 1 and hasattr(os, "fork"):
             _write(store, _from_child(stream, ingest, batch), rep, progress)
         else:
-            _write(store, _prepared_batches(stream, ingest, batch), rep, progress)
+            _write(store, prepared_batches(stream, ingest, batch), rep, progress)
     return rep
 
 
-class _bulk:
+class bulk_import:
     """For the length of an import, on the writing connection: a page cache of
     IMPORT_CACHE_KIB (the indexes and projection rows a stream touches stay in memory instead of
     being read back from the OS) and a WAL checkpoint every IMPORT_CHECKPOINT_PAGES instead of
@@ -143,7 +143,7 @@ class _bulk:
 
 
 def _from_child(stream, ingest, batch):
-    """Run `_prepared_batches` in a forked child; yield its batches here, in order."""
+    """Run `prepared_batches` in a forked child; yield its batches here, in order."""
     import multiprocessing
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
@@ -152,7 +152,7 @@ def _from_child(stream, ingest, batch):
     def child():
         recv.close()
         try:
-            for items in _prepared_batches(stream, ingest, batch):
+            for items in prepared_batches(stream, ingest, batch):
                 send.send_bytes(marshal.dumps(("batch", [p.as_tuple() for p in items])))
             last = ("done", None)
         except AttemptError as e:

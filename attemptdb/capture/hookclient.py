@@ -1,0 +1,305 @@
+"""The hook's side of the capture daemon, in the standard library alone: a hook that a daemon
+serves imports `os`, `_socket`, `_json`, `_sha256`, this module and `location`, and nothing
+from the site-packages; the installed hook command runs it without `site` at all
+(`python -I -S …/attemptdb/__main__.py capture ID`, spec/capture-daemon.md).
+
+Invariants:
+- Nothing lost: `through_daemon` hands the payload to the daemon and is done only on `ok` (the
+  event is committed or spooled there); on any other answer, none within REPLY_S, or anything
+  raised on the way, the full `attempt capture` path (capture.hook.main, which loads the
+  site-packages when they were left out) stores the same bytes with the same capture time and
+  event id.
+- The request, the socket name and the code stamp are defined here once, for both ends: the
+  daemon (capture.daemon_server) and whoever starts or finds one (capture.daemon) use them.
+- Exit status 0, nothing on stdout but Gemini CLI's ack (decided from the provider name).
+"""
+
+import os
+import sys
+
+STDIN_CAP = 16 * 1024 * 1024
+REPLY_S = 3.0  # the hook waits this long for the commit, then does the work itself
+GEMINI_ACK = b'{"decision":"allow"}\n'
+# the names adapters.registry.ALIASES maps to gemini_cli (a test keeps them equal): known
+# without importing the adapters, which a hook the daemon serves never needs
+GEMINI_NAMES = frozenset(("gemini_cli", "gemini-cli", "gemini"))
+_VALUE_FLAGS = frozenset(("--capture-mode", "--project-root", "--repo-remote", "--captured-at", "--device-id",
+                          "--hook-version", "--event", "--db"))
+
+
+lean = False  # this process was started as the lean hook command (`-I -S`, attemptdb/__main__.py)
+_site_loaded = False
+
+
+def full_interpreter() -> None:
+    """In a process the lean hook command started (`-S`: no `site`), add the site-packages
+    now, as `site` would have at start (apsw, click and friends live there). Idempotent;
+    nothing to do in a process started otherwise (one that set up its own paths keeps them)."""
+    global _site_loaded
+    if _site_loaded or not lean or not sys.flags.no_site:
+        return
+    _site_loaded = True
+    import site
+    site.main()
+
+
+def enabled() -> bool:
+    """On unless ATTEMPTDB_NO_DAEMON is set; only where Unix sockets and posix_spawn exist."""
+    return (os.environ.get("ATTEMPTDB_NO_DAEMON", "") in ("", "0") and hasattr(os, "getuid")
+            and hasattr(os, "posix_spawn"))
+
+
+HOOK_PATH_FOLDERS = ("adapters", "capture", "ingest", "integrity", "model", "store")
+
+
+def code_stamp() -> str:
+    """Changes whenever the installed hook code changes: the version, and the newest mtime and
+    the number of the files of the folders the hook path runs from, and of the migrations (an
+    upgrade, an edit, a new migration). A daemon started from other code answers `stale`."""
+    from .. import __version__
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    newest = count = 0
+    for d in (pkg, *(os.path.join(pkg, f) for f in HOOK_PATH_FOLDERS),
+              os.path.join(pkg, "migrations"), os.path.join(os.path.dirname(pkg), "migrations")):
+        try:
+            with os.scandir(d) as it:
+                for entry in it:
+                    if entry.name.endswith((".py", ".sql")):
+                        count += 1
+                        newest = max(newest, entry.stat().st_mtime_ns)
+        except OSError:
+            continue
+    return f"{__version__}:{newest}:{count}"
+
+
+def _sha256(data: bytes):
+    try:
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover - Python >= 3.12 names it _sha2
+        try:
+            from _sha2 import sha256
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)
+
+
+def endpoint(db_path: str, state: str | None = None) -> str | None:
+    """The socket for this database and state directory (default: this process's): in
+    `$XDG_RUNTIME_DIR/attemptdb`, else `<state>/run`, else (a path too long for a Unix socket)
+    `/tmp/attemptdb-<uid>`; None when even that is too long (hooks then write directly)."""
+    from ..store import location
+    state = state or location.state_dir()
+    digest = _sha256(f"{os.path.abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    base = os.environ.get("XDG_RUNTIME_DIR", "")
+    run_dir = os.path.join(base, "attemptdb") if base and os.path.isabs(base) and os.path.isdir(base) \
+        else os.path.join(state, "run")
+    for d in (run_dir, os.path.join("/tmp", f"attemptdb-{os.getuid()}")):  # sun_path holds ~100 bytes
+        path = os.path.join(d, f"capture-{digest}.sock")
+        if len(path.encode("utf-8", "surrogatepass")) < 100:
+            return path
+    return None
+
+
+def private_dir(path: str) -> bool:
+    """The socket directory is ours alone: a directory (not a symlink), our uid, mode 0700."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def peer_uid_ok(sock) -> bool:
+    import _socket
+    if not hasattr(_socket, "SO_PEERCRED"):
+        return True  # the 0700 directory is the only check there
+    try:
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    except OSError:
+        return False
+    return int.from_bytes(cred[4:8], sys.byteorder) == os.getuid()
+
+
+def _read_stdin() -> tuple[bytes, bool]:
+    try:
+        data = sys.stdin.buffer.read(STDIN_CAP + 1)
+    except (OSError, ValueError, AttributeError):
+        return b"", False
+    if len(data) > STDIN_CAP:
+        # drain the rest so the agent's pipe never blocks on us, but keep only the cap
+        try:
+            while sys.stdin.buffer.read(1 << 20):
+                pass
+        except (OSError, ValueError):
+            pass
+        return data[:STDIN_CAP], True
+    return data, False
+
+
+def _getcwd():
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+class Hook:
+    """What one hook invocation brings besides its argv: the stdin bytes (and whether they were
+    cut at STDIN_CAP), the working directory, `CLAUDE_PROJECT_DIR`, and — when a daemon runs it
+    on the hook's behalf — the hook's capture time and the event id it minted."""
+
+    __slots__ = ("data", "truncated", "cwd", "claude_project_dir", "captured_at", "event_id")
+
+    def __init__(self, data: bytes, truncated: bool, cwd, claude_project_dir, captured_at=None, event_id=None):
+        self.data, self.truncated, self.cwd = data, truncated, cwd
+        self.claude_project_dir, self.captured_at, self.event_id = claude_project_dir, captured_at, event_id
+
+    @classmethod
+    def from_process(cls) -> "Hook":
+        data, truncated = _read_stdin()
+        return cls(data, truncated, _getcwd(), os.environ.get("CLAUDE_PROJECT_DIR") or None)
+
+
+def _hexs(b: bytes) -> str:
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def uuid7(now_ms: int) -> str:
+    """A fresh UUIDv7 (as ids.uuid7, which a test keeps equal in form)."""
+    r = bytearray(now_ms.to_bytes(6, "big") + os.urandom(10))
+    r[6] = (r[6] & 0x0F) | 0x70
+    r[8] = (r[8] & 0x3F) | 0x80
+    return _hexs(bytes(r))
+
+
+def _json_text(v) -> str:
+    """A JSON value of the header: str (lone surrogates escaped), int, bool, None, list of str."""
+    from _json import encode_basestring_ascii
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return encode_basestring_ascii(v)
+    return "[" + ",".join(encode_basestring_ascii(s) for s in v) + "]"
+
+
+def header(stamp: str, db_path: str, argv, hook: Hook) -> bytes:
+    """The request's first line (spec/capture-daemon.md "One request"), ASCII."""
+    fields = (("v", 1), ("code", stamp), ("db", os.path.abspath(db_path)), ("argv", list(argv)),
+              ("cwd", hook.cwd), ("claude_project_dir", hook.claude_project_dir),
+              ("captured_at", hook.captured_at), ("event_id", hook.event_id),
+              ("truncated", hook.truncated), ("n", len(hook.data)))
+    return ("{" + ",".join(f'"{k}":{_json_text(v)}' for k, v in fields) + "}\n").encode("ascii")
+
+
+def request(db_path: str, argv, hook: Hook, stamp: str) -> str:
+    """Hand one hook invocation to the daemon. Returns "ok" (committed or spooled by the
+    daemon), "absent" (no daemon: start one), or another word (do the work here)."""
+    path = endpoint(db_path)
+    if path is None:
+        return "unsupported"
+    if not private_dir(os.path.dirname(path)):
+        return "absent"
+    import _socket
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.settimeout(REPLY_S)
+        try:
+            s.connect(path)
+        except OSError:
+            return "absent"
+        if not peer_uid_ok(s):
+            return "foreign"
+        s.sendall(header(stamp, db_path, argv, hook) + hook.data)
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < 64:
+            chunk = s.recv(64)
+            if not chunk:
+                break
+            answer += chunk
+        return answer.strip().decode("ascii", "replace") or "closed"
+    except OSError:
+        return "timeout"
+    finally:
+        s.close()
+
+
+def db_option(argv):
+    """The `--db` value of a capture argv (as capture._parse reads it), or None."""
+    i = 0
+    found = None
+    while i < len(argv):
+        arg = argv[i]
+        key = arg.split("=", 1)[0]
+        if key in _VALUE_FLAGS:
+            if "=" in arg:
+                v = arg.split("=", 1)[1]
+            else:
+                i += 1
+                v = argv[i] if i < len(argv) else None
+            if key == "--db":
+                found = v
+        i += 1
+    return found
+
+
+def provider_of(argv):
+    """The first word of a capture argv that is neither a flag nor a flag's value."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.split("=", 1)[0] in _VALUE_FLAGS:
+            i += 1 if "=" in arg else 2
+            continue
+        if arg != "--dry-run" and not arg.startswith("-"):
+            return arg
+        i += 1
+    return None
+
+
+def handover(argv, hook: Hook) -> tuple[str, str | None]:
+    """(answer, database path): mint the capture time and event id into `hook` and ask the
+    daemon to store it. Never raises: whatever went wrong, the caller still has the event."""
+    from time import time_ns
+    from ..store import location
+    now = time_ns() // 1000
+    hook.captured_at = now
+    hook.event_id = uuid7(now // 1000)
+    db_path = None
+    try:
+        db_path = location.resolve(db_option(argv), hook.cwd)
+        return request(db_path, argv, hook, code_stamp()), db_path
+    except Exception as e:
+        return "deliver:" + type(e).__name__, db_path
+
+
+def through_daemon(argv):
+    """`attempt capture …` as a hook runs it, the daemon's part: (0, …) when the daemon stored
+    the event (Gemini CLI's ack already written), else (None, hook, answer, database path): what
+    the full capture path (capture.hook.main, which attemptdb/__main__.py runs next) needs to
+    store the same bytes with the same capture time and event id (hook None: it reads stdin)."""
+    if "-h" in argv or "--help" in argv or "--dry-run" in argv or not enabled():
+        return None, None, None, None
+    answer, db_path = "none", None
+    hook = None
+    try:
+        hook = Hook.from_process()
+        answer, db_path = handover(argv, hook)
+    except BaseException as e:  # the full path still stores what arrived
+        if isinstance(e, KeyboardInterrupt):
+            return 0, None, None, None
+        answer = "deliver:" + type(e).__name__
+    if answer == "ok":
+        provider = provider_of(argv)
+        if isinstance(provider, str) and provider.strip().lower() in GEMINI_NAMES:
+            try:
+                sys.stdout.buffer.write(GEMINI_ACK)
+                sys.stdout.flush()
+            except Exception:
+                pass
+        return 0, None, None, None
+    return None, hook, answer, db_path

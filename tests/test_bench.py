@@ -1,0 +1,35 @@
+"""`attempt bench` ingest / verify / capture on tiny sizes: the figures are there and
+consistent (never timed assertions: performance is measured by running `attempt bench`)."""
+
+import os
+
+import pytest
+
+from attemptdb.devtools import bench
+
+
+def test_ingest_reports_both_halves_the_plain_insert_and_the_bytes_in_one_run():
+    r = bench.ingest(300, repeat=1, batch=100)
+    for k in ("seconds", "baseline_seconds", "prepare_seconds", "write_seconds"):
+        assert r[k] > 0, k
+    for k in ("ratio", "prepare_ratio", "write_ratio"):
+        assert r[k] > 0, k
+    assert r["events"] == 300 and r["jsonl_bytes_per_event"] == round(r["bytes"] / 300, 1)
+    assert r["file_bytes_per_event"] == round(r["file_bytes"] / 300, 1)
+    assert r["file_to_jsonl"] == round(r["file_bytes"] / r["bytes"], 3)
+
+
+def test_verify_reports_a_same_run_floor():
+    r = bench.verify_rate(200, repeat=1)
+    assert r["events"] == 200 and r["line_bytes"] > 200 * 100
+    assert r["floor_seconds"] >= 0 and r["floor_events_per_s"] > 0 and 0 <= r["floor_ratio"]
+    assert r["cores"] == os.cpu_count()
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_spawn"), reason="the capture daemon needs posix_spawn")
+def test_capture_runs_the_installed_hook_command_and_the_attempt_executable(monkeypatch):
+    monkeypatch.delenv("ATTEMPTDB_NO_DAEMON", raising=False)
+    r = bench.capture(runs=4)
+    assert r["events_stored"] == 1 + 3 * 4  # the first hook, then daemon, direct and attempt runs
+    assert " -I -S " in r["command"] and r["command"].endswith("__main__.py capture claude-code")
+    assert r["ratio_p50"] > 0 and r["direct_ratio_p50"] > 0 and r["attempt_exe_ratio_p50"] > 0
