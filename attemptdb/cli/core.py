@@ -248,6 +248,12 @@ def keys_init(db, as_json):
         click.echo(f"{'created' if created else 'exists'}: {key.identity} ({path}, mode 0600)")
 
 
+def _sync_keys():
+    from .sync import keys_list, keys_revoke, keys_trust  # other devices' keys (attempt sync)
+    for cmd in (keys_trust, keys_list, keys_revoke):
+        keys_group.add_command(cmd)
+
+
 @keys_group.command("show")
 @db_option
 @json_option
@@ -561,3 +567,6 @@ def demo_cmd(ctx, db, as_json):
     click.echo("\nWhat the agents tried (attempt timeline):\n")
     ctx.invoke(timeline_cmd, db=path, session=None, project=None, since=None, until=None, limit=None,
                tools=False, show_all=False, as_json=False)
+
+
+_sync_keys()
