@@ -75,8 +75,9 @@ class Device:
         """Store envelopes as this device's own (what its hooks would have written)."""
         st = Store.open(self.db)
         try:
-            dev = st.device_id
-            st.append([dict(e, device_id=dev, source_seq=0, hlc=0) for e in envelopes])
+            from attemptdb.ingest import ingest_for
+            dev, ingest = st.device_id, ingest_for(st)  # the file's capture mode, as a hook's event gets it
+            st.append([ingest(dict(e, device_id=dev, source_seq=0, hlc=0)) for e in envelopes])
         finally:
             st.close()
 

@@ -31,6 +31,7 @@ from .segment import SegmentProblem
 _SELECT_OWN = (f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events "
                "WHERE device_id = ? AND source_seq > ? ORDER BY source_seq")
 _SRC = event.COLUMNS.index("source_seq")
+SEGMENT_BYTES = 64 << 20  # a segment closes at this size (UTF-8 may count a line up to 4x its len)
 
 
 class SyncReport:
@@ -146,7 +147,7 @@ def push(store, folder: str, key, *, include_content: bool = False, rep: SyncRep
     conn.execute("BEGIN")
     try:
         rows = conn.execute(_SELECT_OWN, (device, last))
-        batch, prev_src = [], last
+        batch, prev_src, nbytes = [], last, 0
         for r in rows:
             if r[_SRC] <= prev_src:
                 raise AttemptError("sync.own_order", f"two events of this device share source_seq {r[_SRC]}: "
@@ -156,11 +157,12 @@ def push(store, folder: str, key, *, include_content: bool = False, rep: SyncRep
             if not include_content:
                 text = privacy.clamp_line(text)
             batch.append((r[_SRC], text))
-            if len(batch) >= segment_events:
+            nbytes += len(text) + 1
+            if len(batch) >= segment_events or nbytes >= SEGMENT_BYTES:
                 n, head = _write_segment(ddir, device, n + 1, head, batch, include_content, key, now_us)
                 rep.pushed_segments += 1
                 rep.pushed_events += len(batch)
-                batch = []
+                batch, nbytes = [], 0
         if batch:
             n, head = _write_segment(ddir, device, n + 1, head, batch, include_content, key, now_us)
             rep.pushed_segments += 1
@@ -218,7 +220,11 @@ def pull(store, folder: str, *, rep: SyncReport | None = None) -> SyncReport:
 
 def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
     conn = store.conn
-    ddir = _device_dir(folder, device, create=False)
+    try:
+        ddir = _device_dir(folder, device, create=False)
+    except AttemptError as e:
+        raise SegmentProblem(e.code, device, None, "its folder is not a directory (a symlink or a file): "
+                             "refused") from None
     nums, pending = segment.list_segments(ddir)
     if pending and (not nums or min(pending) <= max(nums)):
         raise SegmentProblem("sync.gap", device, min(pending), "a data file without its manifest sits among "

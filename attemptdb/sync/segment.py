@@ -27,7 +27,8 @@ from ..errors import AttemptError
 SCHEMA_VERSION = "attemptdb.sync.segment.v1"
 SIGNED_PREFIX = b"attemptdb.sync.segment.v1 manifest\n"
 MAX_MANIFEST = 1 << 20
-MAX_SEGMENT_EVENTS = 50_000
+MAX_SEGMENT_EVENTS = 20_000
+MAX_SEGMENT_BYTES = 256 << 20
 DEVICE_DIR = re.compile(r"dev_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 MANIFEST_NAME = re.compile(r"([0-9]{6,9})\.manifest\.json\Z")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
@@ -89,7 +90,7 @@ def check_manifest(data: bytes, device: str, n: int) -> dict:
     sig, ch = m["signature"], m["chain"]
     if set(ch) != {"prev", "head"} or not all(isinstance(ch[k], str) and _HEX64.match(ch[k]) for k in ch):
         raise bad("sync.bad_manifest", "its manifest's chain is not {prev, head} hex digests")
-    if not _HEX64.match(m["sha256"]) or m["size_bytes"] < 0 or not 0 < m["events"] <= MAX_SEGMENT_EVENTS:
+    if not _HEX64.match(m["sha256"]) or not 0 < m["size_bytes"] <= MAX_SEGMENT_BYTES or not 0 < m["events"] <= MAX_SEGMENT_EVENTS:
         raise bad("sync.bad_manifest", "its manifest's digest, size or event count is not valid")
     if not 0 < m["first_source_seq"] <= m["last_source_seq"] or m["last_source_seq"] - m["first_source_seq"] + 1 < m["events"]:
         raise bad("sync.bad_manifest", "its manifest's source_seq range cannot hold its events")
@@ -111,7 +112,7 @@ def check_manifest(data: bytes, device: str, n: int) -> dict:
     return m
 
 
-def read_lines(path: str, m: dict, device: str, receive_content: bool = True):
+def read_lines(path: str, m: dict, device: str):
     """The segment's data file checked against its manifest `m`: [(envelope, line text, leaf)] in
     order, every line a canonical event of `device`, source_seq strictly increasing within the
     declared range, the chain of leaves from chain.prev to chain.head. Raises SegmentProblem."""
@@ -121,54 +122,48 @@ def read_lines(path: str, m: dict, device: str, receive_content: bool = True):
     def bad(code, msg):
         return SegmentProblem(code, device, n, msg)
     declared = m["size_bytes"]
-    digest, nbytes, out = hashlib.sha256(), 0, []
     sha = hashlib.sha256
     head = m["chain"]["prev"]
     last_seq = m["first_source_seq"] - 1
     bare = device[4:]
     try:
-        f = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         raise bad("sync.missing_data", f"its data file {data_name(n)} is missing") from None
     except OSError as e:
         raise bad("sync.unreadable", f"its data file cannot be read ({e.strerror})") from None
-    with f:
+    with os.fdopen(fd, "rb") as f:
         import stat
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise bad("sync.unreadable", "its data file is not a regular file")
-        lineno = 0
-        while True:
-            raw = f.readline(min(MAX_LINE, declared - nbytes) + 1)
-            if not raw:
-                break
-            nbytes += len(raw)
-            if nbytes > declared:
-                raise bad("sync.file_changed", f"its data file holds more than the {declared:,} bytes signed")
-            digest.update(raw)
-            lineno += 1
-            if not raw.endswith(b"\n"):
-                raise bad("sync.bad_line", f"line {lineno} is not a complete line")
-            text = raw[:-1]
-            try:
-                env = parse_line(text, lineno)
-            except AttemptError as e:
-                raise bad("sync.bad_line", e.message) from None
-            line = event.line(env)
-            if line.encode("utf-8") != text:
-                raise bad("sync.bad_line", f"line {lineno} is not a canonical Event v1 line")
-            if env["device_id"] != bare:
-                raise bad("sync.foreign_event", f"line {lineno} is an event of another device")
-            if not last_seq < env["source_seq"] <= m["last_source_seq"]:
-                raise bad("sync.order", f"line {lineno}: source_seq {env['source_seq']} is out of order or "
-                          "outside the signed range")
-            if not m["content"] and ("content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
-                raise bad("sync.bad_line", f"line {lineno} carries content, but the manifest says it was left out")
-            last_seq = env["source_seq"]
-            leaf = sha(text).hexdigest()
-            head = chain.link(head, leaf, sha)
-            out.append((env, leaf))
-    if nbytes != declared or digest.hexdigest() != m["sha256"]:
+        data = f.read(declared + 1)  # bounded by what was signed (check_manifest caps it)
+    # the bytes first: a changed file is reported as that, whatever its lines now say
+    if len(data) != declared or sha(data).hexdigest() != m["sha256"]:
         raise bad("sync.file_changed", "its data file differs from what was signed (SHA-256 or size)")
+    out = []
+    lineno = 0
+    for raw in data.splitlines(keepends=True):
+        lineno += 1
+        if not raw.endswith(b"\n") or len(raw) > MAX_LINE:
+            raise bad("sync.bad_line", f"line {lineno} is not a complete line of at most {MAX_LINE:,} bytes")
+        text = raw[:-1]
+        try:
+            env = parse_line(text, lineno)
+        except AttemptError as e:
+            raise bad("sync.bad_line", e.message) from None
+        if event.line(env).encode("utf-8") != text:
+            raise bad("sync.bad_line", f"line {lineno} is not a canonical Event v1 line")
+        if env["device_id"] != bare:
+            raise bad("sync.foreign_event", f"line {lineno} is an event of another device")
+        if not last_seq < env["source_seq"] <= m["last_source_seq"]:
+            raise bad("sync.order", f"line {lineno}: source_seq {env['source_seq']} is out of order or "
+                      "outside the signed range")
+        if not m["content"] and ("content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
+            raise bad("sync.bad_line", f"line {lineno} carries content, but the manifest says it was left out")
+        last_seq = env["source_seq"]
+        leaf = sha(text).hexdigest()
+        head = chain.link(head, leaf, sha)
+        out.append((env, leaf))
     if len(out) != m["events"] or out[0][0]["source_seq"] != m["first_source_seq"] or last_seq != m["last_source_seq"]:
         raise bad("sync.file_changed", "its data file does not hold the events its manifest counts")
     if head != m["chain"]["head"]:
