@@ -216,3 +216,13 @@ def test_the_cli_reads_the_team_dataset(team, capsys):
     assert run(["query", "--engine", "datafusion", "--from", team["team"], "SELECT count(*) AS n FROM handoffs"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[2] == "1" and "team dataset in" in out
+
+
+def test_bench_sync_short_form(capsys):
+    from attemptdb.cli.main import run
+    capsys.readouterr()
+    assert run(["bench", "sync", "--devices", "2", "--events", "150", "--new", "20", "--runs", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["pull_events"] == 300 and out["incremental_sync_events"] == 20
+    assert out["incremental_old_files_unchanged"] is True and out["incremental_new_event_rows"] == 20
+    assert out["same_rows"] is True and out["events_in_team_dataset"] == 320
