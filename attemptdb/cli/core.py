@@ -229,7 +229,8 @@ def checkpoint_cmd(adopt, db, as_json):
 
 @click.group("keys")
 def keys_group():
-    """This device's Ed25519 identity (id_<fingerprint>), kept outside the database."""
+    """This device's Ed25519 identity (id_<fingerprint>), kept outside the database, and the
+    keys pinned for other devices (`attempt sync`: trust, list, revoke)."""
 
 
 @keys_group.command("init")
