@@ -115,7 +115,7 @@ def manifests(directory: str, device: str) -> list[dict]:
             raise AttemptError("dataset.gap", f"{MANIFESTS}/{device}: generation {i} is missing", exit_status=1)
         path = os.path.join(d, f"{g:06d}.json")
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
             with os.fdopen(fd, "rb") as f:
                 data = f.read(MAX_MANIFEST + 1)
         except OSError as e:

@@ -322,3 +322,19 @@ def test_hostile_folder_entries(published, monkeypatch, capsys):
     assert {p["code"] for p in rep["problems"]} <= {"sync.not_a_directory"} or rep["problems"]
     assert any("not-a-device" in n for n in rep["notes"])
     assert ci.count("device_id = ?", (devs["laptop"].device_id(),)) == 13
+
+
+def test_a_pipe_for_a_manifest_or_data_file_never_blocks(published, monkeypatch, capsys):
+    folder, devs, ddir = published
+    ci = devs["ci"]
+    fake = os.path.join(folder, "dev_00000000-0000-4000-8000-000000000002")
+    os.makedirs(fake)
+    os.mkfifo(os.path.join(fake, segment.manifest_name(1)))
+    data = os.path.join(ddir, segment.data_name(2))
+    os.unlink(data)
+    os.mkfifo(data)
+    code, rep = _pull(ci, monkeypatch, capsys, folder)
+    assert code == 1
+    codes = {p["device"]: p["code"] for p in rep["problems"]}
+    assert codes["dev_00000000-0000-4000-8000-000000000002"] == "sync.unreadable"
+    assert codes[devs["laptop"].device_id()] == "sync.unreadable"

@@ -127,7 +127,7 @@ def read_lines(path: str, m: dict, device: str):
     last_seq = m["first_source_seq"] - 1
     bare = device[4:]
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise bad("sync.missing_data", f"its data file {data_name(n)} is missing") from None
     except OSError as e:
@@ -188,7 +188,7 @@ def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
 
 
 def read_manifest_bytes(path: str) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except OSError as e:
