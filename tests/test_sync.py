@@ -244,6 +244,9 @@ def test_after_a_pull_a_rewritten_dropped_or_resigned_segment_is_refused(publish
     assert code == 0, err
     code, rep = _pull(ci, monkeypatch, capsys, folder)
     assert code == 0  # nothing new to import: the pinned key only governs new segments
+    # a rotation trusted by the user: what was imported under the old key still verifies
+    code, out, err = ci.cli(monkeypatch, capsys, "verify")
+    assert code == 0, out + err
 
 
 def test_a_segment_outside_the_own_folder_is_never_written(published, tmp_path, monkeypatch, capsys):

@@ -55,7 +55,7 @@ def check(conn, problem, notes: list) -> int:
 def _segments(conn, dev: str, pin, problem):
     """(set of leaves, last signed source_seq, ok)."""
     leaves: set = set()
-    head, last_src, expect = "0" * 64, 0, 1
+    head, last_src, expect, prev_key = "0" * 64, 0, 1, None
     for n, text, blob, events in conn.execute("SELECT segment, manifest, leaves, events FROM sync_segments "
                                               "WHERE device_id = ? ORDER BY segment", (dev,)):
         try:
@@ -66,10 +66,16 @@ def _segments(conn, dev: str, pin, problem):
         except (AttributeError, UnicodeEncodeError):
             problem("provenance", f"device {dev}, segment {n}: its kept manifest is not text")
             return leaves, 0, False
-        if pin is None or m["signature"]["key_id"] != pin["key_id"]:
-            problem("provenance", f"device {dev}, segment {n}: signed by {m['signature']['key_id']}, which is not "
-                    "the key pinned for the device")
+        signer = m["signature"]["key_id"]
+        # one key per device; a change (a real key rotation) only to the key pinned by
+        # `keys trust` afterwards, whose pin then vouches for the segments before it too
+        allowed = pin is not None and (signer == pin["key_id"] or (
+            signer == prev_key if prev_key is not None else pin["how"] == "trusted"))
+        if not allowed:
+            problem("provenance", f"device {dev}, segment {n}: signed by {signer}, which is not the key pinned "
+                    "for the device")
             return leaves, 0, False
+        prev_key = signer
         if n != expect or m["chain"]["prev"] != head:
             problem("provenance", f"device {dev}, segment {n}: the kept segments do not chain (a gap or a change)")
             return leaves, 0, False
