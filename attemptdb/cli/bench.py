@@ -138,3 +138,23 @@ def bench_faults(long_form, families, seed, as_json):
         for f in failures[:40]:
             click.echo(f"failure: {f}")
     sys.exit(1 if failures else 0)
+
+
+@bench_group.command("sync")
+@click.option("--devices", type=click.IntRange(2, 1000), default=10, show_default=True,
+              help="Simulated devices, each with its own file and key.")
+@click.option("--events", type=click.IntRange(1, 100_000_000), default=150_000, show_default=True,
+              help="Synthetic events each device records.")
+@click.option("--new", "new", type=click.IntRange(1, 10_000_000), default=1_000, show_default=True,
+              help="Events one device records before the incremental export.")
+@click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="Runs of each query; medians are reported.")
+@click.option("--keep", type=click.Path(file_okay=False), help="Build in this folder and keep it (files, dataset).")
+@json_option
+def bench_sync(devices, events, new, runs, keep, as_json):
+    """Devices x events through `attempt sync` and `attempt export --dataset`: pull rate, the
+    incremental export of --new events (only new files), and the catalog's GROUP BY recipe in
+    DataFusion over the team dataset vs SQLite over the merged file."""
+    from ..devtools import bench_sync
+    _show(bench_sync.team(devices, events, new, runs=runs, keep=keep,
+                          progress=lambda m: click.echo(m, err=True)), as_json)

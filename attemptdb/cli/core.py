@@ -149,7 +149,8 @@ def checkpoint_cmd(adopt, db, as_json):
 
 @click.group("keys")
 def keys_group():
-    """This device's Ed25519 identity (id_<fingerprint>), kept outside the database."""
+    """This device's Ed25519 identity (id_<fingerprint>), kept outside the database, and the
+    keys pinned for other devices (`attempt sync`: trust, list, revoke)."""
 
 
 @keys_group.command("init")
@@ -166,6 +167,12 @@ def keys_init(db, as_json):
         echo_json({"key_id": key.identity, "public_key": key.public_b64, "created": created, "path": path})
     else:
         click.echo(f"{'created' if created else 'exists'}: {key.identity} ({path}, mode 0600)")
+
+
+def _sync_keys():
+    from .sync import keys_list, keys_revoke, keys_trust  # other devices' keys (attempt sync)
+    for cmd in (keys_trust, keys_list, keys_revoke):
+        keys_group.add_command(cmd)
 
 
 @keys_group.command("show")
@@ -450,3 +457,6 @@ def demo_cmd(ctx, db, as_json):
     from .projections import print_timeline
     click.echo("\nWhat the agents tried (attempt timeline):\n")
     print_timeline(path)
+
+
+_sync_keys()

@@ -6,7 +6,10 @@ from .common import db_option, echo_json, json_option, open_store, printable
 
 
 @click.command("export")
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("directory", type=click.Path(file_okay=False), required=False)
+@click.option("--dataset", "dataset_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Add this device's new files to the team dataset in DIR (hive-partitioned Parquet, "
+                   "incremental, a signed manifest per device; see the README).")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "arrow"]), default="parquet", show_default=True,
               help="Parquet files, or Arrow IPC files (Feather v2).")
 @click.option("--include-content", is_flag=True,
@@ -14,13 +17,22 @@ from .common import db_option, echo_json, json_option, open_store, printable
 @click.option("--force", is_flag=True, help="Write into a directory that is not empty (the export's files are replaced).")
 @db_option
 @json_option
-def export_cmd(directory, fmt, include_content, force, db, as_json):
+def export_cmd(directory, dataset_dir, fmt, include_content, force, db, as_json):
     """Write every public table to DIRECTORY as one file each, plus manifest.json.
 
     Read them with DataFusion (`attempt query --engine datafusion --from DIRECTORY "SELECT …"`),
     pyarrow, DuckDB or Spark. Content columns are null unless --include-content.
     """
     from ..exchange import arrow_export as export_arrow
+    if dataset_dir is not None:
+        if directory is not None or force or fmt != "parquet":
+            raise click.UsageError("--dataset DIR takes no DIRECTORY, --force or --format (it is Parquet, "
+                                   "and never replaces a file)")
+        from .dataset_cmd import export_dataset
+        export_dataset(dataset_dir, include_content, db, as_json)
+        return
+    if directory is None:
+        raise click.UsageError("give DIRECTORY, or --dataset DIR")
     export_arrow.require_pyarrow()
     from .progress import Progress
     st = open_store(db, readonly=True)

@@ -28,6 +28,7 @@ COMMANDS = {
     "events": "core:events_cmd",
     "bundle": "bundle:bundle_group",
     "export": "export:export_cmd",
+    "sync": "sync:sync_cmd",
     "bench": "bench:bench_group",
     "demo": "core:demo_cmd",
     "hook": "hooks:hook_group",

@@ -60,7 +60,7 @@ def arrow_type(logical: str):
     }.get(logical)
 
 
-def _column(values, logical: str, table: str, name: str):
+def column_of(values, logical: str, table: str, name: str):
     import pyarrow as pa
     import pyarrow.compute as pc
     want = arrow_type(logical)
@@ -106,7 +106,7 @@ def batches(conn, table: dict, *, include_content: bool, rows: int = BATCH_ROWS)
         if not chunk:
             return
         values = list(zip(*chunk))
-        arrays = [_column(list(values[i]), t, table["name"], n) for i, (n, t) in enumerate(cols)]
+        arrays = [column_of(list(values[i]), t, table["name"], n) for i, (n, t) in enumerate(cols)]
         yield pa.RecordBatch.from_arrays(arrays, names=[n for n, _ in cols])
         if len(chunk) < rows:
             return

@@ -28,7 +28,7 @@ from .. import __version__, resources
 from ..model import clock, event, fastjson, ids
 from ..integrity import keys
 from ..ingest import privacy
-from .conformance import MAX_LINE
+from ..model.event import MAX_LINE
 from ..errors import AttemptError
 
 SCHEMA_VERSION = "attestack.bundle.v1"
@@ -143,7 +143,7 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
     return manifest
 
 
-def _stored_line(r) -> str:
+def stored_line(r) -> str:
     """The canonical line of a row (COLUMNS, seq, event_hash), refused unless it still hashes to
     the stored event_hash: a bundle never signs a row edited in the file."""
     from ..integrity.chain import hash_line
@@ -278,7 +278,7 @@ def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths
                     close_member()
                 current, digest, nbytes, count = r[sid], hashlib.sha256(), 0, 0
                 member = zf.open(session_path(current), "w", force_zip64=True)
-            text = _stored_line(r)
+            text = stored_line(r)
             if not include_content:
                 text = privacy.clamp_line(text)
             if omit_paths:

@@ -14,6 +14,7 @@ follow the verdict, so a stream that exercises every rule prints exactly that la
 
 from ..model import event, fastjson, ids
 from ..ingest import privacy
+from ..model.event import MAX_LINE
 
 CHECKS = (
     ("Envelope", "every line parses; schema_version 1; ids present and unique"),
@@ -24,7 +25,6 @@ CHECKS = (
     ("Extensions", "attrs on the allowlist or x_-namespaced; values content-free"),
 )
 MAX_LISTED = 20
-MAX_LINE = 64 << 20  # bytes; a longer line is an Envelope problem, read past in chunks
 _CHUNK = 1 << 20
 _SAFE_KEY = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _SAFE_PATH = _SAFE_KEY | frozenset("$.[]")

@@ -355,6 +355,8 @@ def _verify(st) -> Report:
     _recovery(st, rep, key, device)
     heads = _chain(st, rep, _merkle_sizes(st), with_integrity=deferred)
     _retractions(st, rep, present)
+    from . import provenance  # other devices' events against their signed sync segments
+    provenance.check(c, rep.problem, rep.notes)
     proven = 0
     for (note,) in c.execute("SELECT note FROM checkpoints ORDER BY size"):
         rep.checkpoints += 1

@@ -43,6 +43,7 @@ TOOL_ORDER = ("name", "category", "call_id")
 PATH_ORDER = ("original", "logical", "repo_relative", "drive", "unc")
 OUTCOME_ORDER = ("status", "class", "exit_code")
 _KNOWN = frozenset(FIELD_ORDER)
+MAX_LINE = 64 << 20  # bytes: the longest canonical line a reader takes in (longer is read past)
 _I64 = 2**63 - 1
 _CLOCK_MAX = 2**62
 

@@ -79,6 +79,11 @@ def _load_export(ctx, directory: str, sql: str) -> list:
             f"{(m.get('chain') or {}).get('size', '?')})"]
 
 
+def _is_dataset(directory: str) -> bool:
+    from ..exchange.dataset import is_dataset
+    return is_dataset(directory)
+
+
 def _plain(v):
     if isinstance(v, datetime.datetime):
         if v.tzinfo is not None:
@@ -94,7 +99,16 @@ def run(sql: str, *, conn=None, directory: str | None = None, explain: bool = Fa
     from .result import Result
     ctx = _context()
     from datafusion import SQLOptions
-    notes = _load_export(ctx, directory, sql) if directory else []
+    if directory and _is_dataset(directory):  # `attempt export --dataset`: the team dataset
+        from ..exchange.dataset import View
+        view = View(directory)
+        try:
+            notes = view.register(ctx, _named(sql, view.tables()))
+        except Exception as e:  # DataFusion's own errors are bare Exceptions
+            raise AttemptError("query.bad_export", f"{directory}: the dataset cannot be read "
+                               f"({type(e).__name__})") from None
+    else:
+        notes = _load_export(ctx, directory, sql) if directory else []
     if directory is None:
         _load_live(ctx, conn, sql)
     options = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)

@@ -9,9 +9,9 @@ event the store would refuse is dropped and counted, never half-stored.
 from ... import adapters
 from ...adapters.draft import parse_observed
 from ...model import event, fastjson, ids
+from ...model.event import MAX_LINE
 
 PEEK_LINES = 256
-MAX_LINE = 64 << 20
 
 
 SKIPPED_NAMED = 5

@@ -16,7 +16,8 @@ import os
 import apsw
 
 from ...model import event
-from ..conformance import MAX_LINE, bounded_lines
+from ...model.event import MAX_LINE
+from ..conformance import bounded_lines
 from ...errors import AttemptError
 
 BATCH = 2500  # events per transaction (one lock hold of ~0.3 s on a laptop)

@@ -1,0 +1,155 @@
+"""`attempt sync DIR` and `attempt keys trust | list | revoke`: thin layers over attemptdb.sync."""
+
+import sys
+
+import click
+
+from ..errors import AttemptError
+from .common import db_option, echo_json, json_option, printable, style
+
+
+@click.command("sync")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--include-content", is_flag=True,
+              help="Publish prompts, commands, outputs and raw payloads too (left out by default).")
+@click.option("--push-only", is_flag=True, help="Only append this device's new segments.")
+@click.option("--pull-only", is_flag=True, help="Only verify and import the other devices' segments.")
+@db_option
+@json_option
+def sync_cmd(folder, include_content, push_only, pull_only, db, as_json):
+    """Sync through a shared FOLDER (a git repository, a network drive, a synced folder).
+
+    This device appends its own new events as immutable, signed segments under
+    FOLDER/dev_<its id>/ and never writes anywhere else; every other device's new segments are
+    verified (signature, pinned key, chain, no gaps) before anything of them is imported. The
+    first key seen for a device is pinned (see `attempt keys list`). Exit 1 when a segment was
+    refused (the others are still imported).
+    """
+    if push_only and pull_only:
+        raise click.UsageError("--push-only and --pull-only are exclusive")
+    from ..sync import folder as sync_folder
+    from .stores import checkpoint_after_import, ensure_key, write_store
+    st = write_store(db, create=True)
+    try:
+        key, _ = ensure_key(st)
+        rep = sync_folder.sync(st, folder, key, include_content=include_content, push_only=push_only,
+                               pull_only=pull_only)
+        if rep.imported:
+            checkpoint_after_import(st)
+    finally:
+        st.close()
+    if as_json:
+        echo_json(rep.as_dict())
+    else:
+        pulled = sum(d["segments"] for d in rep.devices.values())
+        click.echo(f"sync {printable(folder)}: pushed {rep.pushed_events:,} events in {rep.pushed_segments} segments; "
+                   f"pulled {pulled} segments from {len(rep.devices)} devices, {rep.imported:,} new events")
+        for p in rep.problems:
+            click.echo(style(printable(f"problem[{p.code}]: {p.message}"), fg="red"))
+        for n in rep.notes:
+            click.echo(printable(f"note: {n}"), err=True)
+    sys.exit(0 if rep.ok else 1)
+
+
+def _device(text: str) -> str:
+    from ..model import ids
+    bare = text[4:] if text.startswith("dev_") else text
+    if not ids.is_uuid(bare):
+        raise AttemptError("keys.bad_device", "DEVICE is a device id (dev_<uuid>)")
+    return "dev_" + bare.lower()
+
+
+@click.command("trust")
+@click.argument("device")
+@click.argument("key")
+@db_option
+@json_option
+def keys_trust(device, key, db, as_json):
+    """Pin KEY (an id_ fingerprint or a base64 Ed25519 public key) for another DEVICE: its sync
+    segments must be signed by it from now on (replaces a pin, lifts a revocation)."""
+    import base64
+    import binascii
+    from ..integrity import keys
+    from ..integrity import sync_state as state
+    from .stores import write_store
+    dev = _device(device)
+    if key.startswith("id_"):
+        if len(key) != 35 or any(c not in "0123456789abcdef" for c in key[3:].lower()):
+            raise AttemptError("keys.bad_key", "KEY is id_ followed by 32 hex digits, or a base64 public key")
+        key_id, public = key.lower(), None
+    else:
+        try:
+            raw = base64.b64decode(key, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != 32:
+            raise AttemptError("keys.bad_key", "KEY is id_ followed by 32 hex digits, or a base64 public key")
+        key_id, public = keys.fingerprint(raw), key
+    st = write_store(db, create=True)
+    try:
+        if dev == "dev_" + st.device_id:
+            raise AttemptError("keys.own_device", "that is this device: its own key is `attempt keys show`")
+        st.conn.execute("BEGIN IMMEDIATE")
+        try:
+            state.ensure(st.conn)
+            state.pin(st.conn, dev, key_id, public, "trusted")
+            st.conn.execute("COMMIT")
+        except BaseException:
+            st.conn.execute("ROLLBACK")
+            raise
+    finally:
+        st.close()
+    if as_json:
+        echo_json({"device_id": dev, "key_id": key_id, "how": "trusted"})
+    else:
+        click.echo(f"pinned {key_id} for {dev}")
+
+
+@click.command("list")
+@db_option
+@json_option
+def keys_list(db, as_json):
+    """The other devices' pinned keys, and what was synced from each."""
+    from ..integrity import sync_state as state
+    from .common import open_store
+    st = open_store(db, readonly=True)
+    try:
+        rows = state.summary(st.conn)
+    finally:
+        st.close()
+    if as_json:
+        echo_json(rows)
+        return
+    if not rows:
+        click.echo("no other device is pinned yet (`attempt sync DIR` pins each on first use)")
+    for r in rows:
+        flag = "REVOKED" if r["revoked"] else (r["how"] or "-")
+        click.echo(f"{r['device_id']}  {r['key_id'] or '-'}  {flag}  {r['segments']} segments, "
+                   f"{r['events'] or 0:,} events")
+
+
+@click.command("revoke")
+@click.argument("device")
+@db_option
+@json_option
+def keys_revoke(device, db, as_json):
+    """Stop trusting DEVICE's pinned key: its segments are refused until `attempt keys trust`
+    pins another. What was imported stays (verify keeps checking it against its signatures)."""
+    from ..integrity import sync_state as state
+    from .stores import write_store
+    dev = _device(device)
+    st = write_store(db)
+    try:
+        st.conn.execute("BEGIN IMMEDIATE")
+        try:
+            state.revoke(st.conn, dev)
+            st.conn.execute("COMMIT")
+        except BaseException:
+            st.conn.execute("ROLLBACK")
+            raise
+    finally:
+        st.close()
+    if as_json:
+        echo_json({"device_id": dev, "revoked": True})
+    else:
+        click.echo(f"revoked the key pinned for {dev}")

@@ -1,0 +1,337 @@
+"""`attempt export --dataset DIR`: the team dataset, hive-partitioned Parquet that DataFusion,
+Spark, DuckDB and Trino read without an adapter (spec/sync.md "Dataset").
+
+Layout:
+    DIR/<table>/device=dev_<uuid>/date=YYYY-MM-DD/part-<generation:06d>.parquet
+    DIR/_manifests/dev_<uuid>/<generation:06d>.json     (signed, one per export)
+
+Invariants:
+- Incremental: an export writes only new files (a new generation number) and never rewrites,
+  renames or deletes an old one; a device writes only under its own `device=` partitions and
+  its own manifest folder, so copying several devices' DIRs into one is the merge.
+- `events`: each device writes its own events (device_id = its own), those after the last
+  source_seq it exported, partitioned by the date of observed_at. Across devices the union
+  is every event once.
+- Every other public table is a projection whose rows can span devices: each export that
+  saw the chain grow writes a full snapshot of it (one file per table under date = the export's
+  date) with one more column, `_snapshot`: text that sorts by how much of the team's history
+  the writer had seen (events covered, then its HLC), so `WHERE _snapshot = (SELECT
+  max(_snapshot) FROM t)` — the latest, fullest picture — is the dedupe rule, in any engine.
+- Each manifest lists its files (path, table, rows, SHA-256, size), the chain it was written
+  from and the previous manifest's digest, and is signed with the device's key. Readers here
+  accept only files some verified manifest lists, under that manifest's device.
+- Content columns are null unless the user opts in (export_arrow.CONTENT_COLUMNS).
+"""
+
+import base64
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+
+from .. import __version__
+from ..model import clock, fastjson
+from . import arrow_export as export_arrow
+from ..integrity import keys
+from ..errors import AttemptError
+
+SCHEMA_VERSION = "attemptdb.exchange.dataset.v1"
+SIGNED_PREFIX = b"attemptdb.exchange.dataset.v1 manifest\n"
+MANIFESTS = "_manifests"
+SNAPSHOT_COLUMN = "_snapshot"
+EVENTS = "events"
+_DEVICE = re.compile(r"dev_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_GEN = re.compile(r"([0-9]{6,9})\.json\Z")
+_PATH = re.compile(r"([a-z_]{1,64})/device=(dev_[0-9a-f-]{36})/date=([0-9]{4}-[0-9]{2}-[0-9]{2})/part-([0-9]{6,9})\.parquet\Z")
+MAX_MANIFEST = 16 << 20
+
+
+def signed_bytes(m: dict) -> bytes:
+    return SIGNED_PREFIX + fastjson.dumps({k: v for k, v in m.items() if k != "signature"}, sort_keys=True).encode("utf-8")
+
+
+def _sign(body: dict, key) -> dict:
+    out = dict(body)
+    out["signature"] = {"alg": "Ed25519", "key_id": key.identity, "public_key": key.public_b64,
+                        "value": base64.b64encode(key.sign(signed_bytes(body))).decode("ascii")}
+    return out
+
+
+def is_dataset(directory: str) -> bool:
+    return os.path.isdir(os.path.join(directory, MANIFESTS))
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --- reading manifests (hostile input) ------------------------------------------------------
+
+def check_manifest(data: bytes, device: str, gen: int) -> dict:
+    """A manifest of `device`'s generation `gen`, signed by the key it encloses; AttemptError
+    (dataset.*) naming the device otherwise."""
+    where = f"{MANIFESTS}/{device}/{gen:06d}.json"
+    try:
+        m = fastjson.loads(data.decode("utf-8"))
+        sig = m["signature"]
+        public = base64.b64decode(sig["public_key"], validate=True)
+        value = base64.b64decode(sig["value"], validate=True)
+        ok_shape = (m["schema_version"] == SCHEMA_VERSION and isinstance(m["files"], list)
+                    and all(isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("table"), str)
+                            and isinstance(f.get("rows"), int) and isinstance(f.get("size_bytes"), int)
+                            and isinstance(f.get("sha256"), str) for f in m["files"]))
+    except (UnicodeDecodeError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
+        raise AttemptError("dataset.bad_manifest", f"{where} is not a dataset manifest", exit_status=1) from None
+    if not ok_shape or m.get("device_id") != device or m.get("generation") != gen:
+        raise AttemptError("dataset.bad_manifest", f"{where} is not a manifest of {device} generation {gen}",
+                           exit_status=1)
+    if len(public) != 32 or keys.fingerprint(public) != sig.get("key_id") \
+            or not keys.DeviceKey(public).verify(value, signed_bytes(m)):
+        raise AttemptError("dataset.signature", f"{where}: its signature does not verify (device {device})",
+                           exit_status=1)
+    for f in m["files"]:
+        found = _PATH.match(f["path"])
+        if found is None or found.group(2) != device or found.group(1) != f["table"]:
+            raise AttemptError("dataset.bad_manifest", f"{where} lists a file outside {device}'s partitions",
+                               exit_status=1)
+    return m
+
+
+def manifests(directory: str, device: str) -> list[dict]:
+    """Every manifest of `device`, checked, in generation order (no gaps, one key, chained)."""
+    d = os.path.join(directory, MANIFESTS, device)
+    try:
+        names = os.listdir(d)
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise AttemptError("dataset.unreadable", f"cannot list {d}: {e.strerror}") from None
+    gens = sorted(int(m.group(1)) for m in map(_GEN.match, names) if m)
+    out, prev, key_id = [], None, None
+    for i, g in enumerate(gens, 1):
+        if g != i:
+            raise AttemptError("dataset.gap", f"{MANIFESTS}/{device}: generation {i} is missing", exit_status=1)
+        path = os.path.join(d, f"{g:06d}.json")
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(MAX_MANIFEST + 1)
+        except OSError as e:
+            raise AttemptError("dataset.unreadable", f"cannot read {path}: {e.strerror}") from None
+        m = check_manifest(data, device, g)
+        if key_id is not None and m["signature"]["key_id"] != key_id:
+            raise AttemptError("dataset.key_mismatch", f"{MANIFESTS}/{device}: generation {g} is signed by another "
+                               "key than the generations before it", exit_status=1)
+        if m.get("previous") != prev:
+            raise AttemptError("dataset.chain", f"{MANIFESTS}/{device}: generation {g} does not continue the one "
+                               "before it", exit_status=1)
+        key_id, prev = m["signature"]["key_id"], hashlib.sha256(data).hexdigest()
+        out.append(m)
+    return out
+
+
+def devices(directory: str) -> list[str]:
+    d = os.path.join(directory, MANIFESTS)
+    try:
+        return sorted(n for n in os.listdir(d) if _DEVICE.match(n))
+    except OSError:
+        return []
+
+
+# --- export ---------------------------------------------------------------------------------
+
+def _write_parquet(path: str, schema, batches) -> int:
+    import pyarrow.parquet as pq
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.lexists(path):
+        raise AttemptError("dataset.exists", f"{path} exists: a dataset file is never rewritten", exit_status=1)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".attempt-dataset-", suffix=".tmp")
+    os.close(fd)
+    n = 0
+    try:
+        w = pq.ParquetWriter(tmp, schema, compression="zstd")
+        try:
+            for b in batches:
+                w.write_batch(b)
+                n += b.num_rows
+        finally:
+            w.close()
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return n
+
+
+def _event_batches(conn, table: dict, device: str, after: int, include_content: bool, rows: int = 20_000):
+    """{date: [record batches]} of this device's own events after source_seq `after`."""
+    import pyarrow as pa
+    hidden = () if include_content else export_arrow.CONTENT_COLUMNS.get("events", ())
+    cols = table["columns"]
+    names = [n for n, _ in cols]
+    select = ", ".join("NULL" if n in hidden else f'"{n}"' for n in names)
+    cur = conn.execute(f'SELECT substr(observed_at, 1, 10), {select} FROM events WHERE device_id = ? '
+                       'AND source_seq > ? ORDER BY source_seq', (device, after))
+    by_date: dict = {}
+    last = after
+    src = names.index("source_seq")
+
+    def flush(date, chunk):
+        values = list(zip(*chunk))
+        arrays = [export_arrow.column_of(list(values[i]), t, "events", n) for i, (n, t) in enumerate(cols)]
+        by_date.setdefault(date, []).append(pa.RecordBatch.from_arrays(arrays, names=names))
+
+    pending: dict = {}
+    for r in cur:
+        pending.setdefault(r[0], []).append(r[1:])
+        last = max(last, r[1 + src])
+        if len(pending[r[0]]) >= rows:
+            flush(r[0], pending.pop(r[0]))
+    for date, chunk in pending.items():
+        flush(date, chunk)
+    return by_date, last
+
+
+def export(store, directory: str, key, *, include_content: bool = False, now_us: int | None = None) -> dict:
+    """Add this device's new files and a signed manifest to the dataset at `directory`.
+    Returns the manifest (its `files` empty when nothing changed: then nothing is written)."""
+    export_arrow.require_pyarrow()
+    import pyarrow as pa
+    device = "dev_" + store.device_id
+    try:
+        os.makedirs(os.path.join(directory, MANIFESTS, device), exist_ok=True)
+    except OSError as e:
+        raise AttemptError("dataset.unwritable", f"cannot write in {directory}: {e.strerror}") from None
+    before = manifests(directory, device)
+    if before and before[-1]["signature"]["key_id"] != key.identity:
+        raise AttemptError("dataset.key_mismatch", f"{directory}: the manifests under {device} are signed by another "
+                           "key than this device's: nothing was written", exit_status=1)
+    last = before[-1] if before else None
+    gen = len(before) + 1
+    after = last["events_through"] if last else 0
+    now = clock.now_us() if now_us is None else now_us
+    today = clock.iso(now)[:10]
+    conn = store.conn
+    files = []
+    conn.execute("BEGIN")  # one snapshot for every table
+    try:
+        size, head = store.head()
+        covered, hlc = conn.execute("SELECT count(*), coalesce(max(hlc), 0) FROM events").fetchone()
+        tables = export_arrow.public_tables(conn)
+        by_name = {t["name"]: t for t in tables}
+        by_date, through = _event_batches(conn, by_name[EVENTS], device, after, include_content)
+        for date in sorted(by_date):
+            rel = f"{EVENTS}/device={device}/date={date}/part-{gen:06d}.parquet"
+            n = _write_parquet(os.path.join(directory, rel), export_arrow.schema(by_name[EVENTS]), by_date[date])
+            files.append({"table": EVENTS, "path": rel, "rows": n})
+        snapshot = None
+        if last is None or last["chain"]["head"] != head:
+            snapshot = f"{covered:012d}/{hlc:020d}/{device}/{gen:06d}"
+            for t in tables:
+                if t["name"] == EVENTS:
+                    continue
+                schema = export_arrow.schema(t).append(pa.field(SNAPSHOT_COLUMN, pa.string()))
+
+                def tagged(t=t, schema=schema):
+                    for b in export_arrow.batches(conn, t, include_content=include_content):
+                        yield pa.RecordBatch.from_arrays(b.columns + [pa.array([snapshot] * b.num_rows, pa.string())],
+                                                         schema=schema)
+                rel = f"{t['name']}/device={device}/date={today}/part-{gen:06d}.parquet"
+                n = _write_parquet(os.path.join(directory, rel), schema, tagged())
+                files.append({"table": t["name"], "path": rel, "rows": n})
+    finally:
+        conn.execute("COMMIT")
+    if not files:
+        return {"device_id": device, "generation": len(before), "files": [], "unchanged": True}
+    for f in files:
+        p = os.path.join(directory, f["path"])
+        f["sha256"], f["size_bytes"] = _sha256(p), os.path.getsize(p)
+    prev = None
+    if last is not None:
+        with open(os.path.join(directory, MANIFESTS, device, f"{gen - 1:06d}.json"), "rb") as fh:
+            prev = hashlib.sha256(fh.read()).hexdigest()
+    body = {"schema_version": SCHEMA_VERSION, "device_id": device, "generation": gen,
+            "created_at": clock.iso(now), "producer": f"attemptdb {__version__}", "content": bool(include_content),
+            "chain": {"size": size, "head": head}, "covered_events": covered, "hlc": hlc,
+            "events_through": through, "snapshot": snapshot, "previous": prev, "files": files}
+    m = _sign(body, key)
+    path = os.path.join(directory, MANIFESTS, device, f"{gen:06d}.json")
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".attempt-dataset-", suffix=".tmp")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write((fastjson.dumps(m) + "\n").encode("utf-8"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o644)
+    if os.path.lexists(path):
+        os.unlink(tmp)
+        raise AttemptError("dataset.exists", f"{path} exists: another export ran at once; nothing more written",
+                           exit_status=1)
+    os.replace(tmp, path)
+    return m
+
+
+# --- reading: what a query sees -------------------------------------------------------------
+
+class View:
+    """The dataset as one set of tables: every device's event files, and for every other table
+    the files of the latest snapshot (the largest `_snapshot` key)."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.listed: dict = {}  # relative path → (table, size)
+        self.snapshot = None
+        self.snapshot_files: dict = {}
+        self.devices = devices(directory)
+        for dev in self.devices:
+            for m in manifests(directory, dev):
+                for f in m["files"]:
+                    self.listed[f["path"]] = (f["table"], f["size_bytes"])
+                if m.get("snapshot") and (self.snapshot is None or m["snapshot"] > self.snapshot):
+                    self.snapshot = m["snapshot"]
+                    self.snapshot_files = {f["table"]: f["path"] for f in m["files"] if f["table"] != EVENTS}
+        self._check_files()
+
+    def _check_files(self):
+        """Every Parquet file under events/ is listed by a manifest with its size (an unlisted
+        or changed file is refused, not read); the snapshot's files are there."""
+        root = os.path.join(self.directory, EVENTS)
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in filenames:
+                if name.startswith((".", "_")):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), self.directory).replace(os.sep, "/")
+                if rel not in self.listed:
+                    raise AttemptError("dataset.unlisted", f"{rel} is in the dataset but in no signed manifest: "
+                                       "refused", exit_status=1)
+        for rel, (table, size) in self.listed.items():
+            if table == EVENTS or self.snapshot_files.get(table) == rel:
+                p = os.path.join(self.directory, rel)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    raise AttemptError("dataset.missing", f"{rel} is listed by a manifest but missing", exit_status=1) from None
+                if st.st_size != size or not os.path.isfile(p) or os.path.islink(p):
+                    raise AttemptError("dataset.file_changed", f"{rel} is not the file its manifest signed", exit_status=1)
+
+    def register(self, ctx, names) -> list[str]:
+        """Register the tables among `names` on a DataFusion SessionContext."""
+        import pyarrow as pa
+        for name in names:
+            if name == EVENTS:
+                if any(t == EVENTS for t, _ in self.listed.values()):
+                    ctx.register_parquet(EVENTS, os.path.join(self.directory, EVENTS),
+                                         table_partition_cols=[("device", pa.string()), ("date", pa.string())])
+            elif name in self.snapshot_files:
+                ctx.register_parquet(name, os.path.join(self.directory, self.snapshot_files[name]))
+        return [f"team dataset in {self.directory}: {len(self.devices)} devices, latest snapshot "
+                f"{self.snapshot or 'none'}"]
+
+    def tables(self) -> list[str]:
+        return sorted({EVENTS} | set(self.snapshot_files))

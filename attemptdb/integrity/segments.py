@@ -1,0 +1,214 @@
+"""Sync segments: the immutable, signed unit a device appends to a shared folder (spec/sync.md).
+
+Layout: `DIR/dev_<uuid>/<n:06d>.jsonl` (canonical Event v1 lines of that device's own events,
+in source_seq order) and `DIR/dev_<uuid>/<n:06d>.manifest.json` (written last: a segment
+exists when its manifest does). Segment numbers start at 1 and have no gaps.
+
+Invariants:
+- The manifest is signed with the device's Ed25519 key over SIGNED_PREFIX + canonical JSON
+  (sorted keys, compact) of the manifest without `signature`; `key_id` is the fingerprint of
+  the enclosed public key.
+- Leaves: the SHA-256 of each line (the event_hash a file stores for it). The device chain
+  links them (`chain.link`) from `chain.prev` (the head of the segment before, GENESIS for the
+  first) to `chain.head`: a segment continues exactly the one before it.
+- Reading is bounded by what the manifest declares; problems are coded, name the device
+  and the segment, never echo content.
+"""
+
+import base64
+import hashlib
+import os
+import re
+
+from ..integrity import chain, keys
+from ..model import event, fastjson
+from ..model.event import MAX_LINE
+from ..errors import AttemptError
+
+SCHEMA_VERSION = "attemptdb.sync.segment.v1"
+SIGNED_PREFIX = b"attemptdb.sync.segment.v1 manifest\n"
+MAX_MANIFEST = 1 << 20
+MAX_SEGMENT_EVENTS = 20_000
+MAX_SEGMENT_BYTES = 256 << 20
+DEVICE_DIR = re.compile(r"dev_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+MANIFEST_NAME = re.compile(r"([0-9]{6,9})\.manifest\.json\Z")
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+FIELDS = {"schema_version": str, "device_id": str, "segment": int, "file": str, "sha256": str,
+          "size_bytes": int, "events": int, "first_source_seq": int, "last_source_seq": int,
+          "chain": dict, "content": bool, "created_at": str, "producer": str, "signature": dict}
+
+
+def data_name(n: int) -> str:
+    return f"{n:06d}.jsonl"
+
+
+def manifest_name(n: int) -> str:
+    return f"{n:06d}.manifest.json"
+
+
+def signed_bytes(manifest: dict) -> bytes:
+    body = {k: v for k, v in manifest.items() if k != "signature"}
+    return SIGNED_PREFIX + fastjson.dumps(body, sort_keys=True).encode("utf-8")
+
+
+def sign(body: dict, key: keys.DeviceKey) -> dict:
+    out = {k: v for k, v in body.items() if k != "signature"}
+    value = base64.b64encode(key.sign(signed_bytes(out))).decode("ascii")
+    out["signature"] = {"alg": "Ed25519", "key_id": key.identity, "public_key": key.public_b64, "value": value}
+    return out
+
+
+class SegmentProblem(AttemptError):
+    """A segment that is refused: `code` (sync.*), the device and the segment number."""
+
+    def __init__(self, code: str, device: str, segment, message: str):
+        where = f"device {device}" + (f", segment {segment}" if segment is not None else "")
+        super().__init__(code, f"{where}: {message}", exit_status=1)
+        self.device = device
+        self.segment = segment
+
+
+def check_manifest(data: bytes, device: str, n: int) -> dict:
+    """The manifest of segment `n` of `device` (dev_…), read from `data`: well-formed, its own,
+    correctly signed by the key it encloses. Raises SegmentProblem."""
+    def bad(code, msg):
+        return SegmentProblem(code, device, n, msg)
+    if len(data) > MAX_MANIFEST:
+        raise bad("sync.bad_manifest", f"its manifest is larger than {MAX_MANIFEST:,} bytes")
+    try:
+        m = fastjson.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise bad("sync.bad_manifest", "its manifest is not JSON") from None
+    if not isinstance(m, dict) or m.get("schema_version") != SCHEMA_VERSION:
+        raise bad("sync.bad_manifest", f"its manifest is not a {SCHEMA_VERSION} manifest")
+    for k, t in FIELDS.items():
+        v = m.get(k)
+        if not isinstance(v, t) or (t is int and isinstance(v, bool)):
+            raise bad("sync.bad_manifest", f"its manifest field {k} is missing or of the wrong type")
+    for k in m:
+        if k not in FIELDS:
+            raise bad("sync.bad_manifest", "its manifest has a field this version does not know")
+    sig, ch = m["signature"], m["chain"]
+    if set(ch) != {"prev", "head"} or not all(isinstance(ch[k], str) and _HEX64.match(ch[k]) for k in ch):
+        raise bad("sync.bad_manifest", "its manifest's chain is not {prev, head} hex digests")
+    if not _HEX64.match(m["sha256"]) or not 0 < m["size_bytes"] <= MAX_SEGMENT_BYTES or not 0 < m["events"] <= MAX_SEGMENT_EVENTS:
+        raise bad("sync.bad_manifest", "its manifest's digest, size or event count is not valid")
+    if not 0 < m["first_source_seq"] <= m["last_source_seq"] or m["last_source_seq"] - m["first_source_seq"] + 1 < m["events"]:
+        raise bad("sync.bad_manifest", "its manifest's source_seq range cannot hold its events")
+    if m["device_id"] != device or m["segment"] != n or m["file"] != data_name(n):
+        raise bad("sync.misplaced", f"its manifest describes {m['device_id'][:40]} segment {m['segment']}, not "
+                  "this one: segments were moved, renamed or reordered")
+    if set(sig) != {"alg", "key_id", "public_key", "value"} or sig["alg"] != "Ed25519" \
+            or not all(isinstance(v, str) for v in sig.values()):
+        raise bad("sync.bad_manifest", "its manifest's signature block is not valid")
+    try:
+        public = base64.b64decode(sig["public_key"], validate=True)
+        value = base64.b64decode(sig["value"], validate=True)
+    except ValueError:
+        raise bad("sync.bad_manifest", "its manifest's signature is not base64") from None
+    if len(public) != 32 or keys.fingerprint(public) != sig["key_id"]:
+        raise bad("sync.bad_manifest", "its signature's key_id is not the fingerprint of its public key")
+    if not keys.DeviceKey(public).verify(value, signed_bytes(m)):
+        raise bad("sync.signature", "its manifest's signature does not verify: it was changed after signing")
+    return m
+
+
+def read_lines(path: str, m: dict, device: str):
+    """The segment's data file checked against its manifest `m`: [(envelope, line text, leaf)] in
+    order, every line a canonical event of `device`, source_seq strictly increasing within the
+    declared range, the chain of leaves from chain.prev to chain.head. Raises SegmentProblem."""
+    from ..model.event import parse_line
+    n = m["segment"]
+
+    def bad(code, msg):
+        return SegmentProblem(code, device, n, msg)
+    declared = m["size_bytes"]
+    sha = hashlib.sha256
+    head = m["chain"]["prev"]
+    last_seq = m["first_source_seq"] - 1
+    bare = device[4:]
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise bad("sync.missing_data", f"its data file {data_name(n)} is missing") from None
+    except OSError as e:
+        raise bad("sync.unreadable", f"its data file cannot be read ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        import stat
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise bad("sync.unreadable", "its data file is not a regular file")
+        data = f.read(declared + 1)  # bounded by what was signed (check_manifest caps it)
+    # the bytes first: a changed file is reported as that, whatever its lines now say
+    if len(data) != declared or sha(data).hexdigest() != m["sha256"]:
+        raise bad("sync.file_changed", "its data file differs from what was signed (SHA-256 or size)")
+    out = []
+    lineno = 0
+    for raw in data.splitlines(keepends=True):
+        lineno += 1
+        if not raw.endswith(b"\n") or len(raw) > MAX_LINE:
+            raise bad("sync.bad_line", f"line {lineno} is not a complete line of at most {MAX_LINE:,} bytes")
+        text = raw[:-1]
+        try:
+            env = parse_line(text, lineno)
+        except AttemptError as e:
+            raise bad("sync.bad_line", e.message) from None
+        if event.line(env).encode("utf-8") != text:
+            raise bad("sync.bad_line", f"line {lineno} is not a canonical Event v1 line")
+        if env["device_id"] != bare:
+            raise bad("sync.foreign_event", f"line {lineno} is an event of another device")
+        if not last_seq < env["source_seq"] <= m["last_source_seq"]:
+            raise bad("sync.order", f"line {lineno}: source_seq {env['source_seq']} is out of order or "
+                      "outside the signed range")
+        if not m["content"] and ("content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
+            raise bad("sync.bad_line", f"line {lineno} carries content, but the manifest says it was left out")
+        last_seq = env["source_seq"]
+        leaf = sha(text).hexdigest()
+        head = chain.link(head, leaf, sha)
+        out.append((env, leaf))
+    if len(out) != m["events"] or out[0][0]["source_seq"] != m["first_source_seq"] or last_seq != m["last_source_seq"]:
+        raise bad("sync.file_changed", "its data file does not hold the events its manifest counts")
+    if head != m["chain"]["head"]:
+        raise bad("sync.chain", "its events do not chain to the signed head")
+    return out
+
+
+def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
+    """(segment numbers that have a manifest, sorted; numbers with only a data file)."""
+    try:
+        names = os.listdir(device_dir)
+    except OSError:
+        return [], []
+    manifests, data = set(), set()
+    for name in names:
+        found = MANIFEST_NAME.match(name)
+        if found:
+            manifests.add(int(found.group(1)))
+        elif name.endswith(".jsonl") and name[:-6].isdigit():
+            data.add(int(name[:-6]))
+    return sorted(manifests), sorted(data - manifests)
+
+
+def read_manifest_bytes(path: str) -> bytes:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror) from None
+    with os.fdopen(fd, "rb") as f:
+        import stat
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(21, "not a regular file")
+        return f.read(MAX_MANIFEST + 1)
+
+
+def leaves_blob(leaves) -> bytes:
+    return b"".join(bytes.fromhex(h) for h in leaves)
+
+
+def chain_of(prev: str, blob: bytes) -> str:
+    """The device chain head after linking the 32-byte leaves of `blob` to `prev`."""
+    sha = hashlib.sha256
+    head = bytes.fromhex(prev)
+    for i in range(0, len(blob), 32):
+        head = sha(head + blob[i:i + 32]).digest()
+    return head.hex()

@@ -1,0 +1,335 @@
+"""Push and pull through a shared sync folder (spec/sync.md).
+
+Invariants:
+- Push writes only under `DIR/dev_<own uuid>/`, only new segment numbers, each data file then
+  its manifest, each under a temporary name, synced and renamed into place: a published
+  segment (one with a manifest) is never rewritten. Before writing, the device's own published
+  segments are checked (its key, its chain): a folder someone else wrote under our name is
+  refused, not continued.
+- Push publishes this device's own events (device_id = this file's) after the last published
+  source_seq, each line checked against its stored event_hash first; content is left out
+  (privacy.clamp_line) unless the user opts in.
+- Pull treats every other device folder as hostile: each new segment's manifest, signature,
+  pinned key, place (number, no gap, continuing the previous head), data bytes and every line
+  are checked before anything of that device is imported; a device's new segments are
+  imported in one transaction with their manifests and leaves (all or nothing per device);
+  a problem is a coded SegmentProblem naming the device, and other devices go on.
+- The first key seen for a device is pinned (trust on first use) in the same transaction as
+  its first import; a segment signed by another key is refused until `attempt keys trust`.
+"""
+
+import contextlib
+import os
+import stat
+import tempfile
+
+from .. import __version__
+from ..integrity import chain
+from ..model import clock, event, fastjson
+from ..ingest import privacy
+from ..errors import AttemptError
+from ..integrity import segments as segment, sync_state as state
+from ..integrity.segments import SegmentProblem
+
+_SELECT_OWN = (f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events "
+               "WHERE device_id = ? AND source_seq > ? ORDER BY source_seq")
+_SRC = event.COLUMNS.index("source_seq")
+SEGMENT_BYTES = 64 << 20  # a segment closes at this size (UTF-8 may count a line up to 4x its len)
+
+
+class SyncReport:
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.pushed_segments = 0
+        self.pushed_events = 0
+        self.devices: dict = {}
+        self.problems: list[SegmentProblem] = []
+        self.notes: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def imported(self) -> int:
+        return sum(d["accepted"] for d in self.devices.values())
+
+    def as_dict(self) -> dict:
+        return {"ok": self.ok, "folder": self.folder, "pushed": {"segments": self.pushed_segments,
+                                                                "events": self.pushed_events},
+                "pulled": self.devices, "imported": self.imported,
+                "problems": [{"code": p.code, "device": p.device, "segment": p.segment, "message": p.message}
+                             for p in self.problems],
+                "notes": self.notes}
+
+
+def _device_dir(folder: str, device: str, create: bool) -> str:
+    path = os.path.join(folder, device)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            return path
+        try:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        except OSError as e:
+            raise AttemptError("sync.unwritable", f"cannot create {path}: {e.strerror}") from None
+        return path
+    except OSError as e:
+        raise AttemptError("sync.unreadable", f"cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise AttemptError("sync.not_a_directory", f"{path} is not a directory (a symlink or a file): "
+                           "refused", exit_status=1)
+    return path
+
+
+def check_folder(folder: str) -> None:
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        raise AttemptError("sync.no_folder", f"{folder} does not exist (create the shared folder first)") from None
+    except OSError as e:
+        raise AttemptError("sync.unreadable", f"cannot read {folder}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise AttemptError("sync.not_a_folder", f"{folder} is not a directory")
+
+
+# --- push -----------------------------------------------------------------------------------
+
+def _own_published(ddir: str, device: str, key) -> tuple[int, str, int]:
+    """(last segment number, its head, its last source_seq) of this device's own segments in
+    the folder, every one checked: signed by our key, numbered without gaps, chained."""
+    nums, _ = segment.list_segments(ddir)
+    n, head, last = 0, chain.GENESIS, 0
+    for i in nums:
+        if i != n + 1:
+            raise SegmentProblem("sync.gap", device, n + 1, "this device's own segment is missing from the folder; "
+                                 "nothing was pushed (restore it, or sync to a new folder)")
+        try:
+            m = segment.check_manifest(segment.read_manifest_bytes(os.path.join(ddir, segment.manifest_name(i))),
+                                       device, i)
+        except OSError as e:
+            raise SegmentProblem("sync.unreadable", device, i, f"its manifest cannot be read ({e.strerror})") from None
+        if m["signature"]["key_id"] != key.identity:
+            raise SegmentProblem("sync.key_mismatch", device, i, f"signed by {m['signature']['key_id']}, not by this "
+                                 f"device's key {key.identity}: someone else wrote under our name; nothing was pushed")
+        if m["chain"]["prev"] != head:
+            raise SegmentProblem("sync.chain", device, i, "does not continue the segment before it; nothing was pushed")
+        n, head, last = i, m["chain"]["head"], m["last_source_seq"]
+    return n, head, last
+
+
+def _write_atomic(ddir: str, name: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=ddir, prefix=".attempt-sync-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        target = os.path.join(ddir, name)
+        if name.endswith(".manifest.json") and os.path.lexists(target):
+            raise AttemptError("sync.exists", f"{target} exists: a published segment is never rewritten", exit_status=1)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def push(store, folder: str, key, *, include_content: bool = False, rep: SyncReport | None = None,
+         segment_events: int = segment.MAX_SEGMENT_EVENTS, now_us: int | None = None) -> SyncReport:
+    """Append this device's events not yet in the folder as new signed segments."""
+    from ..exchange.bundle import stored_line
+    rep = rep or SyncReport(folder)
+    check_folder(folder)
+    device = "dev_" + store.device_id
+    ddir = _device_dir(folder, device, create=True)
+    n, head, last = _own_published(ddir, device, key)
+    conn = store.conn
+    conn.execute("BEGIN")
+    try:
+        rows = conn.execute(_SELECT_OWN, (device, last))
+        batch, prev_src, nbytes = [], last, 0
+        for r in rows:
+            if r[_SRC] <= prev_src:
+                raise AttemptError("sync.own_order", f"two events of this device share source_seq {r[_SRC]}: "
+                                   "`attempt verify` says more; nothing more was pushed", exit_status=1)
+            prev_src = r[_SRC]
+            text = stored_line(r)
+            if not include_content:
+                text = privacy.clamp_line(text)
+            batch.append((r[_SRC], text))
+            nbytes += len(text) + 1
+            if len(batch) >= segment_events or nbytes >= SEGMENT_BYTES:
+                n, head = _write_segment(ddir, device, n + 1, head, batch, include_content, key, now_us)
+                rep.pushed_segments += 1
+                rep.pushed_events += len(batch)
+                batch, nbytes = [], 0
+        if batch:
+            n, head = _write_segment(ddir, device, n + 1, head, batch, include_content, key, now_us)
+            rep.pushed_segments += 1
+            rep.pushed_events += len(batch)
+    finally:
+        conn.execute("COMMIT")
+    return rep
+
+
+def _write_segment(ddir, device, n, prev, batch, include_content, key, now_us):
+    import hashlib
+    data = b"".join(t.encode("utf-8") + b"\n" for _, t in batch)
+    head = prev
+    for _, t in batch:
+        head = chain.link(head, hashlib.sha256(t.encode("utf-8")).hexdigest(), hashlib.sha256)
+    body = {"schema_version": segment.SCHEMA_VERSION, "device_id": device, "segment": n,
+            "file": segment.data_name(n), "sha256": hashlib.sha256(data).hexdigest(), "size_bytes": len(data),
+            "events": len(batch), "first_source_seq": batch[0][0], "last_source_seq": batch[-1][0],
+            "chain": {"prev": prev, "head": head}, "content": bool(include_content),
+            "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
+            "producer": f"attemptdb {__version__}"}
+    m = segment.sign(body, key)
+    _write_atomic(ddir, segment.data_name(n), data)
+    _write_atomic(ddir, segment.manifest_name(n), (fastjson.dumps(m) + "\n").encode("utf-8"))
+    return n, head
+
+
+# --- pull -----------------------------------------------------------------------------------
+
+def _norm(m: dict) -> str:
+    return fastjson.dumps(m, sort_keys=True)
+
+
+def pull(store, folder: str, *, rep: SyncReport | None = None) -> SyncReport:
+    """Verify and import every other device's new segments."""
+    rep = rep or SyncReport(folder)
+    check_folder(folder)
+    own = "dev_" + store.device_id
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as e:
+        raise AttemptError("sync.unreadable", f"cannot list {folder}: {e.strerror}") from None
+    for name in names:
+        if name == own or name.startswith("."):
+            continue
+        if not segment.DEVICE_DIR.match(name):
+            rep.notes.append(f"ignored {name[:60]!r}: not a device folder (dev_<uuid>)")
+            continue
+        try:
+            _pull_device(store, folder, name, rep)
+        except SegmentProblem as p:
+            rep.problems.append(p)
+    return rep
+
+
+def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
+    conn = store.conn
+    try:
+        ddir = _device_dir(folder, device, create=False)
+    except AttemptError as e:
+        raise SegmentProblem(e.code, device, None, "its folder is not a directory (a symlink or a file): "
+                             "refused") from None
+    nums, pending = segment.list_segments(ddir)
+    if pending and (not nums or min(pending) <= max(nums)):
+        raise SegmentProblem("sync.gap", device, min(pending), "a data file without its manifest sits among "
+                             "published segments: a manifest was removed")
+    expected = list(range(1, len(nums) + 1))
+    if nums != expected:
+        missing = next(i for i, (a, b) in enumerate(zip(nums, expected), 1) if a != b)
+        raise SegmentProblem("sync.gap", device, missing, "this segment is missing from the folder while later ones "
+                             "are there: nothing of this device was imported")
+    pin = state.pins(conn).get(device)
+    if pin is not None and pin["revoked"]:
+        raise SegmentProblem("sync.key_revoked", device, None, f"its key {pin['key_id']} was revoked; nothing "
+                             "imported (`attempt keys trust` pins a new one)")
+    stored = state.stored_manifests(conn, device)
+    if stored and max(stored) > len(nums):
+        raise SegmentProblem("sync.dropped", device, len(nums) + 1, "this segment was imported before and is no "
+                             "longer in the folder: the device's history was cut or rolled back")
+    key_id = pin["key_id"] if pin else None
+    public = pin["public_key"] if pin else None
+    head, last_src = chain.GENESIS, 0
+    new = []
+    for n in nums:
+        try:
+            data = segment.read_manifest_bytes(os.path.join(ddir, segment.manifest_name(n)))
+        except OSError as e:
+            raise SegmentProblem("sync.unreadable", device, n, f"its manifest cannot be read ({e.strerror})") from None
+        m = segment.check_manifest(data, device, n)
+        sig = m["signature"]
+        if n in stored:
+            if _norm(m) != _norm(fastjson.loads(stored[n])):
+                raise SegmentProblem("sync.segment_changed", device, n, "differs from the segment imported before "
+                                     "under this number: a published segment was rewritten")
+        else:
+            if key_id is None:
+                key_id, public = sig["key_id"], sig["public_key"]
+            if sig["key_id"] != key_id or (public is not None and sig["public_key"] != public):
+                raise SegmentProblem("sync.key_mismatch", device, n, f"signed by {sig['key_id']}, but {key_id} is "
+                                     "pinned for this device: refused (`attempt keys trust` if the device really "
+                                     "has a new key)")
+            new.append(m)
+        if m["chain"]["prev"] != head or m["first_source_seq"] <= last_src:
+            raise SegmentProblem("sync.chain", device, n, "does not continue the segment before it (chain or "
+                                 "source_seq): segments were dropped, reordered or replaced")
+        head, last_src = m["chain"]["head"], m["last_source_seq"]
+    info = {"segments": 0, "events": 0, "accepted": 0, "duplicates": 0}
+    if not new:
+        rep.devices[device] = info
+        return
+    if store.capture_mode == "metadata_only" and any(m["content"] for m in new):
+        raise SegmentProblem("sync.content_not_kept", device, next(m["segment"] for m in new if m["content"]),
+                             "carries content, which this metadata_only file does not keep: nothing of this "
+                             "device was imported (its owner can sync to a folder without --include-content)")
+    now = clock.iso(clock.now_us())
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        state.ensure(conn)
+        for m in new:
+            items = segment.read_lines(os.path.join(ddir, m["file"]), m, device)
+            res = store.append_uncommitted([env for env, _ in items])
+            _check_stored(conn, device, m["segment"], items)
+            conn.execute("INSERT INTO sync_segments(device_id, segment, manifest, head, first_source_seq, "
+                         "last_source_seq, events, leaves, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (device, m["segment"], fastjson.dumps(m), m["chain"]["head"], m["first_source_seq"],
+                          m["last_source_seq"], m["events"], segment.leaves_blob(h for _, h in items), now))
+            info["segments"] += 1
+            info["events"] += len(items)
+            info["accepted"] += len(res.accepted)
+            info["duplicates"] += len(res.duplicates)
+        if pin is None:
+            state.pin(conn, device, key_id, public, "first_use")
+        elif pin["public_key"] is None:
+            state.pin(conn, device, key_id, public, pin["how"])
+        conn.execute("COMMIT")
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    rep.devices[device] = info
+    if pin is None:
+        rep.notes.append(f"pinned {key_id} for {device} (first use)")
+
+
+def _check_stored(conn, device: str, n: int, items) -> None:
+    """Every event of the segment is stored with the bytes signed (a copy that arrived before,
+    e.g. from a bundle, must be the same event)."""
+    want = {"ev_" + env["event_id"]: (h, env["source_seq"]) for env, h in items}
+    ids = list(want)
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        for eid, h in conn.execute(f"SELECT event_id, event_hash FROM events WHERE event_id IN "
+                                   f"({','.join('?' * len(chunk))})", chunk):
+            if h != want[eid][0]:
+                raise SegmentProblem("sync.conflict", device, n, f"its event source_seq={want[eid][1]} is already "
+                                     "stored here with other bytes (an earlier import): nothing of this device "
+                                     "was imported")
+
+
+def sync(store, folder: str, key, *, include_content: bool = False, push_only=False, pull_only=False) -> SyncReport:
+    rep = SyncReport(folder)
+    check_folder(folder)
+    if not push_only:
+        pull(store, folder, rep=rep)
+    if not pull_only:
+        push(store, folder, key, include_content=include_content, rep=rep)
+    return rep
