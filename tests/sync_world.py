@@ -3,9 +3,8 @@ through the real CLI in-process (the environment switched per call)."""
 
 import os
 
-from attemptdb.projections import catalog
 from attemptdb.cli.main import run
-from attemptdb.projections import READ_CLOCK_COLUMNS, scenario
+from attemptdb.projections import READ_CLOCK_COLUMNS, catalog, scenario
 from attemptdb.store.database import Store
 
 LOCAL_COLUMNS = {"events": ("seq", "chain_hash")}

@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from attemptdb import adapters
-from attemptdb.model import event, ids
 from attemptdb.adapters import commands, failures, paths, registry, signals, tools
 from attemptdb.errors import AttemptError
+from attemptdb.model import event, ids
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICE = ids.derive("dev_", "unit-tests")
@@ -630,9 +630,8 @@ def test_importing_and_running_the_adapters_loads_no_heavy_modules():
 def test_an_absurd_exit_code_in_a_message_never_costs_the_event():
     """A failure text stating an exit code beyond 64 bits is not an exit code; the event must
     still be storable (the store refuses integers outside 64 bits)."""
-    from attemptdb.model import event
     from attemptdb.adapters import Context, build_event
-    from attemptdb.model import ids
+    from attemptdb.model import event, ids
     dev = ids.derive("dev_", "t")
     ctx = Context(dev, "local_semantic", ids.project_identity("/tmp/p", None, dev), 1_796_025_600_000_000)
     env = build_event("claude-code", {"hook_event_name": "PostToolUseFailure", "session_id": "s", "tool_name": "Bash",

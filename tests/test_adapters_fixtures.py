@@ -13,8 +13,8 @@ import os
 import pytest
 
 from attemptdb import adapters
-from attemptdb.model import event, ids
 from attemptdb.adapters import registry
+from attemptdb.model import event, ids
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures", "providers")

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attemptdb import adapters
-from attemptdb.model import event, ids
 from attemptdb.adapters import failures, registry
+from attemptdb.model import event, ids
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OURS = os.path.join(ROOT, "fixtures", "providers")

@@ -4,14 +4,14 @@ the RFC §8 examples, the catalog recipes, ids, times, retraction, evidence and 
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_attemptql_scenario import A1, A2, A3, A4, AMB1, NOW, S1, S2, S3, S4, S5, build, open_readonly
 
 from attemptdb.projections import catalog
 from attemptdb.query import execute, sqltext, state
 from attemptdb.query import result as query_result
 from attemptdb.query.errors import CODES, AQLError
-from test_attemptql_scenario import (A1, A2, A3, A4, AMB1, NOW, S1, S2, S3, S4, S5, build, open_readonly)
-
 
 pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
@@ -428,6 +428,7 @@ def test_classify(text, kind):
 
 def test_bare_project_means_the_repository_of_the_working_directory(tmp_path):
     import apsw
+
     from attemptdb.model import ids
     from attemptdb.query.resolve import project_of_directory
     repo = tmp_path / "widget"

@@ -4,12 +4,12 @@ import os
 import string
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from attemptdb.query import nodes as ast
 from attemptdb.query.errors import CODES, RANGES, AQLError
 from attemptdb.query.parse import parse
-
 
 pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
@@ -258,8 +258,10 @@ BAD = ["WHAT IS project 'attemptdb' NOW", "SHOW ATTEMPTS FOO", "SHOW FAILED", "S
 
 
 def test_cached_grammar_is_equivalent_to_a_fresh_build(tmp_path, monkeypatch):
-    from attemptdb.query import parse as P, peg_runtime as peg
     import parsimonious
+
+    from attemptdb.query import parse as P
+    from attemptdb.query import peg_runtime as peg
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     fresh = peg.Rules(parsimonious.Grammar(P.grammar_text()))
     stored = P._load_grammar()          # builds, converts patterns, stores

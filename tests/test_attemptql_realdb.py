@@ -6,13 +6,13 @@ import json
 import os
 
 import pytest
+from conftest import run_attempt
 
 from attemptdb.devtools import bench_query
 from attemptdb.projections import catalog
 from attemptdb.query import execute, resolve
 from attemptdb.query import result as query_result
 from attemptdb.store.readonly import connect
-from conftest import run_attempt
 
 EVENTS = int(os.environ.get("AQL_REALDB_EVENTS", "400"))
 
@@ -22,8 +22,9 @@ pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    from attemptdb.devtools import bench_query
     import apsw
+
+    from attemptdb.devtools import bench_query
     path = str(tmp_path_factory.mktemp("real") / "history.db")
     try:
         bench_query.build_history(path, EVENTS, seed=7)

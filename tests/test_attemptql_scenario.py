@@ -11,9 +11,9 @@ import os
 import apsw
 import pytest
 
-from attemptdb.projections import catalog
-from attemptdb.model import clock
 from attemptdb import resources
+from attemptdb.model import clock
+from attemptdb.projections import catalog
 
 NOW = clock.from_iso("2026-08-28T12:00:00Z")
 MIN = 60 * 1_000_000

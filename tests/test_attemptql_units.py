@@ -13,17 +13,15 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import SQLITE3, needs_shell, run_attempt
 
-from attemptdb.projections import catalog
 from attemptdb.model import clock
-from attemptdb.query import execute, sqltext
+from attemptdb.projections import catalog, scenario
+from attemptdb.query import execute, read, sqltext
 from attemptdb.query import result as query_result
 from attemptdb.query.errors import AQLError
-from attemptdb.query import read
-from attemptdb.projections import scenario
-from attemptdb.store.readonly import connect
 from attemptdb.store.database import Store
-from conftest import SQLITE3, needs_shell, run_attempt
+from attemptdb.store.readonly import connect
 
 pytestmark = pytest.mark.usefixtures("private_grammar_cache")
 
@@ -462,8 +460,8 @@ def test_why_and_trace_commands_take_a_work_unit(live, home):
 def test_as_of_t_runs_the_views_own_text():
     """`… AT t` changes no word of sql/85_work_units.sql but the clock: every view body read as
     of t is the view's text with @now() bound to :t (the rules are written once)."""
-    from attemptdb.store import schema
     from attemptdb.query import units as unit_rules
+    from attemptdb.store import schema
     clock = schema.expand("@now()", dict(schema.predicates()))
     now, at_t = dict(unit_rules.view_bodies()), dict(unit_rules.view_bodies(":t"))
     assert set(now) == set(unit_rules.VIEWS) and clock in now["unit_verdicts"]

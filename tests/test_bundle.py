@@ -7,15 +7,14 @@ import os
 import zipfile
 
 import pytest
-
-from attemptdb.exchange import bundle
-from attemptdb.model import fastjson
-from attemptdb.integrity import keys
-from attemptdb.devtools import synth
-from attemptdb.cli.main import run
-from attemptdb.store.database import Store
-
 from conftest import needs_shell, run_attempt, sqlite3_shell
+
+from attemptdb.cli.main import run
+from attemptdb.devtools import synth
+from attemptdb.exchange import bundle
+from attemptdb.integrity import keys
+from attemptdb.model import fastjson
+from attemptdb.store.database import Store
 
 
 def make_db(db, n=400, seed=7):

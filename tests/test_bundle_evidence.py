@@ -8,11 +8,12 @@ import os
 import sys
 import zipfile
 
+from conftest import run_attempt
+from test_bundle import manifest_of, members, rebuild
+
 from attemptdb.exchange import bundle
 from attemptdb.integrity import keys
 from attemptdb.store.database import Store
-from conftest import run_attempt
-from test_bundle import manifest_of, members, rebuild
 
 PY = sys.executable
 

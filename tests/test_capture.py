@@ -20,7 +20,6 @@ import sys
 
 import apsw
 import pytest
-
 from conftest import ROOT, attempt_cmd, run_attempt
 
 # --- helpers (shared with the other capture test modules) ----------------------------------
@@ -205,8 +204,8 @@ def hold_write_lock(db, how):
 def test_a_capture_waits_out_a_short_lock(db, home):
     """A write transaction held for half the capture's busy timeout: the capture, started
     while the lock is held, waits for it and stores the event itself (no spool)."""
-    from attemptdb.model import clock
     from attemptdb.capture.hook import CAPTURE_BUSY_S
+    from attemptdb.model import clock
     assert_silent(capture(db, "claude-code", PROMPT))
     holder = hold_write_lock(db, str(CAPTURE_BUSY_S / 2))
     try:

@@ -7,7 +7,6 @@ import json
 import os
 
 import pytest
-
 from test_capture import PROMPT, as_bytes, assert_silent, capture, spool_files, stored, tool_payload, verify_ok
 
 STDIN_CAP = 16 * 1024 * 1024

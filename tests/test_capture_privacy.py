@@ -16,7 +16,6 @@ import os
 
 import apsw
 import pytest
-
 from conftest import ROOT, run_attempt
 from test_adapters_privacy import canaries  # the §2.13 canary rule, one copy
 from test_capture import assert_silent, capture, spool_files, stored

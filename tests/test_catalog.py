@@ -6,12 +6,12 @@ import json
 import os
 
 import pytest
+from conftest import run_attempt
 
 from attemptdb.projections import catalog
 from attemptdb.query import sqlgen as C
 from attemptdb.query import sqltext
 from attemptdb.query.parse import parse
-from conftest import run_attempt
 
 
 @pytest.fixture(scope="module")

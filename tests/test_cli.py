@@ -7,11 +7,10 @@ import os
 import click
 import pytest
 from click.testing import CliRunner
+from conftest import run_attempt
 
 from attemptdb import __version__
 from attemptdb.cli.main import COMMANDS, cli
-
-from conftest import run_attempt
 
 # capture and the daemon's foreground server print nothing; schema has --format json
 # run: stdout is the command's own; prove: what it prints is a JSON document already (spec/proof.md);
@@ -118,6 +117,7 @@ def test_arguments_that_are_not_utf8_are_bad_input(tmp_path, home, args, code):
     """Bytes a terminal passes that are not UTF-8 reach Python as lone surrogates, which
     SQLite cannot take: a coded error (exit 2), never an internal one."""
     import subprocess
+
     from conftest import ROOT, attempt_cmd
     db = str(tmp_path / "a.db")
     assert run_attempt(["init", "--db", db]).returncode == 0
@@ -208,9 +208,10 @@ def test_a_write_lock_held_too_long_is_a_coded_error(tmp_path, home, monkeypatch
     """Another process (a long import or reproject) holds the write lock past the busy
     timeout: `error[store.busy]`, exit 2, not an internal error."""
     import apsw
-    from attemptdb.store import database as store_mod
-    from attemptdb.devtools import synth
+
     from attemptdb.cli.main import run
+    from attemptdb.devtools import synth
+    from attemptdb.store import database as store_mod
     from attemptdb.store.database import Store
     db = str(tmp_path / "a.db")
     assert run(["init", "--db", db]) == 0
@@ -264,6 +265,7 @@ def test_the_demo_hints_run_as_printed(tmp_path, home, how):
     import shlex
     import subprocess
     import sys
+
     from conftest import ROOT, SQLITE3
     script = os.path.join(os.path.dirname(sys.executable), "attempt")
     if how.startswith("script") and not os.path.exists(script):
@@ -303,6 +305,7 @@ def test_the_demo_database_is_git_ignored_in_this_repository():
     """Quick start 1 runs `attempt demo` in the checkout: its file must not show up as a change."""
     import shutil
     import subprocess
+
     from conftest import ROOT
     git = shutil.which("git")
     inside = git and subprocess.run([git, "rev-parse", "--is-inside-work-tree"], cwd=ROOT,

@@ -6,8 +6,8 @@ import json
 import os
 import shutil
 
-from attemptdb.model import ids
 from attemptdb.cli.main import run
+from attemptdb.model import ids
 from attemptdb.store.database import Store
 
 

@@ -6,13 +6,12 @@ import io
 import json
 
 import pytest
+from conftest import run_attempt
 
+from attemptdb.cli.main import run
+from attemptdb.devtools import synth
 from attemptdb.exchange import conformance
 from attemptdb.model import ids
-from attemptdb.devtools import synth
-from attemptdb.cli.main import run
-
-from conftest import run_attempt
 
 N = 1200
 CHECKS = [name for name, _ in conformance.CHECKS]

@@ -6,8 +6,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attemptdb.model import fastjson
 from attemptdb.cli.main import cli
+from attemptdb.model import fastjson
 from attemptdb.projections import meta, scenario
 from attemptdb.query.read import rows
 from attemptdb.store.database import Store

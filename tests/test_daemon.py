@@ -12,10 +12,10 @@ import time
 
 import apsw
 import pytest
+from conftest import ROOT, run_attempt
 
 from attemptdb.capture import daemon, hookclient
 from attemptdb.capture.hookclient import GEMINI_ACK
-from conftest import ROOT, run_attempt
 
 PROMPT = {"session_id": "sess-daemon-1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit",
           "prompt": "run the tests again"}
@@ -503,8 +503,8 @@ def test_the_lean_hook_command_stores_exactly_what_a_hook_writing_the_file_itsel
 
 
 def test_the_hook_client_speaks_the_daemons_request_and_mints_v7_ids():
-    from attemptdb.model import fastjson, ids
     from attemptdb.capture import hookclient
+    from attemptdb.model import fastjson, ids
     hook = hookclient.Hook(b"{}", False, "/t\udcff\u00e9", None, 1764500000000000, ids.uuid7())
     line = hookclient.header("1:2:3", "/x/attempt.db", ["claude-code", "--db", "/x/attempt.db"], hook)
     req = fastjson.loads(line.decode("ascii"))

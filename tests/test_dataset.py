@@ -15,10 +15,10 @@ import pytest
 pytest.importorskip("pyarrow", reason="the arrow extra (pyarrow) is part of the test extra")
 pytest.importorskip("datafusion", reason="the arrow extra (datafusion) is part of the test extra")
 
-from attemptdb.projections import catalog
-from attemptdb.exchange import dataset
-
 from sync_world import Device, events_by_device  # noqa: E402
+
+from attemptdb.exchange import dataset
+from attemptdb.projections import catalog
 
 NAMES = ("laptop", "ci", "workstation")
 SQL_RECIPES = [r["statement"] for r in catalog.load_docs()["recipes"]
@@ -130,8 +130,8 @@ def test_export_is_incremental_and_never_rewrites(team, tmp_path):
 
 
 def test_a_file_no_manifest_lists_or_a_forged_manifest_is_refused(team, tmp_path):
-    from attemptdb.query import datafusion_engine as engine_datafusion
     from attemptdb.errors import AttemptError
+    from attemptdb.query import datafusion_engine as engine_datafusion
     out = str(tmp_path / "ds")
     shutil.copytree(team["team"], out)
     dev = dataset.devices(out)[0]
@@ -188,7 +188,8 @@ def test_spark_local_mode_over_the_team_dataset_answers_as_sqlite(team):
                                                     "the test extra: ~300 MB and a Java runtime)")
     if _java() is None:
         pytest.skip("no Java runtime for Spark (Debian: apt-get install default-jre-headless)")
-    from pyspark.sql import SparkSession, functions as F
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
     spark = (SparkSession.builder.master("local[1]").appName("attemptdb-dataset")
              .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false").getOrCreate())
     try:

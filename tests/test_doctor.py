@@ -6,14 +6,12 @@ import json
 import os
 
 import pytest
-
-from attemptdb.model import clock, event, ids
-from attemptdb.installer import doctor
-from attemptdb.installer import agents, codexconfig, install
-from attemptdb.installer.command import Executable
-from attemptdb.store.database import Store
-
 from conftest import run_attempt
+
+from attemptdb.installer import agents, codexconfig, doctor, install
+from attemptdb.installer.command import Executable
+from attemptdb.model import clock, event, ids
+from attemptdb.store.database import Store
 
 DAY = 86_400_000_000
 
@@ -266,8 +264,8 @@ def test_activity_looks_past_the_recent_window_when_needed(home, db, exe, monkey
 def test_spool_quarantine_and_hook_log_problems_are_reported(home, db, exe):
     """A database that refuses captures still looks fine by its events; doctor also reads what
     the hook path left behind: a spooled event, a quarantined one, hook-log problem lines."""
-    from attemptdb.store import location
     from attemptdb.capture import spool
+    from attemptdb.store import location
     st = Store.open(db)
     st.close()
     rep = doctor.run(db, executable=exe)

@@ -13,16 +13,16 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import ANCHOR, run_attempt
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from attemptdb.model import clock, event, ids
 from attemptdb import resources
 from attemptdb.devtools import synth
 from attemptdb.integrity.chain import hash_line
+from attemptdb.model import clock, event, ids
 from attemptdb.store.database import Store
-
-from conftest import ANCHOR, run_attempt
 
 OURS_PATH = resources.path("spec", "event-v1.schema.json")
 FIELDS = set(event.FIELD_ORDER)

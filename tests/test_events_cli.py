@@ -74,9 +74,10 @@ def test_a_reader_that_goes_away_is_not_a_failure(tmp_path, home):
     import os
     import subprocess
 
+    from conftest import ROOT, attempt_cmd
+
     from attemptdb.devtools import synth
     from attemptdb.store.database import Store
-    from conftest import ROOT, attempt_cmd
     db = str(tmp_path / "a.db")
     st = Store.open(db)
     st.append(list(synth.generate(600, seed=3)))  # ~1.6 MB of lines: far more than a pipe holds

@@ -13,9 +13,9 @@ import sys
 import time
 
 import pytest
+from conftest import ROOT, attempt_cmd, run_attempt
 
 from attemptdb.store.database import Store
-from conftest import ROOT, attempt_cmd, run_attempt
 
 PY = sys.executable
 

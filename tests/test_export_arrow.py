@@ -11,14 +11,13 @@ import pytest
 pa = pytest.importorskip("pyarrow", reason="the arrow extra (pyarrow) is part of the test extra")
 pytest.importorskip("datafusion", reason="the arrow extra (datafusion) is part of the test extra")
 import pyarrow.parquet as pq  # noqa: E402
-
-from attemptdb.projections import catalog
-from attemptdb.exchange import arrow_export as export_arrow
-from attemptdb.devtools import synth
-from attemptdb.cli.main import run  # noqa: E402
-from attemptdb.store.database import Store
-
 from conftest import needs_shell, sqlite3_shell  # noqa: E402
+
+from attemptdb.cli.main import run  # noqa: E402
+from attemptdb.devtools import synth
+from attemptdb.exchange import arrow_export as export_arrow
+from attemptdb.projections import catalog
+from attemptdb.store.database import Store
 
 QUERIES = [
     "SELECT provider, kind, count(*) AS n FROM events GROUP BY provider, kind ORDER BY provider, kind",
@@ -166,8 +165,8 @@ def test_datafusion_is_read_only(source, parquet_dir, tmp_path, capsys):
             assert out == ""
     assert not target.exists()
     # the engine itself refuses, whatever its caller let through
-    from attemptdb.query import datafusion_engine as engine_datafusion
     from attemptdb.errors import AttemptError
+    from attemptdb.query import datafusion_engine as engine_datafusion
     for sql in (f"COPY (SELECT 1 AS a) TO '{target}' STORED AS CSV", "CREATE TABLE t AS SELECT 1",
                 "SET datafusion.execution.batch_size = 1"):
         with pytest.raises(AttemptError, match="not supported"):

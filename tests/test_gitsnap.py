@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 
-from attemptdb.evidence import gitsnap
 from conftest import run_attempt
+
+from attemptdb.evidence import gitsnap
 
 
 def git(repo, *args, env):

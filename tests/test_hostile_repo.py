@@ -20,7 +20,6 @@ import time
 
 import apsw
 import pytest
-
 from conftest import ROOT, run_attempt
 from test_daemon import Env, alive, daemons_for
 
@@ -381,8 +380,8 @@ def test_a_remote_url_with_escape_sequences_never_reaches_the_terminal(tmp_path,
 def test_an_imported_project_name_with_escape_sequences_never_reaches_the_terminal(tmp_path, home):
     """An event from elsewhere (a JSONL import) names its project with escape sequences: it is
     stored as it came (facts are immutable), and `attempt status` shows it filtered."""
-    from attemptdb.model import event
     from attemptdb.devtools import synth
+    from attemptdb.model import event
     env = next(synth.generate(1, seed=3))
     env["project"] = dict(env["project"], name="app" + "".join(ESCAPES))
     src = tmp_path / "in.jsonl"

@@ -7,7 +7,8 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attemptdb.model import clock, ids
 

@@ -6,15 +6,14 @@ import os
 import subprocess
 
 import pytest
+from conftest import ROOT, attempt_cmd, run_attempt
+from test_capture import as_bytes, spool_files, tool_payload
 
-from attemptdb.model import event
 from attemptdb.devtools import synth
 from attemptdb.errors import AttemptError
 from attemptdb.exchange.importers import jsonl
+from attemptdb.model import event
 from attemptdb.store.database import Store
-
-from conftest import ROOT, attempt_cmd, run_attempt
-from test_capture import as_bytes, spool_files, tool_payload
 
 
 def _stream(n, seed=11):
@@ -366,6 +365,7 @@ def test_a_full_disk_is_a_coded_error_and_the_worker_stays_quiet(tmp_path, home,
     """SQLITE_FULL in the writer: `error[store.disk_full]`, exit 2, the batches before it
     stored; the preparing process finds its pipe closed and leaves without a traceback."""
     import apsw
+
     from attemptdb.cli.main import run
     src = tmp_path / "big.jsonl"
     src.write_bytes(_stream(jsonl.BATCH * 3, seed=47))

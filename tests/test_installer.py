@@ -9,12 +9,11 @@ import sys
 import tomllib
 
 import pytest
+from conftest import ROOT, run_attempt
 
 from attemptdb.adapters import registry
 from attemptdb.installer import agents, codexconfig, fileops, install, merge
 from attemptdb.installer.command import Executable, find_executable, is_ours, parse_ours, shell_quote, split_command
-
-from conftest import ROOT, run_attempt
 
 EXE = Executable(["/opt/attemptdb/bin/attempt"], "test")
 

@@ -8,13 +8,12 @@ import os
 import sys
 
 import pytest
+from conftest import ROOT, run_attempt
 
 from attemptdb.adapters import registry
 from attemptdb.installer import agents, capturetest, install
 from attemptdb.installer.command import Executable
 from attemptdb.store.database import Store
-
-from conftest import ROOT, run_attempt
 
 # A stand-in hook: stores what `attempt capture` would for a capture-test payload.
 FAKE_HOOK = r'''#!{python}

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from attemptdb.installer import jsonstyle as js
 
-
 # --- parsing ----------------------------------------------------------------------------------
 
 def test_parse_positions_and_values():

@@ -9,8 +9,8 @@ import subprocess
 import tomllib
 
 import pytest
-
 from conftest import run_attempt
+
 from attemptdb.installer import agents, fileops, jsonstyle, mcpconfig
 from attemptdb.installer.command import Executable
 
@@ -248,6 +248,7 @@ def test_hook_install_and_uninstall_with_mcp(home):
 def test_the_readme_shows_what_the_installer_writes():
     """The hand-written snippets of the README's MCP section are the entries `--mcp` writes."""
     import re
+
     from conftest import ROOT
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         text = f.read()

@@ -6,9 +6,9 @@ import json
 import os
 
 from attemptdb import adapters
+from attemptdb.exchange.importers import claude_transcript as ct
 from attemptdb.model import ids
 from attemptdb.store import schema
-from attemptdb.exchange.importers import claude_transcript as ct
 from attemptdb.store.database import Store
 
 STEP = 100  # the progress handler runs every STEP VM instructions
@@ -120,6 +120,7 @@ def test_a_file_from_before_0007_gets_its_unknown_events_projected(tmp_path, hom
     (tests/data/file_at_0006.sql): opening it with this version migrates it, installs the
     current triggers, and migration 0007's after-install part re-derives that session once."""
     import apsw
+
     from attemptdb.cli.main import run
     db = str(tmp_path / "old.db")
     conn = apsw.Connection(db)

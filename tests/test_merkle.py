@@ -9,13 +9,13 @@ import json
 import random
 
 import pytest
-
-from attemptdb.integrity import checkpoint, keys
-from attemptdb.devtools import synth
-from attemptdb.integrity import merkle as M
-from attemptdb.store.database import Store
 from conftest import needs_shell, run_attempt
 from test_verify import tamper
+
+from attemptdb.devtools import synth
+from attemptdb.integrity import checkpoint, keys
+from attemptdb.integrity import merkle as M
+from attemptdb.store.database import Store
 
 # RFC 6962's reference data (certificate-transparency's test vectors): leaves, the heads of
 # the first n of them, and proofs, with leaf indexes 0-based here

@@ -18,7 +18,6 @@ import sys
 import zipfile
 
 import pytest
-
 from conftest import ROOT, run_attempt
 from test_attemptql_scenario import A2, A3, build
 
@@ -193,7 +192,8 @@ def test_the_cache_key_follows_the_installed_distribution(tmp_path, monkeypatch)
     `__version__`), read cheaply from the directory beside the package."""
     from importlib.metadata import version as dist_version
 
-    from attemptdb.query import parse as P, peg_runtime as peg
+    from attemptdb.query import parse as P
+    from attemptdb.query import peg_runtime as peg
     assert peg.version() == dist_version("parsimonious")
     text = P.grammar_text()
     pkg = tmp_path / "parsimonious"

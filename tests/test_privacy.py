@@ -12,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from attemptdb.ingest import privacy
+from attemptdb.ingest import redaction as secrets
 from attemptdb.model import event, fastjson
-from attemptdb.ingest import privacy, redaction as secrets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -464,8 +465,8 @@ def test_the_module_never_imports_re_or_json():
 
 def test_metadata_only_drops_top_level_extensions():
     """A writer's x_* field can carry anything; under metadata_only it does not reach the file."""
-    from attemptdb.ingest import privacy
     from attemptdb.devtools import synth
+    from attemptdb.ingest import privacy
     e = next(synth.generate(1, seed=4))
     e["x_notes"] = {"prompt": "PLEASE fix my private letter"}
     out = privacy.ingest(e, db_mode="metadata_only")
@@ -475,8 +476,8 @@ def test_metadata_only_drops_top_level_extensions():
 
 
 def test_secrets_used_as_json_keys_are_redacted():
-    from attemptdb.ingest import privacy
     from attemptdb.devtools import synth
+    from attemptdb.ingest import privacy
     e = next(synth.generate(1, seed=5))
     token = "ghp_" + "A1b2C3d4" * 5
     e["content"] = {"tool_input": {token: 1, "https://bob:hunter2pass@example.com/x": "y"}}

@@ -10,8 +10,8 @@ import subprocess
 import threading
 
 import pytest
-
 from conftest import ROOT, attempt_cmd, run_attempt
+
 from attemptdb.devtools import synth
 
 BAR = re.compile(rb"importing +\[[#-]+\] +\d+/\d+")

@@ -3,12 +3,13 @@ kinds the projections ignore, hostile attribute values, pause/resume, reproject 
 state, the timeline/failures rendering, and the append path's expression list."""
 
 import json
+
 import pytest
 from click.testing import CliRunner
 
 from attemptdb import adapters
-from attemptdb.model import clock, ids
 from attemptdb.cli.main import cli
+from attemptdb.model import clock, ids
 from attemptdb.projections import ALGORITHM_VERSION, rebuild, scenario
 from attemptdb.query.read import clean, rows
 from attemptdb.store.database import Store

@@ -5,13 +5,13 @@ large file would inherit. No timed assertions."""
 
 import pytest
 
-from attemptdb.query import sqlgen as C
+from attemptdb.projections import scenario
 from attemptdb.query import fixed_sql as F
 from attemptdb.query import result as query_result
+from attemptdb.query import sqlgen as C
 from attemptdb.query.parse import parse
-from attemptdb.projections import scenario
-from attemptdb.store.readonly import connect
 from attemptdb.store.database import Store
+from attemptdb.store.readonly import connect
 
 NAMES = ("retry_supersession", "agents_and_supersession", "checks_and_failed_turns", "handoffs",
          "waits_per_agent", "retractions_and_late_events", "corrections")

@@ -10,13 +10,13 @@ import os
 import re
 
 import pytest
+from conftest import run_attempt
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from attemptdb.devtools import synth
 from attemptdb.integrity import proof as proof_mod
 from attemptdb.store.database import Store
-from conftest import run_attempt
 
 # --- an independent verifier, from spec/proof.md ----------------------------------------------
 

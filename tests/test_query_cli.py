@@ -5,7 +5,6 @@ import io
 import json
 
 import pytest
-
 from conftest import run_attempt
 from test_attemptql_scenario import A1, A2, A3, S1, S2, S3, build  # noqa: F401
 

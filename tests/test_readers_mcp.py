@@ -9,9 +9,9 @@ import sys
 
 import anyio
 import pytest
-
 import scenario_db
 from conftest import ROOT, attempt_cmd, run_attempt
+
 from attemptdb.readers import bounded, mcp_server
 
 pytest.importorskip("mcp", reason="the mcp extra is part of the test extra")

@@ -16,9 +16,9 @@ import urllib.parse
 import urllib.request
 
 import pytest
-
 import scenario_db
 from conftest import ROOT, attempt_cmd, run_attempt
+
 from attemptdb.projections import catalog
 from attemptdb.readers.web import metadata, serve
 

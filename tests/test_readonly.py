@@ -6,12 +6,12 @@ import os
 
 import apsw
 import pytest
+from conftest import run_attempt
+from test_attemptql_scenario import NOW, build
 
 from attemptdb.query import execute
 from attemptdb.query.errors import AQLError
 from attemptdb.store.readonly import connect
-from conftest import run_attempt
-from test_attemptql_scenario import NOW, build
 
 WRITES = [
     "INSERT INTO events (event_id) VALUES ('x')",

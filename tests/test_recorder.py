@@ -8,12 +8,12 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, run_attempt
 
 import attemptdb
-from attemptdb.integrity import checkpoint
 from attemptdb.errors import AttemptError
+from attemptdb.integrity import checkpoint
 from attemptdb.store.database import Store
-from conftest import ROOT, run_attempt
 
 
 def events(db):

@@ -9,12 +9,12 @@ import subprocess
 
 import apsw
 import pytest
+from conftest import ANCHOR, SQLITE3, needs_shell, run_attempt
+from test_adapters_fixtures import build, payload_files
 
 from attemptdb.ingest import privacy
 from attemptdb.store import schema
 from attemptdb.store.database import Store
-from conftest import ANCHOR, SQLITE3, needs_shell, run_attempt
-from test_adapters_fixtures import build, payload_files
 
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
@@ -107,8 +107,9 @@ def anchor_payloads():
 
 @needs_shell
 def test_a_database_of_every_provider_fixture_passes_integrity_check(db):
-    from attemptdb import adapters
     from test_adapters_fixtures import fixture_context
+
+    from attemptdb import adapters
     envs = [build(provider, name) for provider, name in payload_files()]
     for provider, path in anchor_payloads():  # the anchor's fixtures too, where ../shared exists
         with open(path, "rb") as f:

@@ -4,17 +4,16 @@ tables; a read command that SQLite fails on such a file says so with a coded err
 an internal one. The edits are made with the real sqlite3 shell, as someone with the file would."""
 
 import json
+import os
 
 import apsw
 import pytest
+from conftest import needs_shell, run_attempt
+from conftest import sqlite3_shell as shell
 
-import os
-
-from attemptdb.store import schema, schema_integrity
 from attemptdb.devtools import synth
+from attemptdb.store import schema, schema_integrity
 from attemptdb.store.database import Store
-
-from conftest import needs_shell, run_attempt, sqlite3_shell as shell
 
 LATEST = schema.latest()
 

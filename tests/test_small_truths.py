@@ -8,12 +8,12 @@ import os
 
 import click
 import pytest
-
 import scenario_db
 from conftest import ROOT, run_attempt
-from attemptdb.query.execute import public_tables
+
 from attemptdb.cli.main import cli
 from attemptdb.installer import capturetest
+from attemptdb.query.execute import public_tables
 from attemptdb.store.database import Store
 
 NO_DB = {"capture", "bundle verify", "conformance", "hook uninstall", "verify-proof", "bench capture",

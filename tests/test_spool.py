@@ -20,13 +20,22 @@ import subprocess
 
 import apsw
 import pytest
-
-from attemptdb.model import event, ids
-from attemptdb.capture import spool
-from attemptdb.store.database import Store
 from conftest import ROOT, attempt_cmd, run_attempt
-from test_capture import (PROMPT, as_bytes, assert_silent, capture, hold_write_lock, spool_files, stored,
-                          tool_payload, verify_ok)
+from test_capture import (
+    PROMPT,
+    as_bytes,
+    assert_silent,
+    capture,
+    hold_write_lock,
+    spool_files,
+    stored,
+    tool_payload,
+    verify_ok,
+)
+
+from attemptdb.capture import spool
+from attemptdb.model import event, ids
+from attemptdb.store.database import Store
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -504,9 +513,9 @@ def test_a_database_from_a_newer_attemptdb_is_never_written(db, home):
 def test_a_spooled_event_stamped_with_the_fallback_device_takes_the_database_identity(tmp_path, home):
     """Captured while the file's identity was unreadable: on ingest the event takes the
     database's device id, and a root-derived project id follows it (one file, one device)."""
-    from attemptdb.model import ids
     from attemptdb.capture import spool as spool_mod
     from attemptdb.devtools import synth
+    from attemptdb.model import ids
     from attemptdb.store.database import Store
     db = str(tmp_path / "identity.db")
     st = Store.open(db)

@@ -7,11 +7,11 @@ import sqlite3
 import apsw
 import pytest
 
+from attemptdb.devtools import synth
+from attemptdb.errors import AttemptError
 from attemptdb.integrity import chain
 from attemptdb.model import event, ids
 from attemptdb.store import schema
-from attemptdb.devtools import synth
-from attemptdb.errors import AttemptError
 from attemptdb.store.database import Store
 
 

@@ -7,13 +7,12 @@ import os
 import shutil
 
 import pytest
+from sync_world import Device, events_by_device, public_tables
 
 from attemptdb.integrity import chain, keys
+from attemptdb.integrity import segments as segment
 from attemptdb.model import fastjson
 from attemptdb.store.database import Store
-from attemptdb.integrity import segments as segment
-
-from sync_world import Device, events_by_device, public_tables
 
 NAMES = ("laptop", "ci", "workstation")
 

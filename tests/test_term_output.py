@@ -9,15 +9,15 @@ import os
 import re
 
 import pytest
-
 import scenario_db
 from conftest import run_attempt
+
 from attemptdb import adapters
 from attemptdb.model import clock, ids
-from attemptdb.render import termtable
 from attemptdb.query import resolve
-from attemptdb.store.readonly import connect
+from attemptdb.render import termtable
 from attemptdb.store.database import Store
+from attemptdb.store.readonly import connect
 
 ID = re.compile(r"\b(?:att|ses|trn|tc|wu|ev)_[0-9a-f][0-9a-f-]{7,35}")
 SCENARIOS = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(

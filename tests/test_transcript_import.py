@@ -5,13 +5,13 @@ import json
 import os
 import shutil
 
+from test_golden_parity import first_difference
+
 from attemptdb import adapters
-from attemptdb.model import event, ids
 from attemptdb.cli.main import run
 from attemptdb.exchange.importers import claude_transcript as ct
+from attemptdb.model import event, ids
 from attemptdb.store.database import Store
-
-from test_golden_parity import first_difference
 
 NIL = "00000000-0000-0000-0000-000000000000"
 UNRECOVERED = ("prompt_submitted", "agent_message", "notification", "unknown")

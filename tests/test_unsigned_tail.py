@@ -10,14 +10,14 @@ import signal
 
 import apsw
 import pytest
-
-from attemptdb.integrity import checkpoint
-from attemptdb.model import event
-from attemptdb.devtools import synth
-from attemptdb.store.database import Store
 from conftest import ROOT, needs_shell, run_attempt
 from test_daemon import Env, alive, tool, wait_dead
 from test_verify import tamper
+
+from attemptdb.devtools import synth
+from attemptdb.integrity import checkpoint
+from attemptdb.model import event
+from attemptdb.store.database import Store
 
 RESUME = os.path.join(ROOT, "fixtures", "providers", "claude_code", "session_start_resume.json")
 

@@ -9,16 +9,17 @@ import shutil
 
 import apsw
 import pytest
+from conftest import SQLITE3, needs_shell, run_attempt
+from conftest import sqlite3_shell as shell
 
-from attemptdb.integrity import chain as chain_mod, checkpoint, keys
-from attemptdb.model import event, fastjson, ids
-from attemptdb.devtools import synth
-from attemptdb.store import schema
-from attemptdb.integrity import verify as verify_mod
 from attemptdb.cli.main import run
+from attemptdb.devtools import synth
+from attemptdb.integrity import chain as chain_mod
+from attemptdb.integrity import checkpoint, keys
+from attemptdb.integrity import verify as verify_mod
+from attemptdb.model import event, fastjson, ids
+from attemptdb.store import schema
 from attemptdb.store.database import Store
-
-from conftest import SQLITE3, needs_shell, run_attempt, sqlite3_shell as shell
 
 TRIGGERS = ("events_no_update", "events_no_delete")
 CP_TRIGGERS = ("checkpoints_no_update", "checkpoints_no_delete")
@@ -672,9 +673,10 @@ def test_the_key_never_signs_a_copy_or_a_rolled_back_file(tmp_path, home):
     """A copy of a database carries its device id; the device key must not sign the copy's
     diverging history, nor move the outside checkpoint back to a shorter chain."""
     import shutil
-    from attemptdb.integrity import checkpoint as cp_mod
+
     from attemptdb.devtools import synth
     from attemptdb.errors import AttemptError
+    from attemptdb.integrity import checkpoint as cp_mod
     a = str(tmp_path / "a.db")
     assert run(["init", "--db", a]) == 0
     st = Store.open(a)

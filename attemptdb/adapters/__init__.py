@@ -20,8 +20,8 @@ Invariants:
 """
 
 from .. import ADAPTER_VERSION
-from ..model import event, fastjson, ids
 from ..errors import AttemptError
+from ..model import event, fastjson, ids
 from . import registry
 from .draft import ATTR_KEYS, Draft, count
 

@@ -35,8 +35,8 @@ class Daemon:
         themselves (a first burst creates the file): the daemon waits for their locks as long as
         OPEN_BUSY_S, where a hook gives up after CAPTURE_BUSY_S (a daemon that gave up at start
         would leave no daemon for the hooks after the burst), then serves with the hooks' timeout."""
-        from . import spool
         from ..store.database import Store
+        from . import spool
         self.store = Store.open(self.db, create=True, busy_timeout_s=OPEN_BUSY_S)
         self.store.set_busy_timeout(capture.CAPTURE_BUSY_S)
         spool.prepare()

@@ -149,9 +149,10 @@ def run(argv, hook: Hook | None = None, store=None) -> int:
     args = _parse(argv)
     opts = args.opts
     seen["unsaid"] = False
+    from ..adapters import Context, build_event, parse_payload, registry
+    from ..adapters import capture_mode as parse_mode
     from ..model import clock, ids
     from ..store import location
-    from ..adapters import Context, build_event, capture_mode as parse_mode, parse_payload, registry
     hook = hook or Hook.from_process()
     data, truncated = hook.data, hook.truncated
     seen["bytes"] = len(data)

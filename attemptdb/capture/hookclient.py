@@ -265,6 +265,7 @@ def handover(argv, hook: Hook) -> tuple[str, str | None]:
     """(answer, database path): mint the capture time and event id into `hook` and ask the
     daemon to store it. Never raises: whatever went wrong, the caller still has the event."""
     from time import time_ns
+
     from ..store import location
     now = time_ns() // 1000
     hook.captured_at = now

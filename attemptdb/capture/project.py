@@ -7,8 +7,8 @@ import os
 def identify(cwd: str | None, opts: dict, device_id: str, process_cwd: str | None = None) -> tuple[dict, str]:
     """(Event v1 `project`, root) for a hook or import: `--project-root`/`--repo-remote` in
     `opts` win over what git says about `cwd` (relative to `process_cwd`)."""
-    from . import gitinfo
     from ..model import ids
+    from . import gitinfo
     root = opts.get("project_root")
     remote = opts.get("repo_remote")
     branch = head = None

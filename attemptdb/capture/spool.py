@@ -38,8 +38,8 @@ import time
 
 import apsw
 
-from ..model import event, fastjson, ids
 from ..errors import AttemptError
+from ..model import event, fastjson, ids
 
 SUFFIX = ".event"
 QUARANTINE = "quarantine"

@@ -119,6 +119,7 @@ def bench_faults(long_form, families, seed, as_json):
     integrity_check and verify failures, acknowledged events lost and tracebacks; exit 1 when
     anything went wrong."""
     import sys
+
     from ..devtools import faultbench
     bad = [f for f in families if f not in faultbench.FAMILIES]
     if bad:

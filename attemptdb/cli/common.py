@@ -10,9 +10,9 @@ import sys
 
 import click
 
+from ..errors import AttemptError
 from ..model import fastjson
 from ..store import location
-from ..errors import AttemptError
 
 
 def db_option(f):

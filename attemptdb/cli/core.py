@@ -6,12 +6,13 @@ import sys
 
 import click
 
+from ..errors import AttemptError
 from ..model import ids
 from ..store import location
-from ..errors import AttemptError
 from .common import db_option, db_path, echo_json, err, json_option, no_db_option, open_store, printable, style
 from .scope import scope_options, scope_where
 from .stores import checkpoint_after_import, ensure_key, read_store, write_store
+
 
 def _mode(value):
     if value is None:

@@ -6,7 +6,8 @@ from .common import echo_json, printable
 
 
 def export_dataset(directory, include_content, db, as_json):
-    from ..exchange import dataset, arrow_export as export_arrow
+    from ..exchange import arrow_export as export_arrow
+    from ..exchange import dataset
     from .stores import ensure_key, write_store
     export_arrow.require_pyarrow()
     st = write_store(db)  # the key's public half is recorded in the file on first use

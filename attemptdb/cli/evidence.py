@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..errors import AttemptError
-from .common import db_option, echo_json, err, json_option, open_store, printable, style, no_db_option
+from .common import db_option, echo_json, err, json_option, no_db_option, open_store, printable, style
 
 _SESSION_HELP = ("Record into this session: a name (it is opened by its first event and stays open until "
                  "`attempt close`) or an attempt session's ses_ id. Default: $ATTEMPTDB_SESSION, else a session "
@@ -167,8 +167,8 @@ reject_cmd = _approval(False)
 @json_option
 def close_cmd(session, reason, db, as_json):
     """Close a named session (session.stopped)."""
-    from ..evidence.record import SESSION_ENV
     from ..adapters.draft import token
+    from ..evidence.record import SESSION_ENV
     if not (session or os.environ.get(SESSION_ENV)):
         raise AttemptError("session.none", f"which session? pass --session S (or set {SESSION_ENV})")
     if not token(reason):
@@ -194,6 +194,7 @@ def close_cmd(session, reason, db, as_json):
 def artifact_cmd(artifact_id, output, info, db, as_json):
     """An artifact's bytes (checked against its SHA-256 as they stream), or its metadata."""
     import hashlib
+
     from ..evidence import artifacts
     from .stores import read_store
     st = read_store(db, readonly=True)
@@ -242,6 +243,7 @@ def prove_cmd(event_id, output, include_content, force, db):
     (spec/proof.md): the event line, its leaf index, the path and the signed note. Anyone can
     check it with `attempt verify-proof`, with no database."""
     import json
+
     from ..integrity import proof
     from .stores import read_store
     st = read_store(db)  # signs the head first when the chain grew

@@ -10,8 +10,8 @@ import sys
 
 import click
 
-from ..model import fastjson
 from ..errors import AttemptError
+from ..model import fastjson
 from .common import db_option, echo_json, err, json_option, printable, style
 from .scope import scope_options, scope_where
 from .stores import read_store, write_store
@@ -292,9 +292,8 @@ def failures_cmd(session, project, since, until, limit, db, as_json):
 
     The table fits the terminal (COLUMNS, else 80 when not a terminal): attempt ids are short
     ids that `why` and `trace` accept; columns that cannot fit are named in a note."""
-    from ..query import shortids
+    from ..query import read, shortids
     from ..render import termtable
-    from ..query import read
     st = read_store(db)
     try:
         cond, params = _sessions_scope(st.conn, session, project, since, until)

@@ -125,9 +125,9 @@ def query_cmd(statement, as_json, as_csv, evidence, explain, limit, engine, from
 
 
 def _run_datafusion(db, statement, from_dir, *, explain=False, **emit):
+    from ..errors import AttemptError
     from ..query import datafusion_engine as engine_datafusion
     from ..query.sqltext import classify
-    from ..errors import AttemptError
     if classify(statement) != "sql":
         raise AttemptError("query.engine", "--engine datafusion runs SQL (SELECT, WITH, VALUES, EXPLAIN); "
                            "AttemptQL, DESCRIBE and SHOW TABLES run on the sqlite engine")
@@ -232,8 +232,8 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
                   until: str | None = None, limit: int = 20) -> dict:
     """Counts from the projection tables (indexed, no scan of events), and whether the schema
     is the one the migrations wrote (schema_integrity)."""
-    from ..query.execute import public_tables
     from ..query import resolve
+    from ..query.execute import public_tables
     tables = set(public_tables(conn))
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if _has(conn, "meta") else {}
     events = conn.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
@@ -367,9 +367,8 @@ def needs_you_cmd(project, evidence, as_json, db):
     Agents waiting on a permission decision or on input, open work units whose last two attempts
     failed the same way, and two open units editing the same files (the needs_you view), judged
     now: sessions that ended or went silent for 12 hours drop out."""
-    from ..query import resolve
+    from ..query import read, resolve
     from ..query.errors import AQLError
-    from ..query import read
     conn, _ = _open(db)
     try:
         ids, label = None, None

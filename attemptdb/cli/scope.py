@@ -33,8 +33,8 @@ def scope_time(flag, text):
 def scope_where(conn, session, project, since, until, table="events", time_col="observed_at"):
     """(SQL condition, params) for the scope flags (ids, names and times resolved the way
     AttemptQL resolves them)."""
-    from ..query.errors import AQLError
     from ..query import resolve
+    from ..query.errors import AQLError
     conds, params = [], []
     try:
         if session:

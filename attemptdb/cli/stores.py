@@ -19,8 +19,8 @@ def housekeeping(path: str, conn) -> None:
     checkpoint is due, open the file for writing just long enough to ingest and sign
     (spec/checkpoint.md). Nothing to do costs a directory listing and two indexed reads; any
     failure (read-only file, lock) leaves the read to go on."""
-    from ..integrity import checkpoint
     from ..capture import spool
+    from ..integrity import checkpoint
     try:
         spool.prepare()
         if not (spool.pending(path) or checkpoint.signable(conn)):
@@ -75,8 +75,8 @@ def read_store(db, *, readonly=False, sign=True):
     """Open the database for a read command: ingest the spool first, and sign the new head
     when the chain grew (spec/checkpoint.md; `sign=False` for repair tools, which must not
     vouch for a file they are about to judge). Never creates the database."""
-    from ..integrity import checkpoint
     from ..capture import spool
+    from ..integrity import checkpoint
     try:
         st = open_store(db, readonly=readonly)
     except AttemptError as e:  # a full disk still reads (nothing is drained or signed)

@@ -69,6 +69,7 @@ def keys_trust(device, key, db, as_json):
     segments must be signed by it from now on (replaces a pin, lifts a revocation)."""
     import base64
     import binascii
+
     from ..integrity import keys
     from ..integrity import sync_state as state
     from .stores import write_store

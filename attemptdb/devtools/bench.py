@@ -24,10 +24,10 @@ import sys
 import tempfile
 import time
 
-from ..model import event
-from . import synth
 from ..exchange.importers.jsonl import IMPORT_CACHE_KIB, IMPORT_CHECKPOINT_PAGES
+from ..model import event
 from ..store.database import Store
+from . import synth
 
 BARE_TABLE = f"CREATE TABLE bare ({', '.join(event.COLUMNS)}, event_hash, chain_hash)"
 

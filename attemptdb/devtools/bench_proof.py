@@ -20,8 +20,8 @@ import time
 
 
 def _count(path: str) -> int:
-    from ..store.database import Store
     from ..errors import AttemptError
+    from ..store.database import Store
     try:
         st = Store.open(path, readonly=True)
     except AttemptError:
@@ -42,11 +42,10 @@ def _compile() -> None:
 
 
 def run(events: int = 1_450_000, reuse: str | None = None, runs: int = 21, seed: int = 1) -> dict:
-    from ..integrity import checkpoint, keys
+    from ..integrity import checkpoint, keys, proof
+    from ..store.database import Store
     from .bench import attempt_exe
     from .bench_query import Launcher, build_history
-    from ..store.database import Store
-    from ..integrity import proof
     tmp = tempfile.mkdtemp(prefix="attempt-bench-proof-")
     old_keys = os.environ.get("ATTEMPTDB_KEY_DIR")
     try:

@@ -25,9 +25,9 @@ import sys
 import tempfile
 import time
 
+from ..errors import AttemptError
 from . import synth
 from .bench import attempt_exe
-from ..errors import AttemptError
 
 GROUP_BY_RECIPE = ("SELECT failure_class, count(*) AS failures FROM attempts WHERE outcome = 'failed' "
                    "AND retracted = false GROUP BY failure_class ORDER BY failures DESC")

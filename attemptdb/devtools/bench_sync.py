@@ -18,8 +18,8 @@ import tempfile
 import time
 
 from ..integrity import keys
-from . import synth
 from ..store.database import Store
+from . import synth
 
 RECIPE = "SELECT kind, count(*) AS events FROM events WHERE retracted = false GROUP BY kind ORDER BY events DESC"
 
@@ -53,8 +53,8 @@ def _median_time(fn, runs: int):
 def team(devices: int = 10, events: int = 150_000, new: int = 1_000, *, seed: int = 1, runs: int = 3,
          keep: str | None = None, progress=None) -> dict:
     from ..exchange import dataset
-    from ..query import datafusion_engine as engine_datafusion
     from ..exchange.importers.jsonl import import_file
+    from ..query import datafusion_engine as engine_datafusion
     from ..sync import folder as sync_folder
     say = progress or (lambda msg: None)
     tmp = keep or tempfile.mkdtemp(prefix="attempt-bench-sync-")

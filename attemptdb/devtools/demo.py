@@ -8,9 +8,9 @@ refuses to touch any other file.
 
 import os
 
-from ..model import clock, fastjson, ids
 from .. import resources
 from ..errors import AttemptError
+from ..model import clock, fastjson, ids
 
 DEMO_DEVICE = ids.derive("dev_", "attempt-demo")
 
@@ -23,11 +23,11 @@ def _story() -> dict:
 def run_demo(path: str, command: str = "attempt") -> dict:
     """Build the demo history at `path`; the closing hints run `command` (shell words that
     start this same `attempt`)."""
-    from ..integrity import checkpoint
-    from ..ingest import privacy
     from ..adapters import Context, build_event
-    from ..store.database import Store
+    from ..ingest import privacy
+    from ..integrity import checkpoint
     from ..integrity.verify import verify
+    from ..store.database import Store
     if os.path.exists(path):
         st = Store.open(path, create=False)
         is_demo = st.meta("demo") == "1"

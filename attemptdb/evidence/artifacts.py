@@ -22,9 +22,9 @@ import os
 import tempfile
 import zlib
 
-from ..model import clock
-from ..ingest import redaction as secrets
 from ..errors import AttemptError
+from ..ingest import redaction as secrets
+from ..model import clock
 
 ID_HEX = 32
 CHUNK = 1 << 16

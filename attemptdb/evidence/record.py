@@ -22,9 +22,9 @@ import shlex
 import shutil
 import tempfile
 
-from ..model import clock, event, ids
-from ..ingest import privacy
 from ..errors import AttemptError
+from ..ingest import privacy
+from ..model import clock, event, ids
 
 PROVIDER = "attempt"
 SESSION_ENV = "ATTEMPTDB_SESSION"

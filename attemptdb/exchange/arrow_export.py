@@ -18,9 +18,9 @@ import hashlib
 import os
 
 from .. import __version__
-from ..projections import catalog
-from ..model import clock
 from ..errors import AttemptError
+from ..model import clock
+from ..projections import catalog
 
 FORMATS = {"parquet": ".parquet", "arrow": ".arrow"}
 MANIFEST = "manifest.json"

@@ -25,11 +25,11 @@ import zipfile
 import zlib
 
 from .. import __version__, resources
-from ..model import clock, event, fastjson, ids
-from ..integrity import keys
-from ..ingest import privacy
-from ..model.event import MAX_LINE
 from ..errors import AttemptError
+from ..ingest import privacy
+from ..integrity import keys
+from ..model import clock, event, fastjson, ids
+from ..model.event import MAX_LINE
 
 SCHEMA_VERSION = "attestack.bundle.v1"
 SIGNED_PREFIX = b"attestack.bundle.v1 manifest\n"
@@ -176,8 +176,7 @@ def _bundle_checkpoint(conn, size: int):
 def _consistency(store, cp, source) -> dict:
     """{"from": {"note"}, "path"}: the RFC 9162 consistency proof from an earlier checkpoint
     (`source`: its tree size among the stored ones, or a note's text) to `cp`."""
-    from ..integrity import checkpoint
-    from ..integrity import merkle
+    from ..integrity import checkpoint, merkle
     if cp is None:
         raise AttemptError("bundle.no_checkpoint", "no signed checkpoint with a Merkle tree head yet: nothing to "
                            "prove consistency with (`attempt checkpoint` signs one once the chain grows)")
@@ -470,8 +469,7 @@ def _check_checkpoints(rep: Report, m: dict, key) -> None:
     """The bundle's signed checkpoint (the source's log when it was exported: same key, same
     device, its chain head when it covers the whole chain) and, when present, the consistency
     proof from an earlier checkpoint of the same log to it."""
-    from ..integrity import checkpoint
-    from ..integrity import merkle
+    from ..integrity import checkpoint, merkle
     origin = checkpoint.ORIGIN_PREFIX + m["device_id"][4:]
 
     def signed(note, what):

@@ -12,8 +12,8 @@ fails Envelope. The report prints the seed-000 layout (header, six checks, verdi
 follow the verdict, so a stream that exercises every rule prints exactly that layout.
 """
 
-from ..model import event, fastjson, ids
 from ..ingest import privacy
+from ..model import event, fastjson, ids
 from ..model.event import MAX_LINE
 
 CHECKS = (

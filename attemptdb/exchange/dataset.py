@@ -31,10 +31,10 @@ import re
 import tempfile
 
 from .. import __version__
+from ..errors import AttemptError
+from ..integrity import keys
 from ..model import clock, fastjson
 from . import arrow_export as export_arrow
-from ..integrity import keys
-from ..errors import AttemptError
 
 SCHEMA_VERSION = "attemptdb.exchange.dataset.v1"
 SIGNED_PREFIX = b"attemptdb.exchange.dataset.v1 manifest\n"

@@ -8,7 +8,8 @@ time, so streams exported from one database re-import with the same hashes.
 
 def ingest_for(store, *, redact_secrets: bool = True):
     """A function env → env applying the contract under `store`'s capture mode."""
-    from . import privacy, redaction as secrets
+    from . import privacy
+    from . import redaction as secrets
     mode = store.capture_mode
     memo = secrets.RedactionMemo()  # texts that recur across the stream are scanned once
 

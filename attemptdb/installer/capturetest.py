@@ -11,9 +11,9 @@ import os
 import subprocess
 import time
 
-from ..store import location
 from ..adapters import registry
 from ..model.fastjson import dumps
+from ..store import location
 
 POLL_S = 2.0
 

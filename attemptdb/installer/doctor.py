@@ -137,8 +137,8 @@ def capture_health(path: str, last_event_at: str | None) -> tuple[dict, list[str
     """What the hook path left behind: events waiting in the spool (the database refused
     them so far), files set aside in quarantine, and hook-log lines written since the newest
     stored event (each a capture that hit a problem). Counts and codes only, never content."""
-    from ..integrity import damage
     from ..capture import spool
+    from ..integrity import damage
     out = {"spooled": len(spool.pending(path)), "quarantined": 0, "hook_log_problems": 0}
     spool.prepare()
     lost = spool.losses()

@@ -12,10 +12,10 @@ test (see `capturetest`).
 
 import os
 
+from ..errors import AttemptError
 from . import agents as agents_mod
 from . import codexconfig, fileops, jsonstyle, merge
 from .command import Executable, find_hook_executable
-from ..errors import AttemptError
 
 FAILED = "failed"
 SKIPPED = "skipped"

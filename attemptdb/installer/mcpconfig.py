@@ -25,12 +25,12 @@ import os
 import re
 import tomllib
 
+from ..errors import AttemptError
 from . import agents as agents_mod
 from . import fileops, jsonstyle
-from .command import Executable, command_basename, is_python, find_executable
+from .command import Executable, command_basename, find_executable, is_python
 from .install import FAILED, SKIPPED, Action
 from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, same_value
-from ..errors import AttemptError
 
 NAME = "attemptdb"
 TOML_MARK = "# added by attemptdb (mcp)"

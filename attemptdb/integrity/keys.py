@@ -10,12 +10,12 @@ import base64
 import hashlib
 import os
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives import serialization
 from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ..store import location
 from ..errors import AttemptError
+from ..store import location
 
 
 def fingerprint(public_raw: bytes) -> str:

@@ -21,8 +21,8 @@ Invariants:
   proof builders over any `subtree` source) need no database. Hook-path imports only.
 """
 
-from . import chain
 from ..model.ids import sha256
+from . import chain
 
 NODE_LEVEL = 8
 BLOCK = 1 << NODE_LEVEL

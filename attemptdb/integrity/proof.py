@@ -78,10 +78,9 @@ def _checkpoint_for(conn, seq: int):
 def prove(store, ref: str, *, include_content: bool = False) -> dict:
     """The proof of the event `ref` (an ev_ id or a unique prefix) against the newest signed
     checkpoint that covers it and signs a Merkle head."""
-    from . import chain, keys
-    from ..model import event
     from ..ingest import privacy
-    from . import merkle
+    from ..model import event
+    from . import chain, keys, merkle
     conn = store.conn
     conn.execute("BEGIN")  # one snapshot: the row, the checkpoint and the tree agree
     try:
@@ -220,9 +219,8 @@ def verify(data: bytes, *, key: str | None = None) -> Report:
 
 
 def _verify(rep: Report, data: bytes, pin: str | None) -> None:
-    from . import checkpoint, keys
     from ..model import event
-    from . import merkle
+    from . import checkpoint, keys, merkle
     if len(data) > MAX_BYTES:
         raise _Bad("proof.unreadable", f"larger than {MAX_BYTES:,} bytes")
     try:

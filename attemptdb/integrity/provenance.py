@@ -9,7 +9,8 @@ failure is a problem naming the device and the row's seq. Read-only.
 """
 
 from ..model import fastjson
-from . import segments as segment, sync_state as state
+from . import segments as segment
+from . import sync_state as state
 
 
 def check(conn, problem, notes: list) -> int:

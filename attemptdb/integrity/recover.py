@@ -30,9 +30,9 @@ import tempfile
 
 import apsw
 
-from . import chain, recovery
-from ..model import clock, event
 from ..errors import AttemptError
+from ..model import clock, event
+from . import chain, recovery
 
 RANGE = 512  # rows read per b-tree query before a failing range is narrowed
 COPY_CHUNK = 1 << 20
@@ -588,9 +588,9 @@ def _describe_signed(rep: Report, signed, head_of, lost: list) -> None:
 
 
 def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks, lost, signed, now_us) -> None:
-    from . import keys
     from ..projections import rebuild
     from ..store.database import Store
+    from . import keys
     tmp = os.path.join(work, "recovered.db")
     st = Store.open(tmp, create=True, capture_mode=meta.get("capture_mode") or "metadata_only")
     c = st.conn

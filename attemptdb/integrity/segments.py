@@ -20,10 +20,10 @@ import hashlib
 import os
 import re
 
+from ..errors import AttemptError
 from ..integrity import chain, keys
 from ..model import event, fastjson
 from ..model.event import MAX_LINE
-from ..errors import AttemptError
 
 SCHEMA_VERSION = "attemptdb.sync.segment.v1"
 SIGNED_PREFIX = b"attemptdb.sync.segment.v1 manifest\n"

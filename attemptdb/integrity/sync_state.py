@@ -11,8 +11,8 @@ Invariants:
   trusted; every imported event of the device must hash to one of them.
 """
 
-from ..model import clock
 from ..errors import AttemptError
+from ..model import clock
 
 DDL = """
 CREATE TABLE IF NOT EXISTS sync_keys (

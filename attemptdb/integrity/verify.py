@@ -13,10 +13,9 @@ cannot be seen: a note says so.
 
 import os
 
-from . import chain, checkpoint, keys
 from ..model import clock, event, ids
 from ..store import schema, schema_integrity
-from . import merkle
+from . import chain, checkpoint, keys, merkle
 
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
@@ -281,6 +280,7 @@ def verify(st) -> Report:
     """Everything below, as a Report; a file SQLite cannot read is a `damaged` problem (and is
     marked so: attemptdb.integrity.damage), never an exception."""
     import apsw
+
     from . import damage
     try:
         rep = _verify(st)

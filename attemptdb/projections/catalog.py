@@ -16,8 +16,8 @@ Invariants:
 
 import os
 
-from ..model import fastjson
 from .. import resources
+from ..model import fastjson
 
 INTERNAL_TABLES = ("meta", "device_clock", "checkpoints")
 AFFINITY = {  # documented logical type → declared SQLite types that fit it
@@ -44,6 +44,7 @@ def shipped_schema_connection():
     """An in-memory database with every shipped migration applied (the schema this version
     of AttemptDB creates)."""
     import apsw
+
     from ..store import schema
     conn = apsw.Connection(":memory:")
     schema.build(conn, schema.latest())

@@ -15,8 +15,8 @@ Invariants:
 """
 
 from .. import ADAPTER_VERSION, __version__
-from ..model import clock, event, fastjson, ids
 from ..errors import AttemptError
+from ..model import clock, event, fastjson, ids
 
 OUTCOMES = ("succeeded", "failed", "abandoned", "superseded")
 OUTCOME_ALIASES = {"success": "succeeded", "failure": "failed"}

@@ -13,8 +13,8 @@ import os
 import re
 
 from .. import adapters, resources
-from ..model import clock, fastjson, ids
 from ..errors import AttemptError
+from ..model import clock, fastjson, ids
 from . import meta
 
 DEFAULT_DATE = "2026-08-28"

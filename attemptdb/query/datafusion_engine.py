@@ -34,6 +34,7 @@ def _context():
 
 def _load_live(ctx, conn, sql: str) -> None:
     import pyarrow as pa
+
     from ..exchange.arrow_export import batches, public_tables, schema
     conn.execute("BEGIN")  # one snapshot across the tables
     try:
@@ -50,8 +51,9 @@ def _load_live(ctx, conn, sql: str) -> None:
 def _load_export(ctx, directory: str, sql: str) -> list:
     """Register the tables of an export directory the statement names; returns notes."""
     import pyarrow as pa
-    from ..model import fastjson
+
     from ..exchange.arrow_export import FORMATS, MANIFEST
+    from ..model import fastjson
     try:
         with open(os.path.join(directory, MANIFEST), "rb") as f:
             m = fastjson.loads(f.read(16 << 20).decode("utf-8"))

@@ -7,8 +7,18 @@ from .errors import AQLError
 from .resolve import resolve_time
 from .result import Result, dedup, uncertainty
 from .scope import Scope, scope_of
-from .state import NO_UNITS_NOTE, STATE_COLUMNS, state_at, state_queries, state_query, state_row, states, unit_state_row, units_at, units_query
-
+from .state import (
+    NO_UNITS_NOTE,
+    STATE_COLUMNS,
+    state_at,
+    state_queries,
+    state_query,
+    state_row,
+    states,
+    unit_state_row,
+    units_at,
+    units_query,
+)
 
 # ... DIFF
 

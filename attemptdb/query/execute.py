@@ -19,17 +19,16 @@ import apsw
 from ..model import fastjson
 from ..store.database import let_signals_in
 from ..store.sqlerrors import condition
+from .diff import DiffHandler
 from .errors import AQLError
 from .resolve import PLANNED_TABLES, planned_error, table_exists
-from .diff import DiffHandler
-from .result import Context, DEFAULT_TIMEOUT_S, Result, dedup, enforce_evidence, fetch, uncertainty
+from .result import DEFAULT_TIMEOUT_S, Context, Result, dedup, enforce_evidence, fetch, uncertainty
 from .show import ShowHandler
 from .sqltext import TABLE_FUNCTIONS, classify, only_trivia, skip_ws, split_first_statement, word
 from .state import StateHandler, WhatIsHandler
 from .table_functions import register_table_functions
 from .trace import TraceHandler
 from .why import WhyHandler
-
 
 # --- entry point ---------------------------------------------------------------------------
 

@@ -4,7 +4,6 @@ and their recursive walk, the state of sessions at a time, the rows WHY explains
 from ..projections import ALGORITHM_VERSION
 from .sqlgen import CAUSAL_EDGE_KINDS
 
-
 # --- TRACE --------------------------------------------------------------------------------
 
 # The causal edges, one view per kind of link (sql/70_edges.sql): (view, edge_kind, to-side guard,

@@ -5,11 +5,11 @@ rows (SHOW semantics), and return plain data; rendering lives in the CLI. Times 
 the stored ISO-8601 µs `Z` text.
 """
 
-from ..store.database import dict_rows as rows
 import time as _time
 
 from ..model import clock
 from ..projections import ALGORITHM_VERSION
+from ..store.database import dict_rows as rows
 
 
 def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: bool = False,

@@ -7,7 +7,6 @@ from ..model import clock, fastjson
 from . import sqlgen as C
 from .errors import AQLError
 
-
 DEFAULT_TIMEOUT_S = 30.0
 REASONS = ("deterministic", "heuristic", "model", "corrected", "insufficient_evidence", "content_unavailable",
            "state_mismatch", "depth_limit")

@@ -6,7 +6,6 @@ from . import sqlgen as C
 from .errors import AQLError
 from .resolve import project_of_directory, resolve_agent, resolve_project, table_exists
 
-
 # ... subject scoping shared by STATE, WHY, DIFF, WHAT IS
 
 class Scope:

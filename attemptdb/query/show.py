@@ -5,7 +5,6 @@
 from . import sqlgen as C
 from .result import Result, decode_rows
 
-
 # ... SHOW
 
 class ShowHandler:

@@ -15,8 +15,15 @@ Invariants:
 
 from . import nodes as ast
 from .errors import AQLError
-from .resolve import PLANNED_TABLES, planned_error, resolve_agent, resolve_id, resolve_project, resolve_time, table_exists
-
+from .resolve import (
+    PLANNED_TABLES,
+    planned_error,
+    resolve_agent,
+    resolve_id,
+    resolve_project,
+    resolve_time,
+    table_exists,
+)
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1_000_000

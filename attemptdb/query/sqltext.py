@@ -4,8 +4,6 @@ statement (AttemptQL, read-only SQL, write), split the first statement off."""
 
 import apsw
 
-
-
 SQL_VERBS = ("SELECT", "WITH", "VALUES", "EXPLAIN", "PRAGMA")
 WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "CREATE", "DROP", "ALTER", "ATTACH", "DETACH",
                "VACUUM", "REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")

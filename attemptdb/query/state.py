@@ -3,8 +3,8 @@
 
 
 from ..model import fastjson
-from . import sqlgen as C
 from . import fixed_sql as F
+from . import sqlgen as C
 from .errors import AQLError
 from .resolve import resolve_time, table_exists
 from .result import COVERAGE_CONFIDENCE, FAILED, Result, dedup, loads_list, uncertainty

@@ -12,7 +12,6 @@ from .show import ShowHandler
 from .state import STATE_COLUMNS, state_result
 from .trace import TRACE_COLUMNS, trace_result
 
-
 # --- table functions for SQL users -------------------------------------------------------------
 
 def _sql_value(v):

@@ -2,12 +2,11 @@
 
 
 
-from . import sqlgen as C
 from . import fixed_sql as F
+from . import sqlgen as C
 from .errors import AQLError
 from .resolve import planned_error, table_exists
 from .result import Result, dedup, loads_list, uncertainty
-
 
 # ... TRACE
 

@@ -34,8 +34,8 @@ statement costs the units it lists, not the history; values are bound parameters
 
 import apsw
 
-from ..model import fastjson
 from .. import resources
+from ..model import fastjson
 from ..store import schema
 
 VIEW_FILE = "85_work_units.sql"

@@ -3,13 +3,12 @@
 
 
 from ..model import fastjson
-from . import sqlgen as C
 from . import fixed_sql as F
+from . import sqlgen as C
 from .errors import AQLError
 from .result import FAILED, Result, dedup, loads_list, uncertainty
 from .scope import scope_of
 from .state import block_of, state_at, state_queries, unit_block, unit_evidence, unit_uncertainty, units_at, units_query
-
 
 # ... WHY
 

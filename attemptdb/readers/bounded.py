@@ -17,8 +17,8 @@ Invariants:
 import math
 
 from ..query import execute, sqltext
-from ..query.result import decode_rows
 from ..query.errors import AQLError
+from ..query.result import decode_rows
 
 MAX_ROWS = 200
 MAX_STATEMENT_CHARS = 64 * 1024

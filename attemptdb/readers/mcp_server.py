@@ -22,9 +22,9 @@ import os
 import threading
 import time
 
+from ..errors import AttemptError
 from ..model import fastjson
 from ..query.errors import AQLError
-from ..errors import AttemptError
 from . import bounded, content
 
 SERVER_NAME = "attemptdb"
@@ -260,6 +260,7 @@ def require_mcp():
     """The MCP SDK (2.x) or a coded error saying how to add it."""
     try:
         from importlib.metadata import PackageNotFoundError, version
+
         import mcp.server.lowlevel  # noqa: F401
         major = int(version("mcp").split(".")[0])
     except (ImportError, PackageNotFoundError, ValueError):
@@ -274,6 +275,7 @@ def build_server(reader: Reader):
     import anyio
     import mcp.types as types
     from mcp.server.lowlevel import Server
+
     from .. import __version__
 
     tools = [types.Tool(name=name, description=desc,

@@ -20,11 +20,11 @@ import time
 
 import apsw
 
+from ..errors import AttemptError
 from ..integrity import chain
 from ..model import clock, event, ids
-from . import schema
 from ..projections import units
-from ..errors import AttemptError
+from . import schema
 
 BUSY_TIMEOUT_S = 10.0
 APPEND_BATCH = 500

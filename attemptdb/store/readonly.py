@@ -10,7 +10,6 @@ loading are further walls behind it. Reading pragmas that only describe the sche
 
 import apsw
 
-
 # pragmas that only read; with an argument they name a table/index, never set a value
 READ_PRAGMAS_WITH_ARG = frozenset({
     "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",

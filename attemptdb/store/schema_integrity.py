@@ -18,8 +18,8 @@ import functools
 
 import apsw
 
-from . import schema
 from ..errors import AttemptError
+from . import schema
 
 _OBJECTS = ("SELECT type, name, tbl_name, sql FROM sqlite_master "
             "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid")

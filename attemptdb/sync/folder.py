@@ -24,12 +24,13 @@ import stat
 import tempfile
 
 from .. import __version__
-from ..integrity import chain
-from ..model import clock, event, fastjson
-from ..ingest import privacy
 from ..errors import AttemptError
-from ..integrity import segments as segment, sync_state as state
+from ..ingest import privacy
+from ..integrity import chain
+from ..integrity import segments as segment
+from ..integrity import sync_state as state
 from ..integrity.segments import SegmentProblem
+from ..model import clock, event, fastjson
 
 _SELECT_OWN = (f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events "
                "WHERE device_id = ? AND source_seq > ? ORDER BY source_seq")

@@ -3,8 +3,8 @@ as the closing-note table; exit 1 when anything went wrong."""
 
 from click.testing import CliRunner
 
-from attemptdb.devtools import faultbench
 from attemptdb.cli.main import cli
+from attemptdb.devtools import faultbench
 
 
 def fake(failures=()):

@@ -13,13 +13,13 @@ import sys
 
 import apsw
 import pytest
+from conftest import ROOT, run_attempt
 
-from attemptdb.integrity import damage
 from attemptdb.capture import spool
 from attemptdb.cli.main import run as cli
 from attemptdb.devtools.faultbench import disk
+from attemptdb.integrity import damage
 from attemptdb.store.database import Store
-from conftest import ROOT, run_attempt
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT_USER, reason="needs root to mount a small or read-only filesystem")

@@ -7,11 +7,18 @@ import os
 import random
 
 import apsw
+from test_faults_defects import (
+    attempt,
+    capture,
+    digest,
+    events_page,
+    history,  # noqa: F401  (the fixture)
+    malform,
+    shell,
+)
 
-from attemptdb.integrity import recovery
 from attemptdb.devtools.faultbench import damaged
-from test_faults_defects import attempt, capture, digest, events_page, malform, shell
-from test_faults_defects import history  # noqa: F401  (the fixture)
+from attemptdb.integrity import recovery
 
 
 def seqs(db):

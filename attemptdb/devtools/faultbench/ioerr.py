@@ -90,9 +90,9 @@ def _library_checks(t, tally: Tally, what: str, fault: Fault | None = None) -> b
     really ends; injected in the middle of a file it stands for a file cut short underneath
     SQLite, which SQLite cannot tell from data and may write back. Such a file can be damaged:
     what the product owes then is that `verify` says so (and `recover` repairs it)."""
+    from ...integrity.verify import verify
     from ...projections import rebuild
     from ...store.database import Store
-    from ...integrity.verify import verify
     ok = True
     found = t.integrity()
     if found:

@@ -71,8 +71,8 @@ def _after_rerun(trial, tally: Tally, what: str, expected: int, r) -> None:
 # --- import jsonl ------------------------------------------------------------------------------
 
 def import_jsonl(world: World, rng, trials: int, events: int) -> Tally:
-    from .. import synth
     from ...exchange.importers.jsonl import BATCH
+    from .. import synth
     tally = Tally("kill -9: import jsonl")
     src = os.path.join(world.root, f"import-{events}.jsonl")
     if not os.path.exists(src):

@@ -149,9 +149,9 @@ def import_files(store, files, *, dry_run: bool = False, now_us: int | None = No
     path, report)` yields a file's envelopes (claude_transcript.claude_reader, codex_rollout.read).
     `progress(1)` is told of every file done."""
     from ...capture import project
-    from ...model import clock
-    from ...ingest.contract import ingest_for
     from ...errors import AttemptError
+    from ...ingest.contract import ingest_for
+    from ...model import clock
     rep = ImportReport()
     device, mode = store.device_id, store.capture_mode
     now = clock.now_us() if now_us is None else now_us

@@ -18,9 +18,9 @@ Invariants:
 import itertools
 import os
 
-from ...model import fastjson, ids
 from ...adapters import claude_code, paths
 from ...adapters.draft import Draft, class_token, count, text, token
+from ...model import fastjson, ids
 from .base import PEEK_LINES, Report, entries, observed, result_text
 
 PROVIDER = "claude_code"

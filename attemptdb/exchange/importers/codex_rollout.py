@@ -15,10 +15,11 @@ unlisted `event_msg` type becomes a content-free `unknown` event.
 import itertools
 import os
 
-from ...model import fastjson
 from ...adapters import commands
 from ...adapters.draft import class_token, count, text, token
-from .base import PEEK_LINES, Report, entries, observed, result_text as _item_text
+from ...model import fastjson
+from .base import PEEK_LINES, Report, entries, observed
+from .base import result_text as _item_text
 from .claude_transcript import Transcript
 
 PROVIDER = "codex"
@@ -337,6 +338,7 @@ def discover(paths=(), *, days: int = 30, now: float | None = None) -> list:
     `$CODEX_HOME/sessions` and `archived_sessions` (default ~/.codex), modified in the last
     `days` days (0: all)."""
     import time
+
     from .claude_transcript import discover as files_in
     if paths:
         return files_in(paths)

@@ -15,10 +15,10 @@ import os
 
 import apsw
 
+from ...errors import AttemptError
 from ...model import event
 from ...model.event import MAX_LINE
 from ..conformance import bounded_lines
-from ...errors import AttemptError
 
 BATCH = 2500  # events per transaction (one lock hold of ~0.3 s on a laptop)
 PIPELINE_MIN_BYTES = 4 << 20

@@ -18,8 +18,8 @@ import time
 from datasette import hookimpl
 from datasette.utils.asgi import NotFound, Response
 
-from ...query.errors import AQLError
 from ...errors import AttemptError
+from ...query.errors import AQLError
 from .. import bounded, content
 from . import pages
 

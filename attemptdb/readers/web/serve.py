@@ -75,6 +75,7 @@ def _database_class():
             if write:
                 raise AttemptError("ui.read_only", "the UI never writes the database")
             import sqlite3
+
             from ...store.readonly import Gate
             from .. import content
             conn = sqlite3.connect(_uri(self.path), uri=True, check_same_thread=False)
@@ -94,6 +95,7 @@ def build(path: str, *, include_content: bool = False, before_read=None):
     command's: attemptdb.store.readonly.connect refuses what is not a readable AttemptDB)."""
     from datasette.app import Datasette
     from datasette.plugins import pm
+
     from ...projections import catalog
     from ...store.readonly import connect
     from . import metadata, plugin
