@@ -1,7 +1,6 @@
 """`attempt sync DIR` (spec/sync.md): three simulated devices, each with its own home, database
 and key, on one repository; tampered segments; provenance in `attempt verify`; key pins."""
 
-import base64
 import itertools
 import json
 import os
