@@ -8,7 +8,6 @@ already recomputed from the row) to one of those leaves, and every leaf is a sto
 failure is a problem naming the device and the row's seq. Read-only.
 """
 
-from ..model import fastjson
 from . import segments as segment
 from . import sync_state as state
 
@@ -86,7 +85,3 @@ def _segments(conn, dev: str, pin, problem):
         leaves.update(blob[i:i + 32] for i in range(0, len(blob), 32))
         head, last_src, expect = m["chain"]["head"], m["last_source_seq"], n + 1
     return leaves, last_src, True
-
-
-def manifest_of(text: str) -> dict:
-    return fastjson.loads(text)
