@@ -17,7 +17,7 @@ from attemptdb.query.execute import public_tables
 from attemptdb.store.database import Store
 
 NO_DB = {"capture", "bundle verify", "conformance", "hook uninstall", "verify-proof", "bench capture",
-         "bench faults", "bench ingest", "bench proof", "bench query", "bench verify"}
+         "bench faults", "bench ingest", "bench proof", "bench query", "bench sync", "bench verify"}
 
 
 def attempt(args, **env):

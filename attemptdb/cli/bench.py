@@ -142,6 +142,7 @@ def bench_faults(long_form, families, seed, as_json):
 
 
 @bench_group.command("sync")
+@_BENCH_NO_DB
 @click.option("--devices", type=click.IntRange(2, 1000), default=10, show_default=True,
               help="Simulated devices, each with its own file and key.")
 @click.option("--events", type=click.IntRange(1, 100_000_000), default=150_000, show_default=True,
