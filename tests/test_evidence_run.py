@@ -195,8 +195,15 @@ def test_stdin_passes_through_and_a_missing_command_exits_127(db, repo):
     assert finished["outcome"] == {"status": "failure", "class": "file_not_found", "exit_code": 127}
 
 
+def _default_sigint():
+    # a test runner started in the background inherits SIGINT ignored, and so would the command:
+    # these tests are about what `attempt run` does with a signal a person sends
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(db, cwd, prog, **kw):
     env = dict(os.environ, PYTHONPATH=ROOT)
+    kw.setdefault("preexec_fn", _default_sigint)
     p = subprocess.Popen(attempt_cmd() + ["run", "--db", db, "--", PY, "-c", prog], stdout=subprocess.PIPE,
                          env=env, cwd=cwd, **kw)
     assert p.stdout.readline() == b"ready\n"

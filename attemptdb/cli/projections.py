@@ -466,6 +466,11 @@ def reproject_cmd(check, db, as_json):
     from .progress import Ticker
     st = read_store(db, sign=False)
     try:
+        from ..integrity import damage
+        why = damage.refusal(st, st.path)
+        if why is not None:  # a rebuild would read (and a reproject write) a file seen damaged
+            raise AttemptError("store.damaged", f"{st.path} is damaged ({why}): its projections can be neither "
+                               f"checked nor rebuilt from it; {damage.ADVICE}", exit_status=1)
         with Ticker("checking projections" if check else "rebuilding projections", quiet=as_json):
             rep = rebuild.reproject(st.conn, write=not check)
     finally:

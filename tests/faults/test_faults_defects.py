@@ -167,6 +167,11 @@ def test_a_malformed_page_is_a_problem_verify_names_and_reads_a_coded_error(hist
     for args in (("events", "--jsonl"), ("reproject", "--check"), ("doctor",)):
         rc, out, err = attempt(capsys, *args, "--db", history)
         assert rc in (1, 2) and "error[internal]" not in err, (args, err)
+    before = digest(history)
+    for args in (("reproject", "--check"), ("reproject",)):  # seen damaged: nothing rebuilt, read or written
+        rc, out, err = attempt(capsys, *args, "--db", history)
+        assert rc == 1 and "error[store.damaged]" in err and "attempt recover" in err, (args, err)
+    assert digest(history) == before
     rc, out, err = attempt(capsys, "status", "--db", history)
     assert "the database is damaged" in err and "attempt recover" in err
 
