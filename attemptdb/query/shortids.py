@@ -18,11 +18,20 @@ def is_id(text) -> bool:
     return isinstance(text, str) and ID_RE.match(text) is not None
 
 
+# where each kind's ids are stored, indexed: a prefix unique there is unique in the public view
+# over it (a view's rows are a subset), and a lookup costs an index probe, not the view's work
+STORED = {"attempt": ("attempt_facts", "attempt_id"), "session": ("session_facts", "session_id"),
+          "turn": ("turn_facts", "turn_id"), "span": ("tool_call_facts", "tool_call_id"),
+          "work_unit": ("unit_index", "work_unit_id"), "event": ("events", "event_id")}
+
+
 def _table(conn, prefix: str):
     kind = resolve.PREFIX_KIND.get(prefix)
     if kind is None:
         return None
-    _, table, col, _, _ = resolve.KINDS[kind]
+    table, col = STORED.get(kind) or resolve.KINDS[kind][1:3]
+    if not resolve.table_exists(conn, table):
+        table, col = resolve.KINDS[kind][1:3]
     return (table, col) if resolve.table_exists(conn, table) else None
 
 
