@@ -21,7 +21,7 @@ import os
 import sys
 
 from . import hooklog
-from .hookclient import GEMINI_ACK, GEMINI_NAMES, Hook
+from .hookclient import GEMINI_ACK, GEMINI_NAMES, Hook, full_interpreter
 
 HOOK_DRAIN_LIMIT = 100  # spooled events a hook ingests before its own (reads take the rest)
 _STRICTNESS = ("metadata_only", "local_semantic", "full_sync")
@@ -313,7 +313,7 @@ def main(argv, hook: Hook | None = None, *, answer: str | None = None, db_path: 
                 return _ack(is_gemini)
         elif answer is not None:
             _after_answer(answer, db_path)
-        _full_interpreter()  # a lean hook (`python -I -S`) no daemon served: apsw is needed now
+        full_interpreter()  # a lean hook (`python -I -S`) no daemon served: apsw is needed now
         run(argv, hook)
     except BaseException as e:  # the agent must never see us fail
         if isinstance(e, KeyboardInterrupt):
@@ -321,18 +321,11 @@ def main(argv, hook: Hook | None = None, *, answer: str | None = None, db_path: 
         hooklog.log(f"provider={_label(provider)} err=internal:{hooklog.why(e)}")
         if not dry:
             try:
-                _full_interpreter()
+                full_interpreter()
                 _last_resort(provider, seen["bytes"], seen["db"])
             except Exception as e2:
                 hooklog.log(f"provider={_label(provider)} err=lost:{hooklog.why(e2)}")
     return _ack(is_gemini and not dry)
-
-
-def _full_interpreter() -> None:
-    """Load the site-packages when this process started without them (the lean hook command)."""
-    if sys.flags.no_site:
-        from .hookclient import full_interpreter
-        full_interpreter()
 
 
 def _ack(is_gemini: bool) -> int:

@@ -132,7 +132,8 @@ def _writer(path, schema, fmt):
     return pa.ipc.new_file(path, schema)
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -179,7 +180,7 @@ def export(store, out_dir: str, fmt: str, *, include_content: bool = False, forc
             tmp = os.path.join(out_dir, f".attempt-export-{os.getpid()}-{name}")
             try:
                 rows = _write_table(conn, t, tmp, fmt, include_content)
-                listed.append({"table": t["name"], "file": name, "rows": rows, "sha256": _sha256(tmp),
+                listed.append({"table": t["name"], "file": name, "rows": rows, "sha256": file_sha256(tmp),
                                "content_columns_null": [] if include_content
                                else list(CONTENT_COLUMNS.get(t["name"], ()))})
                 os.replace(tmp, os.path.join(out_dir, name))

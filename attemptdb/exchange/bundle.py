@@ -51,17 +51,12 @@ def session_path(session_id: str) -> str:
 
 
 def signed_bytes(manifest: dict) -> bytes:
-    body = {k: v for k, v in manifest.items() if k != "signature"}
-    return SIGNED_PREFIX + fastjson.dumps(body, sort_keys=True).encode("utf-8")
+    return keys.manifest_bytes(SIGNED_PREFIX, manifest)
 
 
 def sign_manifest(manifest: dict, key: keys.DeviceKey) -> dict:
     """`manifest` with its `signature` (any old one replaced)."""
-    out = {k: v for k, v in manifest.items() if k != "signature"}
-    value = base64.b64encode(key.sign(signed_bytes(out))).decode("ascii")
-    out["signature"] = {"alg": "Ed25519", "key_id": key.identity, "public_key": key.public_b64,
-                        "value": value}
-    return out
+    return keys.sign_manifest(SIGNED_PREFIX, manifest, key)
 
 
 # --- export ---------------------------------------------------------------------------------

@@ -48,26 +48,15 @@ MAX_MANIFEST = 16 << 20
 
 
 def signed_bytes(m: dict) -> bytes:
-    return SIGNED_PREFIX + fastjson.dumps({k: v for k, v in m.items() if k != "signature"}, sort_keys=True).encode("utf-8")
+    return keys.manifest_bytes(SIGNED_PREFIX, m)
 
 
 def _sign(body: dict, key) -> dict:
-    out = dict(body)
-    out["signature"] = {"alg": "Ed25519", "key_id": key.identity, "public_key": key.public_b64,
-                        "value": base64.b64encode(key.sign(signed_bytes(body))).decode("ascii")}
-    return out
+    return keys.sign_manifest(SIGNED_PREFIX, body, key)
 
 
 def is_dataset(directory: str) -> bool:
     return os.path.isdir(os.path.join(directory, MANIFESTS))
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # --- reading manifests (hostile input) ------------------------------------------------------
@@ -252,7 +241,7 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
         return {"device_id": device, "generation": len(before), "files": [], "unchanged": True}
     for f in files:
         p = os.path.join(directory, f["path"])
-        f["sha256"], f["size_bytes"] = _sha256(p), os.path.getsize(p)
+        f["sha256"], f["size_bytes"] = export_arrow.file_sha256(p), os.path.getsize(p)
     prev = None
     if last is not None:
         with open(os.path.join(directory, MANIFESTS, device, f"{gen - 1:06d}.json"), "rb") as fh:

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 from ..errors import AttemptError
 from ..model import clock
 from ..store import location
+from . import signednote
 
 if TYPE_CHECKING:
     from . import keys
 
 ORIGIN_PREFIX = "attemptdb.local/"
-DASH = "\u2014"
 MERKLE = "merkle "
 
 
@@ -55,10 +55,7 @@ def body_text(device_id: str, size: int, head_hex: str, time_text: str, merkle_h
 
 def sign(key: keys.DeviceKey, device_id: str, size: int, head_hex: str, time_text: str,
          merkle_hex: str | None = None) -> str:
-    body = body_text(device_id, size, head_hex, time_text, merkle_hex)
-    sig = key.sign(body.encode("utf-8"))
-    blob = base64.b64encode(key.note_hash + sig).decode("ascii")
-    return f"{body}\n{DASH} {key.identity} {blob}\n"
+    return signednote.signed(body_text(device_id, size, head_hex, time_text, merkle_hex), key)
 
 
 def parse(note: str) -> Checkpoint:
@@ -92,17 +89,11 @@ def parse(note: str) -> Checkpoint:
                 raise bad("merkle head out of range or repeated")
             merkle = raw.hex()
     cp = Checkpoint(lines[0], size, head, lines[3][5:], body, merkle=merkle)
-    for line in sigs.splitlines():
-        parts = line.split(" ")
-        if len(parts) == 3 and parts[0] == DASH:
-            try:
-                blob = base64.b64decode(parts[2], validate=True)
-            except ValueError:
-                continue
-            if len(blob) == 68:
-                cp.signer, cp.key_hash, cp.signature = parts[1], blob[:4], blob[4:]
-                return cp
-    raise bad("no signature line")
+    found = signednote.signatures(sigs)
+    if not found:
+        raise bad("no signature line")
+    cp.signer, cp.key_hash, cp.signature = found[0]
+    return cp
 
 
 def check_signature(cp: Checkpoint, key: keys.DeviceKey) -> bool:

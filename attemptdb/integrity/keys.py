@@ -121,3 +121,21 @@ def from_public_b64(text: str) -> DeviceKey | None:
     except (ValueError, TypeError):
         return None
     return DeviceKey(raw) if len(raw) == 32 else None
+
+
+def manifest_bytes(prefix: bytes, manifest: dict) -> bytes:
+    """What a signed JSON manifest's signature covers: `prefix` (the manifest's kind and version)
+    and the canonical JSON (sorted keys, compact) of the manifest without its `signature`."""
+    from ..model import fastjson
+    body = {k: v for k, v in manifest.items() if k != "signature"}
+    return prefix + fastjson.dumps(body, sort_keys=True).encode("utf-8")
+
+
+def sign_manifest(prefix: bytes, manifest: dict, key: DeviceKey) -> dict:
+    """`manifest` with its `signature` block (any old one replaced): algorithm, key id, public
+    key and the base64 signature over manifest_bytes. Bundles, sync segments and the team
+    dataset sign their manifests this one way."""
+    out = {k: v for k, v in manifest.items() if k != "signature"}
+    value = base64.b64encode(key.sign(manifest_bytes(prefix, out))).decode("ascii")
+    out["signature"] = {"alg": "Ed25519", "key_id": key.identity, "public_key": key.public_b64, "value": value}
+    return out

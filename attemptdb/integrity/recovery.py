@@ -25,12 +25,12 @@ someone without the key stay `sequence_gap` problems.
 Parsing needs no cryptography (the hook path reads the declared ranges); checking does.
 """
 
-import base64
+
+from . import signednote
 
 META_KEY = "recovery"
 FLOOR_KEY = "seq_floor"
 HEADER = "recovery v1"
-DASH = "\u2014"
 
 
 class Note:
@@ -62,9 +62,7 @@ def body_text(device: str, signed_size: int, signed_head: str | None, lost, time
 
 
 def sign(key, device: str, signed_size: int, signed_head: str | None, lost, time_text: str) -> str:
-    body = body_text(device, signed_size, signed_head, lost, time_text)
-    blob = base64.b64encode(key.note_hash + key.sign(body.encode("utf-8")))
-    return f"{body}\n{DASH} {key.identity} {blob.decode('ascii')}\n"
+    return signednote.signed(body_text(device, signed_size, signed_head, lost, time_text), key)
 
 
 def parse(text) -> Note:
@@ -97,15 +95,9 @@ def parse(text) -> Note:
     if not lines[-1].startswith("time "):
         raise ValueError("not a recovery note")
     note = Note(lines[0], int(sig[1]), None if sig[2] == "-" else sig[2], lost, lines[-1][5:], body + "\n")
-    for line in sigs.splitlines():
-        parts = line.split(" ")
-        if len(parts) == 3 and parts[0] == DASH:
-            try:
-                blob = base64.b64decode(parts[2], validate=True)
-            except ValueError:
-                continue
-            if len(blob) == 68:
-                note.signer, note.key_hash, note.signature = parts[1], blob[:4], blob[4:]
+    found = signednote.signatures(sigs)
+    if found:  # the last well-formed line, as it always was
+        note.signer, note.key_hash, note.signature = found[-1]
     return note
 
 

@@ -47,15 +47,11 @@ def manifest_name(n: int) -> str:
 
 
 def signed_bytes(manifest: dict) -> bytes:
-    body = {k: v for k, v in manifest.items() if k != "signature"}
-    return SIGNED_PREFIX + fastjson.dumps(body, sort_keys=True).encode("utf-8")
+    return keys.manifest_bytes(SIGNED_PREFIX, manifest)
 
 
 def sign(body: dict, key: keys.DeviceKey) -> dict:
-    out = {k: v for k, v in body.items() if k != "signature"}
-    value = base64.b64encode(key.sign(signed_bytes(out))).decode("ascii")
-    out["signature"] = {"alg": "Ed25519", "key_id": key.identity, "public_key": key.public_b64, "value": value}
-    return out
+    return keys.sign_manifest(SIGNED_PREFIX, body, key)
 
 
 class SegmentProblem(AttemptError):

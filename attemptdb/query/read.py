@@ -12,6 +12,17 @@ from ..projections import ALGORITHM_VERSION
 from ..store.database import dict_rows as rows
 
 
+def _fill_turns(conn, turns: list, tools: bool) -> None:
+    """Each turn's live attempts in order, and with `tools` its live tool calls."""
+    for t in turns:
+        t["attempts"] = rows(conn, "SELECT * FROM attempts WHERE turn_id = ? AND NOT retracted "
+                                   "ORDER BY attempt_index", (t["turn_id"],))
+        if tools:
+            t["tool_calls"] = rows(conn, "SELECT * FROM tool_calls WHERE turn_id = ? AND NOT retracted "
+                                         "ORDER BY coalesce(started_at, finished_at), tool_call_id",
+                                   (t["turn_id"],))
+
+
 def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: bool = False,
              tools: bool = False, turns: int | None = None) -> dict:
     """Sessions (newest first) matching `cond` (over the sessions view aliased `s`) → turns →
@@ -38,13 +49,7 @@ def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: boo
         s["more_turns"] = 0 if turns is None or len(found) < turns else conn.execute(
             "SELECT count(*) FROM turns WHERE session_id = ? AND NOT retracted", (s["session_id"],)).fetchone()[0] \
             - len(found)
-        for t in found:
-            t["attempts"] = rows(conn, "SELECT * FROM attempts WHERE turn_id = ? AND NOT retracted "
-                                       "ORDER BY attempt_index", (t["turn_id"],))
-            if tools:
-                t["tool_calls"] = rows(conn, "SELECT * FROM tool_calls WHERE turn_id = ? AND NOT retracted "
-                                             "ORDER BY coalesce(started_at, finished_at), tool_call_id",
-                                       (t["turn_id"],))
+        _fill_turns(conn, found, tools)
         s["turns"] = found
         out["sessions"].append(s)
     if ids:
@@ -180,13 +185,7 @@ def timeline_units(conn, cond: str = "1", params=(), *, limit: int = 10, tools: 
         turns = rows(conn, "SELECT t.*, s.state AS session_state FROM unit_turns m "
                            "JOIN turns t ON t.turn_id = m.turn_id LEFT JOIN sessions s ON s.session_id = t.session_id "
                            "WHERE m.work_unit_id = ? ORDER BY m.order_key", (wu,))
-        for t in turns:
-            t["attempts"] = rows(conn, "SELECT * FROM attempts WHERE turn_id = ? AND NOT retracted "
-                                       "ORDER BY attempt_index", (t["turn_id"],))
-            if tools:
-                t["tool_calls"] = rows(conn, "SELECT * FROM tool_calls WHERE turn_id = ? AND NOT retracted "
-                                             "ORDER BY coalesce(started_at, finished_at), tool_call_id",
-                                       (t["turn_id"],))
+        _fill_turns(conn, turns, tools)
         u["turns"] = turns
         out["work_units"].append(u)
     out["counts"] = {"work_units": len(out["work_units"]),

@@ -32,11 +32,11 @@ index range (`main.<table>`), and the members of the listed units are materialis
 statement costs the units it lists, not the history; values are bound parameters.
 """
 
-import apsw
 
 from .. import resources
 from ..model import fastjson
 from ..store import schema
+from .sqltext import split_first_statement
 
 VIEW_FILE = "85_work_units.sql"
 VIEWS = ("unit_base", "unit_verdicts", "work_units")
@@ -152,7 +152,7 @@ def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
     out = []
     rest = text
     while rest.strip():
-        stmt, rest = _split(rest)
+        stmt, rest = split_first_statement(rest)
         body = _strip_comments(stmt).strip().rstrip(";").strip()
         if not body:
             continue
@@ -162,17 +162,6 @@ def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
         out.append((words[2], words[4]))
     _TEXT[now_expr] = out
     return out
-
-
-def _split(sql: str) -> tuple[str, str]:
-    start = 0
-    while True:
-        k = sql.find(";", start)
-        if k < 0:
-            return sql, ""
-        if apsw.complete(sql[: k + 1]):
-            return sql[: k + 1], sql[k + 1:]
-        start = k + 1
 
 
 def _strip_comments(stmt: str) -> str:
