@@ -13,7 +13,8 @@ BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (OLD.turn_id);
 END;
 
-CREATE TRIGGER unit_mark_turn_changed AFTER UPDATE OF started_at, ended_at, first_event_id, stop_event_id ON turn_facts
+CREATE TRIGGER unit_mark_turn_changed AFTER UPDATE OF started_at, ended_at, first_event_id, stop_event_id, status
+    ON turn_facts
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id) VALUES (NEW.turn_id);
 END;
@@ -74,12 +75,23 @@ BEGIN
     SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index LIMIT 1;
 END;
 
--- A session's end is a handoff giver's last moment: its last turn is marked when it changes.
+-- A session's end is a handoff giver's last moment: its last turn is marked when it changes. Every
+-- unit holding one of its turns may have that session's end as its last (unit_state).
 CREATE TRIGGER unit_mark_session_end AFTER UPDATE OF ended_at ON session_facts
 WHEN NEW.ended_at IS NOT OLD.ended_at
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id)
     SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index DESC LIMIT 1;
+  INSERT OR IGNORE INTO unit_state_dirty (work_unit_id)
+    SELECT work_unit_id FROM unit_turns WHERE session_id = NEW.session_id;
+END;
+
+-- A session's first prompt or call makes its units' coverage known (unit_state.coverage_unknown).
+CREATE TRIGGER unit_mark_session_captured AFTER UPDATE OF prompt_count, call_seq ON session_facts
+WHEN (OLD.prompt_count > 0 OR OLD.call_seq > 0) IS NOT (NEW.prompt_count > 0 OR NEW.call_seq > 0)
+BEGIN
+  INSERT OR IGNORE INTO unit_state_dirty (work_unit_id)
+    SELECT work_unit_id FROM unit_turns WHERE session_id = NEW.session_id;
 END;
 
 -- Who waits on a human (a pending blocking signal of the turn) feeds the views too.

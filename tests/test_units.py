@@ -105,3 +105,22 @@ def test_every_evidence_id_resolves_to_an_event_and_confidence_stays_under_the_c
         assert all(seen.values()), seen
     finally:
         st.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_stored_unit_state_equals_the_view_after_every_append(tmp_path, name):
+    """unit_state is kept for the units each append touched: after every event of the scenario
+    (and after a session's end or first capture, which reach units through unit_state_dirty),
+    the stored rows are exactly what unit_state_live computes, one per unit."""
+    envs = scenario.build(scenario.load(name)).events
+    st = Store.open(str(tmp_path / "a.db"))
+    try:
+        for i, e in enumerate(envs):
+            st.append([dict(e)])
+            stored = st.conn.execute("SELECT * FROM unit_state ORDER BY work_unit_id").fetchall()
+            live = st.conn.execute("SELECT * FROM unit_state_live ORDER BY work_unit_id").fetchall()
+            assert stored == live, (name, i, e.get("kind"))
+            assert [r[0] for r in stored] == [r[0] for r in st.conn.execute(
+                "SELECT work_unit_id FROM unit_index ORDER BY work_unit_id")]
+    finally:
+        st.close()

@@ -14,7 +14,11 @@ changed; `refresh` then, with SQL statements over those turns:
    keeps its id, the other's members take it); a link or member removed labels the units it
    touched again from their links (a SQLite trigger cannot loop, so this one step is Python);
 5. keeps each unit's edit window per path (`unit_path_windows`, what conflicts pair up): an
-   edit that only grew widens it, anything else recounts it from the unit's members.
+   edit that only grew widens it, anything else recounts it from the unit's members;
+6. stores the state (`unit_state`, the view `unit_state_live` of sql/85_work_units.sql) of every
+   unit a marked turn belongs or belonged to, that a merge or relabelling touched, or that a
+   trigger noted in `unit_state_dirty` (a session's end or first capture); each of its columns is
+   read by key or a bounded index range, so this too costs the append, not the unit.
 The result equals a build from nothing (every turn marked), whatever order the events arrived
 in: each row is a function of the projected turns and calls alone. A turn's own links do not
 read its activity (a candidate edited the path before it did, so started before its activity
@@ -33,7 +37,7 @@ FULL_RELABEL_LINKS = 2000  # past this many new links (a rebuild), label compone
 BULK_GIVERS = 200  # past this many re-linked turns, find givers with one window over their projects
 
 UNIT_TABLES = ("unit_turns", "unit_edits", "unit_projects", "unit_paths", "unit_links", "unit_index",
-               "unit_path_windows")
+               "unit_path_windows", "unit_state")
 """The stored unit state (compared by `attempt reproject` like every other projection table)."""
 
 _SQL: dict = {}
@@ -60,7 +64,8 @@ CREATE TEMP TABLE IF NOT EXISTS unit_old_edits (project_id, path, edit_key, turn
 CREATE TEMP TABLE IF NOT EXISTS unit_recounted (work_unit_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_priors (turn_id TEXT PRIMARY KEY, prior) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_links (turn_id, kind, path, target_turn_id,
-  PRIMARY KEY (turn_id, kind, path)) WITHOUT ROWID;""",
+  PRIMARY KEY (turn_id, kind, path)) WITHOUT ROWID;
+CREATE TEMP TABLE IF NOT EXISTS unit_s (work_unit_id TEXT PRIMARY KEY) WITHOUT ROWID;""",
     "save": """
 INSERT INTO temp.unit_d SELECT turn_id FROM unit_dirty;
 DELETE FROM unit_dirty;
@@ -342,17 +347,28 @@ SELECT m.work_unit_id, e.project_id, e.path, min(e.first_edit || '|' || e.first_
 FROM temp.unit_recounted r CROSS JOIN unit_turns m ON m.work_unit_id = r.work_unit_id
 CROSS JOIN unit_edits e ON e.turn_id = m.turn_id
 GROUP BY m.work_unit_id, e.path""",
+    # 6. the state of every unit whose members, membership or state inputs changed
+    "state_touched": """
+INSERT OR IGNORE INTO temp.unit_s SELECT work_unit_id FROM unit_state_dirty;
+DELETE FROM unit_state_dirty;
+INSERT OR IGNORE INTO temp.unit_s SELECT work_unit_id FROM temp.unit_old_turns;
+INSERT OR IGNORE INTO temp.unit_s SELECT work_unit_id FROM temp.unit_recounted;
+INSERT OR IGNORE INTO temp.unit_s SELECT u.work_unit_id FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id;""",
+    "state": """
+DELETE FROM unit_state WHERE work_unit_id IN (SELECT work_unit_id FROM temp.unit_s);
+INSERT INTO unit_state SELECT s.* FROM temp.unit_s t CROSS JOIN unit_state_live s ON s.work_unit_id = t.work_unit_id;""",
     "clear": """
 DELETE FROM temp.unit_d; DELETE FROM temp.unit_w; DELETE FROM temp.unit_old_turns;
 DELETE FROM temp.unit_old_edits; DELETE FROM temp.unit_old_links; DELETE FROM temp.unit_recounted;
-DELETE FROM temp.unit_priors;""",
+DELETE FROM temp.unit_priors; DELETE FROM temp.unit_s;""",
 }
 
 
 def refresh(conn) -> int:
     """Bring the unit state up to date with the turns marked in `unit_dirty` (the caller holds
     the write transaction). Returns how many turns were marked."""
-    if conn.execute("SELECT 1 FROM unit_dirty LIMIT 1").fetchone() is None:
+    if (conn.execute("SELECT 1 FROM unit_dirty LIMIT 1").fetchone() is None
+            and conn.execute("SELECT 1 FROM unit_state_dirty LIMIT 1").fetchone() is None):
         return 0
     conn.execute(_sql("temp"))
     try:
@@ -380,6 +396,8 @@ def refresh(conn) -> int:
         conn.execute(_sql("handoff_links"))
         _label(conn)
         _windows(conn)
+        conn.execute(_sql("state_touched"))
+        conn.execute(_sql("state"))
         return n
     finally:
         conn.execute(_sql("clear"))
@@ -464,6 +482,7 @@ def _merge(c, a: str, b: str) -> None:
     if ua == ub:
         return
     keep, lose = (ua, ub) if _first(c, ua) < _first(c, ub) else (ub, ua)
+    c.execute("INSERT OR IGNORE INTO temp.unit_s (work_unit_id) VALUES (?), (?)", (keep, lose))
     c.execute("UPDATE unit_turns SET work_unit_id = ? WHERE work_unit_id = ?", (keep, lose))
     c.execute("DELETE FROM unit_index WHERE work_unit_id = ?", (lose,))
     c.execute("INSERT INTO unit_path_windows (work_unit_id, project_id, path, first_key, last_key, lines_added, "
@@ -518,6 +537,7 @@ def _relabel(c) -> None:
                 else:
                     parent[ra] = rb
     for u in {m[4] for m in members.values()} | set(units):
+        c.execute("INSERT OR IGNORE INTO temp.unit_s (work_unit_id) VALUES (?)", (u,))
         c.execute("DELETE FROM unit_index WHERE work_unit_id = ?", (u,))
         c.execute("DELETE FROM unit_path_windows WHERE work_unit_id = ?", (u,))
     indexed = set()

@@ -39,7 +39,10 @@ from ..store import schema
 from .sqltext import split_first_statement
 
 VIEW_FILE = "85_work_units.sql"
-VIEWS = ("unit_base", "unit_verdicts", "work_units")
+VIEWS = ("unit_state_base", "unit_state_live", "unit_base", "unit_verdicts", "work_units")
+STATE_VIEWS = {"unit_state_base": "unit_state_base", "unit_state_live": "unit_state"}
+"""The views that compute what `unit_state` stores: read as stored now, computed as of t (the
+second under the table's name)."""
 WAIT_WINDOW_US = 12 * 3600 * 1_000_000
 """A unit open at t had member activity within this window before t (a pending wait keeps a
 session open for 12 h; an unfinished turn ages into abandoned after 2 h)."""
@@ -233,7 +236,14 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
                      + ", ".join("+a.outcome AS outcome" if c == "outcome" else f"a.{c}" for c in cols)
                      + " FROM main.attempt_facts a)")
     for name, body in view_bodies(":t" if at else clock):
-        hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
+        if name in STATE_VIEWS:
+            if not at:
+                continue  # read as stored (unit_state)
+            # as of t: each listed unit's state computed once, under the stored table's name
+            name = STATE_VIEWS[name]
+            hint = "MATERIALIZED"
+        else:
+            hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
         parts.append(f"{name} AS {hint} (\n{body}\n)")
     parts += extra
     return "WITH " + ",\n".join(parts) + "\n"
