@@ -75,3 +75,23 @@ WHEN @projected_kind(NEW)
 BEGIN
   INSERT OR REPLACE INTO project_queue SELECT 1, p.* FROM project_input p WHERE p.seq = NEW.seq;
 END;
+
+-- The provider payload of every event that has one, as the provider sent it: `events.raw_json`
+-- stores each text it shares with the rest of its row once, as a reference (U+0001 start:length
+-- U+0002) into the row's dictionary: content_json, then U+001F and the quoted provider_session_id,
+-- tool_call_id and provider_event_name (attemptdb/model/payload.py). This view resolves the
+-- references, so the stock sqlite3 shell reads the payload whole.
+CREATE VIEW event_payloads AS
+WITH RECURSIVE x(seq, event_id, done, rest, dict) AS (
+  SELECT e.seq, e.event_id, '', e.raw_json,
+    coalesce(e.content_json, '') || char(31) || '"' || coalesce(e.provider_session_id, '') || '"'
+      || char(31) || '"' || coalesce(e.tool_call_id, '') || '"' || char(31) || '"' || coalesce(e.provider_event_name, '') || '"'
+  FROM events e WHERE e.raw_json IS NOT NULL
+  UNION ALL
+  SELECT seq, event_id,
+    done || substr(rest, 1, instr(rest, char(1)) - 1)
+         || substr(dict, CAST(substr(rest, instr(rest, char(1)) + 1) AS INTEGER),
+                   CAST(substr(rest, instr(rest, char(1)) + instr(substr(rest, instr(rest, char(1))), ':')) AS INTEGER)),
+    substr(rest, instr(rest, char(2)) + 1), dict
+  FROM x WHERE instr(rest, char(1)) > 0)
+SELECT seq, event_id, done || rest AS raw_json FROM x WHERE instr(rest, char(1)) = 0;

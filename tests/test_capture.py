@@ -22,6 +22,8 @@ import apsw
 import pytest
 from conftest import ROOT, attempt_cmd, run_attempt
 
+from attemptdb.model import payload
+
 # --- helpers (shared with the other capture test modules) ----------------------------------
 
 PROMPT = {"session_id": "sess-capture-1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit",
@@ -72,6 +74,7 @@ def stored(db) -> list:
     finally:
         conn.close()
     for r in rows:
+        r["raw_json"] = payload.expand(r["raw_json"], r["content_json"], [r[f] for f in payload.FIELDS])
         for col in ("attrs_json", "content_json", "raw_json"):
             r[col[:-5]] = None if r[col] is None else json.loads(r[col])
     return rows

@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (11, "3c109032826f95e169dfba493d4cc680ba025339357b0b12b43bcfded591aaca")
+RECORDED = (12, "6b4091666b36c13663e5a97f40aa023d970d59633bfe6016379087b407d0fdea")
 
 
 def statements(text):

@@ -19,7 +19,7 @@ import os
 
 from .. import __version__
 from ..errors import AttemptError
-from ..model import clock
+from ..model import clock, payload
 from ..projections import catalog
 
 FORMATS = {"parquet": ".parquet", "arrow": ".arrow"}
@@ -106,6 +106,11 @@ def batches(conn, table: dict, *, include_content: bool, rows: int = BATCH_ROWS)
         if not chunk:
             return
         values = list(zip(*chunk))
+        if table["name"] == "events" and "raw_json" not in hidden:  # the payload, not its stored form
+            names = [n for n, _ in cols]
+            i, j = names.index("raw_json"), names.index("content_json")
+            k = [names.index(n) for n in payload.FIELDS]
+            values[i] = [payload.expand(r, c, f) for r, c, f in zip(values[i], values[j], zip(*(values[x] for x in k)))]
         arrays = [column_of(list(values[i]), t, table["name"], n) for i, (n, t) in enumerate(cols)]
         yield pa.RecordBatch.from_arrays(arrays, names=[n for n, _ in cols])
         if len(chunk) < rows:

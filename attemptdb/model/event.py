@@ -12,7 +12,7 @@ Invariants:
 """
 
 from ..errors import AttemptError
-from . import clock, fastjson, ids
+from . import clock, fastjson, ids, payload
 
 KINDS = (
     "session_started", "session_ended", "prompt_submitted", "tool_call_started",
@@ -313,8 +313,10 @@ class Prepared:
             unknown = {k: env[k] for k in env if k not in _KNOWN} or None
         attrs = env.get("attrs")
         attrs_json = fastjson.dumps(attrs) if attrs else "{}"
-        content_json = fastjson.dumps(env["content"]) if "content" in env else None
-        raw_json = fastjson.dumps(env["raw"]) if "raw" in env else None
+        content_json, values = payload.content_text(env["content"]) if "content" in env else (None, ())
+        raw_json = payload.pack(fastjson.dumps(env["raw"]), content_json, values,
+                                (env["provider_session_id"], tool.get("call_id"), env["provider_event_name"])
+                                ) if "raw" in env else None
         unknown_json = fastjson.dumps(unknown) if unknown else None
         paths_full = fastjson.dumps(paths) if paths else None
         obs, cap = env["observed_at"], env["captured_at"]
@@ -494,7 +496,7 @@ def _close_line(parts: list, r) -> None:
     if r[42] is not None:
         parts.append(',"content":' + r[42])
     if r[43] is not None:
-        parts.append(',"raw":' + r[43])
+        parts.append(',"raw":' + payload.expand(r[43], r[42], (r[22], r[33], r[13])))
     if r[44] is not None and len(r[44]) > 2:
         parts.append("," + r[44][1:-1])
     parts.append("}")

@@ -422,7 +422,8 @@ def test_verify_sees_a_damaged_index_that_quick_check_misses(history, capsys):
     """A flipped byte inside an index key: every page still parses (quick_check says ok) but
     the index no longer matches its table; SQLite answers queries through it wrongly."""
     conn = apsw.Connection(history, flags=apsw.SQLITE_OPEN_READONLY)
-    pages = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'events_kind' AND pagetype = 'leaf'")]
+    pages = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'sqlite_autoindex_events_1' "
+                                        "AND pagetype = 'leaf'")]
     size = conn.execute("PRAGMA page_size").fetchone()[0]
     conn.close()
     import struct
@@ -432,11 +433,12 @@ def test_verify_sees_a_damaged_index_that_quick_check_misses(history, capsys):
             data = f.read(size)
             ncells = struct.unpack(">H", data[3:5])[0]
             cells = [struct.unpack(">H", data[8 + 2 * i:10 + 2 * i])[0] for i in range(ncells)]
-            hits = [c + data[c:c + 64].find(b"tool_call_started") for c in cells
-                    if data[c:c + 64].find(b"tool_call_started") >= 0]  # inside a live cell
+            hits = [c + data[c:c + 16].find(b"ev_") + 3 for c in cells
+                    if data[c:c + 16].find(b"ev_") >= 0]  # an event id inside a live cell
             if hits:
-                f.seek((p - 1) * size + hits[0])
-                f.write(b"tool_call_startee")
+                at = (p - 1) * size + hits[0]
+                f.seek(at)
+                f.write(b"1" if data[hits[0]:hits[0] + 1] != b"1" else b"2")
                 break
         else:
             pytest.fail("no index key to damage")

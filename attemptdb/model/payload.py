@@ -1,0 +1,106 @@
+"""The raw payload stores each string once (spec/canonical-event.md "Stored payload").
+
+An event's `raw` (the provider's payload) usually repeats what the rest of its row holds: a tool
+call's input and output (in `content`), the provider's session id, call id and event name (in
+their columns). The events row keeps those as they are (SQL reads them) and writes `raw_json`
+with each such text it contains replaced by a reference into the row's *dictionary*:
+`content_json`, then for each of provider_session_id, tool_call_id and provider_event_name a
+U+001F and the value between double quotes (NULL as empty). A reference is U+0001, the 1-based
+character offset and the length (`start:length`), U+0002. JSON text never holds U+0001 or
+U+0002 unescaped, so a reference cannot be confused with payload text, and a `raw_json` without
+one is the payload itself (every row written before this rule).
+
+Invariant: `expand(pack(raw, …), …) == raw` for every raw text (a reference stands for an equal
+substring, wherever it was found); the canonical line (and so every hash) is built from the
+expanded text, so the stored form changes no hash. The sqlite3 shell reads a reference as it
+is, or the payload whole through the view `event_payloads`, which builds the same dictionary.
+"""
+
+from . import fastjson
+
+MIN_SHARED = 48
+"""Content values shorter than this stay in the payload."""
+MIN_FIELD = 12
+"""Column values (quoted) shorter than this stay in the payload (a reference costs ~9 characters)."""
+
+START, END, SEP = "\x01", "\x02", "\x1f"
+FIELDS = ("provider_session_id", "tool_call_id", "provider_event_name")
+"""The events columns whose values follow content_json in a row's dictionary, in order."""
+
+
+def _fields(fields) -> str:
+    return "".join(f'{SEP}"{f or ""}"' for f in fields)
+
+
+def content_text(content) -> tuple[str, list]:
+    """(`content_json`, [(0-based offset, text) of each top-level member's value]): the text is
+    `fastjson.dumps(content)`, assembled member by member so that pack need not serialise the
+    values again."""
+    if not isinstance(content, dict) or not all(isinstance(k, str) for k in content):
+        return fastjson.dumps(content), []
+    parts, values, pos = [], [], 1
+    for k, v in content.items():
+        kt, vt = fastjson.quote(k), fastjson.dumps(v)
+        parts.append(f"{kt}:{vt}")
+        values.append((pos + len(kt) + 1, vt))
+        pos += len(kt) + len(vt) + 2
+    return "{" + ",".join(parts) + "}", values
+
+
+def _find(hay: str, needle: str) -> int:
+    """hay.find(needle), by a short prefix then a comparison in place: str.find prepares a long
+    needle in time proportional to its length, several microseconds for a tool's output."""
+    head = needle[:32]
+    i = hay.find(head)
+    while i >= 0 and not hay.startswith(needle, i):
+        i = hay.find(head, i + 1)
+    return i
+
+
+def pack(raw_json: str | None, content_json: str | None, values=(), fields=()) -> str | None:
+    """`raw_json` with each long content value (`values` as content_text gives them for
+    `content_json`) and each quoted value of `fields` (provider_session_id, tool_call_id,
+    provider_event_name) that it contains replaced by a reference into the row's dictionary."""
+    if raw_json is None or len(raw_json) < MIN_FIELD:
+        return raw_json
+    out = raw_json
+    for start, text in values:
+        if len(text) >= MIN_SHARED:
+            i = _find(out, text)
+            if i >= 0:
+                out = f"{out[:i]}{START}{start + 1}:{len(text)}{END}{out[i + len(text):]}"
+    pos = len(content_json or "")
+    for f in fields:
+        text = f'"{f or ""}"'
+        start = pos + 1
+        pos = start + len(text)
+        if len(text) < MIN_FIELD:
+            continue
+        i = out.find(text)
+        if i >= 0:
+            out = f"{out[:i]}{START}{start + 1}:{len(text)}{END}{out[i + len(text):]}"
+    return out
+
+
+def expand(raw_json: str | None, content_json: str | None, fields=()) -> str | None:
+    """The payload text of a stored `raw_json` (references resolved against the row's
+    dictionary). Raises ValueError on a reference that does not resolve. (How a reference is
+    spelled is not checked beyond what resolving needs: the line's hash holds the text.)"""
+    if raw_json is None or START not in raw_json:
+        return raw_json
+    d = content_json or ""
+    parts = raw_json.split(START)
+    out = [parts[0]]
+    extended = False
+    for p in parts[1:]:
+        spec, sep, rest = p.partition(END)
+        s, _, n = spec.partition(":")
+        a = int(s) - 1
+        b = a + int(n)
+        if b > len(d) and not extended:
+            d, extended = d + _fields(fields), True
+        if not sep or a < 0 or b > len(d) or b < a:
+            raise ValueError("a raw payload reference that does not resolve")
+        out.append(d[a:b])
+        out.append(rest)
+    return "".join(out)
