@@ -20,9 +20,9 @@ def open_read(db):
     from .stores import housekeeping
     path = db_path(db)
     OPENED.append(path)
-    conn = connect(path)
+    conn, gate = connect(path)
     housekeeping(path, conn)
-    return conn
+    return conn, gate
 
 
 def emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, shorten=None):
