@@ -1,5 +1,6 @@
 """`attempt` entry point. `attempt capture …` takes the lean hook path (no click, no
-jsonschema, no cryptography); everything else loads the click CLI.
+jsonschema, no cryptography); everything else goes to attemptdb.cli.run (the click CLI, except
+a plain `attempt query` / `attempt needs-you`, which cli/lean.py runs without click).
 
 Also runnable by absolute path in isolated mode, `<python> -I <dir>/attemptdb/__main__.py ARGS…`
 (attemptdb.resources.isolated_argv): how the capture daemon is started, and the hook command
@@ -43,7 +44,7 @@ def main(argv=None) -> int:
                     pass
             os._exit(code)
         return code
-    from .cli.main import run
+    from .cli import run
     return run(args)
 
 

@@ -91,6 +91,7 @@ def _runtime(env: dict) -> dict:
     code = ("import json, sys\nfrom attemptdb.query import peg_runtime as p\n"
             "print(json.dumps({'shortcut': p.SHORTCUT, 'engine': p._ENGINE.__name__, "
             "'regex_loaded': 'regex' in sys.modules, 'version': p.version(), "
+            "'deferred_loaded': sorted(m for m in p.DEFERRED if m in sys.modules), "
             "'file': p._E.__file__}))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, env={**os.environ, **env}, timeout=60)
     assert p.returncode == 0, p.stderr.decode()
@@ -121,6 +122,36 @@ def test_the_shortcut_is_taken_with_the_installed_parsimonious(world):
             pytest.skip("the installed parsimonious (0.10) has no fallback to `re`: the plain import runs")
     got = _runtime({**world["env"], "PYTHONPATH": ROOT})
     assert got["shortcut"] is True and got["engine"] == "re" and got["regex_loaded"] is False
+    assert got["deferred_loaded"] == []  # inspect, ast, textwrap: stand-ins until used
+
+
+STANDINS = r"""
+import json, sys
+from attemptdb.query import parse, peg_runtime as p
+parse.parse("SHOW FAILED ATTEMPTS")
+before = sorted(m for m in p.DEFERRED if m in sys.modules)
+import parsimonious.exceptions as X, parsimonious.expressions as E, parsimonious.utils as U
+import parsimonious
+out = {"before": before, "callable": [E.is_callable(len), E.is_callable(lambda: 1)],
+       "literal": U.evaluate_string('"a\\nb"'), "dedent": X.dedent("  x\n  y"),
+       "grammar": parsimonious.Grammar('a = "x"').parse("x").text,
+       "real": {m: bool(getattr(sys.modules.get(m), "__file__", None)) for m in p.DEFERRED}}
+print(json.dumps(out))
+"""
+
+
+def test_the_stand_ins_hand_over_to_the_real_modules(world):
+    """What parsimonious takes from inspect, ast and textwrap works when first used: the real
+    module is imported then, and is the one in sys.modules."""
+    if not _runtime({**world["env"], "PYTHONPATH": ROOT})["shortcut"]:
+        pytest.skip("the shortcut is not taken with the installed parsimonious")
+    p = subprocess.run([sys.executable, "-c", STANDINS], capture_output=True, timeout=60,
+                       env={**os.environ, **world["env"], "PYTHONPATH": ROOT})
+    assert p.returncode == 0, p.stderr.decode()
+    got = json.loads(p.stdout)
+    assert got["before"] == [] and got["callable"] == [False, True] and got["literal"] == "a\nb"
+    assert got["dedent"] == "x\ny" and got["grammar"] == "x"
+    assert got["real"] == {"inspect": True, "ast": True, "textwrap": True}
 
 
 def test_parsimonious_without_a_re_fallback_answers(world):

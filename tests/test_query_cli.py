@@ -108,3 +108,24 @@ def test_every_command_has_help(home):
     for cmd in ("query", "why", "trace", "handoffs", "status", "schema", "needs-you"):
         p = run_attempt([cmd, "--help"])
         assert p.returncode == 0 and b"Usage:" in p.stdout, cmd
+
+
+def test_read_commands_sign_a_due_checkpoint_first(tmp_path, home):
+    """A read ingests the spool and signs the grown head before it reads (spec/checkpoint.md):
+    the read-only connection itself is what the check is given (a (connection, gate) pair made
+    the check fail silently, so a grown chain stayed unsigned)."""
+    from attemptdb.devtools import synth
+    from attemptdb.integrity import checkpoint
+    from attemptdb.store.database import Store
+    db = str(tmp_path / "c.db")
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    for args in (["query", "SELECT 1", "--json"], ["needs-you", "--json"], ["status", "--json"]):
+        st = Store.open(db)
+        st.append(list(synth.generate(5, seed=len(args[0]))))
+        assert checkpoint.due(st.conn)
+        st.close()
+        p = attempt(args, db)
+        assert p.returncode == 0, p.stderr.decode()
+        st = Store.open(db)
+        assert not checkpoint.due(st.conn), args
+        st.close()

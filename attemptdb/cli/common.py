@@ -3,12 +3,13 @@
 Invariants: every command takes `--db PATH` (env ATTEMPTDB_PATH); data goes to stdout,
 messages to stderr; `NO_COLOR` (or a non-terminal) means no ANSI colour; errors are one coded
 line, never a traceback. Exit statuses: 0 ok, 1 a problem found, 2 bad usage or malformed input.
+Importing this module imports no click (cli/lean.py runs reads without it): the option
+decorators below load click when a command module calls them, and `echo` prints what
+`click.echo` would, byte for byte.
 """
 
 import os
 import sys
-
-import click
 
 from ..errors import AttemptError
 from ..model import fastjson
@@ -18,6 +19,7 @@ from ..store import location
 def db_option(f):
     """`--db PATH`: the database file (default: ATTEMPTDB_PATH, a trusted ./.attemptdb, or the
     per-user data directory)."""
+    import click
     return click.option("--db", "db", metavar="PATH", envvar="ATTEMPTDB_PATH",
                         help="Database file (env ATTEMPTDB_PATH; default: nearest trusted "
                              ".attemptdb/attempt.db, else the per-user data directory).")(f)
@@ -26,6 +28,8 @@ def db_option(f):
 def no_db_option(why: str):
     """`--db` on a command that opens no database: refused with the reason (exit 2), rather
     than click's bare "no such option". ATTEMPTDB_PATH is not read by these commands."""
+    import click
+
     def refuse(ctx, param, value):
         if value is not None:
             raise AttemptError("usage.no_db", f"`attempt {ctx.command_path.split(' ', 1)[-1]}` takes no --db: {why}")
@@ -35,6 +39,7 @@ def no_db_option(why: str):
 
 
 def json_option(f):
+    import click
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
 
 
@@ -91,15 +96,48 @@ def printable(text) -> str:
 
 
 def style(text: str, **kw) -> str:
-    return click.style(text, **kw) if use_color() else text
+    if not use_color():
+        return text
+    import click
+    return click.style(text, **kw)
+
+
+def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """`click.echo(message, err=err, nl=nl)` without importing click for what it would print
+    unchanged: text with no ESC (click strips ANSI codes when the stream is no terminal) to a
+    UTF-8 text stream (click rewraps an ASCII-configured one) on a POSIX system (Windows
+    consoles are click's). Anything else goes to click.echo itself. Flushed, as click does."""
+    stream = sys.stderr if err else sys.stdout
+    encoding = str(getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+    if (not isinstance(message, str) or "\x1b" in message or encoding not in ("utf-8", "utf8")
+            or not getattr(stream, "errors", None) or sys.platform == "win32"):
+        import click
+        click.echo(message, err=err, nl=nl)
+        return
+    if nl:
+        message += "\n"
+    if message:
+        stream.write(message)
+    stream.flush()
 
 
 def echo_json(obj) -> None:
-    click.echo(fastjson.dumps(obj))
+    echo(fastjson.dumps(obj))
 
 
 def err(message: str) -> None:
-    click.echo(message, err=True)
+    echo(message, err=True)
+
+
+def drop_stdout() -> None:
+    """The reader went away (`attempt events | head`): not a failure of ours. Send what is still
+    buffered to /dev/null so the interpreter's last flush cannot fail either."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
 
 
 def fail(code: str, message: str, status: int = 2):

@@ -83,16 +83,9 @@ class LazyGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except BrokenPipeError:
-            # the reader went away (`attempt events | head`): not a failure of ours. click would
-            # exit 1 ("a problem was found"); send what is still buffered to /dev/null so the
-            # interpreter's last flush cannot fail either
-            try:
-                fd = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(fd, sys.stdout.fileno())
-                os.close(fd)
-            except (OSError, ValueError):
-                pass
+        except BrokenPipeError:  # click would exit 1 ("a problem was found")
+            from .common import drop_stdout
+            drop_stdout()
             raise SystemExit(0) from None
 
 
@@ -128,7 +121,7 @@ def _crash(exc: BaseException) -> int:
 
 
 def run(args) -> int:
-    from ..errors import AttemptError
+    """`attempt ARGS` through click; the exit status. (cli.run tries the lean path first.)"""
     from .common import OPENED
     OPENED.clear()  # this command's files only (the entry point can run more than once in a process)
     try:
@@ -142,24 +135,33 @@ def run(args) -> int:
     except click.ClickException as e:
         e.show()
         return 2
-    except AttemptError as e:
+    except BaseException as e:
+        return failed(e)
+
+
+def failed(e: BaseException) -> int:
+    """What a command that raised `e` prints (one line on stderr) and its exit status; what is
+    not a command's failure (GeneratorExit, …) is raised again."""
+    from ..errors import AttemptError
+    if isinstance(e, AttemptError):
         click.echo(str(e), err=True)
         return e.exit_status
-    except SystemExit as e:
+    if isinstance(e, SystemExit):
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BrokenPipeError:
+    if isinstance(e, BrokenPipeError):
         return 0
-    except UnicodeEncodeError as e:
+    if isinstance(e, UnicodeEncodeError):
         if "surrogates" not in str(e):
             return _crash(e)
         # stored text is always UTF-8 (ingestion refuses lone surrogates): this came from an
         # argument whose bytes were not UTF-8 (Python hands them over as lone surrogates)
         click.echo("error[input.not_utf8]: an argument is not valid UTF-8 text", err=True)
         return 2
-    except KeyboardInterrupt:
+    if isinstance(e, KeyboardInterrupt):
         return 130
-    except Exception as e:  # never a traceback on the user's terminal
+    if isinstance(e, Exception):  # never a traceback on the user's terminal
         return _sqlite_failure(e)
+    raise e
 
 
 def _opened() -> str | None:

@@ -1,5 +1,7 @@
-"""`attempt query`, `why`, `trace`, `handoffs`, `status` and `schema`: thin click layers over
-attemptdb.query and attemptdb.projections.catalog.
+"""`attempt query`, `why`, `trace`, `handoffs`, `status`, `needs-you` and `schema`: thin click
+layers over attemptdb.query and attemptdb.projections.catalog (how a statement is opened, run and
+printed, and the bodies of `query` and `needs-you`, are in cli/reads.py: cli/lean.py runs those
+two without click).
 
 Invariants: every command opens the database read-only (attemptdb.store.readonly: authorizer +
 read-only open), so none of them can change the file; options are turned into one AttemptQL
@@ -13,60 +15,13 @@ import os
 import click
 
 from .common import db_option, db_path, echo_json, json_option, printable
+from .reads import emit, needs_you, open_read, run_statement
 from .scope import scope_options
 
 
 def _q(value: str) -> str:
     """An AttemptQL string literal."""
     return "'" + str(value).replace("'", "''") + "'"
-
-
-def _open(db):
-    from ..store.readonly import connect
-    from .common import OPENED
-    from .stores import housekeeping
-    path = db_path(db)
-    OPENED.append(path)
-    conn = connect(path)
-    housekeeping(path, conn)
-    return conn
-
-
-def _emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, shorten=None):
-    from ..render import results as render
-    if as_json:
-        click.echo(render.json_rows(result))
-        for n in result.notes:
-            click.echo(f"note: {n}", err=True)
-        return
-    if as_csv:
-        click.echo(render.csv_text(result), nl=False)
-        return
-    from ..render.termtable import terminal_width
-    click.echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=terminal_width(),
-                           shorten=shorten))
-
-
-def _short_ids(conn, result, limit=None) -> dict:
-    """Short forms (attemptdb.query.shortids) of the ids a table of `result` would print."""
-    from ..query import shortids
-    cols = result.display or result.columns
-    index = [result.columns.index(c) for c in cols]
-    rows = result.rows if limit is None else result.rows[:limit]
-    return shortids.shorten(conn, (r[i] for r in rows for i in index))
-
-
-def _run(db, statement, *, explain=False, **emit):
-    from ..query import execute
-    conn, gate = _open(db)
-    try:
-        result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
-        if not (emit.get("as_json") or emit.get("as_csv") or emit.get("evidence")) and result.rows:
-            emit["shorten"] = _short_ids(conn, result, emit.get("limit"))
-    finally:
-        conn.close()
-    _emit(result, **emit)
-    return result
 
 
 def _clauses(project=None, session=None, since=None, until=None, limit=None, filters=True) -> str:
@@ -121,10 +76,10 @@ def query_cmd(statement, as_json, as_csv, evidence, explain, limit, engine, from
         return
     if from_dir:
         raise click.UsageError("--from needs --engine datafusion")
-    _run(db, statement, explain=explain, as_json=as_json, as_csv=as_csv, evidence=evidence, limit=limit)
+    run_statement(db, statement, explain=explain, as_json=as_json, as_csv=as_csv, evidence=evidence, limit=limit)
 
 
-def _run_datafusion(db, statement, from_dir, *, explain=False, **emit):
+def _run_datafusion(db, statement, from_dir, *, explain=False, **emit_as):
     from ..errors import AttemptError
     from ..query import datafusion_engine as engine_datafusion
     from ..query.sqltext import classify
@@ -142,7 +97,7 @@ def _run_datafusion(db, statement, from_dir, *, explain=False, **emit):
             result = engine_datafusion.run(statement, conn=st.conn, explain=explain)
         finally:
             st.close()
-    _emit(result, **emit)
+    emit(result, **emit_as)
 
 
 @click.command("why")
@@ -174,7 +129,7 @@ def why_cmd(subject, project, session, evidence, as_json, db):
         stmt = f"WHY project {_q(project)} STATUS BLOCKED"
     else:
         stmt = "WHY project STATUS BLOCKED"
-    _run(db, stmt, as_json=as_json, evidence=evidence)
+    run_statement(db, stmt, as_json=as_json, evidence=evidence)
 
 
 @click.command("trace")
@@ -195,7 +150,7 @@ def trace_cmd(subject, depth, direction, evidence, as_json, db):
         stmt += f" DEPTH {int(depth)}"
     if direction:
         stmt += f" DIRECTION {direction.upper()}"
-    _run(db, stmt, as_json=as_json, evidence=evidence)
+    run_statement(db, stmt, as_json=as_json, evidence=evidence)
 
 
 @click.command("handoffs")
@@ -213,7 +168,7 @@ def handoffs_cmd(project, session, since, until, limit, between, evidence, as_js
     if between:
         stmt += f" BETWEEN agent = {_q(between[0])} AND agent = {_q(between[1])}"
     stmt += _clauses(project, session, since, until, limit or 50)
-    result = _run(db, stmt, as_json=as_json, evidence=evidence)
+    result = run_statement(db, stmt, as_json=as_json, evidence=evidence)
     if not result.rows and not as_json:
         from ..render.termtable import terminal_width, wrap
         click.echo("\n".join(wrap(NO_HANDOFFS, terminal_width(), "  ")))
@@ -314,7 +269,7 @@ def _size(path):
 def status_cmd(project, session, since, until, limit, as_json, db):
     """What this database holds: capture mode, events, sessions per agent and per project."""
     path = db_path(db)
-    conn, _ = _open(db)
+    conn, _ = open_read(db)
     try:
         rep = status_report(conn, path, project, since, until, limit or 20)
     finally:
@@ -352,10 +307,6 @@ def status_cmd(project, session, since, until, limit, as_json, db):
 
 # --- needs-you ---------------------------------------------------------------------------------
 
-NEEDS_KIND = {"permission_gate": "permission", "input_request": "input", "repeated_failure": "repeated failure",
-              "work_conflict": "conflict"}
-
-
 @click.command("needs-you")
 @click.option("--project", metavar="NAME", help="Only this project (owner/repo, its last part, prj_… or a directory).")
 @click.option("--evidence", is_flag=True, help="Show evidence event ids instead of counts.")
@@ -367,64 +318,7 @@ def needs_you_cmd(project, evidence, as_json, db):
     Agents waiting on a permission decision or on input, open work units whose last two attempts
     failed the same way, and two open units editing the same files (the needs_you view), judged
     now: sessions that ended or went silent for 12 hours drop out."""
-    from ..query import read, resolve
-    from ..query.errors import AQLError
-    conn, _ = _open(db)
-    try:
-        ids, label = None, None
-        if project:
-            from ..errors import AttemptError
-            try:
-                if os.path.isdir(project):  # a repository directory, as the other read commands take it
-                    here = resolve.project_of_directory(conn, project)
-                    if here is None:
-                        raise AttemptError("scope.project", f"no sessions recorded for the repository at {project}")
-                    found = [here]
-                else:
-                    found = resolve.resolve_project(conn, project)
-            except AQLError as e:
-                raise AttemptError("scope.unresolved", e.message) from None
-            ids, label = [pid for pid, _ in found], ", ".join(sorted({n for _, n in found}))
-        data = read.needs_you(conn, ids)
-        from ..query import shortids
-        shorts = {} if as_json else shortids.shorten(
-            conn, [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id")])
-    finally:
-        conn.close()
-    data["project"] = label
-    if as_json:
-        echo_json(data)
-        return
-    rows, checked = data["needs_you"], data["checked"]
-    from ..render import termtable
-    plural, width = termtable.plural, termtable.terminal_width()
-    where = f" in {read.clean(label, 60)}" if label else ""
-    looked = (f"{plural(checked['open_sessions'], 'open session')}, "
-              f"{plural(checked['open_work_units'], 'open work unit')} checked")
-    if not rows:
-        click.echo("\n".join(termtable.wrap(f"nothing needs you{where}: {looked}; no pending permission or input "
-                                             "request, no repeated failure, no conflicting work", width)))
-        return
-    table = []
-    for r in rows:
-        ev = r["evidence"]
-        table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
-                      read.local_time(r["since"], "%Y-%m-%d %H:%M:%S"), read.clean(r["provider"] or "", 16),
-                      r["session_id"] or "-", r["work_unit_id"] or "-", read.clean(r["reason"], 90),
-                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else str(len(ev))])
-    click.echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
-                                         f"you{where} ({looked}):", width)))
-    headers = ["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf", "evidence"]
-    if evidence:  # the ids are the point: printed whole, not fitted
-        lines = termtable.fit(headers, table, 10 ** 6, rule="-")[0]
-    else:
-        lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
-                                      rule="-", fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank"],
-                                      text_min=12)
-        lines += termtable.hidden_note(hidden, width)
-    click.echo("\n".join(lines))
-    click.echo("note: inferences with their evidence; `attempt why <id>` explains a session or work unit, "
-               "`attempt query \"SHOW EVIDENCE FOR <id>\"` opens it", err=True)
+    needs_you(project, evidence, as_json, db)
 
 
 def ids_short(x) -> str:

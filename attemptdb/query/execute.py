@@ -9,7 +9,9 @@ Invariants:
   (`{"confidence", "reason", "note"}`); reason is one of deterministic, heuristic, corrected,
   content_unavailable, insufficient_evidence, state_mismatch, depth_limit. A row that claims
   something without evidence is withheld and reported (AQL0601).
-- parsimonious is imported only when the text is AttemptQL.
+- parsimonious is imported only when the text is AttemptQL, a statement family's module
+  (show, why, trace, state, diff) only when a statement of that family runs, the table
+  functions only when the SQL names one: `attempt query` is a fresh process every time.
 """
 
 import time
@@ -19,16 +21,10 @@ import apsw
 from ..model import fastjson
 from ..store.database import let_signals_in
 from ..store.sqlerrors import condition
-from .diff import DiffHandler
 from .errors import AQLError
 from .resolve import PLANNED_TABLES, planned_error, table_exists
 from .result import DEFAULT_TIMEOUT_S, Context, Result, dedup, enforce_evidence, fetch, uncertainty
-from .show import ShowHandler
 from .sqltext import TABLE_FUNCTIONS, classify, only_trivia, skip_ws, split_first_statement, word
-from .state import StateHandler, WhatIsHandler
-from .table_functions import register_table_functions
-from .trace import TraceHandler
-from .why import WhyHandler
 
 # --- entry point ---------------------------------------------------------------------------
 
@@ -132,6 +128,7 @@ def run_sql(ctx, text: str, *, explain: bool = False, gate=None) -> Result:
     elif explain:
         sql = "EXPLAIN QUERY PLAN " + first[i:]
     if _mentions_table_function(sql):
+        from .table_functions import register_table_functions
         register_table_functions(ctx)
     cols, rows = fetch(ctx.conn, sql)
     if gate is not None and gate.refused:
@@ -251,16 +248,30 @@ def explain_statement(ctx, stmt, handler) -> Result:
                   display=("step", "detail"))
 
 
-def _handlers():
+def _handler(command_type):
+    """The handler of an AST command class, its module imported now."""
     from . import nodes as ast
-    return {ast.Show: ShowHandler, ast.Why: WhyHandler, ast.Trace: TraceHandler, ast.State: StateHandler,
-            ast.Diff: DiffHandler, ast.WhatIs: WhatIsHandler}
+    if command_type is ast.Show:
+        from .show import ShowHandler as handler
+    elif command_type is ast.Why:
+        from .why import WhyHandler as handler
+    elif command_type is ast.Trace:
+        from .trace import TraceHandler as handler
+    elif command_type is ast.State:
+        from .state import StateHandler as handler
+    elif command_type is ast.WhatIs:
+        from .state import WhatIsHandler as handler
+    elif command_type is ast.Diff:
+        from .diff import DiffHandler as handler
+    else:
+        raise KeyError(command_type)
+    return handler
 
 
 class _Lazy(dict):
     def __missing__(self, key):
-        self.update(_handlers())
-        return dict.__getitem__(self, key)
+        self[key] = handler = _handler(key)
+        return handler
 
 
-HANDLERS = _Lazy()
+HANDLERS = _Lazy()  # AST command class → handler

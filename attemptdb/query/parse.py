@@ -16,7 +16,6 @@ Invariants:
 """
 
 import os
-import pickle
 import stat
 import sys
 
@@ -30,6 +29,11 @@ try:
     from _sha256 import sha256 as _sha256
 except ImportError:  # pragma: no cover
     from hashlib import sha256 as _sha256
+try:  # the C unpickler alone: importing pickle (needed only to write the cache) costs ~1.5 ms
+    from _pickle import load as _unpickle
+except ImportError:  # pragma: no cover
+    from pickle import load as _unpickle
+PICKLE_PROTOCOL = 5  # pickle.HIGHEST_PROTOCOL since Python 3.8; part of the cache key
 
 MAX_STATEMENT_CHARS = 64 * 1024
 MAX_INTEGER = 10 ** 9
@@ -73,7 +77,7 @@ def grammar() -> Rules:
 
 
 def _cache_key(text: str) -> str:
-    return _sha256(f"{peg.fingerprint()}|{pickle.HIGHEST_PROTOCOL}|{sys.version_info[:2]}|{text}"
+    return _sha256(f"{peg.fingerprint()}|{PICKLE_PROTOCOL}|{sys.version_info[:2]}|{text}"
                    .encode()).hexdigest()[:24]
 
 
@@ -85,7 +89,7 @@ def _load_grammar() -> Rules:
     if use_cache and _private(d, True) and _private(path, False):
         try:
             with open(path, "rb") as f:
-                g = pickle.load(f)
+                g = _unpickle(f)
             if isinstance(g, Rules) and "statement" in g:
                 return g
         except Exception:  # a damaged cache is rebuilt, never trusted
@@ -98,6 +102,7 @@ def _load_grammar() -> Rules:
 
 
 def _store_grammar(g, d: str, path: str) -> None:
+    import pickle
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
         if not _private(d, True):
@@ -105,7 +110,7 @@ def _store_grammar(g, d: str, path: str) -> None:
         tmp = f"{path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(g, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(g, f, protocol=PICKLE_PROTOCOL)
         os.replace(tmp, path)
         keep = os.path.basename(path)
         for name in os.listdir(d):  # grammars of other versions are dead weight

@@ -25,7 +25,11 @@ package is registered without running its __init__ (the stub runs the real __ini
 time anything asks it for a name it lacks, e.g. `parsimonious.Grammar`), and, when nothing has
 imported `regex` yet, `regex` is blocked while the core modules load, so that parsimonious 0.11
 takes its documented fallback to the standard `re`. parsimonious 0.10 has no such fallback:
-there the shortcut fails and the plain import runs.
+there the shortcut fails and the plain import runs. While the core modules load, the standard
+modules they import but only call into when building a grammar with custom rules, formatting
+an error or evaluating a grammar's string literal (`inspect`, `ast`, `textwrap`: ~6 ms, with
+`dis`, `tokenize` and `linecache`) are stand-ins (`standin`) that import the real module the
+first time anything is taken from them; they leave sys.modules when the core modules are loaded.
 """
 
 import os
@@ -235,6 +239,40 @@ def fingerprint() -> str:
 
 # --- loading ------------------------------------------------------------------------------
 
+# standard modules parsimonious's core modules import at load time → the names they take with
+# `from … import` (`import ast` takes none: parsimonious.utils calls ast.literal_eval later)
+DEFERRED = {"inspect": ("getfullargspec", "isfunction", "ismethod", "ismethoddescriptor"),
+            "textwrap": ("dedent",), "ast": ()}
+
+
+def standin(name: str, names: tuple):
+    """A module object standing in for the standard module `name`: each of `names` is a
+    function calling the real one, and any other attribute is the real module's; the real
+    module is imported at the first use (the stand-in has left sys.modules by then)."""
+    mod = type(sys)(name)
+
+    def real():
+        if sys.modules.get(name) is mod:
+            del sys.modules[name]
+        return __import__(name)
+
+    def forward(attr):
+        def call(*args, **kwargs):
+            return getattr(real(), attr)(*args, **kwargs)
+        call.__name__ = call.__qualname__ = attr
+        return call
+
+    def attribute(attr):
+        if attr.startswith("__"):  # what the import system asks a module (`__path__`, …): not this one's
+            raise AttributeError(attr)
+        return getattr(real(), attr)
+
+    for attr in names:
+        setattr(mod, attr, forward(attr))
+    mod.__getattr__ = attribute
+    return mod
+
+
 def _loaded() -> list[str]:
     return [n for n in sys.modules if n == "parsimonious" or n.startswith("parsimonious.")]
 
@@ -270,6 +308,8 @@ def _shortcut() -> bool:
     blocked = "regex" not in sys.modules
     if blocked:
         sys.modules["regex"] = None  # `import regex` raises ImportError: 0.11 falls back to `re`
+    standins = {name: standin(name, names) for name, names in DEFERRED.items() if name not in sys.modules}
+    sys.modules.update(standins)
     try:
         import parsimonious.exceptions  # noqa: F401
         import parsimonious.expressions  # noqa: F401
@@ -277,6 +317,9 @@ def _shortcut() -> bool:
     finally:
         if blocked and sys.modules.get("regex", 0) is None:
             del sys.modules["regex"]
+        for name, mod in standins.items():
+            if sys.modules.get(name) is mod:
+                del sys.modules[name]
     return True
 
 

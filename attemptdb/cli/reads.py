@@ -1,0 +1,131 @@
+"""How the read commands open the file, run one statement and print its result, and the bodies
+of `attempt query` (its sqlite engine) and `attempt needs-you`: without click, so the click
+commands (cli/query.py) and the lean dispatch (cli/lean.py) run this very code.
+
+Invariants: every read opens the database read-only (attemptdb.store.readonly: authorizer +
+read-only open) after the spool and a due checkpoint were seen to (cli/stores.housekeeping);
+table output collapses evidence to counts (`evidence` shows the ids) and prints ids in their
+short forms; JSON prints rows as objects and imports nothing heavy; all output goes through
+common.echo (what click.echo prints).
+"""
+
+import os
+
+from .common import OPENED, db_path, echo, echo_json, printable
+
+
+def open_read(db):
+    """(read-only connection, its gate) on the database `db` names, housekeeping done."""
+    from ..store.readonly import connect
+    from .stores import housekeeping
+    path = db_path(db)
+    OPENED.append(path)
+    conn, gate = connect(path)
+    housekeeping(path, conn)
+    return conn, gate
+
+
+def emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, shorten=None):
+    from ..render import results as render
+    if as_json:
+        echo(render.json_rows(result))
+        for n in result.notes:
+            echo(f"note: {n}", err=True)
+        return
+    if as_csv:
+        echo(render.csv_text(result), nl=False)
+        return
+    from ..render.termtable import terminal_width
+    echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=terminal_width(), shorten=shorten))
+
+
+def short_ids(conn, result, limit=None) -> dict:
+    """Short forms (attemptdb.query.shortids) of the ids a table of `result` would print."""
+    from ..query import shortids
+    cols = result.display or result.columns
+    index = [result.columns.index(c) for c in cols]
+    rows = result.rows if limit is None else result.rows[:limit]
+    return shortids.shorten(conn, (r[i] for r in rows for i in index))
+
+
+def run_statement(db, statement, *, explain=False, **emit_as):
+    """Run one statement (AttemptQL or read-only SQL) on `db` and print it; the Result."""
+    from ..query import execute
+    conn, gate = open_read(db)
+    try:
+        result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
+        if not (emit_as.get("as_json") or emit_as.get("as_csv") or emit_as.get("evidence")) and result.rows:
+            emit_as["shorten"] = short_ids(conn, result, emit_as.get("limit"))
+    finally:
+        conn.close()
+    emit(result, **emit_as)
+    return result
+
+
+# --- needs-you ---------------------------------------------------------------------------------
+
+NEEDS_KIND = {"permission_gate": "permission", "input_request": "input", "repeated_failure": "repeated failure",
+              "work_conflict": "conflict"}
+
+
+def needs_you(project, evidence, as_json, db) -> None:
+    """`attempt needs-you`: the needs_you view judged now, as JSON or a table that fits."""
+    from ..query import read, resolve
+    from ..query.errors import AQLError
+    conn, _ = open_read(db)
+    try:
+        ids, label = None, None
+        if project:
+            from ..errors import AttemptError
+            try:
+                if os.path.isdir(project):  # a repository directory, as the other read commands take it
+                    here = resolve.project_of_directory(conn, project)
+                    if here is None:
+                        raise AttemptError("scope.project", f"no sessions recorded for the repository at {project}")
+                    found = [here]
+                else:
+                    found = resolve.resolve_project(conn, project)
+            except AQLError as e:
+                raise AttemptError("scope.unresolved", e.message) from None
+            ids, label = [pid for pid, _ in found], ", ".join(sorted({n for _, n in found}))
+        data = read.needs_you(conn, ids)
+        shorts = {}
+        if not as_json:
+            from ..query import shortids
+            shorts = shortids.shorten(conn, [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id")])
+    finally:
+        conn.close()
+    data["project"] = label
+    if as_json:
+        echo_json(data)
+        return
+    rows, checked = data["needs_you"], data["checked"]
+    from ..render import termtable
+    plural, width = termtable.plural, termtable.terminal_width()
+    where = f" in {read.clean(label, 60)}" if label else ""
+    looked = (f"{plural(checked['open_sessions'], 'open session')}, "
+              f"{plural(checked['open_work_units'], 'open work unit')} checked")
+    if not rows:
+        echo("\n".join(termtable.wrap(f"nothing needs you{where}: {looked}; no pending permission or input "
+                                      "request, no repeated failure, no conflicting work", width)))
+        return
+    table = []
+    for r in rows:
+        ev = r["evidence"]
+        table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
+                      read.local_time(r["since"], "%Y-%m-%d %H:%M:%S"), read.clean(r["provider"] or "", 16),
+                      r["session_id"] or "-", r["work_unit_id"] or "-", read.clean(r["reason"], 90),
+                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else str(len(ev))])
+    echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
+                                  f"you{where} ({looked}):", width)))
+    headers = ["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf", "evidence"]
+    if evidence:  # the ids are the point: printed whole, not fitted
+        lines = termtable.fit(headers, table, 10 ** 6, rule="-")[0]
+    else:
+        lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
+                                      rule="-", fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank"],
+                                      text_min=12)
+        lines += termtable.hidden_note(hidden, width)
+    echo("\n".join(lines))
+    echo("note: inferences with their evidence; `attempt why <id>` explains a session or work unit, "
+         "`attempt query \"SHOW EVIDENCE FOR <id>\"` opens it", err=True)
