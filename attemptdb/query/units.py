@@ -33,6 +33,8 @@ statement costs the units it lists, not the history; values are bound parameters
 """
 
 
+import re
+
 from .. import resources
 from ..model import fastjson
 from ..store import schema
@@ -138,6 +140,7 @@ _AT = {
 }
 
 _TEXT: dict = {}
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
@@ -181,25 +184,33 @@ def _columns(conn, table: str) -> list[str]:
     return _COLUMNS[key]
 
 
-def _shadow(conn, table: str) -> str:
+def _shadow(conn, table: str, unit_in: str, used: frozenset) -> str:
+    """The CTE showing `table` as of :t, with the columns a statement names (`used`: a column no
+    statement text names cannot be read, and SQLite copies a CTE's every column into each place
+    that reads it before it drops the unused ones: the shadows are read some forty times)."""
     alias, where, over = _AT[table]
-    cols = _columns(conn, table)
+    every = _columns(conn, table)
+    cols = [c for c in every if c in used]
     if table == "unit_turns":
-        # the stored rows (their indexes serve the views), but for the members whose values at t
-        # differ, read from a bound JSON object (:members_at, keyed by turn, and the list of its
-        # keys :members_changed; see members_at_sql). Judged here (one subquery per column), or
-        # joined to a CTE, this CTE the views read some twenty times takes SQLite past its limit
-        # on nested subqueries or out of its indexes.
+        # the members of the listed units (`unit_in`, a list of bound ids) started by t, as
+        # stored, but for the members whose values at t differ, read from a bound JSON object
+        # (:members_at, keyed by turn, and the list of its keys :members_changed; see
+        # members_at_sql). Judged here (one subquery per column), this CTE the views read some
+        # thirty times takes SQLite past its limit on nested subqueries; so it is materialised
+        # once (a subquery naming the units would nest too deep again: hence the bound list), and
+        # SQLite reads it by the automatic index it builds on it (a unit's members by unit id).
         changed = "instr(:members_changed, '|' || m.turn_id || '|') > 0"
-        exprs = ", ".join(f"CASE WHEN {changed} THEN (:members_at -> m.turn_id) ->> {i} ELSE m.{c} END AS {c}"
-                          if c in over else f"m.{c}" for i, c in enumerate(cols))
-    else:
-        exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
+        return (f"{table}(" + ", ".join(cols) + ") AS MATERIALIZED ("
+                f"SELECT {', '.join('m.' + c for c in cols)} FROM main.unit_turns m "
+                f"WHERE {where} AND m.work_unit_id IN {unit_in} AND NOT {changed} "
+                f"UNION ALL SELECT {', '.join(f'j.value ->> {every.index(c)}' for c in cols)} "
+                "FROM json_each(:members_at) j)")
+    exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
     return (f"{table}(" + ", ".join(cols) + f") AS NOT MATERIALIZED (SELECT {exprs} "
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
 
 
-def members_at_sql(conn, units_sql: str) -> str:
+def members_at_sql(conn, unit_in: str) -> str:
     """A JSON object: the members of the units `units_sql` selects, started by :t, whose
     unit_turns row reads otherwise as of :t (activity, calls in flight, the wait, the stop, the
     attempts and failures judged at t), each turn id → the list of the row's columns at t."""
@@ -207,27 +218,29 @@ def members_at_sql(conn, units_sql: str) -> str:
     cols = _columns(conn, "unit_turns")
     exprs = ", ".join(f"{over.get(c, f'{alias}.{c}')} AS {c}" for c in cols)
     differs = " OR ".join(f"a.{c} IS NOT s.{c}" for c in over)
-    return (f"WITH unit_index AS MATERIALIZED ({units_sql}) SELECT json_group_object(a.turn_id, json_array("
+    return ("SELECT json_group_object(a.turn_id, json_array("
             + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
-            f"WHERE {where} AND m.work_unit_id IN (SELECT work_unit_id FROM unit_index)) a "
+            f"WHERE {where} AND m.work_unit_id IN {unit_in}) a "
             f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
 
 
 def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: tuple = (),
-            clock: str | None = None) -> str:
+            clock: str | None = None, unit_in: str = "()", reads: str = "") -> str:
     """The WITH clause that defines `unit_base`, `unit_verdicts` and `work_units`
     (columns as the views') for the units `units_sql` selects (a SELECT over `main.unit_index u`
     returning its rows, e.g. `SELECT u.* FROM main.unit_index u WHERE u.project_id = :p`). With
     `at`, every rule is judged as of the named parameter `:t` (shadowed inputs, `@now()` = :t;
-    the members as of t bound as :members_at, see state_sql);
+    the members as of t bound as :members_at, and `unit_in` the listed units' ids as an SQL list
+    of bound parameters, and `reads` the text of the statement's own SELECT, see state_sql);
     without, against the clock like the views. `materialize=False` leaves `unit_base` a plain
     CTE: cheaper when a statement reads only status (which does not read the recent calls).
     `extra`: further CTEs the statement's own SELECT reads, defined after these. `clock` (without
     `at`) binds `@now()` to that expression: the stored state judged at a given "now"."""
     parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
     if at:
-        parts += [_shadow(conn, t) for t in ("unit_turns", "unit_path_windows", "tool_call_facts", "attempt_facts",
-                                                 "turn_facts", "session_facts")]
+        used = frozenset(_WORD.findall("\n".join(b for _, b in view_bodies(":t")) + "\n".join(extra) + reads))
+        parts += [_shadow(conn, t, unit_in, used) for t in ("unit_turns", "unit_path_windows", "tool_call_facts",
+                                                                "attempt_facts", "turn_facts", "session_facts")]
     else:
         # a plan hint, not a rule: `+outcome` keeps SQLite from answering a unit's "attempts
         # that failed" by walking every failed attempt of the file through the outcome index
@@ -314,7 +327,10 @@ def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
     their clock at :t, nothing shadowed."""
     if now:
         return program(conn, units_sql, at=False, clock=":t", extra=(LAST_KEYS,)) + STATE_SQL
-    changed = conn.execute(members_at_sql(conn, units_sql), params).fetchone()[0]
+    ids = [r[0] for r in conn.execute(f"SELECT x.work_unit_id FROM ({units_sql}) x", params)]
+    params.update((f"unit_{i}", u) for i, u in enumerate(ids))
+    unit_in = "(" + ", ".join(f":unit_{i}" for i in range(len(ids))) + ")"
+    changed = conn.execute(members_at_sql(conn, unit_in), params).fetchone()[0]
     params["members_at"] = changed
     params["members_changed"] = "|" + "|".join(fastjson.loads(changed)) + "|"
-    return program(conn, units_sql, at=True, extra=(LAST_KEYS,)) + STATE_SQL
+    return program(conn, units_sql, at=True, extra=(LAST_KEYS,), unit_in=unit_in, reads=STATE_SQL) + STATE_SQL
