@@ -124,3 +124,37 @@ def test_the_stored_unit_state_equals_the_view_after_every_append(tmp_path, name
                 "SELECT work_unit_id FROM unit_index ORDER BY work_unit_id")]
     finally:
         st.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_members_at_t_are_the_same_read_only_where_they_may_differ(tmp_path, name, monkeypatch):
+    """STATE … AT t evaluates the as-of-t expressions only for members that may read otherwise
+    at t (query/units._MAY_DIFFER: activity after t, a wait pending now or at t, a correction
+    after t); at every instant of the scenario, and a microsecond either side, the members it
+    finds are exactly those a judgement of every member finds."""
+    from attemptdb.model import clock
+    from attemptdb.query import units as unit_rules
+    envs = scenario.build(scenario.load(name)).events
+    st = Store.open(str(tmp_path / "a.db"))
+    try:
+        for e in envs:
+            st.append([dict(e)])
+        conn = st.conn
+        ids = [r[0] for r in conn.execute("SELECT work_unit_id FROM unit_index ORDER BY work_unit_id")]
+        params = {f"unit_{i}": u for i, u in enumerate(ids)}
+        unit_in = "(" + ", ".join(f":unit_{i}" for i in range(len(ids))) + ")"
+        times = sorted({clock.from_iso(t) for (t,) in conn.execute("SELECT observed_at FROM events")})
+        fast = unit_rules.members_at_sql(conn, unit_in)
+        monkeypatch.setattr(unit_rules, "_MAY_DIFFER", "1")
+        every = unit_rules.members_at_sql(conn, unit_in)
+        assert fast != every
+        differing = 0
+        for t in times:
+            for at in (t - 1, t, t + 1):
+                p = dict(params, t=clock.iso(at))
+                want = conn.execute(every, p).fetchone()[0]
+                assert conn.execute(fast, p).fetchone()[0] == want, (name, clock.iso(at))
+                differing += want != "{}"
+        assert differing > 0 or not ids
+    finally:
+        st.close()

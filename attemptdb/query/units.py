@@ -210,17 +210,28 @@ def _shadow(conn, table: str, unit_in: str, used: frozenset) -> str:
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
 
 
+_MAY_DIFFER = (
+    "(m.active_until > :t OR m.waiting_since IS NOT NULL"
+    " OR EXISTS (SELECT 1 FROM main.signal_facts g WHERE g.session_id = m.session_id AND g.turn_id = m.turn_id"
+    " AND g.raised_at <= :t AND g.cleared_at > :t)"
+    " OR coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') > :t)")
+"""A member whose row can read otherwise at t: every value `_AT` judges is the stored one for a
+turn with no activity after t (its end, activity, calls in flight, stop and attempts), no wait
+pending now (`waiting_since`) or pending at t and cleared since, and no correction written after
+t (its failures)."""
+
+
 def members_at_sql(conn, unit_in: str) -> str:
-    """A JSON object: the members of the units `units_sql` selects, started by :t, whose
-    unit_turns row reads otherwise as of :t (activity, calls in flight, the wait, the stop, the
-    attempts and failures judged at t), each turn id → the list of the row's columns at t."""
+    """A JSON object: the members of the units `unit_in` lists, started by :t, whose unit_turns
+    row reads otherwise as of :t (activity, calls in flight, the wait, the stop, the attempts and
+    failures judged at t), each turn id → the list of the row's columns at t."""
     alias, where, over = _AT["unit_turns"]
     cols = _columns(conn, "unit_turns")
     exprs = ", ".join(f"{over.get(c, f'{alias}.{c}')} AS {c}" for c in cols)
     differs = " OR ".join(f"a.{c} IS NOT s.{c}" for c in over)
     return ("SELECT json_group_object(a.turn_id, json_array("
             + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
-            f"WHERE {where} AND m.work_unit_id IN {unit_in}) a "
+            f"WHERE {where} AND m.work_unit_id IN {unit_in} AND {_MAY_DIFFER}) a "
             f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
 
 
