@@ -205,10 +205,10 @@ SELECT u.work_unit_id, 1 AS version, u.project_id,
        WHEN EXISTS (SELECT 1 FROM (SELECT DISTINCT m.session_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) ms
                     CROSS JOIN session_cover c ON c.session_id = ms.session_id
                     WHERE c.coverage IN ('minimal', 'unknown')) THEN 0.4
-       WHEN EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+       WHEN EXISTS (SELECT 1 FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id AND m.loose_calls > 0)
+         OR EXISTS (SELECT 1 FROM unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
                     WHERE m.work_unit_id = u.work_unit_id AND a.retraction = 0
-                      AND a.turn_status NOT IN ('completed', 'failed'))
-         OR EXISTS (SELECT 1 FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id AND m.loose_calls > 0) THEN 0.6
+                      AND a.turn_status NOT IN ('completed', 'failed')) THEN 0.6
        ELSE 0.7 END AS confidence,
   'tier1-v5-sql1' AS algorithm_version
 FROM unit_index u JOIN unit_verdicts v ON v.work_unit_id = u.work_unit_id;

@@ -129,7 +129,7 @@ def test_the_stored_unit_state_equals_the_view_after_every_append(tmp_path, name
 @pytest.mark.parametrize("name", NAMES)
 def test_members_at_t_are_the_same_read_only_where_they_may_differ(tmp_path, name, monkeypatch):
     """STATE … AT t evaluates the as-of-t expressions only for members that may read otherwise
-    at t (query/units._MAY_DIFFER: activity after t, a wait pending now or at t, a correction
+    at t (query/units._may_differ: activity after t, a wait pending now or at t, a correction
     after t); at every instant of the scenario, and a microsecond either side, the members it
     finds are exactly those a judgement of every member finds."""
     from attemptdb.model import clock
@@ -145,7 +145,7 @@ def test_members_at_t_are_the_same_read_only_where_they_may_differ(tmp_path, nam
         unit_in = "(" + ", ".join(f":unit_{i}" for i in range(len(ids))) + ")"
         times = sorted({clock.from_iso(t) for (t,) in conn.execute("SELECT observed_at FROM events")})
         fast = unit_rules.members_at_sql(conn, unit_in)
-        monkeypatch.setattr(unit_rules, "_MAY_DIFFER", "1")
+        monkeypatch.setattr(unit_rules, "_may_differ", lambda unit_in: "SELECT turn_id FROM main.unit_turns")
         every = unit_rules.members_at_sql(conn, unit_in)
         assert fast != every
         differing = 0

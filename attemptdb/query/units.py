@@ -210,15 +210,20 @@ def _shadow(conn, table: str, unit_in: str, used: frozenset) -> str:
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
 
 
-_MAY_DIFFER = (
-    "(m.active_until > :t OR m.waiting_since IS NOT NULL"
-    " OR EXISTS (SELECT 1 FROM main.signal_facts g WHERE g.session_id = m.session_id AND g.turn_id = m.turn_id"
-    " AND g.raised_at <= :t AND g.cleared_at > :t)"
-    " OR coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') > :t)")
-"""A member whose row can read otherwise at t: every value `_AT` judges is the stored one for a
-turn with no activity after t (its end, activity, calls in flight, stop and attempts), no wait
-pending now (`waiting_since`) or pending at t and cleared since, and no correction written after
-t (its failures)."""
+def _may_differ(unit_in: str) -> str:
+    """The members of the units `unit_in` lists whose row can read otherwise at t: every value
+    `_AT` judges is the stored one for a turn with no activity after t (its end, activity, calls
+    in flight, stop and attempts), no wait pending now (`waiting_since`) or pending at t and
+    cleared since, and no correction written after t (its failures). Each arm reads an index."""
+    return (f"SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in} AND m.active_until > :t "
+            f"UNION SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in} "
+            "AND m.waiting_since IS NOT NULL "
+            "UNION SELECT g.turn_id FROM main.signal_facts g WHERE g.session_id IN "
+            f"(SELECT x.session_id FROM main.unit_turns x WHERE x.work_unit_id IN {unit_in}) "
+            "AND g.raised_at <= :t AND g.cleared_at > :t AND g.turn_id IS NOT NULL "
+            "UNION SELECT m.turn_id FROM main.unit_turns m "
+            "WHERE coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') > :t "
+            f"AND m.work_unit_id IN {unit_in}")
 
 
 def members_at_sql(conn, unit_in: str) -> str:
@@ -231,7 +236,7 @@ def members_at_sql(conn, unit_in: str) -> str:
     differs = " OR ".join(f"a.{c} IS NOT s.{c}" for c in over)
     return ("SELECT json_group_object(a.turn_id, json_array("
             + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
-            f"WHERE {where} AND m.work_unit_id IN {unit_in} AND {_MAY_DIFFER}) a "
+            f"WHERE {where} AND m.work_unit_id IN {unit_in} AND m.turn_id IN ({_may_differ(unit_in)})) a "
             f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
 
 
