@@ -16,15 +16,14 @@ tree existed) stay valid.
 
 from __future__ import annotations
 
-import base64
 import os
-from typing import TYPE_CHECKING
 
 from ..errors import AttemptError
 from ..model import clock
 from ..store import location
 from . import signednote
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing `typing` on every read
 if TYPE_CHECKING:
     from . import keys
 
@@ -46,10 +45,10 @@ class Checkpoint:
 
 
 def body_text(device_id: str, size: int, head_hex: str, time_text: str, merkle_hex: str | None = None) -> str:
-    head_b64 = base64.b64encode(bytes.fromhex(head_hex)).decode("ascii")
+    head_b64 = signednote.b64encode(bytes.fromhex(head_hex))
     body = f"{ORIGIN_PREFIX}{device_id}\n{size}\n{head_b64}\ntime {time_text}\n"
     if merkle_hex is not None:
-        body += MERKLE + base64.b64encode(bytes.fromhex(merkle_hex)).decode("ascii") + "\n"
+        body += MERKLE + signednote.b64encode(bytes.fromhex(merkle_hex)) + "\n"
     return body
 
 
@@ -73,7 +72,7 @@ def parse(note: str) -> Checkpoint:
         raise bad("size unreadable")
     try:
         size = int(lines[1])
-        head = base64.b64decode(lines[2], validate=True).hex()
+        head = signednote.b64decode(lines[2]).hex()
     except ValueError:
         raise bad("size or hash unreadable") from None
     if size < 0 or len(head) != 64:
@@ -82,7 +81,7 @@ def parse(note: str) -> Checkpoint:
     for ext in lines[4:-1]:  # extension lines: `merkle` is ours, others are ignored
         if ext.startswith(MERKLE):
             try:
-                raw = base64.b64decode(ext[len(MERKLE):], validate=True)
+                raw = signednote.b64decode(ext[len(MERKLE):])
             except ValueError:
                 raise bad("merkle head unreadable") from None
             if len(raw) != 32 or merkle is not None:

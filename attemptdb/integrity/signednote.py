@@ -4,14 +4,30 @@ line, then signature lines `— <key name> <base64(4-byte key hash || Ed25519 si
 Invariant: the standard library only (a key object signs; reading a note needs no crypto).
 """
 
-import base64
+import binascii
 
 DASH = "\u2014"
 
 
+def b64encode(data: bytes) -> str:
+    """Standard base64 text of `data`, as the base64 module writes it (that module pulls `re`
+    into every read that checks its checkpoints)."""
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+def b64decode(text: str) -> bytes:
+    """The bytes of standard base64 text, validated as the base64 module's validate=True does:
+    ValueError on anything but the exact alphabet and padding."""
+    try:
+        data = text.encode("ascii")
+    except UnicodeEncodeError:
+        raise ValueError("string argument should contain only ASCII characters") from None
+    return binascii.a2b_base64(data, strict_mode=True)
+
+
 def signed(body: str, key) -> str:
     """`body` (ending in a newline) as a note signed by `key` (keys.DeviceKey)."""
-    blob = base64.b64encode(key.note_hash + key.sign(body.encode("utf-8"))).decode("ascii")
+    blob = b64encode(key.note_hash + key.sign(body.encode("utf-8")))
     return f"{body}\n{DASH} {key.identity} {blob}\n"
 
 
@@ -23,7 +39,7 @@ def signatures(lines_text: str) -> list:
         parts = line.split(" ")
         if len(parts) == 3 and parts[0] == DASH:
             try:
-                blob = base64.b64decode(parts[2], validate=True)
+                blob = b64decode(parts[2])
             except ValueError:
                 continue
             if len(blob) == 68:
