@@ -272,7 +272,7 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
             name = STATE_VIEWS[name]
             hint = "MATERIALIZED"
         else:
-            hint = "MATERIALIZED" if name == "unit_base" and materialize else "NOT MATERIALIZED"
+            hint = "MATERIALIZED" if name in ("unit_base", "unit_verdicts") and materialize else "NOT MATERIALIZED"
         parts.append(f"{name} AS {hint} (\n{body}\n)")
     parts += extra
     return "WITH " + ",\n".join(parts) + "\n"
