@@ -24,6 +24,7 @@ def test_verify_reports_a_same_run_floor():
     assert r["events"] == 200 and r["line_bytes"] > 200 * 100
     assert r["floor_seconds"] >= 0 and r["floor_events_per_s"] > 0 and 0 <= r["floor_ratio"]
     assert r["cores"] == os.cpu_count()
+    assert r["integrity_seconds"] >= 0 and r["chain_seconds"] >= 0 and r["chain_floor_ratio"] >= 0
 
 
 @pytest.mark.skipif(not hasattr(os, "posix_spawn"), reason="the capture daemon needs posix_spawn")

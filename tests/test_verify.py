@@ -14,8 +14,8 @@ from conftest import sqlite3_shell as shell
 
 from attemptdb.cli.main import run
 from attemptdb.devtools import synth
+from attemptdb.integrity import bulkcheck, checkpoint, keys
 from attemptdb.integrity import chain as chain_mod
-from attemptdb.integrity import checkpoint, keys
 from attemptdb.integrity import verify as verify_mod
 from attemptdb.model import event, fastjson, ids
 from attemptdb.store import schema
@@ -548,13 +548,13 @@ def test_json_output_shape(chain, capsys):
 SPY_DIR = None
 
 
-def _spy_check_range(path, lo, hi):
+def _spy_check_range(path, lo, hi, gaps=None, cuts=None):
     with open(os.path.join(SPY_DIR, f"{os.getpid()}-{lo}-{hi}"), "w"):
         pass
-    return _REAL_CHECK_RANGE(path, lo, hi)
+    return _REAL_CHECK_RANGE(path, lo, hi, gaps, cuts)
 
 
-_REAL_CHECK_RANGE = chain_mod.check_range
+_REAL_CHECK_RANGE = bulkcheck.check_range
 
 
 def _small_events(n, device):
@@ -603,7 +603,7 @@ def test_large_file_uses_the_parallel_path_and_finds_a_tamper_in_the_second_half
     build_large(db, n)
     SPY_DIR = str(tmp_path / "spy")
     os.makedirs(SPY_DIR)
-    monkeypatch.setattr(chain_mod, "check_range", _spy_check_range)
+    monkeypatch.setattr(bulkcheck, "check_range", _spy_check_range)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)  # the same on any machine
     code, out, _ = verify_cli(db, capsys)
     assert code == 0 and out == f"ok: {n} events, 0 checkpoints\n"

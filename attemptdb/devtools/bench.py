@@ -8,7 +8,8 @@ in the same run (these machines are noisy; absolute numbers alone mislead).
   validate, canonical form, privacy contract, rows, no database; write-only: those prepared
   rows into a fresh file with every projection) and reports bytes per event of the file
   and of the JSONL.
-- verify: full chain verification rate.
+- verify: full verification rate against the same run's floor (SHA-256 of the same canonical
+  lines read from a file), and its two big parts alone (SQLite's integrity check, the chain).
 - capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
   same interpreter, interleaved.
 Never used by tests as timed assertions; tests only check the JSON shape on tiny sizes.
@@ -224,9 +225,13 @@ def _floor(lines_file: str) -> float:
 def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None = None) -> dict:
     """Full `verify` over a synthetic history (or an existing file `db`); median rate, and the
     same run's floor: SHA-256 of the same canonical lines read from a file, in one process
-    (`floor_ratio` = floor seconds / verify seconds; 1.0 would be verify at the floor)."""
+    (`floor_ratio` = floor seconds / verify seconds; 1.0 would be verify at the floor). The
+    same run times verify's two big parts alone, as verify runs them: SQLite's integrity check
+    (`integrity_seconds`, one process: verify gives it one core of its workers) and the chain
+    (`chain_seconds`: every row's hash, derived columns and link and the Merkle tree, on every
+    core; `chain_floor_ratio` against the same floor)."""
     from ..exchange.importers.jsonl import import_file
-    from ..integrity.verify import verify
+    from ..integrity.verify import chain_only, integrity_only, verify
     tmp = tempfile.mkdtemp(prefix="attempt-bench-")
     try:
         if db is None:
@@ -239,7 +244,7 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             st = Store.open(db, readonly=True)
         lines_file = os.path.join(tmp, "lines")
         line_bytes = _dump_lines(st, lines_file)
-        times, floors = [], []
+        times, floors, integrity, chain = [], [], [], []
         n = 0
         for _ in range(repeat):
             floors.append(_floor(lines_file))
@@ -249,11 +254,20 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             n = rep.events
             if not rep.ok:
                 raise RuntimeError("bench verify found a problem: " + rep.line())
+            t0 = time.perf_counter()
+            integrity_only(st.path)
+            integrity.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            chain_only(st)
+            chain.append(time.perf_counter() - t0)
         st.close()
         t, tf = statistics.median(times), statistics.median(floors)
+        ti, tc = statistics.median(integrity), statistics.median(chain)
         return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t),
                 "cores": os.cpu_count(), "line_bytes": line_bytes, "floor_seconds": round(tf, 3),
-                "floor_events_per_s": round(n / tf), "floor_ratio": round(tf / t, 3)}
+                "floor_events_per_s": round(n / tf), "floor_ratio": round(tf / t, 3),
+                "integrity_seconds": round(ti, 3), "chain_seconds": round(tc, 3),
+                "chain_floor_ratio": round(tf / tc, 3)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

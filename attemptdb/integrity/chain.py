@@ -4,9 +4,12 @@ a range of stored rows against it (spec/canonical-event.md).
 Invariants:
 - `chain_hash(n) = SHA-256(chain_hash(n-1) ‖ event_hash(n))` over the raw 32-byte digests,
   with `chain_hash(0) = GENESIS`; `event_hash` is the SHA-256 of the row's canonical line
-  (`event.line_from_row`). `link` is the only place the rule is written; the store appends
-  with it, verify, checkpoint signing and bundles check with it.
+  (`event.line_from_row`). `link` (hex) and `link_digest` (raw digests) are the only places
+  the rule is written; the store appends with it, verify, checkpoint signing and bundles
+  check with it.
 - `check_rows` reads only; it names the first row (by seq) that does not hash, derive or link.
+  Verify reaches it through attemptdb.integrity.bulkcheck, whose faster pass over a large
+  range hands every range it cannot pass back to it.
 Only hashlib/_sha256 and our hook-path modules: the store imports this on the hook path.
 """
 
@@ -19,6 +22,11 @@ def link(prev_chain: str, event_hash: str, sha256=ids.sha256) -> str:
     """The chain hash of a row whose event hash is `event_hash`, after a row whose chain hash
     is `prev_chain` (both hex)."""
     return sha256(bytes.fromhex(prev_chain + event_hash)).hexdigest()
+
+
+def link_digest(prev_chain: bytes, event_hash: bytes, sha256=ids.sha256) -> bytes:
+    """`link` over the raw 32-byte digests (the bulk check's form of the same rule)."""
+    return sha256(prev_chain + event_hash).digest()
 
 
 def bulk_sha256():
@@ -48,17 +56,6 @@ _I_LOGICAL, _I_RELATIVE, _I_PATHS, _I_OBJECTS = (event.COLUMNS.index(c) for c in
 def problem(kind, message, seq=None, event_id=None) -> dict:
     """A problem as verify reports it."""
     return {"kind": kind, "message": message, "seq": seq, "event_id": event_id}
-
-
-def check_range(path: str, lo: int, hi: int, gaps=None) -> tuple[int, dict | None]:
-    """`check_rows` on the file at `path` through its own read-only connection (ranges run in
-    parallel processes)."""
-    import apsw
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return check_rows(conn, lo, hi, gaps=gaps)
-    finally:
-        conn.close()
 
 
 def unreadable_text(conn, after_seq: int, before_seq: int | None = None):
@@ -196,8 +193,12 @@ def _derived_ok(r) -> bool:
     text the codec writes), and NULL content_ref / raw_ref (nothing writes them)."""
     if r[NCOL + 1] is not None or r[NCOL + 2] is not None:
         return False
-    objects = r[_I_OBJECTS + 1]
-    derived = (r[_I_LOGICAL + 1], r[_I_RELATIVE + 1], r[_I_PATHS + 1])
+    return paths_follow(r[_I_OBJECTS + 1], (r[_I_LOGICAL + 1], r[_I_RELATIVE + 1], r[_I_PATHS + 1]))
+
+
+def paths_follow(objects, derived: tuple) -> bool:
+    """(path_logical, path_relative, paths_json) are what the codec derives from the stored
+    path objects `objects` (all three NULL without them)."""
     if objects is None:
         return derived == (None, None, None)
     return isinstance(objects, str) and derived == _derive_paths(objects)

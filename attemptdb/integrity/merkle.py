@@ -144,14 +144,24 @@ class Accumulator:
     def add(self, event_hash_hex: str) -> None:
         """The next row's (already verified) event hash."""
         buf = self._buf
-        buf.append(event_hash_hex)
+        buf.append(bytes.fromhex(event_hash_hex))
         if len(buf) == self._want:
             self._flush()
+
+    def add_digests(self, digests: list) -> None:
+        """The next rows' (already verified) event hashes as raw 32-byte digests, in order."""
+        i, n = 0, len(digests)
+        while i < n:
+            take = self._want - len(self._buf)
+            self._buf.extend(digests[i:i + take])
+            i += take
+            if len(self._buf) == self._want:
+                self._flush()
 
     def _flush(self) -> None:
         cr, buf = self.cr, self._buf
         sha = cr.sha
-        leaves = [sha(b"\x00" + bytes.fromhex(h)).digest() for h in buf]
+        leaves = [sha(b"\x00" + d).digest() for d in buf]
         if len(leaves) == BLOCK:  # an aligned block: its node in one fold
             h = fold(leaves, sha)
             idx = cr.end >> NODE_LEVEL
@@ -171,19 +181,6 @@ class Accumulator:
         if self._buf:
             self._flush()
         return self.cr.end, self.cr.nodes, self.snapshots, self.found
-
-
-def check_range(path: str, lo: int, hi: int, cuts) -> tuple:
-    """chain.check_range, and the Merkle tree of the rows it verified (Accumulator.result();
-    `cuts`: checkpoint sizes): one read of each row serves both (verify's parallel workers)."""
-    import apsw
-    acc = Accumulator(lo - 1, cuts)
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        n, found = chain.check_rows(conn, lo, hi, acc)
-        return n, found, acc.result()
-    finally:
-        conn.close()
 
 
 def join(results, sha=None) -> tuple[dict, list]:

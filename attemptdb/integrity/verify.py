@@ -9,13 +9,16 @@ key (named by the first checkpoint it breaks), missing immutability triggers, a 
 than the code, and any other object of the migrations missing or rewritten, or a foreign trigger
 on one of their tables (attemptdb.store.schema_integrity). Without any checkpoint a consistent rewrite
 cannot be seen: a note says so.
+A large file's rows are checked by worker processes on every core, in ranges
+(attemptdb.integrity.bulkcheck, which leaves naming any problem to chain.check_rows), with
+SQLite's integrity check as one more of their tasks, while this process does the other checks.
 """
 
 import os
 
-from ..model import clock, event, ids
+from ..model import event, ids
 from ..store import schema, schema_integrity
-from . import chain, checkpoint, keys, merkle
+from . import bulkcheck, chain, checkpoint, keys, merkle
 
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
@@ -70,20 +73,27 @@ class Report:
 
 
 PARALLEL_MIN = 50_000
-CHUNKS_PER_WORKER = 4  # ranges per worker process: the integrity check and uneven rows balance out
+CHUNKS_PER_WORKER = 8  # ranges per worker process: the integrity check (one task) and uneven rows balance out
 
 
-def _parallel(st, workers: int | None = None) -> bool:
-    """Will the chain be checked in worker processes (a large file, more than one core)?"""
-    if (workers or (os.cpu_count() or 1)) < 2 or st.path == ":memory:":
-        return False
-    return st.conn.execute("SELECT count(*) FROM events").fetchone()[0] >= PARALLEL_MIN
+def _span(st) -> tuple:
+    """(first seq, last seq) of the chain, (None, None) when empty: two rowid seeks, no count."""
+    return tuple(st.conn.execute("SELECT min(seq), max(seq) FROM events").fetchone())
+
+
+def _workers(st, span: tuple, workers: int | None = None) -> int:
+    """How many worker processes check the chain: 0 (this process checks it) unless the file
+    is large and there is more than one core."""
+    n = workers or (os.cpu_count() or 1)
+    first, last = span
+    if n < 2 or st.path == ":memory:" or first is None or last - first + 1 < PARALLEL_MIN:
+        return 0
+    return n
 
 
 def _integrity_of(path: str) -> list[str]:
     """`integrity` through a read-only connection of its own (a worker process's task)."""
-    import apsw
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn = bulkcheck.connect(path)
     try:
         return integrity(conn)
     finally:
@@ -96,60 +106,89 @@ def _damaged(rep: Report, found: list[str]) -> None:
                     f"{f', and {len(found) - 1} more' if len(found) > 1 else ''}); {DAMAGE_ADVICE}")
 
 
-def _chain(st, rep: Report, cuts=(), workers: int | None = None, with_integrity: bool = False) -> dict:
-    """Check every row (in parallel processes on a large file); with the Merkle tree's table,
-    also recompute the tree: the stored nodes are compared here, and the heads at `cuts` (the
-    sizes of the checkpoints that sign one) are returned, {size: head bytes}. `with_integrity`:
-    SQLite's integrity check runs too, as one more task of the same worker processes (every
-    core works on both), reported as `_verify` would report it."""
-    lo_hi = st.conn.execute("SELECT min(seq), max(seq), count(*) FROM events").fetchone()
-    if not lo_hi[2]:
-        if with_integrity:
-            _damaged(rep, integrity(st.conn))
-        return {}
-    first, last, total = lo_hi
-    rep.events, rep.last_seq = total, last
-    # the Merkle tree is over a gapless chain: a recovered file (gaps a note declares) has none
-    tree = checkpoint.has_tree(st.conn) and first == 1 and not checkpoint.recovered(st.conn)
-    want = sorted({c for c in cuts if 0 < c <= last}) if tree else None
-    n = workers or (os.cpu_count() or 1)
-    if total < PARALLEL_MIN or n < 2 or st.path == ":memory:":
-        if with_integrity:
-            _damaged(rep, integrity(st.conn))
-        acc = merkle.Accumulator(first - 1, want) if tree else None
-        results = [chain.check_rows(st.conn, first, last + 1, acc, rep.gaps) + (acc and acc.result(),)]
-    else:
+class _Chain:
+    """The check of every row (in worker processes on a large file); with the Merkle tree's
+    table, also the tree: the stored nodes are compared, and `finish` returns the heads at
+    `cuts` (the sizes of the checkpoints that sign one), {size: head bytes}. Begun when made
+    (the workers read while this process does the other checks), reported by `finish`.
+    `with_integrity`: SQLite's integrity check runs too, as the first task of the same worker
+    processes (every core works on both), reported as `_verify` would report it."""
+
+    def __init__(self, st, rep: Report, span: tuple, cuts=(), workers: int = 0, with_integrity: bool = False):
+        self.st, self.rep, self.with_integrity = st, rep, with_integrity
+        self.first, self.last = span
+        self.pool = None
+        if self.first is None:
+            return
+        rep.last_seq = self.last
+        # the Merkle tree is over a gapless chain: a recovered file (gaps a note declares) has none
+        self.tree = checkpoint.has_tree(st.conn) and self.first == 1 and not checkpoint.recovered(st.conn)
+        self.want = sorted({c for c in cuts if 0 < c <= self.last}) if self.tree else None
+        if not workers:
+            return
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-        k = n * CHUNKS_PER_WORKER
-        step = (last - first + k) // k
-        bounds = [(first + i * step, min(first + (i + 1) * step, last + 1)) for i in range(k)]
-        bounds = [b for b in bounds if b[0] < b[1]]
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as ex:
-            checked = ex.submit(_integrity_of, st.path) if with_integrity else None
-            if tree:
-                results = list(ex.map(merkle.check_range, [st.path] * len(bounds), *zip(*bounds),
-                                      [want] * len(bounds)))
-            else:
-                extra = [[rep.gaps] * len(bounds)] if rep.gaps else []
-                results = [r + (None,) for r in ex.map(chain.check_range, [st.path] * len(bounds),
-                                                       *zip(*bounds), *extra)]
-            if checked is not None:
-                _damaged(rep, checked.result())
-    found = [r[1] for r in results if r[1]]
-    if found:
-        rep.problems.append(min(found, key=lambda p: p["seq"] if p["seq"] is not None else last + 1))
-        return {}
-    if sum(r[0] for r in results) != total:
-        # SQLite can end a scan at a page whose cells it cannot reach without an error
-        rep.problem("damaged", f"the file is damaged: only {sum(r[0] for r in results)} of its {total} rows "
-                    f"could be read in order (SQLite stops early in the events table); {DAMAGE_ADVICE}")
-        return {}
-    if not tree:
-        return {}
-    heads, nodes = merkle.join([r[2] for r in results])
-    _merkle_nodes(st, rep, nodes, last)
-    return heads
+        k = workers * CHUNKS_PER_WORKER
+        step = (self.last - self.first + k) // k
+        bounds = [(self.first + i * step, min(self.first + (i + 1) * step, self.last + 1)) for i in range(k)]
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        try:
+            self.checked = self.pool.submit(_integrity_of, st.path) if with_integrity else None
+            self.ranges = [self.pool.submit(bulkcheck.check_range, st.path, lo, hi, rep.gaps or None, self.want)
+                           for lo, hi in bounds if lo < hi]
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
+
+    def finish(self) -> dict:
+        st, rep = self.st, self.rep
+        try:
+            return self._finish(st, rep)
+        finally:
+            self.close()
+
+    def _finish(self, st, rep: Report) -> dict:
+        if self.first is None:
+            if self.with_integrity:
+                _damaged(rep, integrity(st.conn))
+            return {}
+        # an independent count (SQLite reads it from an index) while the workers read the table
+        total = st.conn.execute("SELECT count(*) FROM events").fetchone()[0]
+        rep.events, last = total, self.last
+        if self.pool is None:
+            if self.with_integrity:
+                _damaged(rep, integrity(st.conn))
+            acc = merkle.Accumulator(self.first - 1, self.want) if self.tree else None
+            results = [bulkcheck.check_rows(st.conn, self.first, last + 1, acc, rep.gaps) + (acc and acc.result(),)]
+        else:
+            results = [f.result() for f in self.ranges]
+            if self.checked is not None:
+                _damaged(rep, self.checked.result())
+        found = [r[1] for r in results if r[1]]
+        if found:
+            rep.problems.append(min(found, key=lambda p: p["seq"] if p["seq"] is not None else last + 1))
+            return {}
+        if sum(r[0] for r in results) != total:
+            # SQLite can end a scan at a page whose cells it cannot reach without an error
+            rep.problem("damaged", f"the file is damaged: only {sum(r[0] for r in results)} of its {total} rows "
+                        f"could be read in order (SQLite stops early in the events table); {DAMAGE_ADVICE}")
+            return {}
+        if not self.tree:
+            return {}
+        heads, nodes = merkle.join([r[2] for r in results])
+        _merkle_nodes(st, rep, nodes, last)
+        return heads
+
+
+def _chain(st, rep: Report, cuts=(), workers: int | None = None, with_integrity: bool = False) -> dict:
+    """`_Chain` begun and finished at once (with `workers`, or as many as there are cores)."""
+    span = _span(st)
+    return _Chain(st, rep, span, cuts, _workers(st, span, workers), with_integrity).finish()
 
 
 def _merkle_nodes(st, rep: Report, computed: list, size: int) -> None:
@@ -324,9 +363,11 @@ def _verify(st) -> Report:
     c = st.conn
     known = schema.latest()
     v = st.user_version()
+    span = _span(st) if v <= known else (None, None)
     # a large file's chain is checked in worker processes: SQLite's integrity check is one more
     # of their tasks (reported the same); otherwise it runs first, here
-    deferred = v <= known and _parallel(st)
+    workers = _workers(st, span)
+    deferred = workers > 0
     if not deferred:
         _damaged(rep, integrity(c))
     if v > known:
@@ -340,21 +381,31 @@ def _verify(st) -> Report:
         if t not in present:
             rep.problem("trigger_missing", f"immutability trigger {t} is missing: the events table "
                         "can be changed without an error")
-    for d in schema_integrity.differences(
-            c, v, reported_missing=_TRIGGERS + ("events_retracted_only_set",)):
-        rep.problem("schema_changed", d)
     device = st.meta("device_id")  # read raw: Store.device_id refuses a bad one, we report it
-    if not ids.is_uuid(device):  # hostile text must never become a key or checkpoint path
-        _chain(st, rep, with_integrity=deferred)
-        _retractions(st, rep, present)
+    identified = ids.is_uuid(device)  # hostile text must never become a key or checkpoint path
+    key, cuts = None, ()
+    early = Report()  # what the key and a recovery note say: reported after the schema's findings
+    if identified:
+        key = _trusted_key(st, early)
+        _recovery(st, early, key, device)
+        rep.gaps, rep.recovery = early.gaps, early.recovery
+        cuts = _merkle_sizes(st)
+    run = _Chain(st, rep, span, cuts, workers, deferred)  # the workers read while this process goes on
+    try:
+        for d in schema_integrity.differences(
+                c, v, reported_missing=_TRIGGERS + ("events_retracted_only_set",)):
+            rep.problem("schema_changed", d)
+        rep.problems += early.problems
+        rep.notes += early.notes
+        heads = run.finish()
+    finally:
+        run.close()
+    _retractions(st, rep, present)
+    if not identified:
         rep.problem("identity", "the file's device identity (meta device_id) is missing or not a UUID: "
                     "its checkpoints cannot be checked")
         rep.problems.sort(key=lambda p: (p["kind"] != "damaged", p["seq"] is None, p["seq"] or 0))
         return rep
-    key = _trusted_key(st, rep)
-    _recovery(st, rep, key, device)
-    heads = _chain(st, rep, _merkle_sizes(st), with_integrity=deferred)
-    _retractions(st, rep, present)
     from . import provenance  # other devices' events against their signed sync segments
     provenance.check(c, rep.problem, rep.notes)
     proven = 0
@@ -385,8 +436,16 @@ def _verify(st) -> Report:
     return rep
 
 
-def bench_rate(st) -> tuple[int, float]:
-    """(events, seconds) of a full chain verification (for `attempt bench verify`)."""
-    t0 = clock.now_us()
-    rep = verify(st)
-    return rep.events, (clock.now_us() - t0) / 1e6
+def chain_only(st) -> Report:
+    """Every row's hash, derived columns and link, and the Merkle tree's nodes, checked as
+    verify checks them (on every core for a large file), without SQLite's integrity check or
+    anything else verify does: how long the chain alone takes (`attempt bench verify`)."""
+    rep = Report()
+    _chain(st, rep)
+    return rep
+
+
+def integrity_only(path: str) -> list[str]:
+    """SQLite's integrity check as verify's worker process runs it (its own read-only,
+    memory-mapped connection), alone in this process (`attempt bench verify`)."""
+    return _integrity_of(path)
