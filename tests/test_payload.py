@@ -130,3 +130,34 @@ def test_verify_finds_a_reference_moved_to_other_content(history, tmp_path):
     finally:
         st.close()
     assert not rep.ok
+
+
+def test_verifys_bulk_pass_reads_stored_payloads_without_falling_back(history, tmp_path):
+    """integrity/bulkcheck hashes a row's large texts as stored: a payload with references is
+    expanded there too, so a history of them verifies on the fast pass, and a moved reference
+    still sends the range to the row-by-row check, which names it."""
+    from attemptdb.integrity import bulkcheck, chain
+    _, db = history
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        n = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM events WHERE instr(raw_json, char(1)) > 0").fetchone()[0] > n / 2
+        got = bulkcheck._fast(conn, 1, n + 1)
+        assert got is not None and got[0] == n
+    finally:
+        conn.close()
+    copy = str(tmp_path / "copy.db")
+    src = apsw.Connection(db)
+    src.execute(f"VACUUM INTO '{copy}'")
+    src.close()
+    c = apsw.Connection(copy)
+    for (name,) in c.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'events' "
+                             "AND sql LIKE '%BEFORE UPDATE%'").fetchall():
+        c.execute(f"DROP TRIGGER {name}")
+    seq, raw = c.execute("SELECT seq, raw_json FROM events WHERE instr(raw_json, char(1)) > 0 "
+                         "ORDER BY seq DESC LIMIT 1").fetchone()
+    c.execute("UPDATE events SET raw_json = ? WHERE seq = ?", (raw.replace("\x01", "\x012", 1), seq))
+    assert bulkcheck._fast(c, 1, n + 1) is None
+    count, problem = chain.check_rows(c, 1, n + 1)
+    c.close()
+    assert problem is not None and problem["seq"] == seq and problem["kind"] == "event_hash"
