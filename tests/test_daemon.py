@@ -5,6 +5,7 @@ hooks at once lose nothing; a hostile connection does not stop it."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import apsw
 import pytest
 from conftest import ROOT, run_attempt
 
-from attemptdb.capture import daemon, hookclient
+from attemptdb.capture import daemon, hookclient, spool
 from attemptdb.capture.hookclient import GEMINI_ACK
 
 PROMPT = {"session_id": "sess-daemon-1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit",
@@ -66,7 +67,16 @@ class Env:
             time.sleep(0.02)
         raise AssertionError("no daemon started")
 
+    def settled(self, timeout=10.0):
+        """Wait until the daemon has moved what it received into the file: it answers a hook
+        once the event is spooled (spec/capture-daemon.md), and removes the spool file after
+        the commit. (A spool file that stays — a damaged file, a lock held — is waited out.)"""
+        end = time.monotonic() + timeout
+        while spool.pending(self.db) and time.monotonic() < end:
+            time.sleep(0.01)
+
     def rows(self, sql="SELECT seq, event_id, kind FROM events ORDER BY seq"):
+        self.settled()
         conn = apsw.Connection(self.db, flags=apsw.SQLITE_OPEN_READONLY)
         conn.set_busy_timeout(10_000)  # a daemon starting on a fresh file may hold a lock a moment
         try:
@@ -165,10 +175,8 @@ def test_first_hook_starts_it_and_later_hooks_hand_over_without_opening_the_file
         e.capture(tool(i))
     assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 6
     assert e.pid == pid  # one daemon served them all
-    conn = apsw.Connection(e.db, flags=apsw.SQLITE_OPEN_READONLY)
-    # the projections are current when the hook returns: the daemon's insert ran the triggers
-    assert list(conn.execute("SELECT count(*) FROM tool_calls"))[0][0] == 6
-    conn.close()
+    # the projections are current once the daemon committed: its insert ran the triggers
+    assert e.rows("SELECT count(*) FROM tool_calls")[0][0] == 6
     p = run_attempt(["verify", "--db", e.db])
     assert p.returncode == 0 and p.stdout.startswith(b"ok: 6 events"), p.stdout
     assert e.hook_log() == ""
@@ -236,11 +244,11 @@ def test_a_daemon_from_other_code_answers_stale_and_leaves(hooks, monkeypatch):
     e = hooks()
     e.capture(tool(0))
     pid = e.wait_running()
-    monkeypatch.setattr(hookclient, "code_stamp", lambda: "0.0.0:upgraded")
+    monkeypatch.setattr(hookclient, "code_id", lambda: "0.0.0:1:2")
     for k, v in e.vars.items():
         monkeypatch.setenv(k, v)
     hook = hookclient.Hook(json.dumps(tool(1)).encode(), False, e.cwd, None, 1764500000000000, None)
-    assert hookclient.request(e.db, ["claude-code"], hook, hookclient.code_stamp()) == "stale"
+    assert hookclient.request(e.db, ["claude-code"], hook, hookclient.code_id()) == "stale"
     wait_dead(pid)
     assert len(e.rows()) == 1  # nothing was stored by the stale daemon
 
@@ -469,7 +477,10 @@ def test_the_lean_hook_command_imports_no_site_packages_through_a_daemon_and_all
     mods = imported(lean(e, tool(1), importtime=True).stderr)
     assert "attemptdb.capture.hookclient" in mods and "_socket" in mods
     for heavy in ("site", "apsw", "attemptdb.capture.hook", "attemptdb.store.database", "attemptdb.adapters", "json",
-                  "hashlib", "socket", "enum", "_distutils_hack"):
+                  "hashlib", "socket", "enum", "_distutils_hack",
+                  # not even `os` (posix serves), `_json` (a plain header needs no escaping) or
+                  # `location` (hookclient.locate answers a plain case itself)
+                  "os", "posixpath", "_collections_abc", "_json", "attemptdb.store.location"):
         assert heavy not in mods, heavy
     lean(e, tool(2), daemon_on=False)  # without a daemon: the full path, in the same process
     assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 3
@@ -515,3 +526,138 @@ def test_the_hook_client_speaks_the_daemons_request_and_mints_v7_ids():
     assert ids.is_uuid(u) and u[14] == "7" and u[19] in "89ab" and u[:13] == ids.uuid7(1764500000000)[:13]
     assert hookclient.db_option(["x", "--db", "/a", "--db=/b"]) == "/b"
     assert hookclient.provider_of(["--event", "Stop", "--dry-run", "gemini"]) == "gemini"
+
+
+def test_an_acknowledged_event_is_in_the_file_or_the_spool_when_the_hook_returns(hooks):
+    """The daemon answers on its receipt (the event spooled), then commits: whenever one looks,
+    the event is in one of the two, and in the file once the daemon is done."""
+    e = hooks()
+    lean(e, tool(0))
+    e.wait_running()
+    for i in range(1, 6):
+        lean(e, tool(i))
+        # the spool first: its file is removed only after the commit, so a file gone by now is stored
+        spooled = []
+        for path in spool.pending(e.db):
+            try:
+                with open(path, "rb") as f:
+                    spooled += [path] if f"toolu_daemon_{i}".encode() in f.read() else []
+            except FileNotFoundError:
+                pass
+        conn = apsw.Connection(e.db, flags=apsw.SQLITE_OPEN_READONLY)
+        conn.set_busy_timeout(10_000)
+        stored = list(conn.execute("SELECT count(*) FROM events WHERE tool_call_id = ?", (f"toolu_daemon_{i}",)))[0][0]
+        conn.close()
+        assert stored + len(spooled) >= 1, i
+    assert len(e.rows()) == 6 and spool.pending(e.db) == []
+    assert [n for n in os.listdir(e.db + ".spool") if n.endswith(spool.RESERVED)] != []  # the next receipt's file
+    pid = e.pid
+    e.stop()
+    wait_dead(pid)
+
+
+def test_an_edit_in_place_of_the_hook_code_makes_the_daemon_stale(hooks, tmp_path):
+    """The hook names its code by version and package directory only; the daemon watches its
+    own files. A file of the hook path rewritten in place (its folder's mtime unchanged): the
+    next hook is answered `stale` and stores its event itself, and the daemon leaves."""
+    copy = tmp_path / "copy"
+    for name in ("attemptdb", "migrations", "sql", "grammar", "spec"):
+        if os.path.isdir(os.path.join(ROOT, name)):
+            shutil.copytree(os.path.join(ROOT, name), copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    e = hooks()
+    argv = [sys.executable, "-I", "-S", str(copy / "attemptdb" / "__main__.py"), "capture", "claude-code"]
+    env = dict(os.environ, **e.vars)
+
+    def hook(i):
+        p = subprocess.run(argv, input=json.dumps(tool(i)).encode(), env=env, cwd=e.cwd, capture_output=True,
+                           timeout=60)
+        assert p.returncode == 0 and p.stdout == b"" and p.stderr == b"", p
+
+    hook(0)
+    pid = e.wait_running()
+    hook(1)
+    assert e.pid == pid and len(e.rows()) == 2
+    target = copy / "attemptdb" / "capture" / "project.py"
+    folder = os.stat(target.parent).st_mtime_ns
+    with open(target, "a") as f:
+        f.write("\n# edited in place\n")
+    assert os.stat(target.parent).st_mtime_ns == folder
+    hook(2)
+    wait_dead(pid)
+    assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 3
+    assert e.hook_log() == ""
+
+
+@pytest.mark.parametrize("inotify", [True, False])
+def test_the_code_watch_sees_a_file_written_created_or_removed(tmp_path, monkeypatch, inotify):
+    from attemptdb.capture import codewatch
+    folders = [str(tmp_path / "a"), str(tmp_path / "b")]
+    for d in folders:
+        os.mkdir(d)
+        with open(os.path.join(d, "m.py"), "w") as f:
+            f.write("x = 1\n")
+    monkeypatch.setattr(hookclient, "code_folders", lambda: folders)
+    if not inotify:
+        monkeypatch.setattr(codewatch, "_inotify", lambda folders: None)
+    for change in ("write", "create", "remove", "other"):
+        w = codewatch.CodeWatch()
+        assert (w.fd is not None) == (inotify and sys.platform.startswith("linux"))
+        assert not w.changed()
+        if change == "write":
+            with open(os.path.join(folders[1], "m.py"), "a") as f:
+                f.write("y = 2\n")
+            os.utime(os.path.join(folders[1], "m.py"), ns=(1, 10 ** 18))  # a newer mtime for the stamp too
+        elif change == "create":
+            with open(os.path.join(folders[0], "n.py"), "w") as f:
+                f.write("")
+        elif change == "remove":
+            os.unlink(os.path.join(folders[0], "n.py"))
+        else:
+            with open(os.path.join(folders[0], "notes.txt"), "w") as f:  # not code: no change
+                f.write("hi")
+        assert w.changed() is (change != "other"), change
+        assert w.changed() is (change != "other")  # and it stays so
+        w.close()
+
+
+def test_the_hook_client_finds_the_database_location_finds(tmp_path, monkeypatch):
+    """hookclient.locate answers plain cases from `posix` alone and hands the rest to
+    store.location.resolve: either way the same path."""
+    from attemptdb.store import location
+    assert (hookclient.LOCAL_DIR, hookclient.DB_NAME, hookclient.MAX_WALK) == \
+        (location.LOCAL_DIR, location.DB_NAME, location.MAX_WALK)
+    home = tmp_path / "home"
+    repo = tmp_path / "repo" / "sub"
+    repo.mkdir(parents=True)
+    cases = []
+    for env in ({"HOME": str(home)}, {"HOME": str(home) + "/"}, {"HOME": "/"}, {"HOME": ""}, {},
+                {"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "data")},
+                {"HOME": str(home), "XDG_DATA_HOME": "relative/data"},
+                {"HOME": str(home), "XDG_DATA_HOME": str(tmp_path) + "//data/./x/.."},
+                {"HOME": str(home), "ATTEMPTDB_PATH": str(tmp_path / "env.db")},
+                {"HOME": str(home), "ATTEMPTDB_PATH": "~/env.db"},
+                {"HOME": str(home), "ATTEMPTDB_PATH": "rel/env.db"}):
+        for explicit in (None, "", str(tmp_path / "x.db"), "x.db", "~/x.db", str(tmp_path) + "/a/../x.db"):
+            for cwd in (str(repo), str(tmp_path), "/", None, str(repo) + "/"):
+                cases.append((env, explicit, cwd))
+    for local in (False, True):
+        if local:  # a `.attemptdb` above the working directory: location judges it
+            (tmp_path / "repo" / ".attemptdb").mkdir()
+        for env, explicit, cwd in cases:
+            for k in ("HOME", "XDG_DATA_HOME", "ATTEMPTDB_PATH"):
+                monkeypatch.delenv(k, raising=False)
+            for k, v in env.items():
+                monkeypatch.setenv(k, v)
+            assert hookclient.locate(explicit, cwd) == location.resolve(explicit, cwd), (env, explicit, cwd)
+
+
+def test_the_code_is_named_the_same_however_its_path_is_spelled(tmp_path, monkeypatch):
+    """A hook run through a symlinked or otherwise spelled path names the same code (no daemon
+    thrashing between two spellings), and another package directory another code."""
+    here = hookclient.code_id()
+    os.symlink(os.path.join(ROOT, "attemptdb"), tmp_path / "link")
+    monkeypatch.setattr(hookclient, "__file__", str(tmp_path / "link" / "capture" / "hookclient.py"))
+    assert hookclient.code_id() == here
+    (tmp_path / "other" / "capture").mkdir(parents=True)
+    monkeypatch.setattr(hookclient, "__file__", str(tmp_path / "other" / "capture" / "hookclient.py"))
+    assert hookclient.code_id() != here

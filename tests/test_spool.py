@@ -102,6 +102,55 @@ def test_a_file_drained_twice_is_still_one_event(store, db):
     assert spool.pending(db) == []
 
 
+def test_a_reserved_file_is_filled_linked_under_a_spool_name_and_used_again(store, db):
+    """The daemon's receipt: a file made ahead (invisible to readers), written and linked under
+    the name put would give it; once that event is drained, the same file serves again."""
+    res = spool.reserve(db)
+    assert res is not None and spool.pending(db) == []
+    tmp = os.path.join(db + ".spool", res.tmp)
+    assert res.tmp.startswith(".") and not res.tmp.endswith(spool.SUFFIX) and os.path.getsize(tmp) == 0
+    assert stat.S_IMODE(os.stat(tmp).st_mode) == 0o600
+    env = envelope(store.device_id)
+    path = spool.put(db, env, res)
+    assert spool.pending(db) == [path] and os.path.samefile(path, tmp)
+    with open(path, encoding="utf-8") as f:
+        assert f.read().split("\n")[0] == event.line(env)
+    other, third = envelope(store.device_id, 1), envelope(store.device_id, 2)
+    busy = spool.put(db, other, res)  # its last event is still spooled: written the usual way
+    assert not os.path.samefile(busy, tmp) and not res.closed
+    assert spool.drain(store, known={path: env}) == 2 and event_ids(db) == [env["event_id"], other["event_id"]]
+    again = spool.put(db, third, res)  # drained: the same file again
+    assert os.path.samefile(again, tmp) and again != path and spool.pending(db) == [again]
+    assert spool.drain(store) == 1 and event_ids(db)[-1] == third["event_id"]
+    res.close()
+    assert os.listdir(db + ".spool") == []
+
+
+def test_a_reservation_in_a_directory_moved_away_is_not_used(store, db, tmp_path):
+    """An event must land where readers look: a spool directory replaced since the reservation
+    gets the event the usual way, and the reservation is given up."""
+    res = spool.reserve(db)
+    os.rename(db + ".spool", str(tmp_path / "moved"))
+    env = envelope(store.device_id)
+    path = spool.put(db, env, res)
+    assert os.path.dirname(path) == db + ".spool" and spool.pending(db) == [path]
+    assert os.listdir(tmp_path / "moved") == [] and res.closed
+
+
+def test_reservations_nobody_holds_are_cleared_and_held_ones_kept(store, db):
+    held = spool.reserve(db)
+    dead = spool.reserve(db)
+    env = envelope(store.device_id)
+    path = spool.put(db, env, dead)
+    os.close(dead.fd)  # its holder died with its last event spooled: the lock went with it
+    os.close(dead.dfd)
+    spool.clear_reservations(db)
+    assert sorted(n for n in os.listdir(db + ".spool")) == sorted([held.tmp, os.path.basename(path)])
+    assert spool.drain(store) == 1 and event_ids(db) == [env["event_id"]]  # the event is not lost
+    held.close()
+    assert os.listdir(db + ".spool") == []
+
+
 def test_the_fallback_spool_when_the_primary_cannot_be_written(store, db, home):
     with open(db + ".spool", "w") as f:  # a file where the spool directory should be
         f.write("not a directory")

@@ -5,17 +5,19 @@ open, so a tool call pays for the interpreter and a socket round trip, not for i
 apsw, parsing the schema and compiling the projection triggers (spec/capture-daemon.md).
 
 Invariants:
-- Same result as without it: the daemon runs `capture.run`, the hook pipeline, with the hook's
-  argv, stdin bytes, working directory, `CLAUDE_PROJECT_DIR`, capture time and event id. It
-  answers `ok` only after the event is committed (or spooled, as a hook would); on any other
-  answer, or none within REPLY_S, the hook does the work itself with the same event id, so an
-  event the daemon committed before dying is stored once (dedup by event id).
+- Same result as without it: the daemon runs the hook pipeline (capture.hook.prepare) with the
+  hook's argv, stdin bytes, working directory, `CLAUDE_PROJECT_DIR`, capture time and event
+  id. It answers `ok` once the event is spooled (then commits it right after) or, when no
+  spool takes it, committed; on any other answer, or none within REPLY_S, the hook does the
+  work itself with the same event id, so an event the daemon spooled or committed before
+  dying is stored once (dedup by event id).
 - One daemon per database and state directory (the socket name is a hash of both and every
-  request names the database; a daemon whose file was replaced or whose code changed on disk
-  says `stale` and exits). Only the user's own processes talk to it: the socket directory is
-  0700 and owned by the user, and both ends check the peer's uid.
-- Never in the way: the hook side (capture.hookclient) is the standard library alone;
-  a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
+  request names the database and the code it runs; a daemon whose file was replaced, or whose
+  code is not the hook's or changed on disk, says `stale` and exits). Only the user's own
+  processes talk to it: the socket directory is 0700 and owned by the user, and both ends
+  check the peer's uid.
+- Never in the way: the hook side (capture.hookclient) is the standard library alone (not even
+  `os`); a daemon leaves after IDLE_S without a call; `ATTEMPTDB_NO_DAEMON=1` turns it off.
 - Isolated from the repository a hook ran in (DESIGN.md invariant 8): the daemon is started
   as `python -I …/attemptdb/__main__.py` (no working directory, script directory or PYTHON*
   variable reaches its imports; it runs the hook's own package) and works from `/`, never

@@ -1,10 +1,14 @@
 """The capture daemon's server side: one process per database and state directory that keeps
-the file open and runs the hook pipeline (`hook.run`) for each hook that connects
-(spec/capture-daemon.md; the hook side, and the request both ends keep, are in `hookclient`).
+the file open and runs the hook pipeline for each hook that connects (spec/capture-daemon.md;
+the hook side, and the request both ends keep, are in `hookclient`).
 
-Invariants: it answers `ok` only after the event is committed or spooled, as the hook would
-have; it serves only its own user (0700 socket directory, peer uid checked); it leaves when
-idle, stopped, or when its file or its code changed (`stale`); it works from `/`.
+Invariants: it answers `ok` only once the event is durably received — its envelope, after the
+privacy contract, spooled (`hook.receive`, into a spool file made ahead: `spool.reserve`), or
+when no spool can take it, committed or counted as the hook would have — and then, once the
+hook has let go of the connection, drains the spool into the file (`hook.settle`; a burst of
+hooks, one transaction) before it reads anything more than the hooks already waiting; it
+serves only its own user (0700 socket directory, peer uid checked); it leaves when idle,
+stopped, or when its file or its code changed (`stale`: capture.codewatch); it works from `/`.
 """
 
 import os
@@ -18,17 +22,22 @@ OPEN_BUSY_S = 30.0  # how long a starting daemon waits for the hooks' write lock
 HEADER_MAX = 64 * 1024
 READ_S = 5.0  # a connection that does not deliver its request in time is dropped
 SIGN_AFTER_S = 0.5  # a committed capture is signed outside the file this long after, at most
+HOOK_CLOSE_S = 0.05  # how long an answered hook may keep its connection before the commit goes on
+SETTLE_BATCH = 32  # received events stored together at most (a burst of hooks: one transaction)
+SETTLE_AFTER_S = 0.2  # and none waits longer for its commit while hooks keep arriving
 
 
 class Daemon:
     def __init__(self, db_path: str):
         self.db = os.path.abspath(db_path)
         self.sock_path = hookclient.endpoint(self.db)
-        self.code = hookclient.code_stamp()
+        self.code = hookclient.code_id()
+        self.watch = None  # capture.codewatch: did this daemon's own code change since it started?
         self.store = None
         self.file_id = None
         self.stopping = False
         self.unsigned_since = None  # monotonic time of the oldest request not yet signed
+        self.reserved = None  # the spool file the next receipt fills (spool.reserve)
 
     def _open(self) -> None:
         """Open (creating or migrating) the database. Hooks are arriving meanwhile and writing it
@@ -36,10 +45,13 @@ class Daemon:
         OPEN_BUSY_S, where a hook gives up after CAPTURE_BUSY_S (a daemon that gave up at start
         would leave no daemon for the hooks after the burst), then serves with the hooks' timeout."""
         from ..store.database import Store
-        from . import spool
+        from . import codewatch, spool
+        self.watch = codewatch.CodeWatch()
         self.store = Store.open(self.db, create=True, busy_timeout_s=OPEN_BUSY_S)
         self.store.set_busy_timeout(capture.CAPTURE_BUSY_S)
         spool.prepare()
+        spool.clear_reservations(self.db)
+        self.reserve()
         st = os.stat(self.db)
         self.file_id = (st.st_dev, st.st_ino)
 
@@ -50,8 +62,10 @@ class Daemon:
             return False
         return (st.st_dev, st.st_ino) == self.file_id
 
-    def handle(self, conn) -> None:
-        """One connection: read the request, run the hook pipeline, answer."""
+    def handle(self, conn):
+        """One connection: read the request, run the hook pipeline up to the receipt, answer.
+        Returns the event when it was answered `ok` on its receipt (spooled: `settle` stores it),
+        else None (answered otherwise, or stored before the answer)."""
         from ..model import fastjson, ids
         conn.settimeout(READ_S)
         if not hookclient.peer_uid_ok(conn):
@@ -73,7 +87,8 @@ class Daemon:
         if not ok:
             conn.sendall(b"bad\n")
             return
-        if req.get("code") != self.code or req.get("db") != self.db or not self.same_file():
+        if (req.get("code") != self.code or req.get("db") != self.db or not self.same_file()
+                or self.watch is None or self.watch.changed()):
             conn.sendall(b"stale\n")
             self.stopping = True
             return
@@ -93,7 +108,10 @@ class Daemon:
         # no chdir: the daemon stays in `/` and the pipeline resolves the hook's relative paths
         # against hook.cwd, so nothing in the repository is ever this process's directory
         try:
-            capture.run(req["argv"] + ["--db", self.db], hook, store=self.store)
+            event = capture.prepare(req["argv"] + ["--db", self.db], hook, store=self.store)
+            received = event is not None and capture.receive(event, self.reserved)
+            if event is not None and not received:  # no spool took it: stored (or counted) first
+                capture.deliver(event)
         except Exception as e:
             hooklog.log(f"daemon err=internal:{hooklog.why(e)}")
             conn.sendall(b"error\n")
@@ -101,7 +119,30 @@ class Daemon:
         if capture.seen.get("unsaid"):  # not stored, spooled or counted: the hook says so itself
             conn.sendall(b"error\n")
             return
-        conn.sendall(b"ok\n")
+        try:
+            conn.sendall(b"ok\n")
+        except OSError:  # the hook went away: what it sent is spooled or stored all the same
+            pass
+        return event if received else None
+
+    def settle(self, received: list) -> None:
+        """The events answered on their receipt, into the file: one drain of the spool, so one
+        transaction for a burst."""
+        if received:
+            try:
+                capture.settle(received)
+            except Exception as e:
+                hooklog.log(f"daemon err=settle:{hooklog.why(e)}")
+            received.clear()
+
+    def reserve(self) -> None:
+        """Make the spool file the next receipts fill, if there is none (or it was given up)."""
+        if self.reserved is None or self.reserved.closed:
+            from . import spool
+            try:
+                self.reserved = spool.reserve(self.db)
+            except Exception as e:
+                hooklog.log(f"daemon err=reserve:{hooklog.why(e)}")
 
     def serve(self) -> int:
         """Take the lock (or leave: another daemon serves this database), open the database,
@@ -138,6 +179,10 @@ class Daemon:
                 daemon.unlink_quietly(self.sock_path + suffix)
             if srv is not None:
                 srv.close()
+            if self.reserved is not None:
+                self.reserved.close()
+            if self.watch is not None:
+                self.watch.close()
             if self.store is not None:
                 self.store.close()
             lock.close()
@@ -145,26 +190,48 @@ class Daemon:
 
     def _loop(self, srv) -> None:
         last = time.monotonic()
-        while not self.stopping and time.monotonic() - last < IDLE_S:
-            unsigned = self.unsigned_since
-            srv.settimeout(1.0 if unsigned is None else max(0.01, SIGN_AFTER_S - (time.monotonic() - unsigned)))
-            try:
-                conn, _ = srv.accept()
-            except OSError:  # the accept timeout: sign, check idle time and the file
-                self.sign_if_due()
-                if not self.same_file():
-                    break
-                continue
-            try:
-                self.handle(conn)
-            except Exception as e:
-                hooklog.log(f"daemon err=connection:{hooklog.why(e)}")
-            finally:
-                conn.close()
-            if self.unsigned_since is None:
-                self.unsigned_since = time.monotonic()
-            self.sign_if_due()
-            last = time.monotonic()
+        received, since = [], 0.0  # answered on their receipt, not in the file yet; the first one's time
+        try:
+            while not self.stopping and time.monotonic() - last < IDLE_S:
+                if received and (len(received) >= SETTLE_BATCH or time.monotonic() - since > SETTLE_AFTER_S):
+                    self.settle(received)
+                    self.reserve()
+                    self.sign_if_due()
+                unsigned = self.unsigned_since
+                # with events to settle, only a hook already waiting comes first
+                srv.settimeout(0.0 if received else 1.0 if unsigned is None
+                               else max(0.01, SIGN_AFTER_S - (time.monotonic() - unsigned)))
+                try:
+                    conn, _ = srv.accept()
+                except OSError:  # none waiting: settle; or the accept timeout: sign, check the file
+                    if received:
+                        self.settle(received)
+                        self.reserve()
+                        self.sign_if_due()
+                        continue
+                    self.sign_if_due()
+                    if not self.same_file():
+                        break
+                    continue
+                try:
+                    event = self.handle(conn)
+                    if event is not None:
+                        if not received:
+                            since = time.monotonic()
+                        received.append(event)
+                        _let_the_hook_go(conn)
+                except Exception as e:
+                    hooklog.log(f"daemon err=connection:{hooklog.why(e)}")
+                finally:
+                    conn.close()
+                if self.unsigned_since is None:
+                    self.unsigned_since = time.monotonic()
+                last = time.monotonic()
+                if not received:
+                    self.reserve()
+                    self.sign_if_due()
+        finally:
+            self.settle(received)
 
     def sign_if_due(self, now: bool = False) -> None:
         """Sign the head once the oldest unsigned request is SIGN_AFTER_S old (or `now`), so a
@@ -179,6 +246,20 @@ class Daemon:
             checkpoint.maybe_checkpoint(self.store, quiet=True)
         except Exception as e:
             hooklog.log(f"daemon err=checkpoint:{hooklog.why(e)}")
+
+
+def _let_the_hook_go(conn) -> None:
+    """After `ok`, before the rest of the work: wait (briefly) for the hook to close its end,
+    then give up the processor. The answer's wake-up puts the hook on this processor; a daemon
+    that went on at once would hold it there for the millisecond or two of the commit."""
+    try:
+        conn.settimeout(HOOK_CLOSE_S)
+        conn.recv(1)
+    except OSError:
+        pass
+    conn.close()
+    if hasattr(os, "sched_yield"):
+        os.sched_yield()
 
 
 def _text(v):

@@ -13,6 +13,10 @@ Invariants (DESIGN.md invariant 4):
   what the mode forbids.
 - Lean: imports only the stdlib C modules, apsw and our own hook-path modules — never click,
   jsonschema, cryptography, parsimonious, tabulate (a test checks `sys.modules`). Never signs.
+- One pipeline: `run` is `prepare` (adapter, privacy contract: the event) then `deliver` (the
+  spool drained a bounded share, then the append; the spool when the file cannot take it).
+  The capture daemon runs the same `prepare`, then `receive` (spool the event) before it
+  answers and `settle` (drain the spool into the file) after (spec/capture-daemon.md).
 `--dry-run` prints the envelope the adapter produced (before ingestion) and stores nothing;
 the context flags replace what the hook would detect (the golden harness uses them).
 """
@@ -146,6 +150,26 @@ WAL checkpoint (an fsync) instead of paying for it when `run`'s locals are freed
 def run(argv, hook: Hook | None = None, store=None) -> int:
     """One hook invocation → one stored (or spooled) event. `store`: an open store to use (the
     daemon's) instead of opening the file."""
+    event = prepare(argv, hook, store)
+    if event is not None:
+        deliver(event)
+    return 0
+
+
+class Prepared:
+    """One hook's event after the adapter and the privacy contract, and where it goes: the
+    database path, the open store (None when it could not be opened: `store_error` says why)."""
+
+    __slots__ = ("provider", "db_path", "env", "store", "store_error", "spooled")
+
+    def __init__(self, provider, db_path, env, store, store_error):
+        self.provider, self.db_path, self.env, self.store, self.store_error = provider, db_path, env, store, store_error
+        self.spooled = None  # the spool file `receive` wrote
+
+
+def prepare(argv, hook: Hook | None = None, store=None) -> Prepared | None:
+    """The event of one hook invocation, ready to store (None for --dry-run: it was printed).
+    Nothing is written yet but a damage mark for a file SQLite reports malformed."""
     args = _parse(argv)
     opts = args.opts
     seen["unsaid"] = False
@@ -213,30 +237,70 @@ def run(argv, hook: Hook | None = None, store=None) -> int:
         from ..model import fastjson
         sys.stdout.write(fastjson.dumps(env) + "\n")
         sys.stdout.flush()
-        return 0
+        return None
     from ..ingest import privacy
-    from . import spool
-    env = privacy.ingest(env, db_mode=mode)
+    return Prepared(provider, db_path, privacy.ingest(env, db_mode=mode), store, store_error)
+
+
+def deliver(event: Prepared) -> None:
+    """Store the event: the spool drained first (a bounded share), then the append; into the
+    spool instead when the file cannot take it (not open, damaged, the append failed)."""
+    store, db_path, provider = event.store, event.db_path, event.provider
+    store_error = event.store_error
     if store is not None:
         from ..integrity import damage
         if damage.refusal(store, db_path) is not None:  # never written into a damaged file
             store_error = "store.damaged"
         else:
-            try:  # events spooled earlier go first (chain order = arrival order), a bounded share
-                spool.drain(store, db_path, limit=HOOK_DRAIN_LIMIT)
-            except Exception as e:
-                hooklog.log(f"provider={_label(provider)} err=spool_drain:{hooklog.why(e)}")
-                if damage.is_corruption(e):
-                    damage.mark(db_path, "SQLite reports the file malformed", "capture")
+            _drain(store, db_path, provider)
             try:
-                store.append([env])
-                return 0
+                store.append([event.env])
+                return
             except Exception as e:
                 store_error = hooklog.why(e)
                 if damage.is_corruption(e):
                     damage.mark(db_path, "SQLite reports the file malformed", "capture")
-    _spool_or_count(provider, db_path, env, store_error)
-    return 0
+    _spool_or_count(provider, db_path, event.env, store_error)
+
+
+def _drain(store, db_path: str, provider, known: dict | None = None) -> None:
+    """Events spooled earlier go first (chain order = arrival order), a bounded share."""
+    from ..integrity import damage
+    from . import spool
+    try:
+        spool.drain(store, db_path, limit=HOOK_DRAIN_LIMIT, known=known)
+    except Exception as e:
+        hooklog.log(f"provider={_label(provider)} err=spool_drain:{hooklog.why(e)}")
+        if damage.is_corruption(e):
+            damage.mark(db_path, "SQLite reports the file malformed", "capture")
+
+
+def receive(event: Prepared, reserved=None) -> bool:
+    """The capture daemon's receipt, before it answers `ok`: the event (after the privacy
+    contract, like everything the spool holds) spooled — into `reserved` (spool.reserve) when
+    it can serve — where it survives the daemon's death and every capture and read drains it.
+    False when the file is not open or no spool took it: the daemon then delivers before
+    answering, as a hook would."""
+    if event.store is None:
+        return False
+    from . import spool
+    try:
+        event.spooled = spool.put(event.db_path, event.env, reserved)
+    except Exception:
+        return False
+    return True
+
+
+def settle(events: list) -> None:
+    """After the receipts were answered: the spool, these events last, into the file in one
+    transaction (their envelopes taken as they are, not read back), unless the file is damaged:
+    the events then wait in the spool, as a hook's would. All for one database and store."""
+    from ..integrity import damage
+    last = events[-1]
+    if damage.refusal(last.store, last.db_path) is not None:
+        hooklog.log(f"provider={_label(last.provider)} spooled reason=store.damaged")
+        return
+    _drain(last.store, last.db_path, last.provider, {e.spooled: e.env for e in events if e.spooled})
 
 
 def _spool_or_count(provider, db_path: str, env: dict, store_error) -> None:

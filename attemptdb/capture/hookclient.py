@@ -1,7 +1,9 @@
 """The hook's side of the capture daemon, in the standard library alone: a hook that a daemon
-serves imports `os`, `_socket`, `_json`, `_sha256`, this module and `location`, and nothing
-from the site-packages; the installed hook command runs it without `site` at all
-(`python -I -S …/attemptdb/__main__.py capture ID`, spec/capture-daemon.md).
+serves imports `_socket`, `_sha256` (`_json` only for a header with characters to escape), this
+module and its package, and nothing from the site-packages, not even `os`: the operating system
+is the builtin `posix` module, which the interpreter has loaded before any code runs. The
+installed hook command runs it without `site` at all (`python -I -S …/attemptdb/__main__.py
+capture ID`, spec/capture-daemon.md).
 
 Invariants:
 - Nothing lost: `through_daemon` hands the payload to the daemon and is done only on `ok` (the
@@ -9,16 +11,25 @@ Invariants:
   raised on the way, the full `attempt capture` path (capture.hook.main, which loads the
   site-packages when they were left out) stores the same bytes with the same capture time and
   event id.
-- The request, the socket name and the code stamp are defined here once, for both ends: the
-  daemon (capture.daemon_server) and whoever starts or finds one (capture.daemon) use them.
+- The request, the socket name, the code's name and its stamp are defined here once, for both
+  ends: the daemon (capture.daemon_server, capture.codewatch) and whoever starts or finds one
+  (capture.daemon) use them.
+- The same database as everywhere else: `locate` is `store.location.resolve`, answered from
+  `posix` when the answer is plain (an absolute normal path in `--db` or ATTEMPTDB_PATH; no
+  `.attemptdb` entry at or above the working directory and a HOME to build the default on) and
+  by `location.resolve` itself otherwise; a test holds both to the same answers.
 - Exit status 0, nothing on stdout but Gemini CLI's ack (decided from the provider name).
 """
 
-import os
 import sys
 
+try:
+    import posix as _sys_os  # builtin and already loaded: `os` would cost ~1 ms of imports
+except ImportError:  # pragma: no cover - Windows: no daemon there; `os` serves the rest
+    import os as _sys_os
+
 STDIN_CAP = 16 * 1024 * 1024
-REPLY_S = 3.0  # the hook waits this long for the commit, then does the work itself
+REPLY_S = 3.0  # the hook waits this long for the daemon's receipt, then does the work itself
 GEMINI_ACK = b'{"decision":"allow"}\n'
 # the names adapters.registry.ALIASES maps to gemini_cli (a test keeps them equal): known
 # without importing the adapters, which a hook the daemon serves never needs
@@ -43,26 +54,160 @@ def full_interpreter() -> None:
     site.main()
 
 
+def leave(code: int) -> None:
+    """End a hook process at once with `code`, after flushing stdout and stderr: skipping
+    interpreter teardown and the last connection's close-time WAL checkpoint (an fsync) saves
+    ~10 ms on a hook that wrote the file itself. Committed work is already durable in the WAL;
+    the next writer's autocheckpoint folds it in."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    _sys_os._exit(code)
+
+
+# --- the few `os` and `os.path` pieces the hook needs, from `posix` ---------------------------
+
+def _env(name: str):
+    """os.environ.get(name): os.environ itself once `os` is loaded (it sees later changes),
+    else the same decoding of the process's environment that `os` would make."""
+    os_mod = sys.modules.get("os")
+    if os_mod is not None:
+        return os_mod.environ.get(name)
+    value = _sys_os.environ.get(name.encode())
+    return None if value is None else value.decode(sys.getfilesystemencoding(), "surrogateescape")
+
+
+def _normal_abs(path) -> bool:
+    """An absolute path that os.path.abspath returns unchanged (no `.`, `..`, `//`, trailing `/`)."""
+    return (isinstance(path, str) and path.startswith("/") and "//" not in path and "/./" not in path
+            and "/../" not in path and not path.endswith(("/.", "/..")) and (path == "/" or path[-1] != "/"))
+
+
+def _abspath(path: str) -> str:
+    if _normal_abs(path):
+        return path
+    import os
+    return os.path.abspath(path)
+
+
+def _join(path: str, *parts: str) -> str:
+    """posixpath.join for text."""
+    for part in parts:
+        if part.startswith("/"):
+            path = part
+        elif not path or path.endswith("/"):
+            path += part
+        else:
+            path += "/" + part
+    return path
+
+
+def _dirname(path: str) -> str:
+    """posixpath.dirname for text."""
+    head = path[:path.rfind("/") + 1]
+    if head and head != "/" * len(head):
+        head = head.rstrip("/")
+    return head
+
+
+def _isdir(path: str) -> bool:
+    try:
+        return (_sys_os.stat(path).st_mode & 0o170000) == 0o040000
+    except (OSError, ValueError):
+        return False
+
+
 def enabled() -> bool:
     """On unless ATTEMPTDB_NO_DAEMON is set; only where Unix sockets and posix_spawn exist."""
-    return (os.environ.get("ATTEMPTDB_NO_DAEMON", "") in ("", "0") and hasattr(os, "getuid")
-            and hasattr(os, "posix_spawn"))
+    return ((_env("ATTEMPTDB_NO_DAEMON") or "") in ("", "0") and hasattr(_sys_os, "getuid")
+            and hasattr(_sys_os, "posix_spawn"))
+
+
+# --- which database, which socket ---------------------------------------------------------------
+
+LOCAL_DIR, DB_NAME, MAX_WALK = ".attemptdb", "attempt.db", 64  # store.location's (a test keeps them equal)
+
+
+def _user_dir(xdg_var: str, *under_home: str) -> str | None:
+    """location.data_dir / state_dir: `$XDG_…/attemptdb` (absolute values only), else
+    `~/<under_home>/attemptdb`; None when HOME is unset (`location` then asks the password file)."""
+    xdg = _env(xdg_var) or ""
+    if xdg.startswith("/"):
+        return _join(xdg, "attemptdb")
+    home = _env("HOME")
+    if home is None or _sys_os.__name__ != "posix":
+        return None
+    return _join(home.rstrip("/") or "/", *under_home, "attemptdb")
+
+
+def _local_candidate(cwd: str) -> bool:
+    """Is there any `.attemptdb` entry at or above `cwd`, where location.find_local looks?"""
+    d = cwd
+    for _ in range(MAX_WALK):
+        try:
+            _sys_os.lstat(_join(d, LOCAL_DIR))
+            return True
+        except OSError:
+            pass
+        parent = _dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return False
+
+
+def locate(explicit, cwd) -> str:
+    """store.location.resolve(explicit, cwd), the database of this invocation; without `os`
+    when the answer is plain, from `location` itself when anything needs its judgement (a
+    relative or `~` path, a `.attemptdb` to check for trust, no HOME)."""
+    path = explicit or _env("ATTEMPTDB_PATH")
+    if path:
+        if _normal_abs(path):
+            return path
+    elif _normal_abs(cwd) and not _local_candidate(cwd):
+        data = _user_dir("XDG_DATA_HOME", ".local", "share")
+        if data is not None:
+            return _join(data, DB_NAME)
+    from ..store import location
+    return location.resolve(explicit, cwd)
 
 
 HOOK_PATH_FOLDERS = ("adapters", "capture", "ingest", "integrity", "model", "store")
 
 
+def _package() -> str:
+    return _dirname(_dirname(_abspath(__file__)))
+
+
+def code_id() -> str:
+    """The code a hook runs, as its request names it: the version and the package directory
+    (its device and inode: the same however the path is spelled, and new when a reinstall makes
+    the directory anew). One stat: the daemon itself notices when a file under it changes
+    (capture.codewatch)."""
+    from .. import __version__
+    st = _sys_os.stat(_package())
+    return f"{__version__}:{st.st_dev}:{st.st_ino}"
+
+
+def code_folders() -> list:
+    """The folders the hook path runs from, and the migrations and schema SQL (the package's
+    data folders, or a checkout's beside it: resources.folder)."""
+    pkg = _package()
+    return [pkg, *(_join(pkg, f) for f in HOOK_PATH_FOLDERS),
+            *(_join(base, f) for f in ("migrations", "sql") for base in (pkg, _dirname(pkg)))]
+
+
 def code_stamp() -> str:
     """Changes whenever the installed hook code changes: the version, and the newest mtime and
-    the number of the files of the folders the hook path runs from, and of the migrations (an
-    upgrade, an edit, a new migration). A daemon started from other code answers `stale`."""
+    the number of the `.py` and `.sql` files of code_folders (an upgrade, an edit, a new
+    migration). The daemon takes it when it starts (capture.codewatch)."""
     from .. import __version__
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     newest = count = 0
-    for d in (pkg, *(os.path.join(pkg, f) for f in HOOK_PATH_FOLDERS),
-              os.path.join(pkg, "migrations"), os.path.join(os.path.dirname(pkg), "migrations")):
+    for d in code_folders():
         try:
-            with os.scandir(d) as it:
+            with _sys_os.scandir(d) as it:
                 for entry in it:
                     if entry.name.endswith((".py", ".sql")):
                         count += 1
@@ -87,14 +232,16 @@ def endpoint(db_path: str, state: str | None = None) -> str | None:
     """The socket for this database and state directory (default: this process's): in
     `$XDG_RUNTIME_DIR/attemptdb`, else `<state>/run`, else (a path too long for a Unix socket)
     `/tmp/attemptdb-<uid>`; None when even that is too long (hooks then write directly)."""
-    from ..store import location
-    state = state or location.state_dir()
-    digest = _sha256(f"{os.path.abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
-    base = os.environ.get("XDG_RUNTIME_DIR", "")
-    run_dir = os.path.join(base, "attemptdb") if base and os.path.isabs(base) and os.path.isdir(base) \
-        else os.path.join(state, "run")
-    for d in (run_dir, os.path.join("/tmp", f"attemptdb-{os.getuid()}")):  # sun_path holds ~100 bytes
-        path = os.path.join(d, f"capture-{digest}.sock")
+    if not state:
+        state = _user_dir("XDG_STATE_HOME", ".local", "state")
+        if state is None:
+            from ..store import location
+            state = location.state_dir()
+    digest = _sha256(f"{_abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    base = _env("XDG_RUNTIME_DIR") or ""
+    run_dir = _join(base, "attemptdb") if base.startswith("/") and _isdir(base) else _join(state, "run")
+    for d in (run_dir, _join("/tmp", f"attemptdb-{_sys_os.getuid()}")):  # sun_path holds ~100 bytes
+        path = _join(d, f"capture-{digest}.sock")
         if len(path.encode("utf-8", "surrogatepass")) < 100:
             return path
     return None
@@ -103,10 +250,10 @@ def endpoint(db_path: str, state: str | None = None) -> str | None:
 def private_dir(path: str) -> bool:
     """The socket directory is ours alone: a directory (not a symlink), our uid, mode 0700."""
     try:
-        st = os.lstat(path)
+        st = _sys_os.lstat(path)
     except OSError:
         return False
-    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == _sys_os.getuid() and not st.st_mode & 0o077
 
 
 def peer_uid_ok(sock) -> bool:
@@ -117,7 +264,7 @@ def peer_uid_ok(sock) -> bool:
         cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
     except OSError:
         return False
-    return int.from_bytes(cred[4:8], sys.byteorder) == os.getuid()
+    return int.from_bytes(cred[4:8], sys.byteorder) == _sys_os.getuid()
 
 
 def _read_stdin() -> tuple[bytes, bool]:
@@ -138,7 +285,7 @@ def _read_stdin() -> tuple[bytes, bool]:
 
 def _getcwd():
     try:
-        return os.getcwd()
+        return _sys_os.getcwd()
     except OSError:
         return None
 
@@ -157,7 +304,7 @@ class Hook:
     @classmethod
     def from_process(cls) -> "Hook":
         data, truncated = _read_stdin()
-        return cls(data, truncated, _getcwd(), os.environ.get("CLAUDE_PROJECT_DIR") or None)
+        return cls(data, truncated, _getcwd(), _env("CLAUDE_PROJECT_DIR") or None)
 
 
 def _hexs(b: bytes) -> str:
@@ -167,15 +314,23 @@ def _hexs(b: bytes) -> str:
 
 def uuid7(now_ms: int) -> str:
     """A fresh UUIDv7 (as ids.uuid7, which a test keeps equal in form)."""
-    r = bytearray(now_ms.to_bytes(6, "big") + os.urandom(10))
+    r = bytearray(now_ms.to_bytes(6, "big") + _sys_os.urandom(10))
     r[6] = (r[6] & 0x0F) | 0x70
     r[8] = (r[8] & 0x3F) | 0x80
     return _hexs(bytes(r))
 
 
-def _json_text(v) -> str:
-    """A JSON value of the header: str (lone surrogates escaped), int, bool, None, list of str."""
+def _json_str(s: str) -> str:
+    """json's ASCII form of a string (lone surrogates escaped): as is between quotes when it
+    holds only printable ASCII but `"` and `\\` (no `_json` import), else `_json`'s."""
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return f'"{s}"'
     from _json import encode_basestring_ascii
+    return encode_basestring_ascii(s)
+
+
+def _json_text(v) -> str:
+    """A JSON value of the header: str, int, bool, None, list of str."""
     if v is None:
         return "null"
     if v is True or v is False:
@@ -183,13 +338,13 @@ def _json_text(v) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, str):
-        return encode_basestring_ascii(v)
-    return "[" + ",".join(encode_basestring_ascii(s) for s in v) + "]"
+        return _json_str(v)
+    return "[" + ",".join(_json_str(s) for s in v) + "]"
 
 
 def header(stamp: str, db_path: str, argv, hook: Hook) -> bytes:
     """The request's first line (spec/capture-daemon.md "One request"), ASCII."""
-    fields = (("v", 1), ("code", stamp), ("db", os.path.abspath(db_path)), ("argv", list(argv)),
+    fields = (("v", 1), ("code", stamp), ("db", _abspath(db_path)), ("argv", list(argv)),
               ("cwd", hook.cwd), ("claude_project_dir", hook.claude_project_dir),
               ("captured_at", hook.captured_at), ("event_id", hook.event_id),
               ("truncated", hook.truncated), ("n", len(hook.data)))
@@ -202,8 +357,9 @@ def request(db_path: str, argv, hook: Hook, stamp: str) -> str:
     path = endpoint(db_path)
     if path is None:
         return "unsupported"
-    if not private_dir(os.path.dirname(path)):
+    if not private_dir(_dirname(path)):
         return "absent"
+    message = header(stamp, db_path, argv, hook) + hook.data  # ready before the daemon wakes
     import _socket
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -214,7 +370,7 @@ def request(db_path: str, argv, hook: Hook, stamp: str) -> str:
             return "absent"
         if not peer_uid_ok(s):
             return "foreign"
-        s.sendall(header(stamp, db_path, argv, hook) + hook.data)
+        s.sendall(message)
         answer = b""
         while not answer.endswith(b"\n") and len(answer) < 64:
             chunk = s.recv(64)
@@ -265,15 +421,13 @@ def handover(argv, hook: Hook) -> tuple[str, str | None]:
     """(answer, database path): mint the capture time and event id into `hook` and ask the
     daemon to store it. Never raises: whatever went wrong, the caller still has the event."""
     from time import time_ns
-
-    from ..store import location
     now = time_ns() // 1000
     hook.captured_at = now
     hook.event_id = uuid7(now // 1000)
     db_path = None
     try:
-        db_path = location.resolve(db_option(argv), hook.cwd)
-        return request(db_path, argv, hook, code_stamp()), db_path
+        db_path = locate(db_option(argv), hook.cwd)
+        return request(db_path, argv, hook, code_id()), db_path
     except Exception as e:
         return "deliver:" + type(e).__name__, db_path
 

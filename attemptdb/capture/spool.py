@@ -28,7 +28,9 @@ or as a symlink to somewhere else, in its first commit or in a later `git pull`.
   carry a valid seal without the key, which never lives in a repository.
 An event that no spool directory can take is counted (`count_lost`) in a small file made ahead
 of need and rewritten in place (a full disk can still take the count); `losses()` is what
-`attempt doctor` reports.
+`attempt doctor` reports. The capture daemon spools every event it receives before answering
+the hook — written into a file it made ahead (`reserve`: `.<ns>-<uuid>.reserved.tmp`, never
+read as an event) and linked under its spool name — then drains it into the database.
 Only os and C modules: the hook path writes here.
 """
 
@@ -260,12 +262,18 @@ def directories(db_path: str) -> tuple[str, str, str]:
     return primary_dir(db_path), fallback_dir(db_path), runtime_dir(db_path)
 
 
-def put(db_path: str, env: dict) -> str:
+def put(db_path: str, env: dict, reserved: "Reservation | None" = None) -> str:
     """Spool one canonical envelope; returns the file written. Raises OSError only when no
-    spool directory can take it."""
+    spool directory can take it. `reserved`: a file made ahead (`reserve`), used when it still
+    can be (else the envelope is written as if there were none)."""
     data = seal(event.line(env))
     # a uuid7 alone orders only by millisecond; the ns prefix keeps one hook's events in order
     name = f"{time.time_ns():019d}-{ids.uuid7()}{SUFFIX}"
+    if reserved is not None:
+        try:
+            return reserved.fill(name, data)
+        except OSError:
+            pass
     err = None
     for d in directories(db_path):
         try:
@@ -273,6 +281,114 @@ def put(db_path: str, env: dict) -> str:
         except OSError as e:
             err = err or e
     raise err
+
+
+RESERVED = ".reserved.tmp"
+
+
+class Reservation:
+    """A spool file made ahead of need, under a name readers never take for an event
+    (`.<ns>-<uuid>.reserved.tmp`): making a file is the slow part of spooling (~0.4 ms on the
+    bench host's disk), writing one and linking it under a spool name is not (~0.02 ms). The
+    capture daemon holds one, so its receipt (spool the event, then answer `ok`) costs a write
+    and a link. The same file serves again once its last spool name is gone (the event drained:
+    one link left), so a daemon makes one file, not one per event. The holder keeps an exclusive
+    `flock` on it: a reservation nobody holds is a dead daemon's (`clear_reservations`)."""
+
+    def __init__(self, directory: str, dfd: int, fd: int, tmp: str):
+        self.directory, self.dfd, self.fd, self.tmp = directory, dfd, fd, tmp
+
+    @property
+    def closed(self) -> bool:
+        return self.dfd is None
+
+    def fill(self, name: str, data: bytes) -> str:
+        """Write `data` into the file and link it as the spool file `name`. OSError when it
+        cannot serve now — its last event still in the spool (`BlockingIOError`: it serves
+        again once drained) — or at all: the directory moved or replaced since, anything
+        failed (the reservation is then given up). The caller spools the usual way."""
+        if self.dfd is None:
+            raise FileNotFoundError("reservation given up")
+        if os.fstat(self.fd).st_nlink != 1:
+            raise BlockingIOError("the reserved file still holds a spooled event")
+        try:
+            here, now = os.fstat(self.dfd), os.lstat(self.directory)
+            if (here.st_dev, here.st_ino) != (now.st_dev, now.st_ino):
+                raise FileNotFoundError(self.directory)
+            os.ftruncate(self.fd, 0)
+            view, at = memoryview(data), 0
+            while at < len(view):
+                at += os.pwrite(self.fd, view[at:], at)
+            os.link(self.tmp, name, src_dir_fd=self.dfd, dst_dir_fd=self.dfd, follow_symlinks=False)
+        except BaseException:
+            self.close()
+            raise
+        return os.path.join(self.directory, name)
+
+    def close(self) -> None:
+        """Give the reservation up (its reserved name removed; a spool name it still has stays)."""
+        if self.dfd is not None:
+            _unlink(self.dfd, self.tmp)
+            os.close(self.fd)
+            os.close(self.dfd)
+            self.dfd = self.fd = None
+
+
+def reserve(db_path: str) -> Reservation | None:
+    """A spool file for the next event of `db_path`, in the first spool directory that can take
+    one; None when none can (the event is then spooled the usual way, or not at all)."""
+    import fcntl
+    for d in directories(db_path):
+        dfd = _open_spool(d, create=True)
+        if dfd is None:
+            continue
+        tmp = f".{time.time_ns():019d}-{ids.uuid7()}{RESERVED}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=dfd)
+        except OSError:
+            os.close(dfd)
+            continue
+        try:
+            os.fchmod(fd, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            _unlink(dfd, tmp)
+            os.close(dfd)
+            continue
+        return Reservation(d, dfd, fd, tmp)
+    return None
+
+
+def clear_reservations(db_path: str) -> None:
+    """Remove the reservations of daemons that died holding one (nobody holds their lock)."""
+    import fcntl
+    for d in directories(db_path):
+        dfd = _open_spool(d, create=False)
+        if dfd is None:
+            continue
+        try:
+            for name in os.listdir(dfd):
+                if not (name.startswith(".") and name.endswith(RESERVED)):
+                    continue
+                try:
+                    fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0),
+                                 dir_fd=dfd)
+                except OSError:
+                    continue
+                try:
+                    st = os.fstat(fd)
+                    if stat.S_ISREG(st.st_mode) and _ours(st, 0o600):  # never answered for: no loss
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        _unlink(dfd, name)
+                except OSError:
+                    pass  # held: a live daemon's
+                finally:
+                    os.close(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
 
 
 # --- events that could go nowhere -------------------------------------------------------------
@@ -542,18 +658,19 @@ def _adopt_identity(env: dict, fallback: str | None, device: str) -> dict:
     return env
 
 
-def drain(store, db_path: str | None = None, limit: int = 10_000) -> int:
+def drain(store, db_path: str | None = None, limit: int = 10_000, known: dict | None = None) -> int:
     """Append every spooled event for this store; returns how many files were consumed
     (stored, already stored, or quarantined). A database error (locked, read-only, …) is
-    raised with every unconsumed file left in place."""
+    raised with every unconsumed file left in place. `known`: {spool file path: envelope} of
+    files this process wrote itself (the daemon's receipts), appended without reading them back."""
     sp = _Spool(db_path or store.path)
     try:
-        return _drain(store, sp.entries[:limit])
+        return _drain(store, sp.entries[:limit], known or {})
     finally:
         sp.close()
 
 
-def _drain(store, entries) -> int:
+def _drain(store, entries, known: dict) -> int:
     if not entries:
         return 0
     key = _key(create=False)
@@ -561,9 +678,9 @@ def _drain(store, entries) -> int:
         return 0
     good, files = [], []
     consumed = 0
-    for name, _d, dfd in entries:
+    for name, d, dfd in entries:
         try:
-            env = _read(dfd, name, key)
+            env = known.get(os.path.join(d, name)) or _read(dfd, name, key)
         except (FileNotFoundError, _NotOurs):  # another process drained it; or not ours now
             continue
         except Exception:

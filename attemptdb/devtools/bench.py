@@ -310,6 +310,16 @@ def _wait_for_daemon(db: str, env: dict, timeout_s: float = 5.0):
         time.sleep(0.02)
 
 
+def _wait_for_settled(db: str, timeout_s: float = 10.0):
+    """Until the daemon has moved what it received into the file: it answers a hook once the
+    event is spooled and commits right after (spec/capture-daemon.md); a spool file goes once
+    its event is committed."""
+    from ..capture import spool
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and spool.pending(db):
+        time.sleep(0.01)
+
+
 def _stop_daemon(db: str, env: dict):
     pid = _daemon_pid(db, env)
     if pid:
@@ -372,6 +382,7 @@ def capture(runs: int = 60, *, payload: dict | None = None) -> dict:
                 if p.returncode != 0 or p.stdout:
                     raise RuntimeError("attempt capture misbehaved during the benchmark")
         served_by = _daemon_pid(db, env)
+        _wait_for_settled(db)
         st = Store.open(db, readonly=True)
         stored = st.count()
         st.close()

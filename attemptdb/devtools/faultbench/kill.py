@@ -196,9 +196,11 @@ def capture_burst(world: World, rng, trials: int, hooks: int, *, daemon: bool) -
             acked.add(f"toolu_burst_{k}_{i}")
         tally.trials += 1
         acked_total += len(acked)
+        # the spool first: a daemon may still be moving what it received into the file, and a
+        # spool file is removed only after its commit (spec/capture-daemon.md)
+        spooled = {((e.get("tool") or {}).get("call_id")) for e in t.spooled_lines()}
         stored = {r[0] for r in t.rows("SELECT tool_call_id FROM events WHERE tool_call_id LIKE ?",
                                        (f"toolu_burst_{k}_%",))}
-        spooled = {((e.get("tool") or {}).get("call_id")) for e in t.spooled_lines()}
         missing = acked - stored - spooled
         if missing:
             tally.acked_lost += len(missing)
