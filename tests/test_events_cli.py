@@ -91,3 +91,24 @@ def test_a_reader_that_goes_away_is_not_a_failure(tmp_path, home):
         assert p.wait(timeout=60) == 0, flags
         assert p.stderr.read() == b"", flags
         p.stderr.close()
+
+
+def test_json_rows_carry_the_payload_whole(tmp_path, home):
+    """`attempt events --json` prints raw_json as the provider sent it (the row stores its
+    shared texts once: model/payload.py); `--jsonl` lines carry the same payload."""
+    import json
+
+    import apsw
+
+    from attemptdb.model import payload
+    db = _demo(tmp_path)
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    stored = conn.execute("SELECT count(*) FROM events WHERE instr(raw_json, char(1)) > 0").fetchone()[0]
+    conn.close()
+    assert stored > 0  # the file holds references
+    rows = _rows(db)
+    with_raw = [r for r in rows if r["raw_json"]]
+    assert with_raw and not any(payload.START in r["raw_json"] for r in with_raw)
+    lines = run_attempt(["events", "--db", db, "--jsonl"]).stdout.decode().splitlines()
+    raws = {"ev_" + e["event_id"]: e["raw"] for e in map(json.loads, lines) if "raw" in e}
+    assert {r["event_id"]: json.loads(r["raw_json"]) for r in with_raw} == raws

@@ -387,9 +387,15 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
         from ..model import fastjson
         out.write("[")
         first = True
+        from ..model import payload
         for r in rows:
             obj = dict(zip(names, r))
             obj.pop("path_objects_json", None)
+            try:  # the payload, not its stored form
+                obj["raw_json"] = payload.expand(obj["raw_json"], obj["content_json"], [obj[f] for f in payload.FIELDS])
+            except (ValueError, TypeError):
+                raise AttemptError("events.row_unreadable", f"row seq={_seq(st, r[0])} ({r[0]}) no longer holds "
+                                   "what the writer stored; run `attempt verify`", exit_status=1) from None
             out.write(("" if first else ",") + fastjson.dumps(obj))
             first = False
         out.write("]\n")
