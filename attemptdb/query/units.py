@@ -7,15 +7,16 @@ turns each view into a common table expression of one statement, so AttemptQL ru
 the sqlite3 shell runs. Two things change, and only in what the views read:
 
 * **which units** — `unit_index` is shadowed by the units a statement asks about (a project, a
-  session, an id list, the newest N), and `unit_base` is MATERIALIZED: each unit's base row (its
-  recent calls, last attempt, wait) is computed once, where the views, flattened into one query,
-  would compute it again for every reference the phase CASE makes to it;
+  session, an id list, the newest N), and `unit_base` and `unit_verdicts` are MATERIALIZED: each
+  listed unit's row is computed once, where the views, flattened into one query, would compute
+  it again for every reference `work_units` makes to it;
 * **as of when** — for `STATE … AT t` every stored input the views read is shadowed by a CTE of
-  the same name and columns that shows it as it stood at t (`@now()` is bound to `:t`):
-  `unit_turns` holds the members started by t, with their activity, calls in flight, pending
-  wait, stop, attempts and failures judged at t (read first by one statement and bound as a
-  JSON list: judged inside the statement, this CTE the views read some twenty times takes
-  SQLite past its limit on nested subqueries); `tool_call_facts` the calls observed by t, an end after t unseen;
+  the same name and the columns the statement names, showing it as it stood at t (`@now()` is
+  bound to `:t`), and `unit_state` is computed from them by its view, `unit_state_live`:
+  `unit_turns` holds the members of the listed units started by t (materialised once), those
+  whose activity, calls in flight, pending wait, stop, attempts or failures read otherwise at t
+  judged by one statement first (only the members that may differ: `_may_differ`) and bound as
+  JSON; `tool_call_facts` the calls observed by t, an end after t unseen;
   `attempt_facts` the attempts started by t with outcomes masked (not ended by t → in_progress;
   superseded by an attempt that had not started by t → failed; a correction written after t
   ignored); `turn_facts` and `session_facts` ends after t unseen, a session's last activity read
