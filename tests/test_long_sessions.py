@@ -189,3 +189,23 @@ def test_a_turn_costs_the_same_early_and_late_in_a_project_of_1000_units(tmp_pat
     early, late = crowded[:2]
     assert late < 1.5 * early, (early, late)
     assert early < 1.5 * alone[0], (early, alone[0])  # nothing per event grows with the project
+
+
+def test_a_read_upgrades_a_file_no_hook_has_written_since_the_upgrade(tmp_path, home):
+    """An upgraded attemptdb reading an older file: the statements it builds name today's tables
+    (unit_state), so the read migrates the file first, as it drains the spool (cli/stores.py
+    housekeeping), and then answers."""
+    import apsw
+    from conftest import run_attempt
+    db = str(tmp_path / "old.db")
+    conn = apsw.Connection(db)
+    with open(os.path.join(os.path.dirname(__file__), "data", "file_at_0006.sql"), encoding="utf-8") as f:
+        conn.execute(f.read())
+    conn.close()
+    r = run_attempt(["query", "SHOW WORK UNITS", "--json", "--db", db])
+    assert r.returncode == 0, r.stderr
+    conn = apsw.Connection(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.latest()
+    assert conn.execute("SELECT count(*) FROM unit_state").fetchone()[0] == \
+        conn.execute("SELECT count(*) FROM unit_index").fetchone()[0]
+    conn.close()

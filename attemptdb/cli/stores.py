@@ -15,15 +15,19 @@ def ensure_key(store):
 
 
 def housekeeping(path: str, conn) -> None:
-    """Before a read on a read-only connection `conn`: when the spool holds events or a
-    checkpoint is due, open the file for writing just long enough to ingest and sign
-    (spec/checkpoint.md). Nothing to do costs a directory listing and two indexed reads; any
-    failure (read-only file, lock) leaves the read to go on."""
+    """Before a read on a read-only connection `conn`: when the file's schema is older than this
+    code's (an upgraded attemptdb reading a file no hook has written since: the statements it
+    builds name the current tables), the spool holds events, or a checkpoint is due, open the
+    file for writing just long enough to migrate, ingest and sign (spec/checkpoint.md). Nothing
+    to do costs a directory listing and three indexed reads; any failure (read-only file, lock)
+    leaves the read to go on."""
     from ..capture import spool
     from ..integrity import checkpoint
+    from ..store import schema
     try:
         spool.prepare()
-        if not (spool.pending(path) or checkpoint.signable(conn)):
+        older = conn.execute("PRAGMA user_version").fetchone()[0] < schema.latest()
+        if not (older or spool.pending(path) or checkpoint.signable(conn)):
             return
         from ..store.database import Store
         st = Store.open(path, create=False)
