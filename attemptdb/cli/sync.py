@@ -51,6 +51,18 @@ def sync_cmd(folder, include_content, push_only, pull_only, db, as_json):
     sys.exit(0 if rep.ok else 1)
 
 
+def _in_transaction(st, write) -> None:
+    """`write(conn)` in one immediate transaction on the store `st`: committed, or rolled back
+    and raised."""
+    st.conn.execute("BEGIN IMMEDIATE")
+    try:
+        write(st.conn)
+        st.conn.execute("COMMIT")
+    except BaseException:
+        st.conn.execute("ROLLBACK")
+        raise
+
+
 def _device(text: str) -> str:
     from ..model import ids
     bare = text[4:] if text.startswith("dev_") else text
@@ -90,14 +102,7 @@ def keys_trust(device, key, db, as_json):
     try:
         if dev == "dev_" + st.device_id:
             raise AttemptError("keys.own_device", "that is this device: its own key is `attempt keys show`")
-        st.conn.execute("BEGIN IMMEDIATE")
-        try:
-            state.ensure(st.conn)
-            state.pin(st.conn, dev, key_id, public, "trusted")
-            st.conn.execute("COMMIT")
-        except BaseException:
-            st.conn.execute("ROLLBACK")
-            raise
+        _in_transaction(st, lambda c: (state.ensure(c), state.pin(c, dev, key_id, public, "trusted")))
     finally:
         st.close()
     if as_json:
@@ -141,13 +146,7 @@ def keys_revoke(device, db, as_json):
     dev = _device(device)
     st = write_store(db)
     try:
-        st.conn.execute("BEGIN IMMEDIATE")
-        try:
-            state.revoke(st.conn, dev)
-            st.conn.execute("COMMIT")
-        except BaseException:
-            st.conn.execute("ROLLBACK")
-            raise
+        _in_transaction(st, lambda c: state.revoke(c, dev))
     finally:
         st.close()
     if as_json:

@@ -66,20 +66,21 @@ def pack(raw_json: str | None, content_json: str | None, values=(), fields=()) -
     out = raw_json
     for start, text in values:
         if len(text) >= MIN_SHARED:
-            i = _find(out, text)
-            if i >= 0:
-                out = f"{out[:i]}{START}{start + 1}:{len(text)}{END}{out[i + len(text):]}"
+            out = _refer(out, _find(out, text), start, text)
     pos = len(content_json or "")
     for f in fields:
         text = f'"{f or ""}"'
         start = pos + 1
         pos = start + len(text)
-        if len(text) < MIN_FIELD:
-            continue
-        i = out.find(text)
-        if i >= 0:
-            out = f"{out[:i]}{START}{start + 1}:{len(text)}{END}{out[i + len(text):]}"
+        if len(text) >= MIN_FIELD:
+            out = _refer(out, out.find(text), start, text)
     return out
+
+
+def _refer(out: str, i: int, start: int, text: str) -> str:
+    """`out` with `text`, found at i (-1: not found), replaced by a reference to the dictionary's
+    0-based offset `start`."""
+    return out if i < 0 else f"{out[:i]}{START}{start + 1}:{len(text)}{END}{out[i + len(text):]}"
 
 
 def expand(raw_json: str | None, content_json: str | None, fields=()) -> str | None:
