@@ -125,3 +125,30 @@ def test_attempt_query_refuses_writes_from_the_command_line(wal_db, home):
         assert "error[AQL05" in err or "error[AQL0204]" in err, err
         assert "Traceback" not in err
     assert _digest(wal_db) == before
+
+
+def test_with_the_gate_lifted_for_package_sql_the_file_still_cannot_change(wal_db):
+    """store.readonly.lifted: the package's own statements run without the Python authorizer,
+    but the read-only open and query_only still refuse every write, the gate comes back after,
+    and a content wall (any authorizer other than the plain gate) is never lifted."""
+    from attemptdb.readers import content
+    from attemptdb.store.readonly import lifted
+    before = _digest(wal_db)
+    conn, gate = connect(wal_db)
+    with lifted(conn):
+        assert conn.authorizer is None
+        for sql in ("INSERT INTO meta VALUES ('a', 'b')", "DELETE FROM events", "CREATE TABLE x (a)",
+                    "PRAGMA user_version = 3", "UPDATE events SET kind = 'x'"):
+            with pytest.raises((apsw.ReadOnlyError, apsw.SQLError)):
+                conn.execute(sql).fetchall()
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] > 0
+    assert conn.authorizer is gate
+    with pytest.raises(apsw.AuthError):
+        conn.execute("DELETE FROM events").fetchall()
+    wall = content.authorizer(gate, include_content=False)
+    conn.authorizer = wall
+    with lifted(conn):
+        assert conn.authorizer is wall
+    assert conn.authorizer is wall
+    conn.close()
+    assert _digest(wal_db) == before

@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (12, "8e49ecdab53874f99ea5f6267ee37ee97438698ff7e6768a4b1b6f5aac577cd9")
+RECORDED = (13, "8e49ecdab53874f99ea5f6267ee37ee97438698ff7e6768a4b1b6f5aac577cd9")
 
 
 def statements(text):

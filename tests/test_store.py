@@ -274,3 +274,25 @@ def test_ctrl_c_stops_a_long_statement(db, mode):
     words = r.stdout.split()
     assert words[0] == "interrupted", r.stdout + r.stderr
     assert float(words[1]) < 10 and words[2] == "3"  # stopped soon, and the connection still works
+
+
+def test_sqlite_stops_counting_allocations_before_the_first_connection_only(tmp_path):
+    """store.database.stop_counting_allocations: a process that opens its first connection
+    through Store.open runs SQLite without memory statistics (no global mutex per allocation);
+    a process that already holds a connection keeps them (SQLite changes this only while no
+    connection is open)."""
+    import subprocess
+    import sys
+    code = ("import sys, apsw\n"
+            "first = sys.argv[2] == 'first'\n"
+            "other = None if first else apsw.Connection(':memory:')\n"
+            "from attemptdb.store.database import Store\n"
+            "s = Store.open(sys.argv[1])\n"
+            "s.conn.execute('SELECT count(*) FROM events').fetchall()\n"
+            "print(apsw.memory_used())\n")
+    out = {}
+    for mode in ("first", "after"):
+        r = subprocess.run([sys.executable, "-c", code, str(tmp_path / f"{mode}.db"), mode],
+                           capture_output=True, text=True, check=True)
+        out[mode] = int(r.stdout.strip())
+    assert out["first"] == 0 and out["after"] > 0

@@ -76,3 +76,29 @@ def only_trivia(rest: str) -> bool:
     while i < len(rest) and rest[i] == ";":
         i = skip_ws(rest, i + 1)
     return i >= len(rest)
+
+
+def select_columns(body: str) -> tuple[list[tuple[str, str]], str]:
+    """A plain `SELECT a, b AS c, … FROM …` text (no comments, no leading WITH) cut into its
+    result columns, each (name, text), and the rest from its top-level FROM on. A column's name
+    is the word that ends it (`AS name`, or the column of `x.name`)."""
+    import re
+    head = skip_ws(body)
+    w, i = word(body, head)
+    if w != "SELECT":
+        raise ValueError("expected SELECT")
+    cols, depth, start = [], 0, i
+    for m in re.finditer(r"'[^']*'|\"[^\"]*\"|[(),]|(?<![\w.])FROM\b", body[i:], re.IGNORECASE):
+        tok, j = m.group(), i + m.start()
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        elif depth == 0 and tok == ",":
+            cols.append(body[start:j])
+            start = j + 1
+        elif depth == 0 and tok.upper() == "FROM":
+            cols.append(body[start:j])
+            named = [(c.rstrip().rsplit(None, 1)[-1].rsplit(".", 1)[-1], c.strip()) for c in cols]
+            return named, body[j:]
+    raise ValueError("expected FROM")

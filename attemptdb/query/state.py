@@ -3,6 +3,7 @@
 
 
 from ..model import fastjson
+from ..store.readonly import lifted
 from . import fixed_sql as F
 from . import sqlgen as C
 from .errors import AQLError
@@ -192,7 +193,8 @@ def units_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
     and an empty summary when the file holds no work units."""
     if not table_exists(ctx.conn, "unit_index"):
         return None, {}
-    rows = ctx.dicts(units_query(ctx, scope, t_us, pick_open))
+    with lifted(ctx.conn):  # the units program is the package's text (query/units.py)
+        rows = ctx.dicts(units_query(ctx, scope, t_us, pick_open))
     closed = sum(1 for r in rows if r["status"] in ("completed", "abandoned"))
     params = dict(scope.params)
     params["t"] = ctx.iso(t_us)

@@ -39,7 +39,7 @@ import re
 from .. import resources
 from ..model import fastjson
 from ..store import schema
-from .sqltext import split_first_statement
+from .sqltext import select_columns, split_first_statement
 
 VIEW_FILE = "85_work_units.sql"
 VIEWS = ("unit_state_base", "unit_state_live", "unit_base", "unit_verdicts", "work_units")
@@ -66,7 +66,9 @@ not ended by t → in_progress; superseded by an attempt not started by t → fa
 # column → expression as of :t, per shadowed table (alias in parentheses); every other column is
 # read as stored
 _AT = {
-    "unit_turns": ("m", "m.started_at <= :t", {
+    # (a member's order_key begins with its start, then '|': the first condition reads the members
+    # started by t as a range of the unit's member index)
+    "unit_turns": ("m", "m.order_key < :t || '}' AND m.started_at <= :t", {
         "ended_at": "CASE WHEN m.ended_at <= :t THEN m.ended_at END",
         "active_until": (
             "CASE WHEN m.active_until <= :t THEN m.active_until ELSE max(m.started_at, "
@@ -185,7 +187,7 @@ def _columns(conn, table: str) -> list[str]:
     return _COLUMNS[key]
 
 
-def _shadow(conn, table: str, unit_in: str, used: frozenset) -> str:
+def _shadow(conn, table: str, unit_in: str, used: frozenset, changed_in: str) -> str:
     """The CTE showing `table` as of :t, with the columns a statement names (`used`: a column no
     statement text names cannot be read, and SQLite copies a CTE's every column into each place
     that reads it before it drops the unused ones: the shadows are read some forty times)."""
@@ -194,18 +196,21 @@ def _shadow(conn, table: str, unit_in: str, used: frozenset) -> str:
     cols = [c for c in every if c in used]
     if table == "unit_turns":
         # the members of the listed units (`unit_in`, a list of bound ids) started by t, as
-        # stored, but for the members whose values at t differ, read from a bound JSON object
-        # (:members_at, keyed by turn, and the list of its keys :members_changed; see
+        # stored, but for the members whose values at t differ (`changed_in`, a list of bound
+        # turn ids), read from a bound JSON object (:members_at, keyed by turn; see
         # members_at_sql). Judged here (one subquery per column), this CTE the views read some
-        # thirty times takes SQLite past its limit on nested subqueries; so it is materialised
-        # once (a subquery naming the units would nest too deep again: hence the bound list), and
-        # SQLite reads it by the automatic index it builds on it (a unit's members by unit id).
-        changed = "instr(:members_changed, '|' || m.turn_id || '|') > 0"
-        return (f"{table}(" + ", ".join(cols) + ") AS MATERIALIZED ("
-                f"SELECT {', '.join('m.' + c for c in cols)} FROM main.unit_turns m "
-                f"WHERE {where} AND m.work_unit_id IN {unit_in} AND NOT {changed} "
-                f"UNION ALL SELECT {', '.join(f'j.value ->> {every.index(c)}' for c in cols)} "
-                "FROM json_each(:members_at) j)")
+        # thirty times takes SQLite past its limit on nested subqueries; a subquery naming the
+        # units would nest too deep again: hence the bound lists. Not materialised, each read is
+        # an index search of the stored table (a materialised copy is searched through an
+        # automatic index built again for every place that reads it).
+        def col(c):
+            if c not in over or changed_in == "()":
+                return f"m.{c}"
+            return (f"CASE WHEN m.turn_id IN {changed_in} THEN json_extract(:members_at, "
+                    f"'$.\"' || m.turn_id || '\"[{every.index(c)}]') ELSE m.{c} END AS {c}")
+        return (f"{table}(" + ", ".join(cols) + ") AS NOT MATERIALIZED ("
+                f"SELECT {', '.join(col(c) for c in cols)} FROM main.unit_turns m "
+                f"WHERE {where} AND m.work_unit_id IN {unit_in})")
     exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
     return (f"{table}(" + ", ".join(cols) + f") AS NOT MATERIALIZED (SELECT {exprs} "
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
@@ -214,13 +219,16 @@ def _shadow(conn, table: str, unit_in: str, used: frozenset) -> str:
 def _may_differ(unit_in: str) -> str:
     """The members of the units `unit_in` lists whose row can read otherwise at t: every value
     `_AT` judges is the stored one for a turn with no activity after t (its end, activity, calls
-    in flight, stop and attempts), no wait pending now (`waiting_since`) or pending at t and
-    cleared since, and no correction written after t (its failures). Each arm reads an index."""
+    in flight, stop and attempts), no wait pending now that was raised after t (a wait pending now
+    and raised by t was pending at t, and no later one raised by t is pending now), none pending
+    at t and cleared since, and no correction written after t (its failures). Each arm reads an
+    index."""
     return (f"SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in} AND m.active_until > :t "
+            "AND m.started_at <= :t "
             f"UNION SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in} "
-            "AND m.waiting_since IS NOT NULL "
+            "AND m.waiting_since > :t "
             "UNION SELECT g.turn_id FROM main.signal_facts g WHERE g.session_id IN "
-            f"(SELECT x.session_id FROM main.unit_turns x WHERE x.work_unit_id IN {unit_in}) "
+            f"(SELECT x.session_id FROM main.unit_turns x WHERE x.work_unit_id IN {unit_in} AND x.order_key < :t || '}}') "
             "AND g.raised_at <= :t AND g.cleared_at > :t AND g.turn_id IS NOT NULL "
             "UNION SELECT m.turn_id FROM main.unit_turns m "
             "WHERE coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') > :t "
@@ -242,7 +250,8 @@ def members_at_sql(conn, unit_in: str) -> str:
 
 
 def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: tuple = (),
-            clock: str | None = None, unit_in: str = "()", reads: str = "") -> str:
+            clock: str | None = None, unit_in: str = "()", changed_in: str = "()", reads: str = "",
+            given: tuple = ()) -> str:
     """The WITH clause that defines `unit_base`, `unit_verdicts` and `work_units`
     (columns as the views') for the units `units_sql` selects (a SELECT over `main.unit_index u`
     returning its rows, e.g. `SELECT u.* FROM main.unit_index u WHERE u.project_id = :p`). With
@@ -252,11 +261,12 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
     without, against the clock like the views. `materialize=False` leaves `unit_base` a plain
     CTE: cheaper when a statement reads only status (which does not read the recent calls).
     `extra`: further CTEs the statement's own SELECT reads, defined after these. `clock` (without
-    `at`) binds `@now()` to that expression: the stored state judged at a given "now"."""
+    `at`) binds `@now()` to that expression: the stored state judged at a given "now". `given`:
+    views whose rows an earlier statement computed (bind_views), read from their parameters."""
     parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
     if at:
-        used = frozenset(_WORD.findall("\n".join(b for _, b in view_bodies(":t")) + "\n".join(extra) + reads))
-        parts += [_shadow(conn, t, unit_in, used) for t in ("unit_turns", "unit_path_windows", "tool_call_facts",
+        used = _words("\n".join(b for _, b in view_bodies(":t"))) | _words("\n".join(extra) + reads)
+        parts += [_shadow(conn, t, unit_in, used, changed_in) for t in ("unit_turns", "unit_path_windows", "tool_call_facts",
                                                                 "attempt_facts", "turn_facts", "session_facts")]
     else:
         # a plan hint, not a rule: `+outcome` keeps SQLite from answering a unit's "attempts
@@ -274,9 +284,66 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
             hint = "MATERIALIZED"
         else:
             hint = "MATERIALIZED" if name in ("unit_base", "unit_verdicts") and materialize else "NOT MATERIALIZED"
+        if name in given:
+            cols = [c for c, _ in _select(body)[0]]
+            body = (f"SELECT {', '.join(f'j.value ->> {i} AS {c}' for i, c in enumerate(cols))} "
+                    f"FROM json_each(:given_{name}) j")
+            hint = "MATERIALIZED"
+        elif name == "work_units" and at:
+            body = _only_read(body, reads)
         parts.append(f"{name} AS {hint} (\n{body}\n)")
     parts += extra
     return "WITH " + ",\n".join(parts) + "\n"
+
+
+def bind_views(conn, units_sql: str, params: dict, stages: tuple, **kw) -> tuple:
+    """Compute the views of each stage (a tuple of names) for the units `units_sql` selects, one
+    statement per stage, each reading the stages before it from their parameters; bind each view's
+    rows as a JSON array of arrays, `:given_<name>` in `params`; returns the names given (for
+    program(given=…)). SQLite copies and resolves a view's whole text again for every place
+    that names it, and the text of every view it reads: a materialised view read in six places
+    and reading two more costs its chain six times over to prepare, where a bound array costs
+    its rows. (Values are texts and integers: JSON keeps them as they are.)"""
+    given = ()
+    for stage in stages:
+        bodies = dict((STATE_VIEWS.get(n, n) if kw.get("at") else n, b) for n, b in view_bodies(
+            ":t" if kw.get("at") else kw.get("clock")))
+        outs = []
+        for name in stage:
+            cols = ", ".join(f"x.{c}" for c, _ in _select(bodies[name])[0])
+            outs.append(f"(SELECT json_group_array(json_array({cols})) FROM {name} x)")
+        sql = program(conn, units_sql, given=given, **kw) + "SELECT " + ", ".join(outs)
+        params.update(zip((f"given_{n}" for n in stage), conn.execute(sql, params).fetchone()))
+        given += stage
+    return given
+
+
+def _only_read(body: str, reads: str) -> str:
+    """The view text `body` with only the result columns the statement `reads` names (SQLite
+    resolves every column of a view it inlines, read or not: a column's subqueries cost their
+    preparation even when the statement drops it)."""
+    cols, rest = _select(body)
+    named = _words(reads)
+    return "SELECT " + ",\n  ".join(text for name, text in cols if name in named) + "\n" + rest
+
+
+_MEMO: dict = {}
+
+
+def _select(body: str):
+    """select_columns of a view's text, cut once per process."""
+    key = ("select", body)
+    if key not in _MEMO:
+        _MEMO[key] = select_columns(body)
+    return _MEMO[key]
+
+
+def _words(text: str) -> frozenset:
+    """The names a text holds (found once per process for each text)."""
+    key = ("words", text)
+    if key not in _MEMO:
+        _MEMO[key] = frozenset(_WORD.findall(text))
+    return _MEMO[key]
 
 
 # --- the units a statement reads ------------------------------------------------------------
@@ -349,5 +416,9 @@ def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
     unit_in = "(" + ", ".join(f":unit_{i}" for i in range(len(ids))) + ")"
     changed = conn.execute(members_at_sql(conn, unit_in), params).fetchone()[0]
     params["members_at"] = changed
-    params["members_changed"] = "|" + "|".join(fastjson.loads(changed)) + "|"
-    return program(conn, units_sql, at=True, extra=(LAST_KEYS,), unit_in=unit_in, reads=STATE_SQL) + STATE_SQL
+    turns = list(fastjson.loads(changed))
+    params.update((f"changed_{i}", x) for i, x in enumerate(turns))
+    changed_in = "(" + ", ".join(f":changed_{i}" for i in range(len(turns))) + ")"
+    kw = dict(at=True, unit_in=unit_in, changed_in=changed_in, reads=STATE_SQL)
+    given = bind_views(conn, units_sql, params, (("unit_state",), ("unit_base", "unit_verdicts")), **kw)
+    return program(conn, units_sql, extra=(LAST_KEYS,), given=given, **kw) + STATE_SQL
