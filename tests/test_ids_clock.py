@@ -261,6 +261,28 @@ def test_text_order_is_time_order(a, b):
     assert (clock.iso(a) < clock.iso(b)) == (a < b)
 
 
+@settings(max_examples=400, deadline=None)
+@given(us=st.integers(clock.MIN_US, clock.MAX_US))
+def test_the_storage_form_is_read_without_datetime_as_datetime_reads_it(us):
+    """clock._storage_text_us (from_iso's fast path) agrees with datetime on every storage text
+    and on its whole-second `…Z` form."""
+    text = clock.iso(us)
+    assert clock._storage_text_us(text) == us
+    whole = text[:19] + "Z"
+    want = (datetime.fromisoformat(whole[:-1] + "+00:00") - datetime(1970, 1, 1, tzinfo=timezone.utc)) \
+        // timedelta(microseconds=1)
+    assert clock._storage_text_us(whole) == want
+
+
+@pytest.mark.parametrize("text", ["2026-02-30T00:00:00Z", "2026-13-01T00:00:00.000000Z", "2026-01-01T24:00:00Z",
+                                  "2026-01-01T00:60:00Z", "2026-01-01T00:00:60Z", "\uff12026-01-01T00:00:00Z",
+                                  "2026-01-01T00:00:00.00000aZ", "0000-01-01T00:00:00Z"])
+def test_a_text_that_is_not_a_valid_storage_form_is_left_to_datetime(text):
+    assert clock._storage_text_us(text) is None
+    with pytest.raises(ValueError):
+        clock.from_iso(text)
+
+
 def test_from_iso_accepts_offsets_naive_and_dates():
     base = 1787904000000000  # 2026-08-28T08:00:00Z
     assert clock.from_iso("2026-08-28T08:00:00Z") == base

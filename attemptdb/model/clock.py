@@ -62,10 +62,40 @@ def iso_fast(us: int) -> str:
     return f"{d}{h:02d}:{m:02d}:{s:02d}.{f:06d}Z"
 
 
+def _civil_to_days(y: int, m: int, d: int) -> int:
+    # (year, month, day) → days since 1970-01-01, the inverse of _days_to_civil
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _storage_text_us(t: str) -> int | None:
+    """µs of a timestamp written in the storage form (`…T…:…:…[.ffffff]Z`), or None when it is
+    not in it: read without `datetime` (an import of some milliseconds on every `AT '…'`),
+    accepted only when it formats back to the same text, so a bad date falls to datetime."""
+    if len(t) not in (20, 27) or t[-1] != "Z" or t[10] != "T":
+        return None
+    digits = t[:4] + t[5:7] + t[8:10] + t[11:13] + t[14:16] + t[17:19] + (t[20:26] if len(t) == 27 else "")
+    if not digits.isdigit() or not digits.isascii():
+        return None
+    days = _civil_to_days(int(t[:4]), int(t[5:7]), int(t[8:10]))
+    us = ((days * 24 + int(t[11:13])) * 60 + int(t[14:16])) * 60 + int(t[17:19])
+    us = us * 1_000_000 + (int(t[20:26]) if len(t) == 27 else 0)
+    if not MIN_US <= us <= MAX_US:
+        return None
+    full = iso(us)
+    return us if full == t or (len(t) == 20 and full == t[:19] + ".000000Z") else None
+
+
 def from_iso(text: str) -> int:
     """µs of an ISO-8601 timestamp (`Z`, offsets, or naive = UTC; a bare date is midnight UTC)."""
-    from datetime import datetime, timezone
     t = text.strip()
+    fast = _storage_text_us(t)
+    if fast is not None:
+        return fast
+    from datetime import datetime, timezone
     if t.endswith(("Z", "z")):
         t = t[:-1] + "+00:00"
     dt = datetime.fromisoformat(t)

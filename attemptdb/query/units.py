@@ -211,6 +211,12 @@ def _shadow(conn, table: str, unit_in: str, used: frozenset, changed_in: str) ->
         return (f"{table}(" + ", ".join(cols) + ") AS NOT MATERIALIZED ("
                 f"SELECT {', '.join(col(c) for c in cols)} FROM main.unit_turns m "
                 f"WHERE {where} AND m.work_unit_id IN {unit_in})")
+    if table == "tool_call_facts":
+        # every call of a member whose row is the same at t (its activity ended by t) was first
+        # seen by t, and the views read calls only through the listed units' members: such a
+        # call passes on its turn alone, read from the turn index, without a search of the
+        # table for its first sighting (the recent calls of a unit's latest turns walk them)
+        where = f"(c.turn_id NOT IN {changed_in} OR {where})"
     exprs = ", ".join(f"{over[c]} AS {c}" if c in over else f"{alias}.{c}" for c in cols)
     return (f"{table}(" + ", ".join(cols) + f") AS NOT MATERIALIZED (SELECT {exprs} "
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")

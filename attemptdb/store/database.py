@@ -21,9 +21,7 @@ import time
 import apsw
 
 from ..errors import AttemptError
-from ..integrity import chain
-from ..model import clock, event, ids
-from ..projections import units
+from ..model import clock
 from . import schema
 
 BUSY_TIMEOUT_S = 10.0
@@ -32,19 +30,30 @@ PAGE_SIZE = 16384
 """A new file's page size (spec/storage.md): an events row is 1-3 KB, so 4 KB pages held one or
 two and left a fifth of the file unused; 16 KB pages leave about a twentieth."""
 HLC_HORIZON_MS = 86_400_000  # foreign clocks more than a day ahead of ours are not followed
-_ROW = f"{', '.join(event.COLUMNS)}, event_hash, chain_hash"
-_PARAMS = f"({', '.join('?' * (len(event.COLUMNS) + 2))})"
-_INSERT = f"INSERT INTO events ({_ROW}) VALUES {_PARAMS}"
-# the first row after the rows a recovery declared lost at the end of the chain takes the seq
-# after them (meta seq_floor), never one of theirs (spec/recover.md)
-_INSERT_AT = f"INSERT INTO events (seq, {_ROW}) VALUES (?, {_PARAMS[1:]}"
-# A batch goes into `events` as ONE statement, from rows staged in a connection-private TEMP
-# table: SQLite allocates the frames of the projection triggers once per statement and reuses
-# them for every row, instead of once per row as a statement per row would (measured: the
-# writer spends ~15% less per event on a 50k-event import; the rows and triggers are the same).
-_STAGE = f"CREATE TEMP TABLE IF NOT EXISTS append_stage ({_ROW})"
-_STAGE_INSERT = f"INSERT INTO temp.append_stage VALUES {_PARAMS}"
-_FROM_STAGE = f"INSERT INTO events ({_ROW}) SELECT {_ROW} FROM temp.append_stage ORDER BY rowid"
+_WRITE_SQL: dict = {}
+
+
+def _write_sql() -> dict:
+    """The statements an append writes `events` with, named by event.COLUMNS (built at the first
+    append: a read never loads the event model, the chain or the projections)."""
+    if not _WRITE_SQL:
+        from ..model import event
+        row = f"{', '.join(event.COLUMNS)}, event_hash, chain_hash"
+        params = f"({', '.join('?' * (len(event.COLUMNS) + 2))})"
+        _WRITE_SQL.update(
+            insert=f"INSERT INTO events ({row}) VALUES {params}",
+            # the first row after the rows a recovery declared lost at the end of the chain takes
+            # the seq after them (meta seq_floor), never one of theirs (spec/recover.md)
+            insert_at=f"INSERT INTO events (seq, {row}) VALUES (?, {params[1:]}",
+            # A batch goes into `events` as ONE statement, from rows staged in a connection-private
+            # TEMP table: SQLite allocates the frames of the projection triggers once per statement
+            # and reuses them for every row, instead of once per row as a statement per row would
+            # (measured: the writer spends ~15% less per event on a 50k-event import; the rows and
+            # triggers are the same).
+            stage=f"CREATE TEMP TABLE IF NOT EXISTS append_stage ({row})",
+            stage_insert=f"INSERT INTO temp.append_stage VALUES {params}",
+            from_stage=f"INSERT INTO events ({row}) SELECT {row} FROM temp.append_stage ORDER BY rowid")
+    return _WRITE_SQL
 
 
 def request_replays(conn, sessions) -> None:
@@ -310,6 +319,7 @@ class Store:
         return v
 
     def _migrate(self, capture_mode: str | None):
+        from ..projections import units
         v = self._check_version()
         if v == schema.latest():
             return
@@ -337,6 +347,7 @@ class Store:
             raise
 
     def _create_identity(self, capture_mode: str | None):
+        from ..model import ids
         mode = capture_mode or "local_semantic"
         self.conn.execute(
             "INSERT OR IGNORE INTO meta(key, value) VALUES ('device_id', ?), ('created_at', ?), "
@@ -357,6 +368,7 @@ class Store:
     def device_id(self) -> str:
         """This file's device id, bare UUID text. A file whose identity is not a UUID is
         refused: the id names key and checkpoint files, so it must never be a path."""
+        from ..model import ids
         if self._device_id is None:
             dev = self.meta("device_id")
             if not ids.is_uuid(dev):
@@ -368,6 +380,7 @@ class Store:
     @property
     def capture_mode(self) -> str:
         """The stored capture mode; anything unreadable fails closed to metadata_only."""
+        from ..model import event
         mode = self.meta("capture_mode")
         return mode if mode in event.CAPTURE_MODES else "metadata_only"
 
@@ -375,6 +388,7 @@ class Store:
 
     def head(self) -> tuple[int, str]:
         """(size, chain hash of the last row); (0, GENESIS) when empty."""
+        from ..integrity import chain
         row = self.conn.execute("SELECT seq, chain_hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (0, chain.GENESIS) if row is None else (row[0], row[1])
 
@@ -384,6 +398,7 @@ class Store:
     def append(self, envelopes, *, now_us: int | None = None) -> AppendResult:
         """Append canonical, valid envelopes in order, in one transaction. Duplicates are
         reported, not stored; nothing is written if any envelope cannot be stored."""
+        from ..model import event
         items = []
         for e in envelopes:
             event.check_storable(e)
@@ -393,6 +408,7 @@ class Store:
     def append_uncommitted(self, envelopes, *, now_us: int | None = None) -> AppendResult:
         """`append` inside the caller's own open write transaction (`BEGIN IMMEDIATE`): the same
         checks, chain and triggers, committed or rolled back by the caller (dry runs)."""
+        from ..model import event
         if self.conn.getautocommit():
             raise AttemptError("store.no_transaction", "append_uncommitted needs an open write transaction")
         items = []
@@ -429,6 +445,9 @@ class Store:
         return found
 
     def _append_locked(self, items, res: AppendResult, now: int):
+        from ..integrity import chain
+        from ..model import ids
+        w = _write_sql()
         c = self.conn
         existing = self._existing([p.event_id for p in items])
         seen = set()
@@ -477,13 +496,13 @@ class Store:
         first = size + 1
         if self._floor > size:  # a recovered file whose newest rows were lost: after them
             first = self._floor + 1
-            c.execute(_INSERT_AT, (first,) + rows[0])
+            c.execute(w["insert_at"], (first,) + rows[0])
         rest = rows if first == size + 1 else rows[1:]
         if len(rest) == 1:
-            c.execute(_INSERT, rest[0])
+            c.execute(w["insert"], rest[0])
         elif rest:
-            c.execute(_STAGE)
-            c.executemany(_STAGE_INSERT, rest)
+            c.execute(w["stage"])
+            c.executemany(w["stage_insert"], rest)
             if self._defers is None:  # a file with the projections (every file Store.open made)
                 self._defers = bool(c.execute("SELECT 1 FROM pragma_table_info('projection_control') "
                                               "WHERE name = 'defer_replays'").fetchall())
@@ -491,7 +510,7 @@ class Store:
                 # late events of the batch note their session; each noted one replays once, after
                 # (migrations/0006); on failure the caller's ROLLBACK undoes flag, stage and notes
                 c.execute("UPDATE projection_control SET defer_replays = 1 WHERE id = 1")
-            c.execute(_FROM_STAGE)
+            c.execute(w["from_stage"])
             c.execute("DELETE FROM temp.append_stage")
             if self._defers:
                 c.execute("UPDATE projection_control SET defer_replays = 0 WHERE id = 1")
@@ -516,6 +535,7 @@ class Store:
         if self._units is None:  # a file with the unit tables (every file Store.open made)
             self._units = bool(c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'unit_dirty'").fetchall())
         if self._units:
+            from ..projections import units
             units.refresh(c)  # work units of the turns this append touched (sql/80_unit_marks.sql)
 
 
