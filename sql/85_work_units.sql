@@ -9,8 +9,7 @@
 -- sessions was captured.
 CREATE VIEW unit_state_base AS
 SELECT u.work_unit_id,
-  (SELECT m.active_until FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
-    ORDER BY m.active_until DESC LIMIT 1) AS updated_at,
+  (SELECT max(m.active_until) FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) AS updated_at,
   (SELECT m.turn_id FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id
     ORDER BY m.order_key DESC LIMIT 1) AS last_turn_id,
   -- the latest attempt: only turns active since the latest start in the most recently active

@@ -198,7 +198,7 @@ def _shadow(conn, table: str, unit_in: str, used: frozenset, changed_in: str) ->
         # the members of the listed units (`unit_in`, a list of bound ids) started by t, as
         # stored, but for the members whose values at t differ (`changed_in`, a list of bound
         # turn ids), read from a bound JSON object (:members_at, keyed by turn; see
-        # members_at_sql). Judged here (one subquery per column), this CTE the views read some
+        # members_at). Judged here (one subquery per column), this CTE the views read some
         # thirty times takes SQLite past its limit on nested subqueries; a subquery naming the
         # units would nest too deep again: hence the bound lists. Not materialised, each read is
         # an index search of the stored table (a materialised copy is searched through an
@@ -222,37 +222,51 @@ def _shadow(conn, table: str, unit_in: str, used: frozenset, changed_in: str) ->
             f"FROM main.{table} {alias}" + (f" WHERE {where}" if where else "") + ")")
 
 
-def _may_differ(unit_in: str) -> str:
+_LATE_CORRECTION = "SELECT coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') > :t"
+
+
+def _may_differ(unit_in: str, late_correction: bool = True) -> str:
     """The members of the units `unit_in` lists whose row can read otherwise at t: every value
     `_AT` judges is the stored one for a turn with no activity after t (its end, activity, calls
     in flight, stop and attempts), no wait pending now that was raised after t (a wait pending now
     and raised by t was pending at t, and no later one raised by t is pending now), none pending
-    at t and cleared since, and no correction written after t (its failures). Each arm reads an
-    index."""
+    at t and cleared since, and no correction written after t (its failures: every member when
+    `late_correction`, whether one was written after :t). Each arm reads an index."""
     return (f"SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in} AND m.active_until > :t "
             "AND m.started_at <= :t "
             f"UNION SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in} "
             "AND m.waiting_since > :t "
             "UNION SELECT g.turn_id FROM main.signal_facts g WHERE g.session_id IN "
             f"(SELECT x.session_id FROM main.unit_turns x WHERE x.work_unit_id IN {unit_in} AND x.order_key < :t || '}}') "
-            "AND g.raised_at <= :t AND g.cleared_at > :t AND g.turn_id IS NOT NULL "
-            "UNION SELECT m.turn_id FROM main.unit_turns m "
-            "WHERE coalesce((SELECT max(k.corrected_at) FROM main.correction_facts k), '') > :t "
-            f"AND m.work_unit_id IN {unit_in}")
+            "AND g.raised_at <= :t AND g.cleared_at > :t AND g.turn_id IS NOT NULL"
+            + (f" UNION SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in}"
+               if late_correction else ""))
 
 
-def members_at_sql(conn, unit_in: str) -> str:
-    """A JSON object: the members of the units `unit_in` lists, started by :t, whose unit_turns
-    row reads otherwise as of :t (activity, calls in flight, the wait, the stop, the attempts and
-    failures judged at t), each turn id → the list of the row's columns at t."""
+def members_at(conn, unit_in: str, params: dict, candidates: str | None = None) -> str:
+    """A JSON object: the members of the units `unit_in` lists (bound in `params`, with :t),
+    started by :t, whose unit_turns row reads otherwise as of :t (activity, calls in flight, the
+    wait, the stop, the attempts and failures judged at t), each turn id → the list of the row's
+    columns at t. Only the members `_may_differ` finds are judged (`candidates`: another query
+    of turn ids, for tests), one bound list: the judging statement searches them by key."""
+    if candidates is None:
+        late = conn.execute(_LATE_CORRECTION, params).fetchone()[0]
+        candidates = _may_differ(unit_in, bool(late))
+    found = [r[0] for r in conn.execute(candidates, params)]
+    if not found:
+        return "{}"
+    p = dict(params)
+    p.update((f"may_{i}", x) for i, x in enumerate(found))
     alias, where, over = _AT["unit_turns"]
     cols = _columns(conn, "unit_turns")
     exprs = ", ".join(f"{over.get(c, f'{alias}.{c}')} AS {c}" for c in cols)
     differs = " OR ".join(f"a.{c} IS NOT s.{c}" for c in over)
-    return ("SELECT json_group_object(a.turn_id, json_array("
-            + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
-            f"WHERE {where} AND m.work_unit_id IN {unit_in} AND m.turn_id IN ({_may_differ(unit_in)})) a "
-            f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
+    listed = ", ".join(f":may_{i}" for i in range(len(found)))
+    sql = ("SELECT json_group_object(a.turn_id, json_array("
+           + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
+           f"WHERE m.turn_id IN ({listed}) AND {where} AND m.work_unit_id IN {unit_in}) a "
+           f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
+    return conn.execute(sql, p).fetchone()[0]
 
 
 def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: tuple = (),
@@ -420,7 +434,7 @@ def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
     ids = [r[0] for r in conn.execute(f"SELECT x.work_unit_id FROM ({units_sql}) x", params)]
     params.update((f"unit_{i}", u) for i, u in enumerate(ids))
     unit_in = "(" + ", ".join(f":unit_{i}" for i in range(len(ids))) + ")"
-    changed = conn.execute(members_at_sql(conn, unit_in), params).fetchone()[0]
+    changed = members_at(conn, unit_in, params)
     params["members_at"] = changed
     turns = list(fastjson.loads(changed))
     params.update((f"changed_{i}", x) for i, x in enumerate(turns))
