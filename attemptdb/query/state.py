@@ -294,7 +294,8 @@ class StateHandler:
                            source=ctx.source, pos=cmd.known_at.pos, end=cmd.known_at.end, label="planned")
         scope = scope_of(ctx, cmd.subject, "STATE")
         t = resolve_time(cmd.at.kind, cmd.at.text, ctx.now_us, (ctx.source, cmd.at.pos, cmd.at.end))
-        return state_result(ctx, scope, t)
+        with lifted(ctx.conn):  # STATE's statements are the package's text, values bound
+            return state_result(ctx, scope, t)
 
 
 def state_result(ctx, scope, t, *, what="STATE"):
