@@ -3,8 +3,8 @@
 The phase and status rules of a work unit are written once, as the views of
 sql/85_work_units.sql (`unit_base` → `unit_verdicts` → `work_units`). This module
 does not restate them: it reads that file, expands its predicates (attemptdb.store.schema.expand) and
-turns each view into a common table expression of one statement, so AttemptQL runs the very text
-the sqlite3 shell runs. Two things change, and only in what the views read:
+turns each view into a common table expression, so AttemptQL runs the very text the sqlite3
+shell runs. Three things change, and only in what the views read and how often:
 
 * **which units** — `unit_index` is shadowed by the units a statement asks about (a project, a
   session, an id list, the newest N), and `unit_base` and `unit_verdicts` are MATERIALIZED: each
@@ -13,24 +13,31 @@ the sqlite3 shell runs. Two things change, and only in what the views read:
 * **as of when** — for `STATE … AT t` every stored input the views read is shadowed by a CTE of
   the same name and the columns the statement names, showing it as it stood at t (`@now()` is
   bound to `:t`), and `unit_state` is computed from them by its view, `unit_state_live`:
-  `unit_turns` holds the members of the listed units started by t (materialised once), those
-  whose activity, calls in flight, pending wait, stop, attempts or failures read otherwise at t
-  judged by one statement first (only the members that may differ: `_may_differ`) and bound as
-  JSON; `tool_call_facts` the calls observed by t, an end after t unseen;
-  `attempt_facts` the attempts started by t with outcomes masked (not ended by t → in_progress;
-  superseded by an attempt that had not started by t → failed; a correction written after t
-  ignored); `turn_facts` and `session_facts` ends after t unseen, a session's last activity read
-  from the log up to t. Membership is the stored one, restricted to members started by t
-  (spec/projections.md §12).
+  `unit_turns` holds the members of the listed units started by t, read from the member index,
+  each as stored but for those whose activity, calls in flight, pending wait, stop, attempts or
+  failures read otherwise at t: those are found first (`_may_differ`), judged by one statement
+  (`members_at`) and bound as JSON; `tool_call_facts` the calls observed by t, an end after t
+  unseen; `attempt_facts` the attempts started by t with outcomes masked (not ended by t →
+  in_progress; superseded by an attempt that had not started by t → failed; a correction
+  written after t ignored); `turn_facts` and `session_facts` ends after t unseen, a session's
+  last activity read from the log up to t. Membership is the stored one, restricted to members
+  started by t (spec/projections.md §12);
+* **in how many statements** — SQLite copies and resolves a view's whole text again for every
+  place that names it (and the text of each view it reads), so a chain of views read in many
+  places costs more to prepare than to run. `bind_views` computes a chain's early links in
+  statements of their own and binds their rows as JSON; the statement after reads them from
+  there. As of t, `unit_state` is one statement, `unit_base` and `unit_verdicts` a second, and
+  `work_units` with STATE's own columns (only those it reads: `_only_read`) the last.
 
 The only other difference is a plan hint: without a time, `attempt_facts` is shadowed by itself
 with `+outcome`, so a unit's failed attempts are read through its turns, not by walking every
 failed attempt of the file through the outcome index.
 
 Invariants: the views' text is the only statement of the rules (tests/test_attemptql_units.py
-checks the answers against the views themselves); every shadow reads its real table by key or
-index range (`main.<table>`), and the members of the listed units are materialised once, so a
-statement costs the units it lists, not the history; values are bound parameters.
+checks the answers against the views themselves, tests/test_units.py the members judged at t
+against judging every member); every shadow reads its real table by key or index range
+(`main.<table>`), so a statement costs the units it lists, not the history; values are bound
+parameters.
 """
 
 
