@@ -5,7 +5,9 @@ control and extension loading.
 Invariant (DESIGN.md #6): nothing run on a connection from `connect()` can change the file.
 The authorizer is the gate; the read-only open flag, `query_only` and disabled extension
 loading are further walls behind it. Reading pragmas that only describe the schema
-(`table_info`, `index_list`, …) stays allowed, so DESCRIBE and the catalog work.
+(`table_info`, `index_list`, …) stays allowed, so DESCRIBE and the catalog work. Statements the
+package builds from its own text alone (STATE's) may run with the plain gate lifted (`lifted`):
+the walls behind it still hold, and a content wall is never lifted.
 """
 
 import apsw
