@@ -291,17 +291,7 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
     `at`) binds `@now()` to that expression: the stored state judged at a given "now". `given`:
     views whose rows an earlier statement computed (bind_views), read from their parameters."""
     parts = [f"unit_index AS MATERIALIZED ({units_sql})"]
-    if at:
-        used = _words("\n".join(b for _, b in view_bodies(":t"))) | _words("\n".join(extra) + reads)
-        parts += [_shadow(conn, t, unit_in, used, changed_in) for t in ("unit_turns", "unit_path_windows", "tool_call_facts",
-                                                                "attempt_facts", "turn_facts", "session_facts")]
-    else:
-        # a plan hint, not a rule: `+outcome` keeps SQLite from answering a unit's "attempts
-        # that failed" by walking every failed attempt of the file through the outcome index
-        cols = _columns(conn, "attempt_facts")
-        parts.append("attempt_facts(" + ", ".join(cols) + ") AS NOT MATERIALIZED (SELECT "
-                     + ", ".join("+a.outcome AS outcome" if c == "outcome" else f"a.{c}" for c in cols)
-                     + " FROM main.attempt_facts a)")
+    views = []
     for name, body in view_bodies(":t" if at else clock):
         if name in STATE_VIEWS:
             if not at:
@@ -318,7 +308,27 @@ def program(conn, units_sql: str, *, at: bool, materialize: bool = True, extra: 
             hint = "MATERIALIZED"
         elif name == "work_units" and at:
             body = _only_read(body, reads)
-        parts.append(f"{name} AS {hint} (\n{body}\n)")
+        views.append((name, hint, body))
+    if at:
+        # as of t, only the views the statement reads (named by its text, or by a view it
+        # reads), and the shadows with the columns those name
+        used = _words("\n".join(extra) + reads)
+        kept = []
+        for name, hint, body in reversed(views):
+            if name in used:
+                used = used | _words(body)
+                kept.append((name, hint, body))
+        views = kept[::-1]
+        parts += [_shadow(conn, t, unit_in, used, changed_in) for t in ("unit_turns", "unit_path_windows", "tool_call_facts",
+                                                                "attempt_facts", "turn_facts", "session_facts")]
+    else:
+        # a plan hint, not a rule: `+outcome` keeps SQLite from answering a unit's "attempts
+        # that failed" by walking every failed attempt of the file through the outcome index
+        cols = _columns(conn, "attempt_facts")
+        parts.append("attempt_facts(" + ", ".join(cols) + ") AS NOT MATERIALIZED (SELECT "
+                     + ", ".join("+a.outcome AS outcome" if c == "outcome" else f"a.{c}" for c in cols)
+                     + " FROM main.attempt_facts a)")
+    parts += [f"{name} AS {hint} (\n{body}\n)" for name, hint, body in views]
     parts += extra
     return "WITH " + ",\n".join(parts) + "\n"
 
@@ -339,7 +349,8 @@ def bind_views(conn, units_sql: str, params: dict, stages: tuple, **kw) -> tuple
         for name in stage:
             cols = ", ".join(f"x.{c}" for c, _ in _select(bodies[name])[0])
             outs.append(f"(SELECT json_group_array(json_array({cols})) FROM {name} x)")
-        sql = program(conn, units_sql, given=given, **kw) + "SELECT " + ", ".join(outs)
+        own = "SELECT " + ", ".join(outs)
+        sql = program(conn, units_sql, given=given, **dict(kw, reads=own)) + own
         params.update(zip((f"given_{n}" for n in stage), conn.execute(sql, params).fetchone()))
         given += stage
     return given
@@ -386,24 +397,30 @@ def candidates_sql(member_cond: str = "", *, window: bool = True) -> str:
 
 LAST_KEYS = """last_keys AS MATERIALIZED (
   SELECT b.work_unit_id, (
-    -- a lower bound on its start: the latest earlier attempt among the three most recently active
-    -- turns (only turns active since then can hold it)
+    -- a lower bound on its start: the latest earlier attempt in the three members most recently
+    -- active by :t as stored (a member whose activity ended by t reads at t as stored; any
+    -- earlier attempt bounds it, and only turns active since then can hold it)
     WITH lb AS MATERIALIZED (
       SELECT coalesce((
-        SELECT max(a.started_at) FROM (SELECT r.turn_id, r.order_key FROM unit_turns r WHERE r.work_unit_id = b.work_unit_id
+        SELECT max(a.started_at) FROM (SELECT r.turn_id, r.order_key FROM main.unit_turns r
+                                       WHERE r.work_unit_id = b.work_unit_id AND r.active_until <= :t
                                        ORDER BY r.active_until DESC LIMIT 3) r
         CROSS JOIN attempt_facts a ON a.turn_id = r.turn_id
         WHERE a.retraction = 0 AND a.group_key <> b.last_attempt_key
           AND (a.started_at, r.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)), '') AS bound)
-    SELECT a.group_key FROM lb CROSS JOIN unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = b.work_unit_id AND m.active_until >= lb.bound AND a.retraction = 0
-      AND a.group_key <> b.last_attempt_key
+    -- the members active since the bound, as stored (activity at t is never later), each read
+    -- as it stood at t by key
+    SELECT a.group_key FROM lb CROSS JOIN main.unit_turns s CROSS JOIN unit_turns m ON m.turn_id = s.turn_id
+    CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+    WHERE s.work_unit_id = b.work_unit_id AND s.active_until >= lb.bound AND m.work_unit_id = b.work_unit_id
+      AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
       AND (a.started_at, m.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)
     ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS previous_key
   FROM unit_base b CROSS JOIN attempt_facts x ON x.group_key = b.last_attempt_key
   CROSS JOIN unit_turns mx ON mx.turn_id = x.turn_id)"""
 """Each unit's attempt before its last (in the order of the last: start, turn, index), found once
-per unit, among the turns active since a bound read off its three most recently active turns."""
+per unit, among the turns active since a bound read off its three members most recently active
+by :t (the instant STATE judges)."""
 
 STATE_SQL = """SELECT w.work_unit_id, w.project_id, w.project_name, w.objective_event_id, w.phase, w.phase_reason,
   w.status, w.status_reason, w.started_at, w.updated_at, w.sessions, w.session_count, w.attempt_count,
