@@ -89,7 +89,8 @@ def stop_counting_allocations() -> None:
     they are kept, every allocation SQLite makes takes a global mutex; preparing a large
     statement allocates hundreds of thousands of times (a tenth of its cost). SQLite takes this
     only while stopped, so it is done before the process's first connection, or not at all."""
-    if _ALLOCATION_COUNTED[0] and not apsw.connections():
+    open_now = getattr(apsw, "connections", None)  # an apsw without it: SQLite is left as it is
+    if _ALLOCATION_COUNTED[0] and open_now is not None and not open_now():
         apsw.shutdown()
         apsw.config(apsw.SQLITE_CONFIG_MEMSTATUS, 0)
         apsw.initialize()
