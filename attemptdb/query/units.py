@@ -408,12 +408,11 @@ LAST_KEYS = """last_keys AS MATERIALIZED (
         CROSS JOIN attempt_facts a ON a.turn_id = r.turn_id
         WHERE a.retraction = 0 AND a.group_key <> b.last_attempt_key
           AND (a.started_at, r.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)), '') AS bound)
-    -- the members active since the bound, as stored (activity at t is never later), each read
-    -- as it stood at t by key
-    SELECT a.group_key FROM lb CROSS JOIN main.unit_turns s CROSS JOIN unit_turns m ON m.turn_id = s.turn_id
-    CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE s.work_unit_id = b.work_unit_id AND s.active_until >= lb.bound AND m.work_unit_id = b.work_unit_id
-      AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
+    -- the members started by t and active since the bound as stored (activity at t is never
+    -- later), off the member index alone
+    SELECT a.group_key FROM lb CROSS JOIN main.unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
+    WHERE m.work_unit_id = b.work_unit_id AND m.order_key < :t || '}' AND m.started_at <= :t
+      AND m.active_until >= lb.bound AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
       AND (a.started_at, m.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)
     ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS previous_key
   FROM unit_base b CROSS JOIN attempt_facts x ON x.group_key = b.last_attempt_key
