@@ -265,19 +265,20 @@ def unit_state_row(u: dict, t_iso: str) -> tuple:
 def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
     """(one dict per session as it stood at t — the open ones, or every one when the scope is
     a single session or pick_open is false — and a summary of all sessions started by t)."""
-    if scope.single or not pick_open:
-        every = ctx.dicts(state_query(ctx, scope, t_us, False))
-        summary = {"started": len(every), "ended": sum(1 for r in every if r["status"] == "closed"),
-                   "last_at": max((r["last_activity_at"] for r in every if r["last_activity_at"]), default=None)}
-        return states(ctx, every, t_us), summary
-    # the open ones only: counted by one aggregate, detailed only for sessions that could be open
-    params = dict(scope.params)
-    params["t"] = ctx.iso(t_us)
-    summary = ctx.dicts(C.Query("sessions started", F.state_summary_sql(scope.sql), params))[0]
-    near = ctx.dicts(state_query(ctx, scope, t_us, True))
-    summary["last_at"] = max([x for x in [summary["last_at"]] + [r["last_activity_at"] for r in near] if x],
-                             default=None)
-    return states(ctx, [r for r in near if r["status"] == "open"], t_us), summary
+    with lifted(ctx.conn):  # the sessions' statements are the package's text, values bound
+        if scope.single or not pick_open:
+            every = ctx.dicts(state_query(ctx, scope, t_us, False))
+            summary = {"started": len(every), "ended": sum(1 for r in every if r["status"] == "closed"),
+                       "last_at": max((r["last_activity_at"] for r in every if r["last_activity_at"]), default=None)}
+            return states(ctx, every, t_us), summary
+        # the open ones only: counted by one aggregate, detailed only for sessions that could be open
+        params = dict(scope.params)
+        params["t"] = ctx.iso(t_us)
+        summary = ctx.dicts(C.Query("sessions started", F.state_summary_sql(scope.sql), params))[0]
+        near = ctx.dicts(state_query(ctx, scope, t_us, True))
+        summary["last_at"] = max([x for x in [summary["last_at"]] + [r["last_activity_at"] for r in near] if x],
+                                 default=None)
+        return states(ctx, [r for r in near if r["status"] == "open"], t_us), summary
 
 
 class StateHandler:
@@ -294,8 +295,7 @@ class StateHandler:
                            source=ctx.source, pos=cmd.known_at.pos, end=cmd.known_at.end, label="planned")
         scope = scope_of(ctx, cmd.subject, "STATE")
         t = resolve_time(cmd.at.kind, cmd.at.text, ctx.now_us, (ctx.source, cmd.at.pos, cmd.at.end))
-        with lifted(ctx.conn):  # STATE's statements are the package's text, values bound
-            return state_result(ctx, scope, t)
+        return state_result(ctx, scope, t)
 
 
 def state_result(ctx, scope, t, *, what="STATE"):

@@ -70,12 +70,16 @@ _OUTCOME_AT = ("CASE WHEN a.corr_outcome IS NOT NULL AND a.retraction = 0 AND NO
 """An attempt's outcome as of :t, over main.attempt_facts alias a: a correction written by t wins;
 not ended by t → in_progress; superseded by an attempt not started by t → failed."""
 
+def _started_by_t(a: str) -> str:
+    """Member `a` started by :t. A member's order_key begins with its start, then '|': the first
+    condition reads the members started by t as a range of the unit's member index."""
+    return f"{a}.order_key < :t || '}}' AND {a}.started_at <= :t"
+
+
 # column → expression as of :t, per shadowed table (alias in parentheses); every other column is
 # read as stored
 _AT = {
-    # (a member's order_key begins with its start, then '|': the first condition reads the members
-    # started by t as a range of the unit's member index)
-    "unit_turns": ("m", "m.order_key < :t || '}' AND m.started_at <= :t", {
+    "unit_turns": ("m", _started_by_t("m"), {
         "ended_at": "CASE WHEN m.ended_at <= :t THEN m.ended_at END",
         "active_until": (
             "CASE WHEN m.active_until <= :t THEN m.active_until ELSE max(m.started_at, "
@@ -244,7 +248,7 @@ def _may_differ(unit_in: str, late_correction: bool = True) -> str:
             f"UNION SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in} "
             "AND m.waiting_since > :t "
             "UNION SELECT g.turn_id FROM main.signal_facts g WHERE g.session_id IN "
-            f"(SELECT x.session_id FROM main.unit_turns x WHERE x.work_unit_id IN {unit_in} AND x.order_key < :t || '}}') "
+            f"(SELECT x.session_id FROM main.unit_turns x WHERE x.work_unit_id IN {unit_in} AND {_started_by_t('x')}) "
             "AND g.raised_at <= :t AND g.cleared_at > :t AND g.turn_id IS NOT NULL"
             + (f" UNION SELECT m.turn_id FROM main.unit_turns m WHERE m.work_unit_id IN {unit_in}"
                if late_correction else ""))
@@ -263,15 +267,14 @@ def members_at(conn, unit_in: str, params: dict, candidates: str | None = None) 
     if not found:
         return "{}"
     p = dict(params)
-    p.update((f"may_{i}", x) for i, x in enumerate(found))
+    listed = _bind(p, "may", found)
     alias, where, over = _AT["unit_turns"]
     cols = _columns(conn, "unit_turns")
     exprs = ", ".join(f"{over.get(c, f'{alias}.{c}')} AS {c}" for c in cols)
     differs = " OR ".join(f"a.{c} IS NOT s.{c}" for c in over)
-    listed = ", ".join(f":may_{i}" for i in range(len(found)))
     sql = ("SELECT json_group_object(a.turn_id, json_array("
            + ", ".join(f"a.{c}" for c in cols) + f")) FROM (SELECT {exprs} FROM main.unit_turns {alias} "
-           f"WHERE m.turn_id IN ({listed}) AND {where} AND m.work_unit_id IN {unit_in}) a "
+           f"WHERE m.turn_id IN {listed} AND {where} AND m.work_unit_id IN {unit_in}) a "
            f"JOIN main.unit_turns s ON s.turn_id = a.turn_id WHERE {differs}")
     return conn.execute(sql, p).fetchone()[0]
 
@@ -342,9 +345,9 @@ def bind_views(conn, units_sql: str, params: dict, stages: tuple, **kw) -> tuple
     and reading two more costs its chain six times over to prepare, where a bound array costs
     its rows. (Values are texts and integers: JSON keeps them as they are.)"""
     given = ()
+    bodies = dict((STATE_VIEWS.get(n, n) if kw.get("at") else n, b) for n, b in view_bodies(
+        ":t" if kw.get("at") else kw.get("clock")))
     for stage in stages:
-        bodies = dict((STATE_VIEWS.get(n, n) if kw.get("at") else n, b) for n, b in view_bodies(
-            ":t" if kw.get("at") else kw.get("clock")))
         outs = []
         for name in stage:
             cols = ", ".join(f"x.{c}" for c, _ in _select(bodies[name])[0])
@@ -411,7 +414,7 @@ LAST_KEYS = """last_keys AS MATERIALIZED (
     -- the members started by t and active since the bound as stored (activity at t is never
     -- later), off the member index alone
     SELECT a.group_key FROM lb CROSS JOIN main.unit_turns m CROSS JOIN attempt_facts a ON a.turn_id = m.turn_id
-    WHERE m.work_unit_id = b.work_unit_id AND m.order_key < :t || '}' AND m.started_at <= :t
+    WHERE m.work_unit_id = b.work_unit_id AND """ + _started_by_t("m") + """
       AND m.active_until >= lb.bound AND a.retraction = 0 AND a.group_key <> b.last_attempt_key
       AND (a.started_at, m.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)
     ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS previous_key
@@ -447,6 +450,12 @@ ORDER BY w.updated_at DESC, w.work_unit_id"""
 that instant) for the repeated-failure rule."""
 
 
+def _bind(params: dict, prefix: str, values: list) -> str:
+    """Bind `values` in `params` as :prefix_0, :prefix_1, …; the SQL list of them, `(…)`."""
+    params.update((f"{prefix}_{i}", v) for i, v in enumerate(values))
+    return "(" + ", ".join(f":{prefix}_{i}" for i in range(len(values))) + ")"
+
+
 def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
     """The statement judging the units `units_sql` selects as of :t (named parameters :t and
     whatever units_sql names); reads their members as of t into `params` (:members_at). With
@@ -455,13 +464,10 @@ def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
     if now:
         return program(conn, units_sql, at=False, clock=":t", extra=(LAST_KEYS,)) + STATE_SQL
     ids = [r[0] for r in conn.execute(f"SELECT x.work_unit_id FROM ({units_sql}) x", params)]
-    params.update((f"unit_{i}", u) for i, u in enumerate(ids))
-    unit_in = "(" + ", ".join(f":unit_{i}" for i in range(len(ids))) + ")"
+    unit_in = _bind(params, "unit", ids)
     changed = members_at(conn, unit_in, params)
     params["members_at"] = changed
-    turns = list(fastjson.loads(changed))
-    params.update((f"changed_{i}", x) for i, x in enumerate(turns))
-    changed_in = "(" + ", ".join(f":changed_{i}" for i in range(len(turns))) + ")"
+    changed_in = _bind(params, "changed", list(fastjson.loads(changed)))
     kw = dict(at=True, unit_in=unit_in, changed_in=changed_in, reads=STATE_SQL)
     given = bind_views(conn, units_sql, params, (("unit_state",), ("unit_base", "unit_verdicts")), **kw)
     return program(conn, units_sql, extra=(LAST_KEYS,), given=given, **kw) + STATE_SQL
