@@ -14,8 +14,6 @@ Invariants:
   functions only when the SQL names one: `attempt query` is a fresh process every time.
 """
 
-import time
-
 import apsw
 
 from ..model import fastjson
@@ -43,8 +41,7 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
     if gate is not None:
         gate.refused = None
     kind = classify(text)
-    deadline = time.monotonic() + timeout_s
-    conn.set_progress_handler(lambda: time.monotonic() > deadline, 20000)
+    conn.set_progress_handler(ctx.past_deadline, 20000)
     try:
         if kind == "sql":
             return run_sql(ctx, text, explain=explain, gate=gate)

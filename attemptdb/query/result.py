@@ -3,6 +3,8 @@ context, and the rule that an inferred claim never goes out without its evidence
 
 
 
+import time
+
 from ..model import clock, fastjson
 from . import sqlgen as C
 from .errors import AQLError
@@ -56,7 +58,20 @@ class Context:
         self.cwd = cwd
         self.timeout_s = timeout_s
         self.target = None
+        self.deadline = time.monotonic() + timeout_s
         self._columns = {}
+
+    def past_deadline(self) -> bool:
+        """The progress handler of this statement's connections: True stops the statement."""
+        return time.monotonic() > self.deadline
+
+    def on(self, conn) -> "Context":
+        """This context on another connection (attemptdb.query.beside)."""
+        other = object.__new__(Context)
+        other.__dict__.update(self.__dict__)
+        other.conn = conn
+        other._columns = {}
+        return other
 
     def iso(self, us: int) -> str:
         try:

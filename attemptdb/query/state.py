@@ -6,6 +6,7 @@ from ..model import fastjson
 from ..store.readonly import lifted
 from . import fixed_sql as F
 from . import sqlgen as C
+from .beside import beside
 from .errors import AQLError
 from .resolve import resolve_time, table_exists
 from .result import COVERAGE_CONFIDENCE, FAILED, Result, dedup, loads_list, uncertainty
@@ -300,9 +301,10 @@ class StateHandler:
 
 def state_result(ctx, scope, t, *, what="STATE"):
     t_iso = ctx.iso(t)
-    rows, summary = state_at(ctx, scope, t)  # a work unit: its member sessions open at t
+    with beside(ctx, state_at, scope, t) as sessions:  # read at once, on two connections
+        units, usummary = units_at(ctx, scope, t)
+        rows, summary = sessions.result()  # a work unit: its member sessions open at t
     out = [state_row(r, t_iso) for r in rows]
-    units, usummary = units_at(ctx, scope, t)
     out += [unit_state_row(u, t_iso) for u in units or ()]
     notes = list(scope.notes)
     started = summary.get("started") or 0

@@ -2,7 +2,8 @@
 authorizer denies every write, schema change, PRAGMA change, ATTACH/DETACH, transaction
 control and extension loading.
 
-Invariant (DESIGN.md #6): nothing run on a connection from `connect()` can change the file.
+Invariant (DESIGN.md #6): nothing run on a connection from `connect()` (or its `companion`, a
+second reader of the same file for one statement's parallel part) can change the file.
 The authorizer is the gate; the read-only open flag, `query_only` and disabled extension
 loading are further walls behind it. Reading pragmas that only describe the schema
 (`table_info`, `index_list`, …) stays allowed, so DESCRIBE and the catalog work. Statements the
@@ -107,6 +108,28 @@ def protect(conn: apsw.Connection) -> Gate:
     gate = Gate()
     conn.authorizer = gate
     return gate
+
+
+def companion(conn: apsw.Connection) -> apsw.Connection | None:
+    """A second connection to the file `conn` reads, behind the same walls (read-only open,
+    `query_only`, no extensions, untrusted schema) and the authorizer `conn` has now (a gate of
+    its own if `conn`'s is lifted); None where `conn` is not a plain read-only open of a named file (in memory, a URI open
+    such as `immutable`, a writer): the caller then reads on `conn` alone."""
+    flags = getattr(conn, "open_flags", 0)
+    path = getattr(conn, "filename", "")
+    if not path or flags & apsw.SQLITE_OPEN_URI or not flags & apsw.SQLITE_OPEN_READONLY:
+        return None
+    from .database import BUSY_TIMEOUT_S
+    other = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        other.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
+        other.execute("PRAGMA trusted_schema=OFF")
+        gate = protect(other)
+        other.authorizer = conn.authorizer or gate  # the caller's gate names what was refused
+    except BaseException:
+        other.close()
+        raise
+    return other
 
 
 def connect(path: str) -> tuple[apsw.Connection, Gate]:

@@ -1,0 +1,157 @@
+"""query.beside and store.readonly.companion: a statement's part read on a second connection, in
+a thread, gives what it gives in line, behind the same walls, stops at the same deadline, and
+leaves no connection open however it ends."""
+
+import hashlib
+import threading
+import time
+
+import apsw
+import pytest
+from test_attemptql_scenario import NOW, build
+
+from attemptdb.query import execute
+from attemptdb.query.beside import beside
+from attemptdb.query.result import Context
+from attemptdb.store.readonly import Gate, companion, connect, lifted
+
+
+@pytest.fixture(scope="module")
+def scenario_db(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("beside") / "attempt.db")
+    build(path)
+    return path
+
+
+def _digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def _open_count():
+    return len(apsw.connections())
+
+
+def test_companion_reads_the_same_file_behind_the_same_walls(scenario_db):
+    before = _digest(scenario_db)
+    conn, gate = connect(scenario_db)
+    other = companion(conn)
+    assert other is not None and other.filename == conn.filename
+    assert other.authorizer is gate  # a refusal is named by the caller's gate
+    assert (other.execute("SELECT count(*) FROM events").fetchone()
+            == conn.execute("SELECT count(*) FROM events").fetchone())
+    assert other.execute("PRAGMA query_only").fetchone()[0] == 1
+    for sql in ("DELETE FROM events", "CREATE TABLE x (a)", "PRAGMA query_only = 0"):
+        with pytest.raises(apsw.AuthError):
+            other.execute(sql).fetchall()
+    assert gate.refused  # the caller's gate saw it
+    other.authorizer = None  # even without the gate, the read-only open holds
+    with pytest.raises((apsw.ReadOnlyError, apsw.SQLError)):
+        other.execute("DELETE FROM events").fetchall()
+    with lifted(conn):  # opened while the caller's gate is lifted: a gate of its own
+        lone = companion(conn)
+    assert type(lone.authorizer) is Gate and lone.authorizer is not gate
+    with pytest.raises(apsw.AuthError):
+        lone.execute("DELETE FROM events").fetchall()
+    for c in (other, lone, conn):
+        c.close()
+    assert _digest(scenario_db) == before
+
+
+def test_no_companion_where_the_first_connection_is_not_a_plain_read_only_file(scenario_db, tmp_path):
+    assert companion(apsw.Connection(":memory:")) is None
+    writer = apsw.Connection(scenario_db)
+    assert companion(writer) is None
+    writer.close()
+    uri = apsw.Connection(f"file:{scenario_db}?immutable=1",
+                          flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    assert companion(uri) is None
+    uri.close()
+
+
+def _count(ctx, table):
+    return ctx.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], threading.get_ident()
+
+
+def test_the_part_runs_on_another_connection_in_another_thread_and_is_closed_after(scenario_db):
+    conn, _ = connect(scenario_db)
+    ctx = Context(conn, "", NOW)
+    before = _open_count()
+    with beside(ctx, _count, "attempts") as part:
+        assert _open_count() == before + 1
+        mine = _count(ctx, "attempts")
+        theirs = part.result()
+    assert theirs[0] == mine[0] > 0 and theirs[1] != mine[1]
+    assert _open_count() == before
+    # in memory there is no second reader: the part runs in line, on the caller's connection
+    mem = Context(apsw.Connection(":memory:"), "", NOW)
+    with beside(mem, lambda c: (c.conn, threading.get_ident())) as part:
+        assert part.result() == (mem.conn, threading.get_ident())
+    conn.close()
+
+
+def _fail(ctx):
+    ctx.conn.execute("SELECT * FROM no_such_table").fetchall()
+
+
+def test_the_parts_error_reaches_the_caller_and_the_companion_still_closes(scenario_db):
+    conn, _ = connect(scenario_db)
+    ctx = Context(conn, "", NOW)
+    before = _open_count()
+    with pytest.raises(apsw.SQLError, match="no_such_table"):
+        with beside(ctx, _fail) as part:
+            part.result()
+    assert _open_count() == before
+    conn.close()
+
+
+_SLOW = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+         "SELECT count(*) FROM n WHERE i < 0")
+
+
+def _forever(ctx):
+    return ctx.conn.execute(_SLOW).fetchone()
+
+
+def test_the_part_stops_at_the_statements_deadline(scenario_db):
+    conn, _ = connect(scenario_db)
+    ctx = Context(conn, "", NOW, timeout_s=0.2)
+    t0 = time.monotonic()
+    with pytest.raises(apsw.InterruptError):
+        with beside(ctx, _forever) as part:
+            part.result()
+    assert time.monotonic() - t0 < 10
+    conn.close()
+
+
+def test_a_caller_that_fails_interrupts_and_closes_the_part(scenario_db):
+    """The caller's own part ends in an error (Ctrl-C arrives as KeyboardInterrupt) while the
+    companion still runs: it is interrupted, joined and closed before the error goes on."""
+    conn, _ = connect(scenario_db)
+    ctx = Context(conn, "", NOW)  # 30 s deadline: only the interrupt can stop it this soon
+    before = _open_count()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with beside(ctx, _forever):
+            time.sleep(0.1)
+            raise KeyboardInterrupt
+    assert time.monotonic() - t0 < 10
+    assert _open_count() == before
+    conn.close()
+
+
+def test_state_at_reads_the_same_through_the_companion_as_in_line(scenario_db, monkeypatch):
+    """STATE … AT t reads its sessions beside its work units: the rows and notes are those of
+    the same statement run on one connection."""
+    from attemptdb.store import readonly
+    stmts = ["STATE project AT now", "STATE project AT '2026-08-28T10:30:00Z'", "WHAT IS project DOING NOW"]
+    import attemptdb.query.beside as b
+    made = []
+    monkeypatch.setattr(b, "companion", lambda c: made.append(readonly.companion(c)) or made[-1])
+    conn, gate = connect(scenario_db)
+    two = [execute.run(conn, s, now_us=NOW, gate=gate) for s in stmts]
+    assert len(made) == len(stmts) and all(m is not None for m in made), made
+    monkeypatch.setattr(b, "companion", lambda c: None)
+    one = [execute.run(conn, s, now_us=NOW, gate=gate) for s in stmts]
+    assert [(r.rows, r.notes) for r in two] == [(r.rows, r.notes) for r in one]
+    assert any(r.rows for r in one)
+    conn.close()
