@@ -52,7 +52,12 @@ def test_companion_reads_the_same_file_behind_the_same_walls(scenario_db):
     assert type(lone.authorizer) is Gate and lone.authorizer is not gate
     with pytest.raises(apsw.AuthError):
         lone.execute("DELETE FROM events").fetchall()
-    for c in (other, lone, conn):
+    from attemptdb.readers import content
+    wall = content.authorizer(gate, include_content=False)  # MCP without content: the wall goes along
+    conn.authorizer = wall
+    walled = companion(conn)
+    assert walled.authorizer is wall
+    for c in (other, lone, walled, conn):
         c.close()
     assert _digest(scenario_db) == before
 
