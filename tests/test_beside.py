@@ -24,7 +24,8 @@ def scenario_db(tmp_path_factory):
 
 
 def _digest(path):
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _open_count():

@@ -113,8 +113,9 @@ def protect(conn: apsw.Connection) -> Gate:
 def companion(conn: apsw.Connection) -> apsw.Connection | None:
     """A second connection to the file `conn` reads, behind the same walls (read-only open,
     `query_only`, no extensions, untrusted schema) and the authorizer `conn` has now (a gate of
-    its own if `conn`'s is lifted); None where `conn` is not a plain read-only open of a named file (in memory, a URI open
-    such as `immutable`, a writer): the caller then reads on `conn` alone."""
+    its own if `conn`'s is lifted); None where `conn` is not a plain read-only open of a named
+    file (in memory, a URI open such as `immutable`, a writer): the caller then reads on `conn`
+    alone."""
     flags = getattr(conn, "open_flags", 0)
     path = getattr(conn, "filename", "")
     if not path or flags & apsw.SQLITE_OPEN_URI or not flags & apsw.SQLITE_OPEN_READONLY:

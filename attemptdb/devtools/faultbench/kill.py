@@ -163,8 +163,10 @@ def capture_burst(world: World, rng, trials: int, hooks: int, *, daemon: bool) -
             p.stdin = None
             procs.append(p)
         start = time.monotonic()
-        victims = set(rng.sample(range(hooks), hooks // 3))
-        plan = sorted((rng.uniform(0.0, window), "hook", i) for i in victims)
+        victims = rng.sample(range(hooks), hooks // 3)
+        # the first victim at once (a hook is still starting then), the rest at random moments:
+        # a burst through the daemon can end before every random moment of the window
+        plan = sorted([(0.0, "hook", victims[0])] + [(rng.uniform(0.0, window), "hook", i) for i in victims[1:]])
         if daemon:
             plan += [(rng.uniform(0.0, window), "daemon", None) for _ in range(2)]
             plan.sort(key=lambda x: x[0])
