@@ -13,7 +13,7 @@ from test_attemptql_scenario import NOW, build
 from attemptdb.query import execute
 from attemptdb.query.beside import beside
 from attemptdb.query.result import Context
-from attemptdb.store.readonly import Gate, companion, connect, lifted
+from attemptdb.store.readonly import Gate, companion, connect, lifted, pairing
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,8 @@ def _open_count():
 def test_companion_reads_the_same_file_behind_the_same_walls(scenario_db):
     before = _digest(scenario_db)
     conn, gate = connect(scenario_db)
-    other = companion(conn)
-    assert other is not None and other.filename == conn.filename
+    other = companion(pairing(conn))
+    assert other.filename == conn.filename
     assert other.authorizer is gate  # a refusal is named by the caller's gate
     assert (other.execute("SELECT count(*) FROM events").fetchone()
             == conn.execute("SELECT count(*) FROM events").fetchone())
@@ -48,15 +48,15 @@ def test_companion_reads_the_same_file_behind_the_same_walls(scenario_db):
     other.authorizer = None  # even without the gate, the read-only open holds
     with pytest.raises((apsw.ReadOnlyError, apsw.SQLError)):
         other.execute("DELETE FROM events").fetchall()
-    with lifted(conn):  # opened while the caller's gate is lifted: a gate of its own
-        lone = companion(conn)
+    with lifted(conn):  # paired while the caller's gate is lifted: a gate of its own
+        lone = companion(pairing(conn))
     assert type(lone.authorizer) is Gate and lone.authorizer is not gate
     with pytest.raises(apsw.AuthError):
         lone.execute("DELETE FROM events").fetchall()
     from attemptdb.readers import content
     wall = content.authorizer(gate, include_content=False)  # MCP without content: the wall goes along
     conn.authorizer = wall
-    walled = companion(conn)
+    walled = companion(pairing(conn))
     assert walled.authorizer is wall
     for c in (other, lone, walled, conn):
         c.close()
@@ -64,18 +64,19 @@ def test_companion_reads_the_same_file_behind_the_same_walls(scenario_db):
 
 
 def test_no_companion_where_the_first_connection_is_not_a_plain_read_only_file(scenario_db, tmp_path):
-    assert companion(apsw.Connection(":memory:")) is None
+    assert pairing(apsw.Connection(":memory:")) is None
     writer = apsw.Connection(scenario_db)
-    assert companion(writer) is None
+    assert pairing(writer) is None
     writer.close()
     uri = apsw.Connection(f"file:{scenario_db}?immutable=1",
                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    assert companion(uri) is None
+    assert pairing(uri) is None
     uri.close()
 
 
 def _count(ctx, table):
-    return ctx.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], threading.get_ident()
+    return (ctx.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], threading.get_ident(),
+            (id(ctx.conn), ctx.conn.filename), len(apsw.connections()))
 
 
 def test_the_part_runs_on_another_connection_in_another_thread_and_is_closed_after(scenario_db):
@@ -83,11 +84,12 @@ def test_the_part_runs_on_another_connection_in_another_thread_and_is_closed_aft
     ctx = Context(conn, "", NOW)
     before = _open_count()
     with beside(ctx, _count, "attempts") as part:
-        assert _open_count() == before + 1
         mine = _count(ctx, "attempts")
         theirs = part.result()
-    assert theirs[0] == mine[0] > 0 and theirs[1] != mine[1]
-    assert _open_count() == before
+    assert theirs[0] == mine[0] > 0 and theirs[1] != mine[1]  # the same rows, another thread,
+    assert theirs[2][0] != id(conn) and theirs[2][1] == conn.filename  # another connection, the same file
+    assert theirs[3] == before + 1
+    assert _open_count() == before  # closed on the way out
     # in memory there is no second reader: the part runs in line, on the caller's connection
     mem = Context(apsw.Connection(":memory:"), "", NOW)
     with beside(mem, lambda c: (c.conn, threading.get_ident())) as part:
@@ -129,16 +131,18 @@ def test_the_part_stops_at_the_statements_deadline(scenario_db):
     conn.close()
 
 
-def test_a_caller_that_fails_interrupts_and_closes_the_part(scenario_db):
+@pytest.mark.parametrize("after", [0.0, 0.1])
+def test_a_caller_that_fails_interrupts_and_closes_the_part(scenario_db, after):
     """The caller's own part ends in an error (Ctrl-C arrives as KeyboardInterrupt) while the
-    companion still runs: it is interrupted, joined and closed before the error goes on."""
+    companion still runs, or is still being opened (`after` 0): it is stopped, joined and closed
+    before the error goes on."""
     conn, _ = connect(scenario_db)
     ctx = Context(conn, "", NOW)  # 30 s deadline: only the interrupt can stop it this soon
     before = _open_count()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         with beside(ctx, _forever):
-            time.sleep(0.1)
+            time.sleep(after)
             raise KeyboardInterrupt
     assert time.monotonic() - t0 < 10
     assert _open_count() == before
@@ -152,11 +156,11 @@ def test_state_at_reads_the_same_through_the_companion_as_in_line(scenario_db, m
     stmts = ["STATE project AT now", "STATE project AT '2026-08-28T10:30:00Z'", "WHAT IS project DOING NOW"]
     import attemptdb.query.beside as b
     made = []
-    monkeypatch.setattr(b, "companion", lambda c: made.append(readonly.companion(c)) or made[-1])
+    monkeypatch.setattr(b, "companion", lambda pair: made.append(readonly.companion(pair)) or made[-1])
     conn, gate = connect(scenario_db)
     two = [execute.run(conn, s, now_us=NOW, gate=gate) for s in stmts]
     assert len(made) == len(stmts) and all(m is not None for m in made), made
-    monkeypatch.setattr(b, "companion", lambda c: None)
+    monkeypatch.setattr(b, "pairing", lambda c: None)
     one = [execute.run(conn, s, now_us=NOW, gate=gate) for s in stmts]
     assert [(r.rows, r.notes) for r in two] == [(r.rows, r.notes) for r in one]
     assert any(r.rows for r in one)

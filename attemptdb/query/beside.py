@@ -5,11 +5,12 @@ SQLite releases Python's lock while it prepares and steps a statement, so two co
 at once on two cores: STATE … AT t reads its sessions on one and its work units on the other.
 
 Invariants: the second connection is `store.readonly.companion` of the first (the same file,
-walls and authorizer), its statements stop at the same deadline, it is interrupted and closed
-before `beside` returns however the caller's part ended (an error, Ctrl-C), and the caller sees
-the part's result or its exception as if it had run in line. Where no companion can be opened
-(a connection in memory, an `immutable` open), the part runs in line, after the caller's.
-Each connection reads its own snapshot, as each statement on one connection does.
+walls and authorizer), opened in the part's thread (its schema parse is not the caller's), its
+statements stop at the same deadline, it is interrupted and closed before `beside` returns
+however the caller's part ended (an error, Ctrl-C), and the caller sees the part's result or
+its exception as if it had run in line. Where there can be no companion (a connection in
+memory, an `immutable` open), the part runs in line, after the caller's. Each connection reads
+its own snapshot, as each statement on one connection does.
 
 The thread comes from `_thread`, the standard library's documented low-level API (`threading`
 costs a cold `attempt query` ~1.5 ms of imports): the part's lock is held while it runs, and
@@ -18,7 +19,7 @@ costs a cold `attempt query` ~1.5 ms of imports): the part's lock is held while 
 
 import _thread
 
-from ..store.readonly import companion
+from ..store.readonly import companion, pairing
 
 
 class beside:
@@ -27,31 +28,36 @@ class beside:
 
     def __init__(self, ctx, fn, *args):
         self.ctx, self.fn, self.args = ctx, fn, args
-        self.conn = None
+        self.conn = None  # the companion, once the part's thread opened it
         self.running = None  # the lock the part holds while it runs
+        self.stopped = False  # the caller is done: the part stops (or does not start)
         self.value = self.error = None
 
     def __enter__(self):
-        self.conn = companion(self.ctx.conn)
-        if self.conn is not None:
-            self.conn.set_progress_handler(self.ctx.past_deadline, 20000)
+        pair = pairing(self.ctx.conn)
+        if pair is not None:
             self.running = _thread.allocate_lock()
             self.running.acquire()
             try:
-                _thread.start_new_thread(self._run, (self.ctx.on(self.conn),))
+                _thread.start_new_thread(self._run, (pair,))
             except BaseException:
                 self.running = None
-                self.conn.close()
                 raise
         return self
 
-    def _run(self, ctx):
+    def _run(self, pair):
         try:
-            self.value = self.fn(ctx, *self.args)
+            conn = companion(pair)
+            self.conn = conn
+            conn.set_progress_handler(self._past, 20000)
+            self.value = self.fn(self.ctx.on(conn), *self.args)
         except BaseException as e:  # handed to the caller by result()
             self.error = e
         finally:
             self.running.release()
+
+    def _past(self) -> bool:
+        return self.stopped or self.ctx.past_deadline()
 
     def _join(self):
         self.running.acquire()
@@ -66,9 +72,13 @@ class beside:
         return self.value
 
     def __exit__(self, *exc):
-        if self.conn is not None:
+        if self.running is not None:
             if self.running.locked():
-                self.conn.interrupt()
+                self.stopped = True  # seen by the progress handler, or before the part starts
+                conn = self.conn
+                if conn is not None:
+                    conn.interrupt()
                 self._join()
-            self.conn.close()
+            if self.conn is not None:
+                self.conn.close()
         return False

@@ -110,23 +110,30 @@ def protect(conn: apsw.Connection) -> Gate:
     return gate
 
 
-def companion(conn: apsw.Connection) -> apsw.Connection | None:
-    """A second connection to the file `conn` reads, behind the same walls (read-only open,
-    `query_only`, no extensions, untrusted schema) and the authorizer `conn` has now (a gate of
-    its own if `conn`'s is lifted); None where `conn` is not a plain read-only open of a named
-    file (in memory, a URI open such as `immutable`, a writer): the caller then reads on `conn`
-    alone."""
+def pairing(conn: apsw.Connection) -> tuple | None:
+    """What `companion` needs to open a second reader beside `conn`: (its file, the authorizer
+    `conn` has now); None where `conn` is not a plain read-only open of a named file (in memory,
+    a URI open such as `immutable`, a writer): the caller then reads on `conn` alone. No I/O."""
     flags = getattr(conn, "open_flags", 0)
     path = getattr(conn, "filename", "")
     if not path or flags & apsw.SQLITE_OPEN_URI or not flags & apsw.SQLITE_OPEN_READONLY:
         return None
+    return path, conn.authorizer
+
+
+def companion(pair: tuple) -> apsw.Connection:
+    """A second connection to the file of a `pairing`, behind the same walls (read-only open,
+    `query_only`, no extensions, untrusted schema) and its authorizer (a gate of its own if the
+    first connection's was lifted). Opening it parses the schema: a few milliseconds, which a
+    caller may spend in another thread (attemptdb.query.beside)."""
     from .database import BUSY_TIMEOUT_S
+    path, authorizer = pair
     other = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         other.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
         other.execute("PRAGMA trusted_schema=OFF")
         gate = protect(other)
-        other.authorizer = conn.authorizer or gate  # the caller's gate names what was refused
+        other.authorizer = authorizer or gate  # the first connection's gate names what was refused
     except BaseException:
         other.close()
         raise
