@@ -122,21 +122,13 @@ def pairing(conn: apsw.Connection) -> tuple | None:
 
 
 def companion(pair: tuple) -> apsw.Connection:
-    """A second connection to the file of a `pairing`, behind the same walls (read-only open,
-    `query_only`, no extensions, untrusted schema) and its authorizer (a gate of its own if the
-    first connection's was lifted). Opening it parses the schema: a few milliseconds, which a
-    caller may spend in another thread (attemptdb.query.beside)."""
-    from .database import BUSY_TIMEOUT_S
+    """A second connection to the file of a `pairing`, opened as `connect` opens (the same walls)
+    with its authorizer (a gate of its own if the first connection's was lifted). Opening it
+    parses the schema: a few milliseconds, which a caller may spend in another thread
+    (attemptdb.query.beside)."""
     path, authorizer = pair
-    other = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        other.set_busy_timeout(int(BUSY_TIMEOUT_S * 1000))
-        other.execute("PRAGMA trusted_schema=OFF")
-        gate = protect(other)
-        other.authorizer = authorizer or gate  # the first connection's gate names what was refused
-    except BaseException:
-        other.close()
-        raise
+    other, gate = connect(path)
+    other.authorizer = authorizer or gate  # the first connection's gate names what was refused
     return other
 
 
