@@ -30,7 +30,7 @@ def _random_value(rng, depth=0):
 
 def test_pack_then_expand_gives_the_payload_back_whatever_the_values():
     rng = random.Random(7)
-    packed = 0
+    packed = bytes_path = 0
     for _ in range(3000):
         content = {f"c{i}": _random_value(rng) for i in range(rng.randrange(1, 4))}
         raw = {"hook": "X", **{f"r{i}": _random_value(rng) for i in range(rng.randrange(0, 3))}}
@@ -45,9 +45,15 @@ def test_pack_then_expand_gives_the_payload_back_whatever_the_values():
         rj = fastjson.dumps(raw)
         stored = payload.pack(rj, cj, values, fields)
         assert payload.expand(stored, cj, fields) == rj
+        # verify's bulk pass resolves the UTF-8 bytes as stored while the dictionary is ASCII
+        ascii_dict = (cj + "".join(f or "" for f in fields)).isascii()
+        got = payload.expand_ascii(stored.encode(), cj.encode(), fields)
+        assert got == rj.encode() if ascii_dict or got is not None else got is None
+        bytes_path += got is not None and stored != rj
         packed += stored != rj
         assert len(stored) <= len(rj)
     assert packed > 500  # shared values were found and referenced, not merely left alone
+    assert 100 < bytes_path < packed  # both paths were taken
 
 
 def test_a_reference_that_does_not_resolve_is_an_error():
@@ -56,6 +62,9 @@ def test_a_reference_that_does_not_resolve_is_an_error():
             payload.expand('{"a":' + bad + "}", '{"b":"0123456789"}')
     with pytest.raises(ValueError):
         payload.expand("\x011:2\x02", None)
+    for bad in ("\x01", "\x01x:3\x02", "\x011:\x02", "\x010:3\x02", "\x011:99\x02", "\x01\u0661:1\x02"):
+        with pytest.raises(ValueError):
+            payload.expand_ascii(('{"a":' + bad + "}").encode(), b'{"b":"0123456789"}')
 
 
 @pytest.fixture(scope="module")

@@ -235,7 +235,11 @@ def _fast(conn, lo: int, hi: int):
 
 def _payload(r) -> bytes:
     """The payload a row's raw_json stores (references resolved: payload.expand) as bytes;
-    ValueError when they do not resolve or a text is not UTF-8."""
+    ValueError when they do not resolve or a text is not UTF-8 (the texts are decoded only
+    when the row's dictionary is not ASCII)."""
+    got = payload.expand_ascii(r[46], r[45], (r[21], r[37], r[22]))
+    if got is not None:
+        return got
     content = None if r[45] is None else r[45].decode("utf-8")
     return payload.expand(r[46].decode("utf-8"), content, (r[21], r[37], r[22])).encode("utf-8")
 

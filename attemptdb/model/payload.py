@@ -89,19 +89,41 @@ def expand(raw_json: str | None, content_json: str | None, fields=()) -> str | N
     spelled is not checked beyond what resolving needs: the line's hash holds the text.)"""
     if raw_json is None or START not in raw_json:
         return raw_json
-    d = content_json or ""
-    parts = raw_json.split(START)
+    return _resolve(raw_json, content_json or "", lambda: _fields(fields), START, END, ":")
+
+
+def expand_ascii(raw_json: bytes, content_json: bytes | None, fields=()) -> bytes | None:
+    """`expand` of UTF-8 texts, as UTF-8, without decoding them: the same result whenever the
+    row's dictionary is ASCII (a reference counts characters, which are then its bytes); None
+    when it is not (the caller decodes and calls `expand`). Raises ValueError as `expand`."""
+    d = content_json or b""
+    if not d.isascii():
+        return None
+
+    def tail():
+        t = _fields(fields).encode("utf-8")
+        return t if t.isascii() else None
+    return _resolve(raw_json, d, tail, START.encode(), END.encode(), b":")
+
+
+def _resolve(raw, d, tail, start, end, colon):
+    """`raw` with each reference replaced by its slice of the dictionary: `d`, extended by
+    `tail()` when a reference reaches past it (None from `tail`: give up, return None)."""
+    parts = raw.split(start)
     out = [parts[0]]
     extended = False
     for p in parts[1:]:
-        spec, sep, rest = p.partition(END)
-        s, _, n = spec.partition(":")
+        spec, sep, rest = p.partition(end)
+        s, _, n = spec.partition(colon)
         a = int(s) - 1
         b = a + int(n)
         if b > len(d) and not extended:
-            d, extended = d + _fields(fields), True
+            t = tail()
+            if t is None:
+                return None
+            d, extended = d + t, True
         if not sep or a < 0 or b > len(d) or b < a:
             raise ValueError("a raw payload reference that does not resolve")
         out.append(d[a:b])
         out.append(rest)
-    return "".join(out)
+    return raw[:0].join(out)
