@@ -170,7 +170,7 @@ def test_the_restated_line_is_line_from_row_on_every_row_and_needs_no_row_by_row
     n = conn.execute("SELECT count(*) FROM events").fetchone()[0]
     by_row = []
     real = chain.row_verifies
-    monkeypatch.setattr(chain, "row_verifies", lambda r: by_row.append(r[0]) or real(r))
+    monkeypatch.setattr(chain, "row_verifies", lambda r, conn: by_row.append(r[0]) or real(r, conn))
     got = bulkcheck._fast(conn, 1, 10**9)
     assert got is not None and got[0] == n == 88
     assert got[1] == [bytes.fromhex(r[0]) for r in conn.execute("SELECT event_hash FROM events ORDER BY seq")]
@@ -242,6 +242,41 @@ def test_any_edit_of_a_row_gets_the_report_check_rows_gives(copy, sql, seq):
     edit(copy, "SELECT 1", rehash_from=seq)
     exact, bulk, passed = both(copy)
     assert bulk == exact and passed == (exact[1] is None)
+
+
+_EXPANDED = "(SELECT raw_json FROM event_payloads p WHERE p.seq = events.seq)"
+MOVES = {
+    # the raw payload taken into content_json after it
+    "content takes raw": ("content_json IS NOT NULL AND raw_json IS NOT NULL AND unknown_json IS NULL",
+                          f"content_json = content_json || ',\"raw\":' || {_EXPANDED}, raw_json = NULL"),
+    # the content taken into attrs_json (the payload expanded: its references point into content)
+    "attrs takes content": ("attrs_json != '{}' AND content_json IS NOT NULL AND unknown_json IS NULL",
+                            f"attrs_json = attrs_json || ',\"content\":' || content_json, content_json = NULL, "
+                            f"raw_json = {_EXPANDED}"),
+    # the unknown x_ fields taken into the raw payload before them
+    "raw takes the unknown fields": ("raw_json IS NOT NULL AND unknown_json IS NOT NULL",
+                                     f"raw_json = {_EXPANDED} || ',' || substr(unknown_json, 2, length(unknown_json) - 2), "
+                                     "unknown_json = NULL"),
+}
+
+
+@pytest.mark.parametrize("move", sorted(MOVES))
+def test_text_moved_between_json_columns_keeps_the_hash_but_not_the_verdict(copy, capsys, move):
+    where, sets = MOVES[move]
+    conn = apsw.Connection(copy)
+    seq = conn.execute(f"SELECT min(seq) FROM events WHERE {where}").fetchone()[0]
+    before = event.line_from_row(conn.execute(chain.SELECT_RANGE, (seq, seq + 1)).fetchone()[1:chain.NCOL + 1])
+    conn.close()
+    edit(copy, f"UPDATE events SET {sets} WHERE seq = {seq}")
+    conn = apsw.Connection(copy)
+    row = conn.execute(chain.SELECT_RANGE, (seq, seq + 1)).fetchone()
+    conn.close()
+    assert event.line_from_row(row[1:chain.NCOL + 1]) == before  # the same bytes: the hash alone cannot tell
+    exact, bulk, passed = both(copy)
+    assert exact[1]["kind"] == "json_column" and exact[1]["seq"] == seq
+    assert bulk == exact and not passed
+    code, rep = _verify_json(copy, capsys)
+    assert code != 0 and rep["problems"][0]["kind"] == "json_column" and rep["problems"][0]["seq"] == seq
 
 
 @pytest.mark.parametrize("sql", ["DELETE FROM events WHERE seq = 30",

@@ -15,7 +15,8 @@ Invariants:
   could differ from line_from_row (a column of another type than the writer stores, unknown
   top-level fields, reference columns set), the row is rendered by line_from_row itself
   (chain.row_verifies); tests hold both renderings equal.
-- At the first row that does not hash, derive, link or follow its predecessor, or any error
+- At the first row that does not hash, splice (chain.spliced_sql), derive, link or follow its
+  predecessor, or any error
   (damage, text that is not UTF-8), the whole range is checked again by chain.check_rows,
   which names the first problem exactly as before: the report does not depend on this path.
 - Reads only; a worker opens the file read-only with memory-mapped I/O (no copy through the
@@ -46,9 +47,14 @@ _COLUMNS = (
     "span_id, parent_span_id, tool_call_id, path_objects_json, path_logical, path_relative, paths_json, "
     "duration_ms")
 # 43: the large texts are text (or NULL) and nothing outside the restated line is set
+# and each is one JSON value (chain.spliced_sql; a payload holding references is checked once
+# expanded, by the same json_valid, at the end of the range)
 _PLAIN = ("typeof(attrs_json) = 'text' AND typeof(content_json) IN ('text', 'null') "
           "AND typeof(raw_json) IN ('text', 'null') AND typeof(path_objects_json) IN ('text', 'null') "
-          "AND unknown_json IS NULL AND content_ref IS NULL AND raw_ref IS NULL")
+          "AND unknown_json IS NULL AND content_ref IS NULL AND raw_ref IS NULL AND "
+          + chain.spliced_sql("attrs_json", "content_json", "NULL",
+                              "CASE WHEN instr(raw_json, char(1)) = 0 THEN raw_json END"))
+_EXPANDED_VALID = "SELECT json_valid(CAST(? AS TEXT))"
 SELECT = (f"SELECT {_COLUMNS}, {_PLAIN}, CAST(attrs_json AS BLOB), CAST(content_json AS BLOB), "
           "CAST(raw_json AS BLOB), event_hash, chain_hash FROM events WHERE seq >= ? AND seq < ? ORDER BY seq")
 _ONE = chain.SELECT_RANGE.replace("seq >= ? AND seq < ?", "seq = ?")
@@ -181,7 +187,7 @@ def _fast(conn, lo: int, hi: int):
     if type(prev) is not str:
         return None
     prev = bytes.fromhex(prev)
-    digests = []
+    digests, expanded = [], []
     keep = digests.append
     for r in conn.execute(SELECT, (lo, hi)):
         seq = r[0]
@@ -213,6 +219,7 @@ def _fast(conn, lo: int, hi: int):
                             raw = _payload(r)
                         except ValueError:
                             return None
+                        expanded.append((raw,))
                     h.update(raw)
                 h.update(b"}")
                 d = h.digest()
@@ -223,13 +230,15 @@ def _fast(conn, lo: int, hi: int):
                     return None
         if d is None:  # a row the restated line does not cover: line_from_row's verdict
             full = conn.execute(_ONE, (seq,)).fetchone()
-            if full is None or not chain.row_verifies(full):
+            if full is None or not chain.row_verifies(full, conn):
                 return None
             d = bytes.fromhex(full[-2])
         prev = link(prev, d, sha)
         if prev.hex() != r[48]:
             return None
         keep(d)
+    if expanded and not all(ok for (ok,) in conn.executemany(_EXPANDED_VALID, expanded)):
+        return None
     return len(digests), digests
 
 

@@ -7,13 +7,18 @@ Invariants:
   (`event.line_from_row`). `link` (hex) and `link_digest` (raw digests) are the only places
   the rule is written; the store appends with it, verify, checkpoint signing and bundles
   check with it.
+- A row verifies only when each JSON text its canonical line splices verbatim (attrs, content,
+  the raw payload as expanded, the unknown fields) is one JSON value by SQLite's json_valid
+  (`spliced_sql`, the one statement of the rule): a line is the same bytes however its texts
+  are cut into columns, so without this a payload moved into content_json, or attrs taking
+  in the content after them, would still hash.
 - `check_rows` reads only; it names the first row (by seq) that does not hash, derive or link.
   Verify reaches it through attemptdb.integrity.bulkcheck, whose faster pass over a large
   range hands every range it cannot pass back to it.
 Only hashlib/_sha256 and our hook-path modules: the store imports this on the hook path.
 """
 
-from ..model import event, fastjson, ids
+from ..model import event, fastjson, ids, payload
 
 GENESIS = "0" * 64
 
@@ -51,6 +56,31 @@ SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, content_ref, raw_ref, 
                  "FROM events WHERE seq >= ? AND seq < ? ORDER BY seq")
 _I_LOGICAL, _I_RELATIVE, _I_PATHS, _I_OBJECTS = (event.COLUMNS.index(c) for c in (
     "path_logical", "path_relative", "paths_json", "path_objects_json"))
+_I_ATTRS, _I_CONTENT, _I_RAW, _I_UNKNOWN, _I_PSID, _I_CALL, _I_PEN = (event.COLUMNS.index(c) + 1 for c in (
+    "attrs_json", "content_json", "raw_json", "unknown_json", "provider_session_id", "tool_call_id",
+    "provider_event_name"))
+
+
+def spliced_sql(attrs: str, content: str, unknown: str, raw: str) -> str:
+    """SQL true when each of these texts (SQL expressions) is what a canonical line may splice:
+    attrs one JSON value, content and raw NULL or one JSON value, the unknown fields NULL or
+    one JSON object."""
+    return (f"(json_valid({attrs}) AND ({content} IS NULL OR json_valid({content})) "
+            f"AND ({unknown} IS NULL OR CASE WHEN json_valid({unknown}) THEN json_type({unknown}) = 'object' "
+            f"ELSE 0 END) AND ({raw} IS NULL OR json_valid({raw})))")
+
+
+_SPLICED = "SELECT " + spliced_sql("?1", "?2", "?3", "?4")
+
+
+def spliced_ok(conn, r) -> bool:
+    """The JSON texts of row `r` (check_rows layout, its line already rendered) pass
+    `spliced_sql`, the raw payload as expanded (a stored one holds references); `conn` is any
+    SQLite connection."""
+    raw = r[_I_RAW]
+    if raw is not None:
+        raw = payload.expand(raw, r[_I_CONTENT], (r[_I_PSID], r[_I_CALL], r[_I_PEN]))
+    return bool(conn.execute(_SPLICED, (r[_I_ATTRS], r[_I_CONTENT], r[_I_UNKNOWN], raw)).fetchone()[0])
 
 
 def problem(kind, message, seq=None, event_id=None) -> dict:
@@ -125,6 +155,10 @@ def _check_rows(conn, lo, hi, gaps, state, leaves=None):
         if actual != ev_hash:
             return n, problem("event_hash", f"row seq={seq} ({eid}) does not match its event_hash: "
                               "the row was edited", seq, eid)
+        if not spliced_ok(conn, r):
+            return n, problem("json_column", f"row seq={seq} ({eid}) hashes, but its attrs, content, raw or "
+                              "unknown-field text is not one JSON value: text was moved between its columns "
+                              "(the row was edited)", seq, eid)
         if r[_I_OBJECTS + 1] is not None or r[_I_LOGICAL + 1] is not None or r[_I_RELATIVE + 1] is not None \
                 or r[_I_PATHS + 1] is not None or r[NCOL + 1] is not None or r[NCOL + 2] is not None:
             if not _derived_ok(r):
@@ -148,12 +182,13 @@ def _check_rows(conn, lo, hi, gaps, state, leaves=None):
     return n, None
 
 
-def row_verifies(r) -> bool:
+def row_verifies(r, conn) -> bool:
     """A row in the layout `check_rows` reads (seq, COLUMNS, content_ref, raw_ref, event_hash,
-    chain_hash) hashes to its event_hash and its derived columns follow: what verify checks
-    of a row on its own, before its link."""
+    chain_hash) hashes to its event_hash, its JSON texts are one value each (`spliced_ok`,
+    asked of `conn`) and its derived columns follow: what verify checks of a row on its own,
+    before its link."""
     try:
-        if sha_line(event.line_from_row(r[1:NCOL + 1])) != r[-2]:
+        if sha_line(event.line_from_row(r[1:NCOL + 1])) != r[-2] or not spliced_ok(conn, r):
             return False
     except (ValueError, TypeError, AttributeError, IndexError, UnicodeEncodeError, event.EventError):
         return False

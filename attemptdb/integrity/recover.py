@@ -89,7 +89,7 @@ class _Rows:
         seq = r[0]
         if seq in self.seqs:
             return False
-        if not chain.row_verifies(r):
+        if not chain.row_verifies(r, self.conn):
             self.bad.add(seq)
             return False
         self.conn.execute("INSERT INTO r VALUES (?, ?, ?, ?)", (seq, r[-2], r[-1], marshal.dumps(tuple(r))))

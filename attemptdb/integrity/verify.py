@@ -2,7 +2,8 @@
 
 Invariants: reads only (a read-only connection is enough); names the FIRST problem by sequence
 and event id; detects a row edited in any stored column but `retracted` (hashed columns by the
-event hash; the path columns derived from the hashed paths by recomputing them; the unused
+event hash, each JSON text it splices one JSON value (chain.spliced_sql: text moved between
+columns keeps the hash); the path columns derived from the hashed paths by recomputing them; the unused
 `content_ref`/`raw_ref` must stay NULL), deleted, inserted, reordered, the tail truncated below
 a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
 key (named by the first checkpoint it breaks), missing immutability triggers, a schema newer
@@ -342,7 +343,7 @@ def verify(st) -> Report:
     return rep
 
 
-DAMAGE_KINDS = ("damaged", "event_hash", "derived_column", "chain", "sequence_gap", "not_utf8")
+DAMAGE_KINDS = ("damaged", "event_hash", "json_column", "derived_column", "chain", "sequence_gap", "not_utf8")
 """Problems that mean the rows themselves are not what was written: the file is marked damaged."""
 
 
