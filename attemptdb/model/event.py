@@ -296,7 +296,7 @@ class Prepared:
     placeholders for source_seq, hlc and ingested_at, and the canonical line in pieces around
     them. Preparing is pure (it can run in another process); `finish` is the writer's part."""
 
-    __slots__ = ("event_id", "device_id", "source_seq", "hlc", "ingested_at", "row", "pre", "mid", "rest")
+    __slots__ = ("event_id", "device_id", "source_seq", "hlc", "ingested_at", "row", "pre", "mid", "rest", "tail")
 
     def __init__(self, env: dict):
         eid, dev = env["event_id"], env["device_id"]
@@ -314,9 +314,10 @@ class Prepared:
         attrs = env.get("attrs")
         attrs_json = fastjson.dumps(attrs) if attrs else "{}"
         content_json, values = payload.content_text(env["content"]) if "content" in env else (None, ())
-        raw_json = payload.pack(fastjson.dumps(env["raw"]), content_json, values,
+        raw_text = fastjson.dumps(env["raw"]) if "raw" in env else None
+        raw_json = payload.pack(raw_text, content_json, values,
                                 (env["provider_session_id"], tool.get("call_id"), env["provider_event_name"])
-                                ) if "raw" in env else None
+                                ) if raw_text is not None else None
         unknown_json = fastjson.dumps(unknown) if unknown else None
         paths_full = fastjson.dumps(paths) if paths else None
         obs, cap = env["observed_at"], env["captured_at"]
@@ -334,22 +335,23 @@ class Prepared:
             outcome.get("status"), outcome.get("class"), outcome.get("exit_code"), env.get("duration_ms"),
             attrs_json, content_json, raw_json, unknown_json, paths_full,
         )
+        # the end of the line, with the payload as sent: the writer need not expand raw_json
+        self.tail = _tail(attrs_json, content_json, raw_text, unknown_json)
         self.pre = f'{{"event_id":"{eid}","schema_version":{env["schema_version"]},"device_id":"{dev}",'
         self.mid = f'"observed_at":{obs},"captured_at":{cap}'
-        # the scalar head after the clocks; attrs/content/raw/x_* are spliced from the row's
-        # texts in `finish`, so the large parts exist once (cheap to ship between processes)
+        # the scalar head after the clocks
         self.rest = "," + fastjson.dumps({k: env[k] for k in _REST_ORDER if k in env})[1:-1]
 
     def as_tuple(self) -> tuple:
         """Plain data (str/int/None/tuples only: marshal-able) for another process."""
         return (self.event_id, self.device_id, self.source_seq, self.hlc, self.ingested_at,
-                self.row, self.pre, self.mid, self.rest)
+                self.row, self.pre, self.mid, self.rest, self.tail)
 
     @classmethod
     def from_tuple(cls, t: tuple) -> "Prepared":
         p = cls.__new__(cls)
         (p.event_id, p.device_id, p.source_seq, p.hlc, p.ingested_at,
-         p.row, p.pre, p.mid, p.rest) = t
+         p.row, p.pre, p.mid, p.rest, p.tail) = t
         return p
 
     def finish(self, source_seq: int, hlc: int, ingested_at: int | None) -> tuple[tuple, str]:
@@ -358,9 +360,8 @@ class Prepared:
         ing_text = None if ingested_at is None else _iso(ingested_at)
         row = r[:3] + (source_seq, hlc) + r[5:7] + (ing_text,) + r[8:]
         ing = "" if ingested_at is None else f',"ingested_at":{ingested_at}'
-        parts = [self.pre, f'"source_seq":{source_seq},"hlc":{hlc},', self.mid, ing, self.rest]
-        _close_line(parts, r)
-        return row, "".join(parts)
+        return row, "".join((self.pre, f'"source_seq":{source_seq},"hlc":{hlc},', self.mid, ing, self.rest,
+                             self.tail))
 
 
 def to_row(env: dict) -> tuple:
@@ -484,22 +485,25 @@ def line_from_row(r) -> str:
         p.append("}")
     if r[40] is not None:
         p.append(f',"duration_ms":{int(r[40])}')
-    _close_line(p, r)
+    raw = None if r[43] is None else payload.expand(r[43], r[42], (r[22], r[33], r[13]))
+    p.append(_tail(r[41], r[42], raw, r[44]))
     return "".join(p)
 
 
-def _close_line(parts: list, r) -> None:
-    """The end of a canonical line from its row: attrs (unless empty), content, raw, the
-    unknown top-level fields spliced in, and the closing brace."""
-    if r[41] != "{}":
-        parts.append(',"attrs":' + r[41])
-    if r[42] is not None:
-        parts.append(',"content":' + r[42])
-    if r[43] is not None:
-        parts.append(',"raw":' + payload.expand(r[43], r[42], (r[22], r[33], r[13])))
-    if r[44] is not None and len(r[44]) > 2:
-        parts.append("," + r[44][1:-1])
+def _tail(attrs: str, content: str | None, raw: str | None, unknown: str | None) -> str:
+    """The end of a canonical line: attrs (unless empty), content, raw (the payload as sent),
+    the unknown top-level fields spliced in, and the closing brace."""
+    parts = []
+    if attrs != "{}":
+        parts.append(',"attrs":' + attrs)
+    if content is not None:
+        parts.append(',"content":' + content)
+    if raw is not None:
+        parts.append(',"raw":' + raw)
+    if unknown is not None and len(unknown) > 2:
+        parts.append("," + unknown[1:-1])
     parts.append("}")
+    return "".join(parts)
 
 
 def check_storable(env: dict) -> None:
