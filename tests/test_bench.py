@@ -10,13 +10,31 @@ from attemptdb.devtools import bench
 
 def test_ingest_reports_both_halves_the_plain_insert_and_the_bytes_in_one_run():
     r = bench.ingest(300, repeat=1, batch=100)
-    for k in ("seconds", "baseline_seconds", "prepare_seconds", "write_seconds"):
+    for k in ("seconds", "baseline_seconds", "prepare_seconds", "write_seconds", "chain_only_seconds"):
         assert r[k] > 0, k
-    for k in ("ratio", "prepare_ratio", "write_ratio"):
+    for k in ("ratio", "prepare_ratio", "write_ratio", "chain_only_ratio"):
         assert r[k] > 0, k
     assert r["events"] == 300 and r["jsonl_bytes_per_event"] == round(r["bytes"] / 300, 1)
     assert r["file_bytes_per_event"] == round(r["file_bytes"] / 300, 1)
     assert r["file_to_jsonl"] == round(r["file_bytes"] / r["bytes"], 3)
+
+
+def test_chain_only_stores_every_event_and_projects_none(tmp_path):
+    from attemptdb.devtools import synth
+    from attemptdb.store.database import Store
+    src, db = str(tmp_path / "e.jsonl"), str(tmp_path / "c.db")
+    synth.write_jsonl(src, 400, 2)
+    assert bench._chain_only(db, src, 100) > 0
+    st = Store.open(db, readonly=True)
+    try:
+        c = st.conn
+        assert st.count() == 400
+        assert c.execute("SELECT count(*) FROM session_facts").fetchone()[0] == 0
+        assert c.execute("SELECT count(*) FROM turn_facts").fetchone()[0] == 0
+        sessions = c.execute("SELECT count(DISTINCT session_id) FROM events").fetchone()[0]
+        assert c.execute("SELECT count(*) FROM projection_dirty").fetchone()[0] == sessions > 1
+    finally:
+        st.close()
 
 
 def test_verify_reports_a_same_run_floor():

@@ -7,7 +7,9 @@ in the same run (these machines are noisy; absolute numbers alone mislead).
   truncated, as an import ends. The same run times each half alone (prepare-only: parse,
   validate, canonical form, privacy contract, rows, no database; write-only: those prepared
   rows into a fresh file with every projection) and reports bytes per event of the file
-  and of the JSONL.
+  and of the JSONL. Chain-only: the same import with the projections paused (each event
+  only notes its session, rebuild.pause), timed to the end of its appends: parse, prepare,
+  chain, row and indexes, the floor under every projection.
 - verify: full verification rate against the same run's floor (SHA-256 of the same canonical
   lines read from a file), and its two big parts alone (SQLite's integrity check, the chain).
 - capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
@@ -125,6 +127,21 @@ def _write_only(path: str, prepared: str, batches: int) -> float:
     return dt
 
 
+def _chain_only(path: str, src: str, batch: int) -> float:
+    """The import of `src` into a fresh file with the projections paused, to the end of its
+    appends (the file is scratch: the replay a resume would run is not timed, nor run)."""
+    from ..exchange.importers.jsonl import import_file
+    from ..projections import rebuild
+    st = Store.open(path)
+    try:
+        rebuild.pause(st.conn)
+        t0 = time.perf_counter()
+        import_file(st, src, batch=batch)
+        return time.perf_counter() - t0
+    finally:
+        st.close()
+
+
 def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None,
            halves: bool = True) -> dict:
     """Import `events` synthetic events into a fresh file `repeat` times, interleaved with the
@@ -149,7 +166,7 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
         with open(rows_file, "wb") as f:
             marshal.dump(rows, f)
         del rows
-        ours, base, prep, write = [], [], [], []
+        ours, base, prep, write, chained = [], [], [], [], []
         prepared = os.path.join(tmp, "prepared.marshal")
         nbatches = (events + batch - 1) // batch
         file_bytes = None
@@ -177,18 +194,23 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
                 wpath = _fresh(tmp, "written.db")
                 _settle()
                 write.append(_write_only(wpath, prepared, nbatches))
+                cpath = _fresh(tmp, "chain.db")
+                _settle()
+                chained.append(_chain_only(cpath, src, batch))
         t_ours, t_base = statistics.median(ours), statistics.median(base)
         out = {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
                "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
                "baseline_seconds": round(t_base, 3), "baseline_rows_per_s": round(events / t_base),
                "ratio": round(t_base / t_ours, 3)}
         if halves:
-            t_prep, t_write = statistics.median(prep), statistics.median(write)
+            t_prep, t_write, t_chain = statistics.median(prep), statistics.median(write), statistics.median(chained)
             out.update({
                 "prepare_seconds": round(t_prep, 3), "prepare_events_per_s": round(events / t_prep),
                 "prepare_ratio": round(t_base / t_prep, 3),
                 "write_seconds": round(t_write, 3), "write_events_per_s": round(events / t_write),
                 "write_ratio": round(t_base / t_write, 3),
+                "chain_only_seconds": round(t_chain, 3), "chain_only_events_per_s": round(events / t_chain),
+                "chain_only_ratio": round(t_base / t_chain, 3),
                 "file_bytes": file_bytes, "file_bytes_per_event": round(file_bytes / events, 1),
                 "jsonl_bytes_per_event": round(size / events, 1),
                 "file_to_jsonl": round(file_bytes / size, 3)})
