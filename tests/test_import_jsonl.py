@@ -77,7 +77,7 @@ def test_bad_line_is_named_and_its_batch_is_not_half_written(tmp_path, home, bad
     assert r.returncode == 2 and b"line 13" in r.stderr and b"Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("pipeline", [False, True])
+@pytest.mark.parametrize("pipeline", [False, True, 2, 3])
 def test_an_overlong_line_stops_the_import_unread(tmp_path, home, monkeypatch, pipeline):
     """A line over MAX_LINE (64 MiB; lowered here) is named and never read whole: a file
     without newlines cannot make an import hold gigabytes."""
@@ -126,7 +126,7 @@ def test_pipeline_and_single_process_store_the_same_envelopes(tmp_path, home):
     src = tmp_path / "in.jsonl"
     src.write_bytes(_stream(2500, seed=5))
     rows = []
-    for name, pipe in (("one.db", False), ("two.db", True)):
+    for name, pipe in (("one.db", False), ("two.db", True), ("three.db", 2), ("four.db", 3)):
         st = Store.open(str(tmp_path / name))
         rep = jsonl.import_file(st, str(src), pipeline=pipe, batch=400)
         assert rep.accepted == 2500
@@ -137,15 +137,42 @@ def test_pipeline_and_single_process_store_the_same_envelopes(tmp_path, home):
     assert rows[0] == rows[1]
 
 
-def test_pipeline_reports_a_bad_line_too(tmp_path, home):
-    good = _stream(30).splitlines()
+@pytest.mark.parametrize("parts", [1, 2, 3])
+@pytest.mark.parametrize("bad", [3, 16, 26, 33])
+def test_pipeline_reports_a_bad_line_too(tmp_path, home, parts, bad):
+    """Whichever preparer owns the bad line's batch, the import stops there: the batches
+    before it stored (other preparers may have prepared later ones: they are dropped)."""
+    good = _stream(40).splitlines()
     src = tmp_path / "in.jsonl"
-    src.write_bytes(b"\n".join(good[:25] + [b"{oops"] + good[25:]) + b"\n")
+    src.write_bytes(b"\n".join(good[:bad - 1] + [b"{oops"] + good[bad - 1:]) + b"\n")
     st = Store.open(str(tmp_path / "a.db"))
     with pytest.raises(AttemptError) as e:
-        jsonl.import_file(st, str(src), pipeline=True, batch=10)
-    assert "line 26" in e.value.message
-    assert st.count() == 20
+        jsonl.import_file(st, str(src), pipeline=parts, batch=10)
+    assert f"line {bad}:" in e.value.message
+    assert st.count() == (bad - 1) // 10 * 10
+    st.close()
+
+
+def test_preparers_read_the_file_from_where_the_stream_stands(tmp_path, home):
+    """Each preparer reads the file on an offset of its own, starting where the caller's
+    stream stands (the caller's offset is untouched); a stream that is no plain file gets one
+    preparer reading the stream itself."""
+    lines = _stream(30).splitlines()
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    st = Store.open(str(tmp_path / "a.db"))
+    with open(src, "rb") as f:
+        f.readline()
+        f.readline()
+        at = f.tell()
+        rep = jsonl.import_stream(st, f, batch=4, pipeline=3)
+        assert f.tell() == at
+    assert rep.accepted == 28 and st.count() == 28
+    st.close()
+    st = Store.open(str(tmp_path / "b.db"))
+    rep = jsonl.import_stream(st, io.BytesIO(b"\n".join(lines) + b"\n"), batch=4, pipeline=3)
+    assert rep.accepted == 30
+    st.close()
 
 
 @pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="pipe sizes are a Linux feature")
@@ -251,7 +278,7 @@ def test_hooks_get_their_turn_during_a_long_import(tmp_path, home):
     """A hook waits at most 2 s for the lock before it spools; an import holds the lock for one
     batch at a time and unpacks the next one outside its transaction, so hooks that arrive
     mid-import are written straight into the file."""
-    src, db, total, imp, _child = _start_import_and_wait_until_writing(tmp_path, seed=31)
+    src, db, total, imp, _preparers = _start_import_and_wait_until_writing(tmp_path, seed=31)
     st = Store.open(db, readonly=True)
     stored_before = st.count()
     st.close()
@@ -290,7 +317,7 @@ def _alive(pid):
 
 def _start_import_and_wait_until_writing(tmp_path, seed):
     """A 6-batch import running in its own process, past its first commit: (src, db, total,
-    the import process, its preparing child's pid)."""
+    the import process, the pids of its preparing children)."""
     import time
     total = jsonl.BATCH * 6
     src = tmp_path / "big.jsonl"
@@ -309,8 +336,8 @@ def _start_import_and_wait_until_writing(tmp_path, seed):
     assert imp.poll() is None, "the import ended before the crash"
     children = _children(imp.pid)
     if os.path.exists("/proc/self/task"):
-        assert len(children) == 1, "a large file is prepared in one child process"
-    return src, db, total, imp, (children[0] if children else None)
+        assert len(children) == jsonl.preparers() >= 2, "a large file is prepared in preparers() children"
+    return src, db, total, imp, children
 
 
 def _intact_and_resumable(src, db, total):
@@ -329,11 +356,12 @@ def _intact_and_resumable(src, db, total):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the worker through /proc (Linux)")
 def test_kill_9_of_the_preparing_process(tmp_path, home):
-    """The writer is told its worker died (a coded error, exit 2); what it stored is whole
+    """The writer is told its workers died (a coded error, exit 2); what it stored is whole
     batches, verifies and re-runs to completion."""
     import signal
-    src, db, total, imp, child = _start_import_and_wait_until_writing(tmp_path, seed=41)
-    os.kill(child, signal.SIGKILL)
+    src, db, total, imp, children = _start_import_and_wait_until_writing(tmp_path, seed=41)
+    for child in children:
+        os.kill(child, signal.SIGKILL)
     assert imp.wait(timeout=60) == 2
     err = imp.stderr.read()
     imp.stdout.close()
@@ -345,19 +373,19 @@ def test_kill_9_of_the_preparing_process(tmp_path, home):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the worker through /proc (Linux)")
 def test_kill_9_of_the_writing_process(tmp_path, home):
-    """The worker does not outlive its writer; the file recovers whole batches from its WAL,
-    verifies and re-runs to completion."""
+    """No worker outlives its writer; the file recovers whole batches from its WAL, verifies
+    and re-runs to completion."""
     import signal
     import time
-    src, db, total, imp, child = _start_import_and_wait_until_writing(tmp_path, seed=43)
+    src, db, total, imp, children = _start_import_and_wait_until_writing(tmp_path, seed=43)
     os.kill(imp.pid, signal.SIGKILL)
     imp.wait(timeout=60)
     imp.stdout.close()
     imp.stderr.close()
     end = time.monotonic() + 30
-    while _alive(child) and time.monotonic() < end:
+    while any(_alive(c) for c in children) and time.monotonic() < end:
         time.sleep(0.05)
-    assert not _alive(child), "the preparing process outlived its writer"
+    assert not any(_alive(c) for c in children), "a preparing process outlived its writer"
     _intact_and_resumable(src, db, total)
 
 
