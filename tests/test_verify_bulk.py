@@ -253,6 +253,11 @@ MOVES = {
     "attrs takes content": ("attrs_json != '{}' AND content_json IS NOT NULL AND unknown_json IS NULL",
                             f"attrs_json = attrs_json || ',\"content\":' || content_json, content_json = NULL, "
                             f"raw_json = {_EXPANDED}"),
+    # the payload's tail given to the unknown fields after it (which now end with the line's brace)
+    "raw gives its tail to the unknown fields": (
+        "raw_json IS NOT NULL AND unknown_json IS NULL",
+        f"raw_json = substr({_EXPANDED}, 1, instr({_EXPANDED}, ',') - 1), "
+        f"unknown_json = '{{' || substr({_EXPANDED}, instr({_EXPANDED}, ',') + 1) || '}}'"),
     # the unknown x_ fields taken into the raw payload before them
     "raw takes the unknown fields": ("raw_json IS NOT NULL AND unknown_json IS NOT NULL",
                                      f"raw_json = {_EXPANDED} || ',' || substr(unknown_json, 2, length(unknown_json) - 2), "

@@ -15,8 +15,9 @@ Invariants:
   could differ from line_from_row (a column of another type than the writer stores, unknown
   top-level fields, reference columns set), the row is rendered by line_from_row itself
   (chain.row_verifies); tests hold both renderings equal.
-- At the first row that does not hash, splice (chain.spliced_sql), derive, link or follow its
-  predecessor, or any error
+- At the first row that does not hash, cut its line where the writer did (chain.spliced_ok:
+  the texts that chain.holds_a_key are checked at the end of the range, in one executemany),
+  derive, link or follow its predecessor, or any error
   (damage, text that is not UTF-8), the whole range is checked again by chain.check_rows,
   which names the first problem exactly as before: the report does not depend on this path.
 - Reads only; a worker opens the file read-only with memory-mapped I/O (no copy through the
@@ -47,14 +48,9 @@ _COLUMNS = (
     "span_id, parent_span_id, tool_call_id, path_objects_json, path_logical, path_relative, paths_json, "
     "duration_ms")
 # 43: the large texts are text (or NULL) and nothing outside the restated line is set
-# and each is one JSON value (chain.spliced_sql; a payload holding references is checked once
-# expanded, by the same json_valid, at the end of the range)
 _PLAIN = ("typeof(attrs_json) = 'text' AND typeof(content_json) IN ('text', 'null') "
           "AND typeof(raw_json) IN ('text', 'null') AND typeof(path_objects_json) IN ('text', 'null') "
-          "AND unknown_json IS NULL AND content_ref IS NULL AND raw_ref IS NULL AND "
-          + chain.spliced_sql("attrs_json", "content_json", "NULL",
-                              "CASE WHEN instr(raw_json, char(1)) = 0 THEN raw_json END"))
-_EXPANDED_VALID = "SELECT json_valid(CAST(? AS TEXT))"
+          "AND unknown_json IS NULL AND content_ref IS NULL AND raw_ref IS NULL")
 SELECT = (f"SELECT {_COLUMNS}, {_PLAIN}, CAST(attrs_json AS BLOB), CAST(content_json AS BLOB), "
           "CAST(raw_json AS BLOB), event_hash, chain_hash FROM events WHERE seq >= ? AND seq < ? ORDER BY seq")
 _ONE = chain.SELECT_RANGE.replace("seq >= ? AND seq < ?", "seq = ?")
@@ -187,7 +183,8 @@ def _fast(conn, lo: int, hi: int):
     if type(prev) is not str:
         return None
     prev = bytes.fromhex(prev)
-    digests, expanded = [], []
+    digests, suspects = [], []
+    keyed = chain.key_search(bytes)
     keep = digests.append
     for r in conn.execute(SELECT, (lo, hi)):
         seq = r[0]
@@ -219,12 +216,17 @@ def _fast(conn, lo: int, hi: int):
                             raw = _payload(r)
                         except ValueError:
                             return None
-                        expanded.append((raw,))
                     h.update(raw)
                 h.update(b"}")
                 d = h.digest()
                 if d.hex() != r[47]:
                     return None
+                if keyed(r[44]) is not None:  # chain.spliced_ok, its SQL at the end of the range
+                    suspects.append((r[44],))
+                if r[45] is not None and keyed(r[45]) is not None:
+                    suspects.append((r[45],))
+                if r[46] is not None and keyed(raw) is not None:
+                    suspects.append((raw,))
                 if (r[38] is not None or r[39] is not None or r[40] is not None or r[41] is not None) \
                         and not follow(r[38], r[39:42]):
                     return None
@@ -237,7 +239,7 @@ def _fast(conn, lo: int, hi: int):
         if prev.hex() != r[48]:
             return None
         keep(d)
-    if expanded and not all(ok for (ok,) in conn.executemany(_EXPANDED_VALID, expanded)):
+    if suspects and not all(ok for (ok,) in conn.executemany(chain.ONE_VALUE, suspects)):
         return None
     return len(digests), digests
 

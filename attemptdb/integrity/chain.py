@@ -7,11 +7,14 @@ Invariants:
   (`event.line_from_row`). `link` (hex) and `link_digest` (raw digests) are the only places
   the rule is written; the store appends with it, verify, checkpoint signing and bundles
   check with it.
-- A row verifies only when each JSON text its canonical line splices verbatim (attrs, content,
-  the raw payload as expanded, the unknown fields) is one JSON value by SQLite's json_valid
-  (`spliced_sql`, the one statement of the rule): a line is the same bytes however its texts
-  are cut into columns, so without this a payload moved into content_json, or attrs taking
-  in the content after them, would still hash.
+- A row verifies only when its spliced JSON texts cut the line where the writer cut it: the
+  line splices attrs, content, the raw payload (expanded) and the unknown fields verbatim,
+  so it is the same bytes however its text is shared out among those columns (a payload
+  moved onto the end of content_json, the content into attrs_json, the x_ fields into the
+  payload). A text moved across a cut carries the key the line writes there, so each of
+  attrs, content and payload that holds one of those keys (`holds_a_key`) must be one JSON
+  value, and the unknown fields one JSON object, by SQLite's json_valid (`spliced_ok`; the
+  writer only stores texts that pass).
 - `check_rows` reads only; it names the first row (by seq) that does not hash, derive or link.
   Verify reaches it through attemptdb.integrity.bulkcheck, whose faster pass over a large
   range hands every range it cannot pass back to it.
@@ -61,26 +64,43 @@ _I_ATTRS, _I_CONTENT, _I_RAW, _I_UNKNOWN, _I_PSID, _I_CALL, _I_PEN = (event.COLU
     "provider_event_name"))
 
 
-def spliced_sql(attrs: str, content: str, unknown: str, raw: str) -> str:
-    """SQL true when each of these texts (SQL expressions) is what a canonical line may splice:
-    attrs one JSON value, content and raw NULL or one JSON value, the unknown fields NULL or
-    one JSON object."""
-    return (f"(json_valid({attrs}) AND ({content} IS NULL OR json_valid({content})) "
-            f"AND ({unknown} IS NULL OR CASE WHEN json_valid({unknown}) THEN json_type({unknown}) = 'object' "
-            f"ELSE 0 END) AND ({raw} IS NULL OR json_valid({raw})))")
+_KEYS: dict = {}
 
 
-_SPLICED = "SELECT " + spliced_sql("?1", "?2", "?3", "?4")
+def key_search(kind: type = str):
+    """The search of `holds_a_key` for texts of `kind` (str or bytes), compiled once."""
+    found = _KEYS.get(kind)
+    if found is None:
+        import re  # verify's, not the hook path's
+        pattern = ',"(?:attrs":|content":|raw":|x_)'
+        found = _KEYS[kind] = re.compile(pattern if kind is str else pattern.encode()).search
+    return found
+
+
+def holds_a_key(text) -> bool:
+    """`text` (str or UTF-8 bytes) holds a key a canonical line writes between or after its
+    spliced texts (`,"attrs":`, `,"content":`, `,"raw":`, `,"x_`): a text that took in or gave
+    up part of its neighbour's does (a JSON string cannot hold one: its quotes are escaped)."""
+    return key_search(type(text))(text) is not None
+
+
+ONE_VALUE = "SELECT json_valid(CAST(? AS TEXT))"
+_SPLICED = ("SELECT CASE WHEN json_valid(?1) THEN json_type(?1) = 'object' ELSE 0 END")
 
 
 def spliced_ok(conn, r) -> bool:
-    """The JSON texts of row `r` (check_rows layout, its line already rendered) pass
-    `spliced_sql`, the raw payload as expanded (a stored one holds references); `conn` is any
-    SQLite connection."""
+    """Row `r` (check_rows layout, its line already rendered) cuts its line where the writer
+    did (module invariants): every text of attrs, content and the expanded payload that
+    `holds_a_key` is one JSON value, the unknown fields one JSON object. `conn`: any SQLite
+    connection."""
     raw = r[_I_RAW]
     if raw is not None:
         raw = payload.expand(raw, r[_I_CONTENT], (r[_I_PSID], r[_I_CALL], r[_I_PEN]))
-    return bool(conn.execute(_SPLICED, (r[_I_ATTRS], r[_I_CONTENT], r[_I_UNKNOWN], raw)).fetchone()[0])
+    for text in (r[_I_ATTRS], r[_I_CONTENT], raw):
+        if isinstance(text, str) and holds_a_key(text) and not conn.execute(ONE_VALUE, (text,)).fetchone()[0]:
+            return False
+    unknown = r[_I_UNKNOWN]
+    return unknown is None or bool(conn.execute(_SPLICED, (unknown,)).fetchone()[0])
 
 
 def problem(kind, message, seq=None, event_id=None) -> dict:

@@ -6,8 +6,9 @@ transaction starts, so a malformed line (reported with its number, never its con
 nothing of its batch written and stops the import; every event passes the ingestion contract
 before it is stored. Large files are prepared (parse, validate, ingestion contract, row and
 line pieces) in forked processes, one per core beyond the writer and at least two
-(`preparers`; batches dealt round, each read back in the stream's order), while this one links and writes: the result
-is byte-identical to the single-process path, and a bad line is reported as it would be.
+(`preparers`; batches dealt round, each read back in the stream's order), while this one
+links and writes: the result is byte-identical to the single-process path, and a bad line
+is reported as it would be.
 """
 
 import gc
@@ -206,8 +207,9 @@ def _from_child(stream, ingest, batch, parts: int = 1):
     parts = len(readers)
     pipes, procs = [], []
 
-    def child(reader, part, recv, send):
-        recv.close()
+    def child(reader, part, send):
+        for recv in pipes:  # its own and the earlier preparers' read ends: only the writer reads,
+            recv.close()  # so a preparer whose writer died meets a closed pipe, not a full one
         try:
             for items in prepared_batches(reader, ingest, batch, part, parts):
                 send.send_bytes(marshal.dumps(("batch", [p.as_tuple() for p in items])))
@@ -229,7 +231,7 @@ def _from_child(stream, ingest, batch, parts: int = 1):
             recv, send = ctx.Pipe(duplex=False)
             _widen(recv)
             pipes.append(recv)
-            proc = ctx.Process(target=child, args=(reader, part, recv, send), daemon=True)
+            proc = ctx.Process(target=child, args=(reader, part, send), daemon=True)
             proc.start()
             procs.append(proc)
             send.close()
