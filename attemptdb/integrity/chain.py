@@ -85,7 +85,7 @@ def holds_a_key(text) -> bool:
 
 
 ONE_VALUE = "SELECT json_valid(CAST(? AS TEXT))"
-_SPLICED = ("SELECT CASE WHEN json_valid(?1) THEN json_type(?1) = 'object' ELSE 0 END")
+_ONE_OBJECT = "SELECT CASE WHEN json_valid(?1) THEN json_type(?1) = 'object' ELSE 0 END"
 
 
 def spliced_ok(conn, r) -> bool:
@@ -100,7 +100,7 @@ def spliced_ok(conn, r) -> bool:
         if isinstance(text, str) and holds_a_key(text) and not conn.execute(ONE_VALUE, (text,)).fetchone()[0]:
             return False
     unknown = r[_I_UNKNOWN]
-    return unknown is None or bool(conn.execute(_SPLICED, (unknown,)).fetchone()[0])
+    return unknown is None or bool(conn.execute(_ONE_OBJECT, (unknown,)).fetchone()[0])
 
 
 def problem(kind, message, seq=None, event_id=None) -> dict:

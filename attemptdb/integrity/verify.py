@@ -2,10 +2,10 @@
 
 Invariants: reads only (a read-only connection is enough); names the FIRST problem by sequence
 and event id; detects a row edited in any stored column but `retracted` (hashed columns by the
-event hash, each JSON text it splices one JSON value (chain.spliced_sql: text moved between
-columns keeps the hash); the path columns derived from the hashed paths by recomputing them; the unused
-`content_ref`/`raw_ref` must stay NULL), deleted, inserted, reordered, the tail truncated below
-a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
+event hash, and the cuts between its spliced JSON texts by chain.spliced_ok: text moved
+between those columns keeps the hash; the path columns derived from the hashed paths by
+recomputing them; the unused `content_ref`/`raw_ref` must stay NULL), deleted, inserted,
+reordered, the tail truncated below a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
 key (named by the first checkpoint it breaks), missing immutability triggers, a schema newer
 than the code, and any other object of the migrations missing or rewritten, or a foreign trigger
 on one of their tables (attemptdb.store.schema_integrity). Without any checkpoint a consistent rewrite
