@@ -5,11 +5,12 @@ and event id; detects a row edited in any stored column but `retracted` (hashed 
 event hash, and the cuts between its spliced JSON texts by chain.spliced_ok: text moved
 between those columns keeps the hash; the path columns derived from the hashed paths by
 recomputing them; the unused `content_ref`/`raw_ref` must stay NULL), deleted, inserted,
-reordered, the tail truncated below a checkpoint (in the file or the copy beside the key), a chain rewritten by someone without the
-key (named by the first checkpoint it breaks), missing immutability triggers, a schema newer
-than the code, and any other object of the migrations missing or rewritten, or a foreign trigger
-on one of their tables (attemptdb.store.schema_integrity). Without any checkpoint a consistent rewrite
-cannot be seen: a note says so.
+reordered, the tail truncated below a checkpoint (in the file or the copy beside the key), a
+chain rewritten by someone without the key (named by the first checkpoint it breaks), missing
+immutability triggers, a schema newer than the code, and any other object of the migrations
+missing or rewritten, or a foreign trigger on one of their tables
+(attemptdb.store.schema_integrity). Without any checkpoint a consistent rewrite cannot be
+seen: a note says so.
 A large file's rows are checked by worker processes on every core, in ranges
 (attemptdb.integrity.bulkcheck, which leaves naming any problem to chain.check_rows), with
 SQLite's integrity check as one more of their tasks, while this process does the other checks.
