@@ -154,3 +154,44 @@ def test_members_at_t_are_the_same_read_only_where_they_may_differ(tmp_path, nam
         assert differing > 0 or not ids
     finally:
         st.close()
+
+
+def test_a_hot_flip_redraws_only_that_paths_links_and_equals_a_rebuild(tmp_path, monkeypatch):
+    """One project of six paths and many sessions: paths turn hot and cold again as sessions
+    come. A turn on a flipped path that nothing else marked re-draws only its link on that path
+    (temp.unit_f), and the state still equals a build from nothing and `reproject`'s."""
+    from attemptdb.devtools import synth
+    monkeypatch.setattr(synth, "PROJECTS", 1)
+    monkeypatch.setattr(synth, "PATHS_PER_PROJECT", 6)
+    partial = []
+    real = units.refresh
+
+    def spy(conn):
+        class Counting:
+            def execute(self, sql, *args):
+                got = conn.execute(sql, *args)
+                if sql == units._sql("flipped_links"):
+                    partial.append(conn.execute("SELECT count(*) FROM temp.unit_f").fetchone()[0])
+                return got
+
+            def __getattr__(self, name):
+                return getattr(conn, name)
+        return real(Counting())
+
+    monkeypatch.setattr(units, "refresh", spy)
+    st = Store.open(str(tmp_path / "a.db"))
+    try:
+        evs = list(synth.generate(12_000, seed=4, device_id=st.device_id))
+        for i in range(0, len(evs), 100):
+            st.append(evs[i:i + 100])
+        assert sum(1 for n in partial if n) >= 3  # flips re-drew some turns' links in part
+        rep = rebuild.reproject(st.conn, write=False)
+        assert rep.clean, rep.as_dict()
+        before = rebuild.dump(st.conn, units.UNIT_TABLES)
+        st.conn.execute("BEGIN IMMEDIATE")
+        units.rebuild(st.conn)
+        after = rebuild.dump(st.conn, units.UNIT_TABLES)
+        st.conn.execute("ROLLBACK")
+    finally:
+        st.close()
+    assert before == after

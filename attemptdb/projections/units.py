@@ -9,7 +9,9 @@ changed; `refresh` then, with SQL statements over those turns:
 3. re-draws the links (`unit_links`) of every turn whose rule inputs changed: a marked turn whose
    start or edited paths changed, the turns after a marked one on its paths within the
    look-back (its activity and last edits are their inputs), the next turn of its session, the
-   receivers a handoff from its span could reach, and every turn on a path whose hotness flipped;
+   receivers a handoff from its span could reach; and, of every other turn on a path whose
+   hotness flipped, only its link on that path (`unit_f`: nothing else it links by reads a
+   path's hotness);
 4. labels components: links only added merge units (the unit whose earliest member is earlier
    keeps its id, the other's members take it); a link or member removed labels the units it
    touched again from their links (a SQLite trigger cannot loop, so this one step is Python);
@@ -52,11 +54,32 @@ def _sql(name: str) -> str:
 
 
 _OTHERS_DIRTY = "turn_id NOT IN (SELECT turn_id FROM temp.unit_d)"
+_RELINKED = "SELECT turn_id FROM temp.unit_w UNION SELECT turn_id FROM temp.unit_f"
+"""The turns whose links are drawn again, in whole (unit_w) or in part (unit_f)."""
+
+# links: one per edited path (the best of the LOOK_BACK turns before it on that path that is
+# not concurrent and edited it within 6 h), for the edits `edits` names
+_PATH_LINKS = f"""
+INSERT INTO unit_links (turn_id, kind, path, target_turn_id)
+SELECT * FROM (
+  SELECT e.turn_id AS turn_id, 'path' AS kind, e.path AS path, (
+    SELECT c.turn_id FROM unit_edits c JOIN unit_turns ct ON ct.turn_id = c.turn_id
+    WHERE c.project_id = e.project_id AND c.path = e.path AND c.edit_key < e.edit_key
+      AND c.edit_key >= coalesce((SELECT f.edit_key FROM unit_edits f
+                                  WHERE f.project_id = e.project_id AND f.path = e.path AND f.edit_key < e.edit_key
+                                  ORDER BY f.edit_key DESC LIMIT 1 OFFSET {LOOK_BACK - 1}), '')
+      AND NOT (ct.session_id <> t.session_id AND ct.started_at <= t.active_until AND t.started_at <= ct.active_until)
+      AND @us(c.last_edit) >= @us(e.first_edit) - {SIX_HOURS_US}
+    ORDER BY ct.session_id = t.session_id DESC, c.last_edit DESC, c.edit_key DESC LIMIT 1) AS target
+  FROM {{edits}} JOIN unit_turns t ON t.turn_id = e.turn_id
+  WHERE NOT coalesce((SELECT p.hot FROM unit_paths p WHERE p.project_id = e.project_id AND p.path = e.path), 0))
+WHERE target IS NOT NULL"""
 
 _STATEMENTS = {
     "temp": """
 CREATE TEMP TABLE IF NOT EXISTS unit_d (turn_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_w (turn_id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TEMP TABLE IF NOT EXISTS unit_f (turn_id, path, PRIMARY KEY (turn_id, path)) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_turns (turn_id TEXT PRIMARY KEY, project_id, session_id, turn_index,
   started_at, first_event_id, order_key, work_unit_id, begins, span_end, giver_turn_id, giver_session_id) WITHOUT ROWID;
 CREATE TEMP TABLE IF NOT EXISTS unit_old_edits (project_id, path, edit_key, turn_id, session_id, first_edit,
@@ -207,26 +230,20 @@ CROSS JOIN unit_turns r INDEXED BY unit_turns_giver_session ON r.giver_session_i
 INSERT OR IGNORE INTO temp.unit_w
 SELECT l.turn_id FROM temp.unit_d d CROSS JOIN unit_links l ON l.target_turn_id = d.turn_id
 UNION SELECT r.turn_id FROM temp.unit_d d CROSS JOIN unit_turns r ON r.giver_turn_id = d.turn_id""",
-    "save_links": """
-INSERT INTO temp.unit_old_links SELECT l.* FROM temp.unit_w w CROSS JOIN unit_links l ON l.turn_id = w.turn_id;
-DELETE FROM unit_links WHERE turn_id IN (SELECT turn_id FROM temp.unit_w);""",
-    # links: one per edited path (the best of the LOOK_BACK turns before it on that path that is
-    # not concurrent and edited it within 6 h) ...
-    "path_links": f"""
-INSERT INTO unit_links (turn_id, kind, path, target_turn_id)
-SELECT * FROM (
-  SELECT e.turn_id AS turn_id, 'path' AS kind, e.path AS path, (
-    SELECT c.turn_id FROM unit_edits c JOIN unit_turns ct ON ct.turn_id = c.turn_id
-    WHERE c.project_id = e.project_id AND c.path = e.path AND c.edit_key < e.edit_key
-      AND c.edit_key >= coalesce((SELECT f.edit_key FROM unit_edits f
-                                  WHERE f.project_id = e.project_id AND f.path = e.path AND f.edit_key < e.edit_key
-                                  ORDER BY f.edit_key DESC LIMIT 1 OFFSET {LOOK_BACK - 1}), '')
-      AND NOT (ct.session_id <> t.session_id AND ct.started_at <= t.active_until AND t.started_at <= ct.active_until)
-      AND @us(c.last_edit) >= @us(e.first_edit) - {SIX_HOURS_US}
-    ORDER BY ct.session_id = t.session_id DESC, c.last_edit DESC, c.edit_key DESC LIMIT 1) AS target
-  FROM temp.unit_w w CROSS JOIN unit_edits e ON e.turn_id = w.turn_id JOIN unit_turns t ON t.turn_id = e.turn_id
-  WHERE NOT coalesce((SELECT p.hot FROM unit_paths p WHERE p.project_id = e.project_id AND p.path = e.path), 0))
-WHERE target IS NOT NULL""",
+    "flipped": """
+INSERT OR IGNORE INTO temp.unit_f
+SELECT turn_id, path FROM unit_edits WHERE project_id = ? AND path = ? AND turn_id NOT IN (SELECT turn_id FROM temp.unit_w)""",
+    # the links before: every link of a re-linked turn (all re-drawn) or of a turn with a flipped
+    # path (only the ones on that path re-drawn), so the labelling compares whole link sets
+    "save_links": f"""
+INSERT INTO temp.unit_old_links SELECT l.* FROM ({_RELINKED}) w CROSS JOIN unit_links l ON l.turn_id = w.turn_id;
+DELETE FROM unit_links WHERE turn_id IN (SELECT turn_id FROM temp.unit_w);
+DELETE FROM unit_links WHERE kind = 'path' AND (turn_id, path) IN (SELECT turn_id, path FROM temp.unit_f);""",
+    # links: one per edited path (_PATH_LINKS), of every edit of a re-linked turn and of the
+    # other turns' edits on a flipped path ...
+    "path_links": _PATH_LINKS.format(edits="temp.unit_w w CROSS JOIN unit_edits e ON e.turn_id = w.turn_id"),
+    "flipped_links": _PATH_LINKS.format(
+        edits="temp.unit_f f CROSS JOIN unit_edits e ON e.turn_id = f.turn_id AND e.path = f.path"),
     # ... and the same session's previous turn, when this one started within 10 min of its end
     "adjacent_links": f"""
 INSERT INTO unit_links (turn_id, kind, path, target_turn_id)
@@ -289,12 +306,12 @@ WHERE @us(h.begins) - @us(h.giver_last) <= 300000000 OR EXISTS (
                   AND max(rc.first_at, coalesce(rc.finished_at, rc.first_at)) >= h.begins
                   AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = rc.attempt_key AND a.retraction > 0)))""",
     # 4. what changed for the labelling
-    "added": """
-SELECT turn_id, target_turn_id FROM unit_links WHERE turn_id IN (SELECT turn_id FROM temp.unit_w)
+    "added": f"""
+SELECT turn_id, target_turn_id FROM unit_links WHERE turn_id IN ({_RELINKED})
 EXCEPT SELECT turn_id, target_turn_id FROM temp.unit_old_links""",
-    "removed": """
+    "removed": f"""
 SELECT 1 FROM (SELECT turn_id, target_turn_id FROM temp.unit_old_links
-               EXCEPT SELECT turn_id, target_turn_id FROM unit_links WHERE turn_id IN (SELECT turn_id FROM temp.unit_w))
+               EXCEPT SELECT turn_id, target_turn_id FROM unit_links WHERE turn_id IN ({_RELINKED}))
 LIMIT 1""",
     "moved": """
 SELECT 1 FROM temp.unit_old_turns o
@@ -358,7 +375,7 @@ INSERT OR IGNORE INTO temp.unit_s SELECT u.work_unit_id FROM temp.unit_d d CROSS
 DELETE FROM unit_state WHERE work_unit_id IN (SELECT work_unit_id FROM temp.unit_s);
 INSERT INTO unit_state SELECT s.* FROM temp.unit_s t CROSS JOIN unit_state_live s ON s.work_unit_id = t.work_unit_id;""",
     "clear": """
-DELETE FROM temp.unit_d; DELETE FROM temp.unit_w; DELETE FROM temp.unit_old_turns;
+DELETE FROM temp.unit_d; DELETE FROM temp.unit_w; DELETE FROM temp.unit_f; DELETE FROM temp.unit_old_turns;
 DELETE FROM temp.unit_old_edits; DELETE FROM temp.unit_old_links; DELETE FROM temp.unit_recounted;
 DELETE FROM temp.unit_priors; DELETE FROM temp.unit_s;""",
 }
@@ -383,10 +400,10 @@ def refresh(conn) -> int:
         conn.execute(_sql("handoff_receivers"))
         conn.execute(_sql("linked_to"))
         for project, path in flipped:
-            conn.execute("INSERT OR IGNORE INTO temp.unit_w SELECT turn_id FROM unit_edits "
-                         "WHERE project_id = ? AND path = ?", (project, path))
+            conn.execute(_sql("flipped"), (project, path))
         conn.execute(_sql("save_links"))
         conn.execute(_sql("path_links"))
+        conn.execute(_sql("flipped_links"))
         conn.execute(_sql("adjacent_links"))
         if conn.execute("SELECT count(*) FROM temp.unit_w").fetchone()[0] > BULK_GIVERS:
             conn.execute(_sql("priors"))
@@ -494,11 +511,15 @@ def _merge(c, a: str, b: str) -> None:
     c.execute("DELETE FROM unit_path_windows WHERE work_unit_id = ?", (lose,))
 
 
-_TOUCHED_UNITS = """
+_MARKED_UNITS = """
 SELECT work_unit_id FROM temp.unit_old_turns
-UNION SELECT u.work_unit_id FROM temp.unit_w w JOIN unit_turns u ON u.turn_id = w.turn_id
+UNION SELECT u.work_unit_id FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id"""
+
+_TOUCHED_UNITS = f"""
+SELECT work_unit_id FROM temp.unit_old_turns
+UNION SELECT u.work_unit_id FROM ({_RELINKED}) w JOIN unit_turns u ON u.turn_id = w.turn_id
 UNION SELECT u.work_unit_id FROM temp.unit_old_links l JOIN unit_turns u ON u.turn_id = l.target_turn_id
-UNION SELECT u.work_unit_id FROM temp.unit_w w JOIN unit_links l ON l.turn_id = w.turn_id
+UNION SELECT u.work_unit_id FROM ({_RELINKED}) w JOIN unit_links l ON l.turn_id = w.turn_id
       JOIN unit_turns u ON u.turn_id = l.target_turn_id"""
 
 
@@ -536,10 +557,19 @@ def _relabel(c) -> None:
                     parent[rb] = ra
                 else:
                     parent[ra] = rb
-    for u in {m[4] for m in members.values()} | set(units):
+    before, after = {}, {}
+    for turn, m in members.items():
+        before.setdefault(m[4], set()).add(turn)
+        after.setdefault("wu_" + members[find(turn)][1][3:], set()).add(turn)
+    # a unit no marked turn is or was in, whose members are the same, keeps its edit windows
+    # (a hot flip relabels large units whose members stay); the others are counted again
+    marked = {u for (u,) in c.execute(_MARKED_UNITS)}
+    changed = {u for u in before.keys() | after.keys() | set(units) if u in marked or before.get(u) != after.get(u)}
+    for u in before.keys() | set(units):
         c.execute("INSERT OR IGNORE INTO temp.unit_s (work_unit_id) VALUES (?)", (u,))
         c.execute("DELETE FROM unit_index WHERE work_unit_id = ?", (u,))
-        c.execute("DELETE FROM unit_path_windows WHERE work_unit_id = ?", (u,))
+        if u in changed:
+            c.execute("DELETE FROM unit_path_windows WHERE work_unit_id = ?", (u,))
     indexed = set()
     for turn, (_key, _first_event, _project, _started, old) in members.items():
         root = find(turn)
@@ -551,7 +581,8 @@ def _relabel(c) -> None:
             indexed.add(root)
             c.execute("INSERT OR REPLACE INTO unit_index (work_unit_id, project_id, first_turn_id, started_at) "
                       "VALUES (?, ?, ?, ?)", (unit, project, root, started))
-            c.execute("INSERT OR IGNORE INTO temp.unit_recounted (work_unit_id) VALUES (?)", (unit,))
+            if unit in changed:
+                c.execute("INSERT OR IGNORE INTO temp.unit_recounted (work_unit_id) VALUES (?)", (unit,))
     c.execute(_sql("windows_of_units"))
 
 
