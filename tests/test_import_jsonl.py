@@ -415,3 +415,20 @@ def test_a_full_disk_is_a_coded_error_and_the_worker_stays_quiet(tmp_path, home,
     st = Store.open(db, readonly=True)
     assert st.count() == jsonl.BATCH
     st.close()
+
+
+def test_one_core_prepares_in_the_writing_process(tmp_path, home, monkeypatch):
+    """Under `taskset -c 0` (or a one-core cpuset) an import forks no preparer: they would
+    only take turns with the writer on its one core."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_stream(30))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+
+    def forked(*a, **k):
+        raise AssertionError("a preparer was forked on one core")
+    monkeypatch.setattr(jsonl, "_from_child", forked)
+    st = Store.open(str(tmp_path / "a.db"))
+    assert jsonl.import_file(st, str(src), pipeline=True, batch=10).accepted == 30
+    st.close()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert jsonl.preparers() == 3
