@@ -41,21 +41,28 @@ def test_every_scenario_interleaved_in_one_batch_equals_one_by_one(tmp_path):
     assert unit_state(str(tmp_path / "b.db"), ALL, one_by_one=False) == want
 
 
+def assert_kept_equals_rebuilt(st):
+    """`reproject --check` is clean and a unit build from nothing gives the kept unit state."""
+    rep = rebuild.reproject(st.conn, write=False)
+    assert rep.clean, rep.as_dict()
+    before = rebuild.dump(st.conn, units.UNIT_TABLES)
+    st.conn.execute("BEGIN IMMEDIATE")
+    try:
+        units.rebuild(st.conn)
+        after = rebuild.dump(st.conn, units.UNIT_TABLES)
+    finally:
+        st.conn.execute("ROLLBACK")
+    assert before == after
+
+
 def test_units_rebuilt_from_nothing_equal_the_kept_state(tmp_path):
     path = str(tmp_path / "a.db")
     unit_state(path, ALL)
     st = Store.open(path)
     try:
-        rep = rebuild.reproject(st.conn, write=False)
-        assert rep.clean, rep.as_dict()
-        before = rebuild.dump(st.conn, units.UNIT_TABLES)
-        st.conn.execute("BEGIN IMMEDIATE")
-        units.rebuild(st.conn)
-        after = rebuild.dump(st.conn, units.UNIT_TABLES)
-        st.conn.execute("ROLLBACK")
+        assert_kept_equals_rebuilt(st)
     finally:
         st.close()
-    assert before == after
 
 
 def test_a_retracted_session_leaves_its_unit(tmp_path):
@@ -185,13 +192,6 @@ def test_a_hot_flip_redraws_only_that_paths_links_and_equals_a_rebuild(tmp_path,
         for i in range(0, len(evs), 100):
             st.append(evs[i:i + 100])
         assert sum(1 for n in partial if n) >= 3  # flips re-drew some turns' links in part
-        rep = rebuild.reproject(st.conn, write=False)
-        assert rep.clean, rep.as_dict()
-        before = rebuild.dump(st.conn, units.UNIT_TABLES)
-        st.conn.execute("BEGIN IMMEDIATE")
-        units.rebuild(st.conn)
-        after = rebuild.dump(st.conn, units.UNIT_TABLES)
-        st.conn.execute("ROLLBACK")
+        assert_kept_equals_rebuilt(st)
     finally:
         st.close()
-    assert before == after
