@@ -432,3 +432,5 @@ def test_one_core_prepares_in_the_writing_process(tmp_path, home, monkeypatch):
     st.close()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     assert jsonl.preparers() == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert jsonl.preparers() == jsonl.MAX_PREPARERS == 4
