@@ -59,7 +59,7 @@ SELECT_RANGE = (f"SELECT seq, {', '.join(event.COLUMNS)}, content_ref, raw_ref, 
                  "FROM events WHERE seq >= ? AND seq < ? ORDER BY seq")
 _I_LOGICAL, _I_RELATIVE, _I_PATHS, _I_OBJECTS = (event.COLUMNS.index(c) for c in (
     "path_logical", "path_relative", "paths_json", "path_objects_json"))
-_I_ATTRS, _I_CONTENT, _I_RAW, _I_UNKNOWN, _I_PSID, _I_CALL, _I_PEN = (event.COLUMNS.index(c) + 1 for c in (
+_I_ATTRS, _I_CONTENT, _I_RAW, _I_UNKNOWN, _I_PSID, _I_CALL, _I_PEN = (event.COLUMNS.index(c) for c in (
     "attrs_json", "content_json", "raw_json", "unknown_json", "provider_session_id", "tool_call_id",
     "provider_event_name"))
 
@@ -93,13 +93,14 @@ def spliced_ok(conn, r) -> bool:
     did (module invariants): every text of attrs, content and the expanded payload that
     `holds_a_key` is one JSON value, the unknown fields one JSON object. `conn`: any SQLite
     connection."""
-    raw = r[_I_RAW]
+    c = r[1:NCOL + 1]  # the row's columns, in COLUMNS order (as line_from_row reads them)
+    raw = c[_I_RAW]
     if raw is not None:
-        raw = payload.expand(raw, r[_I_CONTENT], (r[_I_PSID], r[_I_CALL], r[_I_PEN]))
-    for text in (r[_I_ATTRS], r[_I_CONTENT], raw):
+        raw = payload.expand(raw, c[_I_CONTENT], (c[_I_PSID], c[_I_CALL], c[_I_PEN]))
+    for text in (c[_I_ATTRS], c[_I_CONTENT], raw):
         if isinstance(text, str) and holds_a_key(text) and not conn.execute(ONE_VALUE, (text,)).fetchone()[0]:
             return False
-    unknown = r[_I_UNKNOWN]
+    unknown = c[_I_UNKNOWN]
     return unknown is None or bool(conn.execute(_ONE_OBJECT, (unknown,)).fetchone()[0])
 
 
