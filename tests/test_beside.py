@@ -165,3 +165,126 @@ def test_state_at_reads_the_same_through_the_companion_as_in_line(scenario_db, m
     assert [(r.rows, r.notes) for r in two] == [(r.rows, r.notes) for r in one]
     assert any(r.rows for r in one)
     conn.close()
+
+
+# --- reads split in halves, one snapshot --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def units_db(tmp_path_factory):
+    from test_attemptql_units import build as build_units
+    path = str(tmp_path_factory.mktemp("beside-units") / "units.db")
+    build_units(path)
+    return path
+
+
+SHOWS = ["SHOW WORK UNITS", "SHOW WORK UNITS LIMIT 3", "SHOW WORK UNITS ORDER BY started_at ASC LIMIT 3",
+         "SHOW WORK UNITS FOR project = 'acme/demo'"]
+
+
+def _settled(result):
+    """Rows without status_reason (its idle seconds move between two reads)."""
+    i = result.columns.index("status_reason")
+    return [r[:i] + r[i + 1:] for r in result.rows], result.notes
+
+
+def _fetches(monkeypatch):
+    """(connection, statement) of every Context.fetch, in order."""
+    seen = []
+    real = Context.fetch
+
+    def fetch(self, q):
+        seen.append((self.conn, q))
+        return real(self, q)
+    monkeypatch.setattr(Context, "fetch", fetch)
+    return seen
+
+
+def test_show_work_units_read_in_halves_gives_what_one_connection_gives(units_db, monkeypatch):
+    import attemptdb.query.beside as b
+    monkeypatch.setattr(b, "MIN_SPLIT", 2)
+    conn, gate = connect(units_db)
+    seen = _fetches(monkeypatch)
+    two = [execute.run(conn, s, gate=gate) for s in SHOWS]
+    halves = [q for c, q in seen if c is not conn]
+    assert len(halves) == len(SHOWS), "each statement read one half on the companion"
+    monkeypatch.setattr(b, "pairing", lambda c: None)
+    one = [execute.run(conn, s, gate=gate) for s in SHOWS]
+    assert [_settled(r) for r in two] == [_settled(r) for r in one]
+    assert len(one[0].rows) == 4 and len(one[1].rows) == 3
+    assert not conn.in_transaction
+    conn.close()
+
+
+def test_a_half_read_in_another_snapshot_is_read_again_on_the_callers_connection(units_db, monkeypatch):
+    """The companion saw another snapshot (a commit between the two reads): its half is read
+    again on the caller's connection, in the caller's snapshot."""
+    import attemptdb.query.beside as b
+    monkeypatch.setattr(b, "MIN_SPLIT", 2)
+    real_mark = b.snapshot_mark
+    main = threading.get_ident()
+    monkeypatch.setattr(b, "snapshot_mark", lambda c: real_mark(c) + ((threading.get_ident() == main),))
+    conn, gate = connect(units_db)
+    seen = _fetches(monkeypatch)
+    got = execute.run(conn, "SHOW WORK UNITS", gate=gate)
+    mine = [q.params for c, q in seen if c is conn]
+    theirs = [q.params for c, q in seen if c is not conn]
+    assert len(theirs) == 1 and theirs[0] in mine  # the companion's half, read again here
+    monkeypatch.setattr(b, "pairing", lambda c: None)
+    assert _settled(got) == _settled(execute.run(conn, "SHOW WORK UNITS", gate=gate))
+    conn.close()
+
+
+def test_state_rereads_sessions_a_companion_read_in_another_snapshot(units_db, monkeypatch):
+    import attemptdb.query.beside as b
+    from attemptdb.query import state
+    calls = []
+    real_state_at = state.state_at
+    monkeypatch.setattr(state, "state_at", lambda ctx, *a: calls.append(ctx.conn) or real_state_at(ctx, *a))
+    real_mark = b.snapshot_mark
+    main = threading.get_ident()
+    monkeypatch.setattr(state, "snapshot_mark", lambda c: real_mark(c) + ((threading.get_ident() == main),))
+    conn, gate = connect(units_db)
+    got = execute.run(conn, "STATE project AT now", now_us=NOW, gate=gate)
+    assert len(calls) == 2 and calls[0] is not conn and calls[1] is conn
+    monkeypatch.setattr(b, "pairing", lambda c: None)
+    again = execute.run(conn, "STATE project AT now", now_us=NOW, gate=gate)
+    assert (got.rows, got.notes) == (again.rows, again.notes)
+    conn.close()
+
+
+def test_a_companion_opened_before_its_part_is_known(scenario_db):
+    """`beside(ctx)` opens the companion at once; a part given later runs on it, and one never
+    given never runs: the companion is closed either way."""
+    conn, _ = connect(scenario_db)
+    ctx = Context(conn, "", NOW)
+    before = _open_count()
+    with beside(ctx) as part:
+        assert part.companion
+        part.give(_count, "attempts")
+        theirs = part.result()
+    assert theirs[0] == _count(ctx, "attempts")[0] and theirs[1] != threading.get_ident()
+    with beside(ctx) as part:
+        time.sleep(0.05)
+    assert _open_count() == before
+    mem = Context(apsw.Connection(":memory:"), "", NOW)
+    with beside(mem) as part:  # no companion: the part runs in line at result()
+        assert not part.companion
+        part.give(lambda c: c.conn)
+        assert part.result() is mem.conn
+    conn.close()
+
+
+def test_one_snapshot_for_a_block_behind_the_gate(scenario_db):
+    """snapshot() holds one read transaction even though the gate refuses transaction control
+    to a user's statement, and nests as a no-op."""
+    from attemptdb.store.readonly import snapshot
+    conn, gate = connect(scenario_db)
+    with pytest.raises(apsw.AuthError):
+        conn.execute("BEGIN")
+    with snapshot(conn):
+        assert conn.in_transaction
+        with snapshot(conn):
+            conn.execute("SELECT count(*) FROM events").fetchone()
+        assert conn.in_transaction
+    assert not conn.in_transaction and conn.authorizer is gate
+    conn.close()

@@ -88,11 +88,12 @@ def world(tmp_path_factory):
 
 def _runtime(env: dict) -> dict:
     """What peg_runtime chose in a process with this environment."""
-    code = ("import json, sys\nfrom attemptdb.query import peg_runtime as p\n"
+    code = ("import sys\nfrom attemptdb.query import peg_runtime as p\n"
+            "deferred = sorted(m for m in p.DEFERRED if m in sys.modules)\n"
+            "import json\n"  # json imports re
             "print(json.dumps({'shortcut': p.SHORTCUT, 'engine': p._ENGINE.__name__, "
             "'regex_loaded': 'regex' in sys.modules, 'version': p.version(), "
-            "'deferred_loaded': sorted(m for m in p.DEFERRED if m in sys.modules), "
-            "'file': p._E.__file__}))")
+            "'deferred_loaded': deferred, 'file': p._E.__file__}))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, env={**os.environ, **env}, timeout=60)
     assert p.returncode == 0, p.stderr.decode()
     return json.loads(p.stdout)
@@ -122,14 +123,15 @@ def test_the_shortcut_is_taken_with_the_installed_parsimonious(world):
             pytest.skip("the installed parsimonious (0.10) has no fallback to `re`: the plain import runs")
     got = _runtime({**world["env"], "PYTHONPATH": ROOT})
     assert got["shortcut"] is True and got["engine"] == "re" and got["regex_loaded"] is False
-    assert got["deferred_loaded"] == []  # inspect, ast, textwrap: stand-ins until used
+    assert got["deferred_loaded"] == []  # inspect, ast, textwrap, re: stand-ins until used
 
 
 STANDINS = r"""
-import json, sys
+import sys
 from attemptdb.query import parse, peg_runtime as p
 parse.parse("SHOW FAILED ATTEMPTS")
 before = sorted(m for m in p.DEFERRED if m in sys.modules)
+import json
 import parsimonious.exceptions as X, parsimonious.expressions as E, parsimonious.utils as U
 import parsimonious
 out = {"before": before, "callable": [E.is_callable(len), E.is_callable(lambda: 1)],
@@ -141,8 +143,8 @@ print(json.dumps(out))
 
 
 def test_the_stand_ins_hand_over_to_the_real_modules(world):
-    """What parsimonious takes from inspect, ast and textwrap works when first used: the real
-    module is imported then, and is the one in sys.modules."""
+    """What parsimonious takes from inspect, ast, textwrap and re works when first used: the
+    real module is imported then, and is the one in sys.modules."""
     if not _runtime({**world["env"], "PYTHONPATH": ROOT})["shortcut"]:
         pytest.skip("the shortcut is not taken with the installed parsimonious")
     p = subprocess.run([sys.executable, "-c", STANDINS], capture_output=True, timeout=60,
@@ -151,7 +153,7 @@ def test_the_stand_ins_hand_over_to_the_real_modules(world):
     got = json.loads(p.stdout)
     assert got["before"] == [] and got["callable"] == [False, True] and got["literal"] == "a\nb"
     assert got["dedent"] == "x\ny" and got["grammar"] == "x"
-    assert got["real"] == {"inspect": True, "ast": True, "textwrap": True}
+    assert got["real"] == {"inspect": True, "ast": True, "textwrap": True, "re": True}
 
 
 def test_parsimonious_without_a_re_fallback_answers(world):
@@ -168,16 +170,23 @@ def test_parsimonious_without_a_re_fallback_answers(world):
     _answers_like_the_ordinary_install(world, env)
 
 
-def test_a_shortcut_that_imports_but_cannot_parse_is_undone(world):
-    """The shortcut's imports succeed, but its engine cannot match: the smoke parse notices,
-    everything it loaded is dropped and the plain import (with `regex`) runs."""
+def test_a_broken_engine_is_never_used_and_a_build_imports_the_plain_way(world):
+    """The shortcut's imports succeed but its regex engine cannot match. A loaded grammar never
+    asks the engine (keyword and fixed patterns); building one checks it first, and with this
+    one drops what the shortcut loaded and imports parsimonious the plain way (with `regex`)."""
     site = world["root"] / "site-broken-re"
     pkg = _copy(str(site))
     _edit_expressions(pkg, BROKEN_RE_FALLBACK)
     env = _env(world, "broken-re", str(site))
     got = _runtime(env)
     assert got["file"].startswith(str(site)), got
-    assert (got["shortcut"], got["engine"]) == (False, "regex")
+    assert (got["shortcut"], got["engine"]) == (True, "re")
+    code = ("from attemptdb.query import parse, peg_runtime as p\nparse.parse('SHOW FAILED ATTEMPTS')\n"
+            "print(p.SHORTCUT, p._ENGINE.__name__)")
+    cold = {**os.environ, **env, "XDG_CACHE_HOME": str(world["root"] / "cache-broken-build")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, env=cold, timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stdout.split() == [b"False", b"regex"]
     _answers_like_the_ordinary_install(world, env)
 
 

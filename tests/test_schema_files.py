@@ -59,8 +59,11 @@ def test_migrations_hold_no_view_or_trigger_definitions():
 
 
 def test_every_predicate_is_defined_once_and_used():
-    texts = [open(p, encoding="utf-8").read() for p in schema.sql_files()]
+    files = {os.path.basename(p): open(p, encoding="utf-8").read() for p in schema.sql_files()}
+    texts = list(files.values())
     defines = [line for t in texts for line in t.split("\n") if line.startswith(schema.DEFINE)]
+    assert defines == [line for line in files[schema.PREDICATES_FILE].split("\n")
+                       if line.startswith(schema.DEFINE)], f"a predicate is defined outside {schema.PREDICATES_FILE}"
     names = [line[len(schema.DEFINE):].split("(")[0] for line in defines]
     assert len(names) == len(set(names)) and names
     body = "\n".join(texts)

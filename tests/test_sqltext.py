@@ -32,3 +32,62 @@ def test_the_work_unit_views_are_cut_into_their_declared_columns(tmp_path):
 def test_what_is_not_a_plain_select_from_is_refused(text):
     with pytest.raises(ValueError):
         select_columns(text)
+
+
+def _by_re(body: str):
+    """select_columns as it was written with `re`: the reference the scanner must equal."""
+    import re
+
+    from attemptdb.query.sqltext import skip_ws, word
+    w, i = word(body, skip_ws(body))
+    if w != "SELECT":
+        raise ValueError("expected SELECT")
+    cols, depth, start = [], 0, i
+    for m in re.finditer(r"'[^']*'|\"[^\"]*\"|[(),]|(?<![\w.])FROM\b", body[i:], re.IGNORECASE):
+        tok, j = m.group(), i + m.start()
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        elif depth == 0 and tok == ",":
+            cols.append(body[start:j])
+            start = j + 1
+        elif depth == 0 and tok.upper() == "FROM":
+            cols.append(body[start:j])
+            return [(c.rstrip().rsplit(None, 1)[-1].rsplit(".", 1)[-1], c.strip()) for c in cols], body[j:]
+    raise ValueError("expected FROM")
+
+
+def _outcome(fn, body):
+    try:
+        return fn(body)
+    except (ValueError, IndexError) as e:
+        return type(e).__name__
+
+
+def test_the_scanner_cuts_as_the_regex_did():
+    """Random SELECT texts of the pieces that decide a cut (quotes, open and closed; parentheses;
+    commas; FROM in any case, inside words, after a dot, before non-ASCII letters)."""
+    import random
+
+    from attemptdb.query import units
+    pieces = ["a", " ", ",", "(", ")", "'", '"', "FROM", "from", "From", ".", "_", "x1", "é", " FROM ", "fromage",
+              "xfrom", ".from", "from_", "fromé", "\n"]
+    rng = random.Random(7)
+    bodies = ["SELECT " + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14))) for _ in range(30000)]
+    bodies += [b for _, b in units.view_bodies()] + [b for _, b in units.view_bodies(":t")]
+    for body in bodies:
+        assert _outcome(select_columns, body) == _outcome(_by_re, body), body
+
+
+def test_the_names_of_a_unit_program_are_what_the_identifier_regex_finds():
+    import random
+    import re
+
+    from attemptdb.query import units
+    rng = random.Random(3)
+    texts = ["".join(rng.choice("aZ_09 .é(-\n") for _ in range(rng.randint(0, 12))) for _ in range(20000)]
+    texts += [b for _, b in units.view_bodies(":t")]
+    for t in texts:
+        units._MEMO.pop(("words", t), None)
+        assert units._words(t) == frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)), t

@@ -41,7 +41,7 @@ import time
 import apsw
 
 from ..errors import AttemptError
-from ..model import event, fastjson, ids
+from ..model import fastjson, ids
 
 SUFFIX = ".event"
 QUARANTINE = "quarantine"
@@ -266,6 +266,7 @@ def put(db_path: str, env: dict, reserved: "Reservation | None" = None) -> str:
     """Spool one canonical envelope; returns the file written. Raises OSError only when no
     spool directory can take it. `reserved`: a file made ahead (`reserve`), used when it still
     can be (else the envelope is written as if there were none)."""
+    from ..model import event  # the writer has it; a read's housekeeping (pending, prepare) never loads it
     data = seal(event.line(env))
     # a uuid7 alone orders only by millisecond; the ns prefix keeps one hook's events in order
     name = f"{time.time_ns():019d}-{ids.uuid7()}{SUFFIX}"
@@ -595,6 +596,7 @@ def _read(dfd: int, name: str, key: bytes | None):
     finally:
         os.close(fd)
     env = fastjson.loads(_unseal(b"".join(chunks), key).decode("utf-8"))
+    from ..model import event
     event.validate(env)
     env = event.canonical(env)
     event.check_storable(env)

@@ -28,8 +28,12 @@ takes its documented fallback to the standard `re`. parsimonious 0.10 has no suc
 there the shortcut fails and the plain import runs. While the core modules load, the standard
 modules they import but only call into when building a grammar with custom rules, formatting
 an error or evaluating a grammar's string literal (`inspect`, `ast`, `textwrap`: ~6 ms, with
-`dis`, `tokenize` and `linecache`) are stand-ins (`standin`) that import the real module the
-first time anything is taken from them; they leave sys.modules when the core modules are loaded.
+`dis`, `tokenize` and `linecache`), and the regex engine itself (`re`, ~9 ms with `enum`), are
+stand-ins (`standin`) that import the real module the first time anything is taken from them;
+they leave sys.modules when the core modules are loaded. A loaded grammar matches without an
+engine: its keywords are KeywordPatterns and its other patterns FixedPatterns (FIXED), so the
+engine is imported, and checked, only when a grammar is built (`build`), and a broken engine
+there has parsimonious imported the ordinary way.
 """
 
 import os
@@ -38,7 +42,7 @@ from collections import defaultdict
 
 from ..errors import AttemptError
 
-FORMAT = 2  # bump when LazyPattern, KeywordPattern or Rules change what a pickle means
+FORMAT = 3  # bump when LazyPattern, KeywordPattern, FixedPattern, FIXED or Rules change what a pickle means
 TESTED = ">=0.10,<0.12"
 _KEYWORD_TAIL = "(?![A-Za-z0-9_])"
 
@@ -106,6 +110,189 @@ class KeywordPattern(LazyPattern):
         return (KeywordPattern, (self.pattern, self.flags))
 
 
+# --- the grammar's other patterns, matched without the regex engine -------------------------
+
+_DIGITS = frozenset("0123456789")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_WORD = _LETTERS | _DIGITS | {"_"}
+
+
+def _run(text: str, i: int, chars) -> int:
+    """The end of the run of `chars` from i."""
+    n = len(text)
+    while i < n and text[i] in chars:
+        i += 1
+    return i
+
+
+def _free(text: str, i: int, after=_WORD) -> bool:
+    """(?![…]) at i: no character of `after` there."""
+    return i >= len(text) or text[i] not in after
+
+
+def _identifier(text, i):  # [A-Za-z_][A-Za-z0-9_]*
+    return _run(text, i + 1, _WORD) if i < len(text) and (text[i] in _LETTERS or text[i] == "_") else -1
+
+
+_ALNUM = _LETTERS | _DIGITS
+_NAME_TAIL = _WORD | {"-"}
+
+
+def _name(text, i):  # [A-Za-z0-9][A-Za-z0-9_-]*
+    return _run(text, i + 1, _NAME_TAIL) if i < len(text) and text[i] in _ALNUM else -1
+
+
+def _digits(text: str, i: int, k: int) -> bool:
+    return len(text) >= i + k and all(c in _DIGITS for c in text[i:i + k])
+
+
+def _at(text: str, i: int, chars: str) -> bool:
+    return i < len(text) and text[i] in chars
+
+
+def _first_free(text: str, ends, after=_WORD) -> int:
+    """The first of `ends` (the regex's order of preference) not followed by a word character."""
+    for e in ends:
+        if _free(text, e, after):
+            return e
+    return -1
+
+
+def _zones(text: str, i: int) -> list:
+    """Ends of (?:[Zz]|[+-][0-9]{2}:?[0-9]{2})? from i, in the order the regex tries them."""
+    out = []
+    if _at(text, i, "Zz"):
+        out.append(i + 1)
+    if _at(text, i, "+-") and _digits(text, i + 1, 2):
+        if _at(text, i + 3, ":") and _digits(text, i + 4, 2):
+            out.append(i + 6)
+        elif _digits(text, i + 3, 2):
+            out.append(i + 5)
+    return out + [i]
+
+
+def _datetime(text, i):
+    r"""[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?
+    (?:[Zz]|[+-][0-9]{2}:?[0-9]{2})?)?(?![A-Za-z0-9_])"""
+    if not (_digits(text, i, 4) and _at(text, i + 4, "-") and _digits(text, i + 5, 2) and _at(text, i + 7, "-")
+            and _digits(text, i + 8, 2)):
+        return -1
+    date = i + 10
+    ends = []
+    if _at(text, date, "Tt ") and _digits(text, date + 1, 2) and _at(text, date + 3, ":") and _digits(text, date + 4, 2):
+        minute = date + 6
+        seconds = []
+        if _at(text, minute, ":") and _digits(text, minute + 1, 2):
+            s = minute + 3
+            if _at(text, s, ".") and _digits(text, s + 1, 1):
+                seconds.append(_run(text, s + 1, _DIGITS))
+            seconds.append(s)
+        seconds.append(minute)
+        for s in seconds:
+            ends += _zones(text, s)
+    return _first_free(text, ends + [date])
+
+
+def _number(text, i):  # [0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_])
+    if not _at(text, i, _DIGITS):
+        return -1
+    whole = _run(text, i, _DIGITS)
+    ends = []
+    for f in ([_run(text, whole + 1, _DIGITS)] if _at(text, whole, ".") and _at(text, whole + 1, _DIGITS) else []) + [whole]:
+        if _at(text, f, "eE"):
+            d = f + 2 if _at(text, f + 1, "+-") else f + 1
+            if _at(text, d, _DIGITS):
+                ends.append(_run(text, d, _DIGITS))
+        ends.append(f)
+    return _first_free(text, ends)
+
+
+def _integer(text, i):  # [0-9]+(?![A-Za-z0-9_.])
+    return _first_free(text, [_run(text, i, _DIGITS)], _WORD | {"."}) if _at(text, i, _DIGITS) else -1
+
+
+def _relative(text, i):  # -[0-9]+[A-Za-z]*(?![A-Za-z0-9_])
+    if not (_at(text, i, "-") and _at(text, i + 1, _DIGITS)):
+        return -1
+    return _first_free(text, [_run(text, _run(text, i + 1, _DIGITS), _LETTERS)])
+
+
+def _space(text, i):  # (?:\s+|--[^\n]*)*   (\s is str.isspace, as in `re`)
+    n = len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        else:
+            break
+    return i
+
+
+def _end(text, i):  # (?![\s\S])
+    return i if i >= len(text) else -1
+
+
+def _quoted(q: str, least: int):
+    """q(?:[^q]|qq)*q (least 0) or q(?:[^q]|qq)+q (least 1)."""
+    def find(text, i):
+        if not _at(text, i, q):
+            return -1
+        j, taken, last_pair, before_pair = i + 1, 0, -1, 0
+        while True:
+            k = text.find(q, j)
+            if k < 0:  # unclosed: the regex gives back its last qq and closes on its first quote
+                return last_pair + 1 if last_pair >= 0 and before_pair >= least else -1
+            taken += k - j
+            if text.startswith(q + q, k):
+                last_pair, before_pair = k, taken
+                taken += 1
+                j = k + 2
+            else:
+                return k + 1 if taken >= least else -1
+    return find
+
+
+FIXED = {
+    r"[A-Za-z_][A-Za-z0-9_]*": _identifier,
+    r"[A-Za-z0-9][A-Za-z0-9_-]*": _name,
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:[Zz]|[+-][0-9]{2}:?[0-9]{2})?)?"
+    r"(?![A-Za-z0-9_])": _datetime,
+    r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_])": _number,
+    r"[0-9]+(?![A-Za-z0-9_.])": _integer,
+    r"-[0-9]+[A-Za-z]*(?![A-Za-z0-9_])": _relative,
+    r"(?:\s+|--[^\n]*)*": _space,
+    r"(?![\s\S])": _end,
+    r"'(?:[^']|'')*'": _quoted("'", 0),
+    r'"(?:[^"]|"")+"': _quoted('"', 1),
+}
+"""The grammar's patterns other than keywords (pattern text → a function of (text, pos) giving the
+end of the match `re` finds there, or -1), so that parsing a statement never imports `re`
+(~9 ms of a cold `attempt query`, with `enum`). Tests hold each equal to `re` on every string of
+a small alphabet up to a length, and on random longer ones."""
+
+
+class FixedPattern(LazyPattern):
+    """A pattern of FIXED, matched by its function (never compiled)."""
+
+    def __init__(self, pattern: str, flags: int):
+        super().__init__(pattern, flags)
+        self.find = FIXED[pattern]
+
+    def match(self, text, pos=0):
+        end = self.find(text, pos)
+        return None if end < 0 else _Span(pos, end)
+
+    def __reduce__(self):
+        return (FixedPattern, (self.pattern, self.flags))
+
+
+def _is_fixed(pattern) -> bool:
+    E = _ENGINE
+    return pattern.pattern in FIXED and not pattern.flags & (E.I | E.L | E.M | E.S | E.X | E.A)
+
+
 def _is_keyword(pattern) -> bool:
     word, _, tail = pattern.pattern.partition("(")
     return ("(" + tail == _KEYWORD_TAIL and word.isupper() and word.replace("_", "").isalpha()
@@ -118,7 +305,12 @@ def members(e) -> tuple:
 
 
 def build(text: str) -> Rules:
-    """Compile a grammar text (the full parsimonious: its __init__ runs here if it has not)."""
+    """Compile a grammar text (the full parsimonious: its __init__ runs here if it has not).
+    Under the start-up shortcut, an engine that does not match (a broken fallback) has
+    parsimonious imported the ordinary way first."""
+    if SHORTCUT and not _engine_works():
+        _unload()
+        _plain()
     import parsimonious
     return Rules(parsimonious.Grammar(text))
 
@@ -135,7 +327,8 @@ def make_lazy(rules: Rules) -> None:
         seen.add(id(e))
         pattern = getattr(e, "re", None)
         if pattern is not None and hasattr(pattern, "pattern") and not isinstance(pattern, LazyPattern):
-            e.re = (KeywordPattern if _is_keyword(pattern) else LazyPattern)(pattern.pattern, pattern.flags)
+            kind = KeywordPattern if _is_keyword(pattern) else FixedPattern if _is_fixed(pattern) else LazyPattern
+            e.re = kind(pattern.pattern, pattern.flags)
             ident = getattr(e, "identity_tuple", None)
             if isinstance(ident, tuple) and len(ident) == 2 and ident[1] is pattern:  # it holds the pattern too
                 e.identity_tuple = (ident[0], e.re)
@@ -240,9 +433,10 @@ def fingerprint() -> str:
 # --- loading ------------------------------------------------------------------------------
 
 # standard modules parsimonious's core modules import at load time → the names they take with
-# `from … import` (`import ast` takes none: parsimonious.utils calls ast.literal_eval later)
+# `from … import` (`import ast` takes none: parsimonious.utils calls ast.literal_eval later;
+# `import re` none either: expressions compiles a pattern only when a grammar is built)
 DEFERRED = {"inspect": ("getfullargspec", "isfunction", "ismethod", "ismethoddescriptor"),
-            "textwrap": ("dedent",), "ast": ()}
+            "textwrap": ("dedent",), "ast": (), "re": ()}
 
 
 def standin(name: str, names: tuple):
@@ -336,15 +530,25 @@ def _bind() -> None:
     Furthest = _furthest_class(ParseError)
 
 
+def _pattern(E, pattern: str, kind, name: str):
+    """A parsimonious Regex as a loaded grammar holds one: its pattern one of this module's
+    (nothing compiled, no regex engine)."""
+    r = E.Regex.__new__(E.Regex)
+    E.Expression.__init__(r, name)
+    r.re = kind(pattern, 0)
+    r.identity_tuple = (r.name, r.re)
+    return r
+
+
 def _smoke() -> None:
-    """Exercise every internal this module relies on with a three-rule grammar (~0.2 ms);
-    raise AssertionError (or whatever breaks) when one of them behaves differently."""
+    """Exercise every internal this module relies on with a three-rule grammar (~0.2 ms), matched
+    as a loaded grammar matches (keyword and fixed patterns); raise AssertionError (or whatever
+    breaks) when one of them behaves differently."""
     E = _E
-    kw = E.Regex("AB" + _KEYWORD_TAIL, name="AB", ignore_case=True)
-    word = E.Regex(r"[a-z]+", name="word", ignore_case=True)
+    kw = _pattern(E, "AB" + _KEYWORD_TAIL, KeywordPattern, "AB")
+    word = _pattern(E, r"[A-Za-z_][A-Za-z0-9_]*", FixedPattern, "word")
     bang = E.Literal("!", name="bang")
     rule = E.Sequence(kw, E.OneOf(bang, word, name="tail"), name="s")
-    rules = Rules(s=rule)
 
     class Visitor(NodeVisitor):
         def visit_s(self, node, children):
@@ -353,17 +557,23 @@ def _smoke() -> None:
         def generic_visit(self, node, children):
             return node.text
 
-    for lazy in (False, True):
-        if lazy:
-            make_lazy(rules)
-            assert type(kw.re) is KeywordPattern and type(word.re) is LazyPattern
-        node, err, memo = match(rule, "ab!")
-        assert node is not None and node.end == 3 and Visitor().visit(node) == ["s", "!"]
-        assert [s for s, n in memo.at(kw)] == [0] and any(n.expr is bang for _, n in memo.matches())
-        node, err, memo = match(rule, "ab ?")
-        assert node is None and err.pos == 2 and {id(bang), id(word)} <= {id(e) for e in err.found}
-        node, err, memo = match(rule, "abc")
-        assert node is None and err.pos == 0 and any(e is kw for e in err.found)
+    node, err, memo = match(rule, "ab!")
+    assert node is not None and node.end == 3 and Visitor().visit(node) == ["s", "!"]
+    assert [s for s, n in memo.at(kw)] == [0] and any(n.expr is bang for _, n in memo.matches())
+    node, err, memo = match(rule, "ab ?")
+    assert node is None and err.pos == 2 and {id(bang), id(word)} <= {id(e) for e in err.found}
+    node, err, memo = match(rule, "abc")
+    assert node is None and err.pos == 0 and any(e is kw for e in err.found)
+
+
+def _engine_works() -> bool:
+    """Whether the regex engine parsimonious compiles with matches (only building a grammar
+    uses it: a loaded one matches with this module's patterns)."""
+    try:
+        m = _ENGINE.compile("a+").match("xaa", 1)
+        return m is not None and m.span() == (1, 3)
+    except Exception:
+        return False
 
 
 def _load() -> None:
@@ -381,8 +591,19 @@ def _load() -> None:
         except Exception:
             pass
     if taken is not False:  # undo what the shortcut loaded, then import it the ordinary way
-        for name in _loaded():
-            del sys.modules[name]
+        _unload()
+    _plain()
+
+
+def _unload() -> None:
+    global SHORTCUT
+    SHORTCUT = False
+    for name in _loaded():
+        del sys.modules[name]
+
+
+def _plain() -> None:
+    """parsimonious imported the ordinary way (with its own choice of regex engine)."""
     try:
         import parsimonious  # noqa: F401
         _bind()

@@ -3,6 +3,7 @@
 
 
 from . import sqlgen as C
+from .beside import beside, in_halves
 from .result import Result, decode_rows
 
 # ... SHOW
@@ -15,8 +16,14 @@ class ShowHandler:
 
     @staticmethod
     def run(ctx, cmd):
-        plan = C.compile_show(ctx, cmd)
-        cols, rows = ctx.fetch(plan.rows)
+        if cmd.target != "work_units":
+            return ShowHandler.shown(ctx, cmd, C.compile_show(ctx, cmd), None)
+        with beside(ctx) as other:  # the companion opens while the statement compiles
+            return ShowHandler.shown(ctx, cmd, C.compile_show(ctx, cmd), other)
+
+    @staticmethod
+    def shown(ctx, cmd, plan, other):
+        cols, rows = ctx.fetch(plan.rows) if plan.units is None else in_halves(ctx, other, *plan.units)
         notes = list(plan.notes)
         target = plan.target
         if plan.hidden is not None:

@@ -506,11 +506,14 @@ class ShowPlan:
     """A compiled SHOW: the rows query, the count of rows the hidden-retracted filter removed
     (or None), the limit, the display columns and the notes."""
 
-    __slots__ = ("target", "rows", "hidden", "limit", "display", "notes")
+    __slots__ = ("target", "rows", "hidden", "limit", "display", "notes", "units")
 
-    def __init__(self, target, rows, hidden, limit, display, notes):
+    def __init__(self, target, rows, hidden, limit, display, notes, units=None):
         self.target, self.rows, self.hidden, self.limit, self.display, self.notes = \
             target, rows, hidden, limit, display, notes
+        self.units = units
+        """For SHOW WORK UNITS reading the newest N units: (the query counting them, part(offset,
+        count) → the rows query of that slice of them); None otherwise."""
 
 
 def order_sql(target: Target, show: ast.Show, alias: str, columns: set, ctx) -> str:
@@ -620,13 +623,16 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
     inner = (f"SELECT {a}.*{extra_select} FROM {target.table} AS {a}{joins}{where} "
              f"ORDER BY {order_sql(target, show, a, columns, ctx)} LIMIT ?")
     prefix = ""
+    slices = None
     if units_program:
         from . import units
         units_sql = "SELECT u.* FROM main.unit_index u" + (" WHERE " + " AND ".join(unit_conds) if unit_conds else "")
         if not conds and (show.order is None or show.order[0] in UNIT_INDEX_COLUMNS):
-            # nothing left to filter on judged columns: the newest N units are the N rows
-            units_sql += f" ORDER BY {order_sql(target, show, 'u', columns, ctx)} LIMIT ?"
-            unit_params.append(limit)
+            # nothing left to filter on judged columns: the newest N units are the N rows, and
+            # any slice of them (in that order) is the same slice of the rows
+            units_sql += f" ORDER BY {order_sql(target, show, 'u', columns, ctx)} LIMIT ? OFFSET ?"
+            slices = unit_params
+            unit_params = unit_params + [limit, 0]
         prefix = units.program(ctx.conn, units_sql, at=False)
         params = unit_params + params
     if target.table == "events":
@@ -635,8 +641,15 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
         outer_cols = "q.*"
     sql = (f"{prefix}SELECT {outer_cols}, {uncertainty_sql(target.table, 'q', columns)} AS uncertainty "
            f"FROM ({inner}) AS q ORDER BY {order_sql(target, show, 'q', columns | set(extra_cols), ctx)}")
+    tail = tuple(params[len(unit_params):]) + (limit,)
+    sliced = None
+    if slices is not None:
+        def part(offset: int, count: int) -> Query:
+            return Query("rows", sql, tuple(slices) + (count, offset) + tail)
+        sliced = (Query("units", f"SELECT count(*) FROM ({units_sql})", tuple(unit_params)), part)
     return ShowPlan(target, Query("rows", sql, tuple(params) + (limit,)), hidden, limit,
-                    target.display + (("evidence", "uncertainty") if target.table == "events" else ()), notes)
+                    target.display + (("evidence", "uncertainty") if target.table == "events" else ()), notes,
+                    sliced)
 
 
 def _between(ctx, between):

@@ -78,27 +78,50 @@ def only_trivia(rest: str) -> bool:
     return i >= len(rest)
 
 
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}  # same length, unlike str.lower
+_MARKS = ("'", '"', "(", ")", ",", "from")
+
+
+def _word_char(c: str) -> bool:  # `\w` of `re`
+    return c.isalnum() or c == "_"
+
+
 def select_columns(body: str) -> tuple[list[tuple[str, str]], str]:
-    """A plain `SELECT a, b AS c, … FROM …` text (no comments, no leading WITH) cut into its
+    r"""A plain `SELECT a, b AS c, … FROM …` text (no comments, no leading WITH) cut into its
     result columns, each (name, text), and the rest from its top-level FROM on. A column's name
-    is the word that ends it (`AS name`, or the column of `x.name`)."""
-    import re
+    is the word that ends it (`AS name`, or the column of `x.name`). Quoted texts are skipped
+    whole, a FROM counts where no word character or `.` is before it and no word character
+    after it (what `'[^']*'|"[^"]*"|[(),]|(?<![\w.])FROM\b`, case-insensitive, finds; without
+    `re`, which a cold `attempt query` does not import)."""
     head = skip_ws(body)
     w, i = word(body, head)
     if w != "SELECT":
         raise ValueError("expected SELECT")
+    low = body.translate(_ASCII_LOWER)
+    ahead = {m: low.find(m, i) for m in _MARKS}  # the next place of each mark from where we are
     cols, depth, start = [], 0, i
-    for m in re.finditer(r"'[^']*'|\"[^\"]*\"|[(),]|(?<![\w.])FROM\b", body[i:], re.IGNORECASE):
-        tok, j = m.group(), i + m.start()
-        if tok == "(":
+    while True:
+        found = [(p, m) for m, p in ahead.items() if p >= 0]
+        if not found:
+            raise ValueError("expected FROM")
+        j, m = min(found)
+        on = j + 1
+        if m in ("'", '"'):
+            k = body.find(m, j + 1)
+            on = k + 1 if k >= 0 else on  # an unclosed quote is passed over
+        elif m == "(":
             depth += 1
-        elif tok == ")":
+        elif m == ")":
             depth -= 1
-        elif depth == 0 and tok == ",":
-            cols.append(body[start:j])
-            start = j + 1
-        elif depth == 0 and tok.upper() == "FROM":
+        elif m == ",":
+            if depth == 0:
+                cols.append(body[start:j])
+                start = j + 1
+        elif depth == 0 and not (j > i and (_word_char(body[j - 1]) or body[j - 1] == ".")) \
+                and not (j + 4 < len(body) and _word_char(body[j + 4])):
             cols.append(body[start:j])
             named = [(c.rstrip().rsplit(None, 1)[-1].rsplit(".", 1)[-1], c.strip()) for c in cols]
             return named, body[j:]
-    raise ValueError("expected FROM")
+        for mark, p in ahead.items():
+            if 0 <= p < on:
+                ahead[mark] = low.find(mark, on)

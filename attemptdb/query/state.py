@@ -3,10 +3,10 @@
 
 
 from ..model import fastjson
-from ..store.readonly import lifted
+from ..store.readonly import lifted, snapshot
 from . import fixed_sql as F
 from . import sqlgen as C
-from .beside import beside
+from .beside import beside, snapshot_mark
 from .errors import AQLError
 from .resolve import resolve_time, table_exists
 from .result import COVERAGE_CONFIDENCE, FAILED, Result, dedup, loads_list, uncertainty
@@ -299,11 +299,26 @@ class StateHandler:
         return state_result(ctx, scope, t)
 
 
+def _companion_part(ctx, scope, t):
+    """What STATE reads on the companion connection, in one snapshot: its mark, the sessions."""
+    with snapshot(ctx.conn):
+        return snapshot_mark(ctx.conn), state_at(ctx, scope, t)
+
+
 def state_result(ctx, scope, t, *, what="STATE"):
+    """STATE's rows, read at once on two connections as of one snapshot (query/beside.py): the
+    companion reads the sessions, the caller the work units (most of the time: their programs'
+    preparation and the members as of t); a companion that read another snapshot has the
+    sessions read again here."""
     t_iso = ctx.iso(t)
-    with beside(ctx, state_at, scope, t) as sessions:  # read at once, on two connections
-        units, usummary = units_at(ctx, scope, t)
-        rows, summary = sessions.result()  # a work unit: its member sessions open at t
+    with snapshot(ctx.conn):
+        mark = snapshot_mark(ctx.conn)
+        with beside(ctx, _companion_part, scope, t) as other:
+            units, usummary = units_at(ctx, scope, t)
+            seen, sessions = other.result()
+        if seen != mark:
+            sessions = state_at(ctx, scope, t)
+    rows, summary = sessions  # a work unit: its member sessions open at t
     out = [state_row(r, t_iso) for r in rows]
     out += [unit_state_row(u, t_iso) for u in units or ()]
     notes = list(scope.notes)

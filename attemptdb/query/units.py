@@ -41,8 +41,6 @@ parameters.
 """
 
 
-import re
-
 from .. import resources
 from ..model import fastjson
 from ..store import schema
@@ -154,7 +152,7 @@ _AT = {
 }
 
 _TEXT: dict = {}
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NOT_NAME = bytes(c if chr(c).isalnum() or c == 95 else 32 for c in range(128)) + b" " * 128
 
 
 def view_bodies(now_expr: str | None = None) -> list[tuple[str, str]]:
@@ -380,10 +378,13 @@ def _select(body: str):
 
 
 def _words(text: str) -> frozenset:
-    """The names a text holds (found once per process for each text)."""
+    """The names a text holds (what `[A-Za-z_][A-Za-z0-9_]*` finds: each run of ASCII letters,
+    digits and `_`, less its leading digits), found once per process for each text (without
+    `re`: a cold `attempt query` does not import it)."""
     key = ("words", text)
     if key not in _MEMO:
-        _MEMO[key] = frozenset(_WORD.findall(text))
+        runs = text.encode("ascii", "replace").translate(_NOT_NAME).split()
+        _MEMO[key] = frozenset(r.lstrip(b"0123456789").decode() for r in runs) - {""}
     return _MEMO[key]
 
 

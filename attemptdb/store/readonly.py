@@ -13,6 +13,8 @@ the walls behind it still hold, and a content wall is never lifted.
 
 import apsw
 
+from . import cores
+
 # pragmas that only read; with an argument they name a table/index, never set a value
 READ_PRAGMAS_WITH_ARG = frozenset({
     "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
@@ -98,6 +100,36 @@ class lifted:
         return False
 
 
+class snapshot:
+    """`with snapshot(conn):` every statement of the block on `conn` reads one snapshot of the
+    file (one read transaction); nothing changes when `conn` is inside a transaction already.
+    BEGIN and COMMIT are the package's own and read nothing: they run with the authorizer set
+    aside (the gate refuses transaction control to the statements a user writes)."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+        self.own = False
+
+    def __enter__(self):
+        if not self.conn.in_transaction:
+            self._run("BEGIN")
+            self.own = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.own:
+            self._run("COMMIT")
+        return False
+
+    def _run(self, sql: str) -> None:
+        authorizer = self.conn.authorizer
+        self.conn.authorizer = None
+        try:
+            self.conn.execute(sql)
+        finally:
+            self.conn.authorizer = authorizer
+
+
 def protect(conn: apsw.Connection) -> Gate:
     """Make an open connection read-only (authorizer + query_only); returns the gate."""
     try:
@@ -113,10 +145,11 @@ def protect(conn: apsw.Connection) -> Gate:
 def pairing(conn: apsw.Connection) -> tuple | None:
     """What `companion` needs to open a second reader beside `conn`: (its file, the authorizer
     `conn` has now); None where `conn` is not a plain read-only open of a named file (in memory,
-    a URI open such as `immutable`, a writer): the caller then reads on `conn` alone. No I/O."""
+    a URI open such as `immutable`, a writer) or the process has one core (two readers would
+    only take turns): the caller then reads on `conn` alone. No I/O."""
     flags = getattr(conn, "open_flags", 0)
     path = getattr(conn, "filename", "")
-    if not path or flags & apsw.SQLITE_OPEN_URI or not flags & apsw.SQLITE_OPEN_READONLY:
+    if not path or flags & apsw.SQLITE_OPEN_URI or not flags & apsw.SQLITE_OPEN_READONLY or cores.available() < 2:
         return None
     return path, conn.authorizer
 

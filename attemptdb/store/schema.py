@@ -27,6 +27,8 @@ from .. import resources
 
 AFTER_INSTALL = "-- @after-install"
 DEFINE = "-- @define "
+PREDICATES_FILE = "00_predicates.sql"
+"""The one file of sql/ whose `-- @define` lines are read (tests/test_schema_files.py: no other has one)."""
 
 
 def migrations() -> list[tuple[int, str]]:
@@ -144,13 +146,13 @@ def _rename(expr: str, arg: str, value: str) -> str:
 
 
 def predicates() -> dict:
-    return _predicates(_read(p) for p in sql_files())
+    return _predicates([_read(os.path.join(resources.folder("sql"), PREDICATES_FILE))])
 
 
 def current_sql() -> list[tuple[str, str]]:
     """(file name, SQL ready to run) of every view-and-trigger file, in install order."""
     texts = [(os.path.basename(p), _read(p)) for p in sql_files()]
-    preds = _predicates(t for _, t in texts)
+    preds = _predicates(t for name, t in texts if name == PREDICATES_FILE)
     return [(name, expand("\n".join(line for line in text.split("\n") if not line.startswith(DEFINE)), preds))
             for name, text in texts]
 

@@ -21,6 +21,7 @@ import apsw
 from ...errors import AttemptError
 from ...model import event
 from ...model.event import MAX_LINE
+from ...store import cores
 from ..conformance import bounded_lines
 
 BATCH = 2500  # events per transaction (one lock hold of ~0.3 s on a laptop)
@@ -106,7 +107,7 @@ def import_stream(store, stream, *, batch: int = BATCH, ingest=None, report=None
         from ...ingest.contract import ingest_for
         ingest = ingest_for(store)
     with bulk_import(store):
-        if pipeline and _cores() > 1 and hasattr(os, "fork"):
+        if pipeline and cores.available() > 1 and hasattr(os, "fork"):
             parts = preparers() if pipeline is True else int(pipeline)
             _write(store, _from_child(stream, ingest, batch, parts), rep, progress)
         else:
@@ -169,15 +170,7 @@ def preparers() -> int:
     least two (the writer also waits on its disk and on each hand-over, time a second preparer
     fills: measured on two cores, 20k events, two preparers import 1.1x as fast as one, and
     1.5x with the projections paused; three no faster than two) and at most MAX_PREPARERS."""
-    return min(MAX_PREPARERS, max(2, _cores() - 1))
-
-
-def _cores() -> int:
-    """The cores this process may run on (its affinity: `taskset`, a container's cpuset)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return min(MAX_PREPARERS, max(2, cores.available() - 1))
 
 
 class _PreadRaw(io.RawIOBase):
