@@ -252,25 +252,31 @@ def test_state_rereads_sessions_a_companion_read_in_another_snapshot(units_db, m
     conn.close()
 
 
-def test_a_companion_opened_before_its_part_is_known(scenario_db):
-    """`beside(ctx)` opens the companion at once; a part given later runs on it, and one never
-    given never runs: the companion is closed either way."""
+def test_a_companion_opened_before_its_parts_are_known(scenario_db):
+    """`beside(ctx)` opens the companion at once; parts submitted later run on it in order, one
+    submitted after the caller is done never runs, and the companion is closed either way."""
     conn, _ = connect(scenario_db)
     ctx = Context(conn, "", NOW)
     before = _open_count()
-    with beside(ctx) as part:
-        assert part.companion
-        part.give(_count, "attempts")
-        theirs = part.result()
-    assert theirs[0] == _count(ctx, "attempts")[0] and theirs[1] != threading.get_ident()
-    with beside(ctx) as part:
+    with beside(ctx) as other:
+        assert other.companion
+        first = other.submit(_count, "attempts")
+        second = other.submit(_count, "events")
+        assert second.result()[0] == _count(ctx, "events")[0] and first.result()[0] == _count(ctx, "attempts")[0]
+        assert first.result()[1] == second.result()[1] != threading.get_ident()  # one thread, in order
+        assert first.result()[2] == second.result()[2]  # one connection
+    with beside(ctx, _count, "attempts") as other:
+        late = other.submit(_forever)  # runs after the first part; the caller leaves without it
+        assert other.result()[0] > 0
+    with pytest.raises((RuntimeError, apsw.InterruptError)):
+        late.result()
+    with beside(ctx):
         time.sleep(0.05)
     assert _open_count() == before
     mem = Context(apsw.Connection(":memory:"), "", NOW)
-    with beside(mem) as part:  # no companion: the part runs in line at result()
-        assert not part.companion
-        part.give(lambda c: c.conn)
-        assert part.result() is mem.conn
+    with beside(mem) as other:  # no companion: a part runs in line at its result()
+        assert not other.companion
+        assert other.submit(lambda c: c.conn).result() is mem.conn
     conn.close()
 
 

@@ -1,20 +1,22 @@
-"""Reads run beside the statement's own: one part of a statement on a second connection, in a
+"""Reads run beside the statement's own: parts of a statement on a second connection, in a
 thread, while the statement's connection runs the rest.
 
 SQLite releases Python's lock while it prepares and steps a statement, so two connections read
-at once on two cores: STATE … AT t reads its sessions on one and its work units on the other.
+at once on two cores: STATE … AT t reads its sessions on one and its work units on the other;
+SHOW WORK UNITS reads its newest units in two halves (`in_halves`).
 
 Invariants: the second connection is `store.readonly.companion` of the first (the same file,
-walls and authorizer), opened in the part's thread (its schema parse is not the caller's), its
-statements stop at the same deadline, it is interrupted and closed before `beside` returns
-however the caller's part ended (an error, Ctrl-C), and the caller sees the part's result or
-its exception as if it had run in line. Where there can be no companion (a connection in
-memory, an `immutable` open), the part runs in line, after the caller's. Each connection reads
-its own snapshot, as each statement on one connection does.
+walls and authorizer), opened in its own thread (its schema parse is not the caller's), runs
+the parts handed to it in order, its statements stop at the same deadline, it is interrupted and
+closed before `beside` returns however the caller's part ended (an error, Ctrl-C), and the
+caller sees each part's result or its exception as if it had run in line. Where there can be no
+companion (a connection in memory, an `immutable` open, one core), each part runs in line, when
+its result is asked for. A caller that needs one snapshot holds a read transaction
+(`store.readonly.snapshot`) and compares `snapshot_mark`s: each connection reads its own.
 
 The thread comes from `_thread`, the standard library's documented low-level API (`threading`
-costs a cold `attempt query` ~1.5 ms of imports): the part's lock is held while it runs, and
-`result()` waits by taking it.
+costs a cold `attempt query` ~1.5 ms of imports): a lock is held while the thread runs, one per
+part while it waits to run, and `result()` waits by taking it.
 """
 
 import _thread
@@ -37,34 +39,55 @@ MIN_SPLIT = 32
 statement's preparation again (≈ 10 ms of a core)."""
 
 
+class Part:
+    """One part handed to a companion: `result()` waits for its value (or raises its error)."""
+
+    def __init__(self, owner, fn, args):
+        self.owner, self.fn, self.args = owner, fn, args
+        self.done = _thread.allocate_lock()  # held until the part ran
+        self.done.acquire()
+        self.value = self.error = None
+
+    def result(self):
+        if not self.owner.companion:
+            return self.fn(self.owner.ctx, *self.args)
+        self.done.acquire()
+        self.done.release()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
 class beside:
-    """`with beside(ctx, fn, *args) as part:` starts `fn(ctx2, *args)`, ctx2 a Context on a
-    companion connection; `part.result()` waits for its value (or raises its exception).
-    `with beside(ctx) as part:` opens the companion at once and `part.give(fn, *args)` hands it
-    its part later: a caller that will read beside before it knows what has the schema parse
-    overlap its own work. A part never given never runs."""
+    """`with beside(ctx, fn, *args) as other:` starts `fn(ctx2, *args)`, ctx2 a Context on a
+    companion connection; `other.result()` waits for its value (or raises its exception).
+    `other.submit(fn, *args)` hands the companion a further part (run after the ones before it,
+    on the same connection) and returns it (`Part.result()`); `with beside(ctx) as other:`
+    opens the companion at once with no part yet, so that its schema parse overlaps the
+    caller's work. Where there is no companion each part runs in line, at its result()."""
 
     def __init__(self, ctx, fn=None, *args):
         self.ctx = ctx
-        self.part = None if fn is None else (fn, args)
-        self.given = _thread.allocate_lock()  # held until the part is given (or the caller is done)
-        self.conn = None  # the companion, once the part's thread opened it
-        self.running = None  # the lock the part holds while it runs
-        self.stopped = False  # the caller is done: the part stops (or does not start)
-        self.value = self.error = None
+        self.parts = []  # handed over, in order
+        self.ready = _thread.allocate_lock()  # released when a part is handed over or the caller is done
+        self.ready.acquire()
+        self.conn = None  # the companion, once its thread opened it
+        self.running = None  # the lock the thread holds while it runs
+        self.stopped = False  # the caller is done: the thread stops (parts not begun never run)
+        self.first = None if fn is None else Part(self, fn, args)
 
     @property
     def companion(self) -> bool:
-        """Whether the part runs on a companion (else in line, at result())."""
+        """Whether the parts run on a companion (else in line, at their result())."""
         return self.running is not None
 
     def __enter__(self):
-        if self.part is None:
-            self.given.acquire()
         pair = pairing(self.ctx.conn)
         if pair is not None:
             self.running = _thread.allocate_lock()
             self.running.acquire()
+            if self.first is not None:
+                self._hand(self.first)
             try:
                 _thread.start_new_thread(self._run, (pair,))
             except BaseException:
@@ -72,50 +95,63 @@ class beside:
                 raise
         return self
 
-    def give(self, fn, *args):
-        self.part = (fn, args)
-        self.given.release()
+    def submit(self, fn, *args) -> Part:
+        part = Part(self, fn, args)
+        if self.companion:
+            self._hand(part)
+        return part
+
+    def result(self):
+        return self.first.result()
+
+    def _hand(self, part):
+        self.parts.append(part)
+        if self.ready.locked():  # else the thread has not yet taken the last hand-over: it sees this part too
+            self.ready.release()
 
     def _run(self, pair):
         try:
             conn = companion(pair)
             self.conn = conn
             conn.set_progress_handler(self._past, 20000)
-            self.given.acquire()  # the part, or the caller done without one
-            if not self.stopped:
-                fn, args = self.part
-                self.value = fn(self.ctx.on(conn), *args)
-        except BaseException as e:  # handed to the caller by result()
-            self.error = e
+            failed = None
+        except BaseException as e:  # handed to the caller by each part's result()
+            failed = e
+        taken = 0
+        try:
+            while not self.stopped:
+                self.ready.acquire()
+                while taken < len(self.parts) and not self.stopped:
+                    part = self.parts[taken]
+                    taken += 1
+                    try:
+                        if failed is not None:
+                            raise failed
+                        part.value = part.fn(self.ctx.on(conn), *part.args)
+                    except BaseException as e:
+                        part.error = e
+                    finally:
+                        part.done.release()
         finally:
+            for part in self.parts[taken:]:  # the caller is done: what never began never runs
+                part.error = RuntimeError("the statement ended before this part began")
+                part.done.release()
             self.running.release()
 
     def _past(self) -> bool:
         return self.stopped or self.ctx.past_deadline()
 
-    def _join(self):
-        self.running.acquire()
-        self.running.release()
-
-    def result(self):
-        if self.running is None:
-            fn, args = self.part
-            return fn(self.ctx, *args)
-        self._join()
-        if self.error is not None:
-            raise self.error
-        return self.value
-
     def __exit__(self, *exc):
         if self.running is not None:
             if self.running.locked():
-                self.stopped = True  # seen by the progress handler, or before the part starts
-                if self.part is None:
-                    self.given.release()  # a companion waiting for a part that never came
+                self.stopped = True  # seen by the progress handler, and before a part begins
+                if self.ready.locked():
+                    self.ready.release()
                 conn = self.conn
                 if conn is not None:
                     conn.interrupt()
-                self._join()
+                self.running.acquire()
+                self.running.release()
             if self.conn is not None:
                 self.conn.close()
         return False
@@ -124,7 +160,7 @@ class beside:
 def in_halves(ctx, other: beside, count, part):
     """(columns, rows) of a read whose rows are the concatenation of slices (`part(offset, n)`:
     the query of the n rows from offset; `count`: the query of how many rows there are), read as
-    two halves at once, the second given to `other` (a beside opened without a part), both as of
+    two halves at once, the second submitted to `other` (a beside), both as of
     the caller's snapshot: the caller holds one read transaction throughout, the companion reads
     in one of its own, and a companion that saw another snapshot (snapshot_mark) has its half
     read again on the caller's connection. One read of the whole when `other` has no companion
@@ -136,9 +172,9 @@ def in_halves(ctx, other: beside, count, part):
         mark = snapshot_mark(ctx.conn)
         first = (n + 1) // 2
         second = part(first, n - first)
-        other.give(_marked, second)
+        theirs = other.submit(_marked, second)
         cols, rows = ctx.fetch(part(0, first))
-        seen, got = other.result()
+        seen, got = theirs.result()
         if seen != mark:
             got = ctx.fetch(second)[1]
         return cols, rows + got
