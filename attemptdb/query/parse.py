@@ -232,19 +232,6 @@ def _token_end(text: str, pos: int) -> int:
     return pos + 1
 
 
-def _ws_end(text: str, pos: int) -> int:
-    n = len(text)
-    while pos < n:
-        if text[pos].isspace():
-            pos += 1
-        elif text.startswith("--", pos):
-            nl = text.find("\n", pos)
-            pos = n if nl < 0 else nl + 1
-        else:
-            break
-    return pos
-
-
 def _prescan(text: str) -> None:
     """Lexical checks the grammar cannot word well: unterminated quotes, stray characters."""
     n = len(text)
@@ -351,7 +338,7 @@ def _syntax_error(text: str, err, memo: peg.Memo) -> AQLError:
             context = CONTEXT.get(name) or name
 
     # special cases first
-    stripped = _ws_end(text, 0)
+    stripped = peg.skip_space(text, 0)
     if stripped >= len(text):
         return AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN",
                         source=text, pos=0, end=1, label="expected a statement")
@@ -361,7 +348,7 @@ def _syntax_error(text: str, err, memo: peg.Memo) -> AQLError:
         return AQLError("AQL0206", f"unknown statement: expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN{hint}",
                         source=text, pos=pos, end=tok_end, label="expected a statement verb")
     in_where = bool(memo.at(g["WHERE"]))
-    if in_where and (token.upper() in _SUBQUERY_WORDS or (token == ";" and _ws_end(text, pos + 1) < len(text))):
+    if in_where and (token.upper() in _SUBQUERY_WORDS or (token == ";" and peg.skip_space(text, pos + 1) < len(text))):
         return AQLError("AQL0207", "WHERE takes exactly one SQL expression over the target's columns; "
                         "subqueries and further statements are refused", source=text, pos=pos,
                         end=tok_end, label="not part of one expression")
@@ -781,7 +768,7 @@ def parse(text: str) -> ast.Statement:
     if len(text) > MAX_STATEMENT_CHARS:
         raise AQLError("AQL0208", f"the statement is too large to run safely (more than "
                        f"{MAX_STATEMENT_CHARS} characters); split it or use SQL")
-    if _ws_end(text, 0) >= len(text):
+    if peg.skip_space(text, 0) >= len(text):
         raise AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN",
                        source=text, pos=0, end=1, label="expected a statement")
     _prescan(text)

@@ -217,14 +217,15 @@ def _relative(text, i):  # -[0-9]+[A-Za-z]*(?![A-Za-z0-9_])
     return _first_free(text, [_run(text, _run(text, i + 1, _DIGITS), _LETTERS)])
 
 
-def _space(text, i):  # (?:\s+|--[^\n]*)*   (\s is str.isspace, as in `re`)
+def skip_space(text: str, i: int) -> int:
+    """The end of the grammar's `_` from i: (?:\s+|--[^\n]*)* (\s is str.isspace, as in `re`)."""
     n = len(text)
     while i < n:
         if text[i].isspace():
             i += 1
         elif text.startswith("--", i):
             j = text.find("\n", i)
-            i = n if j < 0 else j
+            i = n if j < 0 else j + 1
         else:
             break
     return i
@@ -262,7 +263,7 @@ FIXED = {
     r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![A-Za-z0-9_])": _number,
     r"[0-9]+(?![A-Za-z0-9_.])": _integer,
     r"-[0-9]+[A-Za-z]*(?![A-Za-z0-9_])": _relative,
-    r"(?:\s+|--[^\n]*)*": _space,
+    r"(?:\s+|--[^\n]*)*": skip_space,
     r"(?![\s\S])": _end,
     r"'(?:[^']|'')*'": _quoted("'", 0),
     r'"(?:[^"]|"")+"': _quoted('"', 1),
