@@ -218,7 +218,7 @@ def _relative(text, i):  # -[0-9]+[A-Za-z]*(?![A-Za-z0-9_])
 
 
 def skip_space(text: str, i: int) -> int:
-    """The end of the grammar's `_` from i: (?:\s+|--[^\n]*)* (\s is str.isspace, as in `re`)."""
+    r"""The end of the grammar's `_` from i: (?:\s+|--[^\n]*)* (\s is str.isspace, as in `re`)."""
     n = len(text)
     while i < n:
         if text[i].isspace():
