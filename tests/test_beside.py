@@ -12,6 +12,7 @@ from test_attemptql_scenario import NOW, build
 
 from attemptdb.query import execute
 from attemptdb.query.beside import beside
+from attemptdb.query.errors import AQLError
 from attemptdb.query.result import Context
 from attemptdb.store.readonly import Gate, companion, connect, lifted, pairing
 
@@ -293,4 +294,30 @@ def test_one_snapshot_for_a_block_behind_the_gate(scenario_db):
             conn.execute("SELECT count(*) FROM events").fetchone()
         assert conn.in_transaction
     assert not conn.in_transaction and conn.authorizer is gate
+    with pytest.raises(ValueError):  # the block's error goes on; the transaction ends with it
+        with snapshot(conn):
+            conn.execute("SELECT count(*) FROM events").fetchone()
+            raise ValueError("stopped")
+    assert not conn.in_transaction and conn.authorizer is gate
+    conn.close()
+
+
+def test_a_split_read_stopped_at_its_deadline_leaves_no_transaction(units_db, monkeypatch):
+    """A long-lived reader (MCP, the web UI) reuses its connection: a statement that ran past
+    its time limit leaves it outside any transaction, with nothing left open beside it."""
+    import attemptdb.query.beside as b
+    monkeypatch.setattr(b, "MIN_SPLIT", 2)
+    conn, gate = connect(units_db)
+    before = _open_count()
+    real = Context.fetch
+
+    def stopped(self, q):  # the caller's own read is the one that runs past the limit
+        if self.conn is conn:
+            raise AQLError("AQL0501", "the statement ran past its time limit and was stopped")
+        return real(self, q)
+    monkeypatch.setattr(Context, "fetch", stopped)
+    for text in ("SHOW WORK UNITS", "STATE project AT '2026-08-28T10:30:00Z'"):
+        with pytest.raises(AQLError) as e:
+            execute.run(conn, text, gate=gate)
+        assert e.value.code == "AQL0501" and not conn.in_transaction and _open_count() == before
     conn.close()

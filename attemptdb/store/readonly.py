@@ -116,9 +116,15 @@ class snapshot:
             self.own = True
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, value, tb):
         if self.own:
-            self._run("COMMIT")
+            if kind is None:
+                self._run("COMMIT")
+            else:  # the block's error is what the caller sees; the transaction ends either way
+                try:
+                    self._run("ROLLBACK")
+                except apsw.Error:
+                    pass
         return False
 
     def _run(self, sql: str) -> None:
