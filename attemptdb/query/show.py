@@ -23,6 +23,7 @@ class ShowHandler:
 
     @staticmethod
     def shown(ctx, cmd, plan, other):
+        """The Result of a compiled SHOW; `other`: the beside that may read half of its units."""
         cols, rows = ctx.fetch(plan.rows) if plan.units is None else in_halves(ctx, other, *plan.units)
         notes = list(plan.notes)
         target = plan.target

@@ -307,9 +307,8 @@ def _companion_part(ctx, scope, t):
 
 def state_result(ctx, scope, t, *, what="STATE"):
     """STATE's rows, read at once on two connections as of one snapshot (query/beside.py): the
-    companion reads the sessions, the caller the work units (most of the time: their programs'
-    preparation and the members as of t); a companion that read another snapshot has the
-    sessions read again here."""
+    companion reads the sessions, the caller the work units (the longer part); a companion
+    that read another snapshot has the sessions read again here."""
     t_iso = ctx.iso(t)
     with snapshot(ctx.conn):
         mark = snapshot_mark(ctx.conn)

@@ -103,8 +103,8 @@ class lifted:
 class snapshot:
     """`with snapshot(conn):` every statement of the block on `conn` reads one snapshot of the
     file (one read transaction); nothing changes when `conn` is inside a transaction already.
-    BEGIN and COMMIT are the package's own and read nothing: they run with the authorizer set
-    aside (the gate refuses transaction control to the statements a user writes)."""
+    BEGIN, COMMIT (ROLLBACK when the block fails) are the package's own and read nothing: they
+    run with the authorizer set aside (the gate refuses transaction control to a user's SQL)."""
 
     def __init__(self, conn: apsw.Connection):
         self.conn = conn
