@@ -24,6 +24,7 @@ from . import nodes as ast
 from . import peg_runtime as peg
 from .errors import AQLError
 from .peg_runtime import NodeVisitor, Rules
+from .sqltext import skip_space
 
 try:
     from _sha256 import sha256 as _sha256
@@ -338,7 +339,7 @@ def _syntax_error(text: str, err, memo: peg.Memo) -> AQLError:
             context = CONTEXT.get(name) or name
 
     # special cases first
-    stripped = peg.skip_space(text, 0)
+    stripped = skip_space(text, 0)
     if stripped >= len(text):
         return AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN",
                         source=text, pos=0, end=1, label="expected a statement")
@@ -348,7 +349,7 @@ def _syntax_error(text: str, err, memo: peg.Memo) -> AQLError:
         return AQLError("AQL0206", f"unknown statement: expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN{hint}",
                         source=text, pos=pos, end=tok_end, label="expected a statement verb")
     in_where = bool(memo.at(g["WHERE"]))
-    if in_where and (token.upper() in _SUBQUERY_WORDS or (token == ";" and peg.skip_space(text, pos + 1) < len(text))):
+    if in_where and (token.upper() in _SUBQUERY_WORDS or (token == ";" and skip_space(text, pos + 1) < len(text))):
         return AQLError("AQL0207", "WHERE takes exactly one SQL expression over the target's columns; "
                         "subqueries and further statements are refused", source=text, pos=pos,
                         end=tok_end, label="not part of one expression")
@@ -768,7 +769,7 @@ def parse(text: str) -> ast.Statement:
     if len(text) > MAX_STATEMENT_CHARS:
         raise AQLError("AQL0208", f"the statement is too large to run safely (more than "
                        f"{MAX_STATEMENT_CHARS} characters); split it or use SQL")
-    if peg.skip_space(text, 0) >= len(text):
+    if skip_space(text, 0) >= len(text):
         raise AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN",
                        source=text, pos=0, end=1, label="expected a statement")
     _prescan(text)

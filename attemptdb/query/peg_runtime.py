@@ -41,6 +41,7 @@ import sys
 from collections import defaultdict
 
 from ..errors import AttemptError
+from .sqltext import skip_space
 
 FORMAT = 3  # bump when LazyPattern, KeywordPattern, FixedPattern, FIXED or Rules change what a pickle means
 TESTED = ">=0.10,<0.12"
@@ -215,20 +216,6 @@ def _relative(text, i):  # -[0-9]+[A-Za-z]*(?![A-Za-z0-9_])
     if not (_at(text, i, "-") and _at(text, i + 1, _DIGITS)):
         return -1
     return _first_free(text, [_run(text, _run(text, i + 1, _DIGITS), _LETTERS)])
-
-
-def skip_space(text: str, i: int) -> int:
-    r"""The end of the grammar's `_` from i: (?:\s+|--[^\n]*)* (\s is str.isspace, as in `re`)."""
-    n = len(text)
-    while i < n:
-        if text[i].isspace():
-            i += 1
-        elif text.startswith("--", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j + 1
-        else:
-            break
-    return i
 
 
 def _end(text, i):  # (?![\s\S])

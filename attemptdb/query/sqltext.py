@@ -13,7 +13,9 @@ TABLE_FUNCTIONS = ("attempt_trace", "state_at", "evidence")
 
 # --- classification ------------------------------------------------------------------------
 
-def skip_ws(text: str, i: int = 0) -> int:
+def skip_space(text: str, i: int = 0) -> int:
+    r"""The end of whitespace and `--` comments from i: AttemptQL's `_`, (?:\s+|--[^\n]*)*
+    (\s is str.isspace, as in `re`)."""
     n = len(text)
     while i < n:
         if text[i].isspace():
@@ -21,12 +23,19 @@ def skip_ws(text: str, i: int = 0) -> int:
         elif text.startswith("--", i):
             j = text.find("\n", i)
             i = n if j < 0 else j + 1
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            i = n if j < 0 else j + 2
         else:
             break
     return i
+
+
+def skip_ws(text: str, i: int = 0) -> int:
+    """The end of SQL's whitespace and comments from i (`--` and `/* */`)."""
+    while True:
+        i = skip_space(text, i)
+        if not text.startswith("/*", i):
+            return i
+        j = text.find("*/", i + 2)
+        i = len(text) if j < 0 else j + 2
 
 
 def word(text: str, i: int) -> tuple[str, int]:
