@@ -66,7 +66,8 @@ def _scan(text, i, exact=True):
         import json.decoder  # noqa: F401
         return _c_scan(text, i)
 
-_WS = " \t\n\r"
+WHITESPACE = " \t\n\r"
+"""JSON's whitespace characters."""
 
 
 def loads(text, exact_errors=True):
@@ -76,7 +77,7 @@ def loads(text, exact_errors=True):
         text = bytes(text).decode("utf-8")
     n = len(text)
     i = 0
-    while i < n and text[i] in _WS:
+    while i < n and text[i] in WHITESPACE:
         i += 1
     try:
         obj, end = _scan(text, i, exact_errors)
@@ -88,7 +89,7 @@ def loads(text, exact_errors=True):
         raise JSONError("nested too deeply", i) from None
     finally:
         _ctx.memo.clear()
-    while end < n and text[end] in _WS:
+    while end < n and text[end] in WHITESPACE:
         end += 1
     if end != n:
         raise JSONError("extra data after the JSON value", end)
@@ -112,3 +113,44 @@ def dumps(obj, sort_keys=False):
         return quote(obj)
     return "".join((_sorted if sort_keys else _compact)(obj, 0))
 
+
+
+def is_compact_string_array(text: str) -> bool:
+    """True when `text` is exactly what `dumps` writes for some list of strings (SQLite's
+    json_group_array of texts without escapes): `[]`, or `["…","…"]` whose strings hold no
+    quote, backslash or unprintable character. Such a text can be written out as it is in
+    place of `dumps(loads(text))`. False says nothing (the caller decodes)."""
+    n = len(text)
+    if n < 2 or text[0] != "[" or text[-1] != "]" or "\\" in text or not text.isprintable():
+        return False
+    if n == 2:
+        return True
+    if n < 4 or text[1] != '"' or text[-2] != '"':
+        return False
+    # with no backslash no quote is escaped: every quote of the body must be one of a separator
+    body = text[2:-2]
+    return body.count('"') == 2 * body.count('","')
+
+
+_HOLE = "\x00attemptdb:json-text\x00"
+_HOLE_QUOTED = quote(_HOLE)
+
+
+def dumps_spliced(obj, texts: list[str], fallback):
+    """`dumps(obj)` where the str values equal to `hole()` stand, in order, for the JSON texts
+    of `texts`, each written out as it is (the caller vouches that dumps would write the same:
+    is_compact_string_array). When the holes do not match the texts one for one (a value of
+    `obj` spelled like a hole), returns `dumps(fallback())` instead."""
+    pieces = dumps(obj).split(_HOLE_QUOTED)
+    if len(pieces) != len(texts) + 1:
+        return dumps(fallback())
+    out = [pieces[0]]
+    for t, p in zip(texts, pieces[1:]):
+        out.append(t)
+        out.append(p)
+    return "".join(out)
+
+
+def hole() -> str:
+    """The value that marks a place `dumps_spliced` fills."""
+    return _HOLE

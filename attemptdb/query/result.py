@@ -19,17 +19,36 @@ FAILED = ("failed", "superseded")
 
 class Result:
     """Rows of one statement. `kind`: rows, explanation or empty; `display` lists the columns
-    a terminal table shows (every column goes to --json/--csv)."""
+    a terminal table shows (every column goes to --json/--csv). `encoded`: the indexes of list
+    columns whose values are still the JSON text SQL returned; `rows` decodes them when first
+    read, `encoded_rows` hands them over as they are (JSON output writes most of them unchanged)."""
 
-    __slots__ = ("columns", "rows", "notes", "kind", "display", "language")
+    __slots__ = ("columns", "_rows", "_encoded", "notes", "kind", "display", "language")
 
-    def __init__(self, columns, rows, notes=None, kind=None, display=None, language="attemptql"):
+    def __init__(self, columns, rows, notes=None, kind=None, display=None, language="attemptql", encoded=()):
         self.columns = list(columns)
-        self.rows = [tuple(r) for r in rows]
+        self._rows = [tuple(r) for r in rows]
+        self._encoded = frozenset(encoded)
         self.notes = list(notes or [])
-        self.kind = kind or ("rows" if self.rows else "empty")
+        self.kind = kind or ("rows" if self._rows else "empty")
         self.display = [c for c in (display or self.columns) if c in self.columns]
         self.language = language
+
+    @property
+    def rows(self) -> list[tuple]:
+        if self._encoded:
+            self._rows = _decode_lists(self._rows, sorted(self._encoded))
+            self._encoded = frozenset()
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows):
+        self._rows = [tuple(r) for r in rows]
+        self._encoded = frozenset()
+
+    def encoded_rows(self) -> tuple[list[tuple], frozenset]:
+        """(rows, indexes of the list columns in them still as JSON text): nothing decoded."""
+        return self._rows, self._encoded
 
     def dicts(self) -> list[dict]:
         return [dict(zip(self.columns, r)) for r in self.rows]
@@ -129,9 +148,32 @@ def dedup(items):
     return out
 
 
-def decode_rows(columns, rows):
-    """JSON text → Python lists/dicts for list columns and uncertainty."""
-    idx_list = [i for i, c in enumerate(columns) if c in C.LIST_COLUMNS]
+def list_columns(columns) -> list[int]:
+    """The indexes of the list columns (sqlgen.LIST_COLUMNS: JSON arrays in SQL) of `columns`."""
+    return [i for i, c in enumerate(columns) if c in C.LIST_COLUMNS]
+
+
+def _decode_lists(rows, idx_list):
+    out = []
+    for r in rows:
+        r = list(r)
+        for i in idx_list:
+            r[i] = loads_list(r[i])
+        out.append(tuple(r))
+    return out
+
+
+def is_empty_list(v) -> bool:
+    """`not loads_list(v)`, without decoding a JSON text that is not an empty array."""
+    if isinstance(v, str):
+        t = v.strip(fastjson.WHITESPACE)
+        return t[:1] == "[" and t[-1:] == "]" and not t[1:-1].strip(fastjson.WHITESPACE)
+    return not loads_list(v)
+
+
+def decode_rows(columns, rows, *, lists: bool = True):
+    """JSON text → Python lists/dicts for list columns (unless `lists` is false) and uncertainty."""
+    idx_list = list_columns(columns) if lists else []
     idx_unc = [i for i, c in enumerate(columns) if c == "uncertainty"]
     if not idx_list and not idx_unc:
         return rows
@@ -156,17 +198,19 @@ def enforce_evidence(result: Result) -> Result:
         return result
     ie = result.columns.index("evidence")
     iu = result.columns.index("uncertainty")
+    rows, encoded = result.encoded_rows()
+    empty = is_empty_list if ie in encoded else (lambda v: not v)
     kept = []
-    for r in result.rows:
+    for r in rows:
         u = r[iu] if isinstance(r[iu], dict) else {}
-        if not r[ie] and u.get("reason") not in _NO_CLAIM:
+        if empty(r[ie]) and u.get("reason") not in _NO_CLAIM:
             continue
         kept.append(r)
-    if len(kept) != len(result.rows):
-        n = len(result.rows) - len(kept)
+    if len(kept) != len(rows):
+        n = len(rows) - len(kept)
         result.notes.append(f"AQL0601: {n} row(s) claimed something without evidence and were withheld "
                             "(an internal invariant violation; `attempt reproject` rebuilds the projections)")
-        result.rows = kept
+        result._rows = kept  # as they were: still encoded where they were
         if not kept:
             result.kind = "empty"
     return result

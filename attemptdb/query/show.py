@@ -4,7 +4,7 @@
 
 from . import sqlgen as C
 from .beside import beside, in_halves
-from .result import Result, decode_rows
+from .result import Result, decode_rows, list_columns
 
 # ... SHOW
 
@@ -43,4 +43,5 @@ class ShowHandler:
             i = cols.index("objective")
             if all(r[i] is None for r in rows):
                 notes.append("objective text is unavailable (no prompt content captured; metadata_only mode?)")
-        return Result(cols, decode_rows(cols, rows), notes, display=plan.display)
+        return Result(cols, decode_rows(cols, rows, lists=False), notes, display=plan.display,
+                      encoded=list_columns(cols))

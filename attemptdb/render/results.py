@@ -139,7 +139,36 @@ def _plain(v):
 
 
 def json_rows(result) -> str:
-    return fastjson.dumps([{c: _plain(v) for c, v in zip(result.columns, r)} for r in result.rows])
+    """Every row as an object. The list columns still as SQL's JSON text (Result.encoded_rows)
+    are written as that text when each is what decoding and encoding it again would write;
+    otherwise every row is decoded first."""
+    rows, encoded = result.encoded_rows()
+    text = _spliced(result.columns, rows, encoded, result) if encoded else None
+    return text if text is not None else fastjson.dumps(_objects(result.columns, result.rows))
+
+
+def _spliced(cols, rows, encoded, result) -> str | None:
+    """`rows` as JSON with their encoded list columns written as they are; None when one is not
+    what fastjson would write for it (fastjson.is_compact_string_array; NULL reads as [])."""
+    hole, texts, objs = fastjson.hole(), [], []
+    for r in rows:
+        obj = {}
+        for i, v in enumerate(r):
+            if i not in encoded:
+                obj[cols[i]] = _plain(v)
+                continue
+            if v is None:
+                v = "[]"
+            elif not (isinstance(v, str) and fastjson.is_compact_string_array(v)):
+                return None
+            texts.append(v)
+            obj[cols[i]] = hole
+        objs.append(obj)
+    return fastjson.dumps_spliced(objs, texts, lambda: _objects(cols, result.rows))
+
+
+def _objects(cols, rows) -> list[dict]:
+    return [{c: _plain(v) for c, v in zip(cols, r)} for r in rows]
 
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
