@@ -6,6 +6,7 @@ import os
 import pytest
 
 from attemptdb.devtools import bench
+from attemptdb.store import cores
 
 
 def test_ingest_reports_both_halves_the_plain_insert_and_the_bytes_in_one_run():
@@ -17,6 +18,18 @@ def test_ingest_reports_both_halves_the_plain_insert_and_the_bytes_in_one_run():
     assert r["events"] == 300 and r["jsonl_bytes_per_event"] == round(r["bytes"] / 300, 1)
     assert r["file_bytes_per_event"] == round(r["file_bytes"] / 300, 1)
     assert r["file_to_jsonl"] == round(r["file_bytes"] / r["bytes"], 3)
+    # the bound: the plain INSERT against the JSON floor spread over every core (the figures
+    # are rounded, and tiny here: only their presence and sign are checked)
+    assert r["json_floor_seconds"] > 0 and r["json_floor_ratio_bound"] > 0 and r["cores"] == cores.available()
+
+
+def test_json_floor_parses_every_line(tmp_path):
+    src = tmp_path / "e.jsonl"
+    src.write_bytes(b'{"a":1}\n{"b":[1,2]}\n{"c":\n')
+    with pytest.raises(ValueError):
+        bench._json_floor(str(src))
+    src.write_bytes(b'{"a":1}\n{"b":[1,2]}\n')
+    assert bench._json_floor(str(src)) > 0
 
 
 def test_chain_only_stores_every_event_and_projects_none(tmp_path):
@@ -41,8 +54,9 @@ def test_verify_reports_a_same_run_floor():
     r = bench.verify_rate(200, repeat=1)
     assert r["events"] == 200 and r["line_bytes"] > 200 * 100
     assert r["floor_seconds"] >= 0 and r["floor_events_per_s"] > 0 and 0 <= r["floor_ratio"]
-    assert r["cores"] == os.cpu_count()
+    assert r["cores"] == cores.available()
     assert r["integrity_seconds"] >= 0 and r["chain_seconds"] >= 0 and r["chain_floor_ratio"] >= 0
+    assert r["read_hash_seconds"] > 0 and r["ceiling_ratio"] > 0
 
 
 @pytest.mark.skipif(not hasattr(os, "posix_spawn"), reason="the capture daemon needs posix_spawn")

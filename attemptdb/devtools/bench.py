@@ -9,9 +9,14 @@ in the same run (these machines are noisy; absolute numbers alone mislead).
   rows into a fresh file with every projection) and reports bytes per event of the file
   and of the JSONL. Chain-only: the same import with the projections paused (each event
   only notes its session, rebuild.pause), timed to the end of its appends: parse, prepare,
-  chain, row and indexes, the floor under every projection.
+  chain, row and indexes, the floor under every projection. And a bound: the JSON floor (each
+  line parsed and serialised once by the C codec, nothing else, one process), and the best ratio
+  any import could reach if every core did only that (`json_floor_ratio_bound`).
 - verify: full verification rate against the same run's floor (SHA-256 of the same canonical
   lines read from a file), and its two big parts alone (SQLite's integrity check, the chain).
+  And a bound: every row's three texts read and hashed, no check (`read_hash_seconds`, one
+  process), and the best ratio to the floor a verify reading the rows and running the
+  integrity check could reach on every core (`ceiling_ratio`).
 - capture: the installed `attempt capture` on a realistic payload vs `python -c pass` from the
   same interpreter, interleaved.
 Never used by tests as timed assertions; tests only check the JSON shape on tiny sizes.
@@ -29,6 +34,7 @@ import time
 
 from ..exchange.importers.jsonl import IMPORT_CACHE_KIB, IMPORT_CHECKPOINT_PAGES
 from ..model import event
+from ..store import cores
 from ..store.database import Store
 from . import synth
 
@@ -142,6 +148,19 @@ def _chain_only(path: str, src: str, batch: int) -> float:
         st.close()
 
 
+def _json_floor(src: str) -> float:
+    """Every line of `src` parsed and serialised again by the C codec (fastjson), nothing else, in
+    this process: a lower bound on preparing it (an import must at least parse each line and
+    write its canonical text)."""
+    from ..model import fastjson
+    loads, dumps = fastjson.loads, fastjson.dumps
+    with open(src, "rb") as f:
+        t0 = time.perf_counter()
+        for line in f:
+            dumps(loads(line))
+        return time.perf_counter() - t0
+
+
 def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = None, keep: str | None = None,
            halves: bool = True) -> dict:
     """Import `events` synthetic events into a fresh file `repeat` times, interleaved with the
@@ -166,7 +185,7 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
         with open(rows_file, "wb") as f:
             marshal.dump(rows, f)
         del rows
-        ours, base, prep, write, chained = [], [], [], [], []
+        ours, base, prep, write, chained, floors = [], [], [], [], [], []
         prepared = os.path.join(tmp, "prepared.marshal")
         nbatches = (events + batch - 1) // batch
         file_bytes = None
@@ -197,6 +216,7 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
                 cpath = _fresh(tmp, "chain.db")
                 _settle()
                 chained.append(_chain_only(cpath, src, batch))
+                floors.append(_json_floor(src))
         t_ours, t_base = statistics.median(ours), statistics.median(base)
         out = {"events": events, "bytes": size, "repeat": repeat, "batch": batch,
                "seconds": round(t_ours, 3), "events_per_s": round(events / t_ours),
@@ -204,6 +224,7 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
                "ratio": round(t_base / t_ours, 3)}
         if halves:
             t_prep, t_write, t_chain = statistics.median(prep), statistics.median(write), statistics.median(chained)
+            t_json, n_cores = statistics.median(floors), cores.available()
             out.update({
                 "prepare_seconds": round(t_prep, 3), "prepare_events_per_s": round(events / t_prep),
                 "prepare_ratio": round(t_base / t_prep, 3),
@@ -211,6 +232,8 @@ def ingest(events: int, *, seed: int = 1, repeat: int = 3, batch: int | None = N
                 "write_ratio": round(t_base / t_write, 3),
                 "chain_only_seconds": round(t_chain, 3), "chain_only_events_per_s": round(events / t_chain),
                 "chain_only_ratio": round(t_base / t_chain, 3),
+                "json_floor_seconds": round(t_json, 3), "cores": n_cores,
+                "json_floor_ratio_bound": round(t_base / (t_json / n_cores), 3),
                 "file_bytes": file_bytes, "file_bytes_per_event": round(file_bytes / events, 1),
                 "jsonl_bytes_per_event": round(size / events, 1),
                 "file_to_jsonl": round(file_bytes / size, 3)})
@@ -244,6 +267,28 @@ def _floor(lines_file: str) -> float:
     return time.perf_counter() - t0
 
 
+def _read_hash(st) -> float:
+    """Every row's three large texts read (as verify's bulk pass reads them) and hashed, no
+    check, in this process: what a verify that reads the rows costs before it checks anything."""
+    from ..integrity.bulkcheck import connect
+    from ..integrity.chain import bulk_sha256
+    sha = bulk_sha256()
+    conn = connect(st.path)
+    try:
+        t0 = time.perf_counter()
+        for a, c, r in conn.execute("SELECT CAST(attrs_json AS BLOB), CAST(content_json AS BLOB), "
+                                    "CAST(raw_json AS BLOB) FROM events ORDER BY seq"):
+            h = sha(a or b"")
+            if c is not None:
+                h.update(c)
+            if r is not None:
+                h.update(r)
+            h.digest()
+        return time.perf_counter() - t0
+    finally:
+        conn.close()
+
+
 def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None = None) -> dict:
     """Full `verify` over a synthetic history (or an existing file `db`); median rate, and the
     same run's floor: SHA-256 of the same canonical lines read from a file, in one process
@@ -266,7 +311,7 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             st = Store.open(db, readonly=True)
         lines_file = os.path.join(tmp, "lines")
         line_bytes = _dump_lines(st, lines_file)
-        times, floors, integrity, chain = [], [], [], []
+        times, floors, integrity, chain, reads = [], [], [], [], []
         n = 0
         for _ in range(repeat):
             floors.append(_floor(lines_file))
@@ -282,14 +327,17 @@ def verify_rate(events: int, *, seed: int = 1, repeat: int = 3, db: str | None =
             t0 = time.perf_counter()
             chain_only(st)
             chain.append(time.perf_counter() - t0)
+            reads.append(_read_hash(st))
         st.close()
         t, tf = statistics.median(times), statistics.median(floors)
-        ti, tc = statistics.median(integrity), statistics.median(chain)
+        ti, tc, tr = statistics.median(integrity), statistics.median(chain), statistics.median(reads)
+        n_cores = cores.available()
         return {"events": n, "repeat": repeat, "seconds": round(t, 3), "events_per_s": round(n / t),
-                "cores": os.cpu_count(), "line_bytes": line_bytes, "floor_seconds": round(tf, 3),
+                "cores": n_cores, "line_bytes": line_bytes, "floor_seconds": round(tf, 3),
                 "floor_events_per_s": round(n / tf), "floor_ratio": round(tf / t, 3),
                 "integrity_seconds": round(ti, 3), "chain_seconds": round(tc, 3),
-                "chain_floor_ratio": round(tf / tc, 3)}
+                "chain_floor_ratio": round(tf / tc, 3), "read_hash_seconds": round(tr, 3),
+                "ceiling_ratio": round(tf / ((tr + ti) / n_cores), 3)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
