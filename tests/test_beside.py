@@ -321,3 +321,45 @@ def test_a_split_read_stopped_at_its_deadline_leaves_no_transaction(units_db, mo
             execute.run(conn, text, gate=gate)
         assert e.value.code == "AQL0501" and not conn.in_transaction and _open_count() == before
     conn.close()
+
+
+def test_split_point_is_the_most_even_cut():
+    """The first half is the prefix whose weight is nearest half the total (each side keeps a
+    row), checked against every cut of random weights; no weight at all halves the rows."""
+    import random
+
+    from attemptdb.query.beside import split_point
+    rng = random.Random(5)
+    for _ in range(3000):
+        n = rng.randrange(2, 12)
+        w = [rng.choice([0, 0, 1, 2, 5, 40, 300]) for _ in range(n)]
+        k = split_point(w)
+        assert 1 <= k <= n - 1
+        gap = [abs(2 * sum(w[:j]) - sum(w)) for j in range(1, n)]
+        if sum(w):
+            assert gap[k - 1] == min(gap), (w, k)
+        else:
+            assert k == (n + 1) // 2 or n == 2
+
+
+def test_show_work_units_weighs_its_units_by_their_members(tmp_path):
+    """The weights SHOW WORK UNITS splits by are the units' member counts, newest first (on
+    every scenario in one file: units of one member and of several)."""
+    from attemptdb.projections import scenario
+    from attemptdb.query import sqlgen
+    from attemptdb.query.parse import parse
+    from attemptdb.store.database import Store
+    path = str(tmp_path / "all.db")
+    st = Store.open(path)
+    st.append([dict(e) for n in scenario.names() for e in scenario.build(scenario.load(n)).events])
+    st.close()
+    conn, gate = connect(path)
+    ctx = Context(conn, "SHOW WORK UNITS", NOW)
+    plan = sqlgen.compile_show(ctx, parse("SHOW WORK UNITS").command)
+    weights, _part = plan.units
+    got = [r[0] for r in conn.execute(weights.sql, weights.params)]
+    want = [r[0] for r in conn.execute(
+        "SELECT (SELECT count(*) FROM unit_turns m WHERE m.work_unit_id = u.work_unit_id) FROM unit_index u "
+        "ORDER BY u.started_at DESC, u.work_unit_id LIMIT 100")]
+    assert got == want and len(got) > 1 and max(got) > 1 and min(got) == 1
+    conn.close()

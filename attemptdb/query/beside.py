@@ -157,20 +157,22 @@ class beside:
         return False
 
 
-def in_halves(ctx, other: beside, count, part):
+def in_halves(ctx, other: beside, weights, part):
     """(columns, rows) of a read whose rows are the concatenation of slices (`part(offset, n)`:
-    the query of the n rows from offset; `count`: the query of how many rows there are), read as
-    two halves at once, the second submitted to `other` (a beside), both as of
-    the caller's snapshot: the caller holds one read transaction throughout, the companion reads
-    in one of its own, and a companion that saw another snapshot (snapshot_mark) has its half
-    read again on the caller's connection. One read of the whole when `other` has no companion
-    or there are fewer than MIN_SPLIT rows."""
+    the query of the n rows from offset; `weights`: the query of one number per row, in their
+    order, that grows with what the row costs to read), read as two halves of about equal
+    weight at once, the second submitted to `other` (a beside), both as of the caller's
+    snapshot: the caller holds one read transaction throughout, the companion reads in one of
+    its own, and a companion that saw another snapshot (snapshot_mark) has its half read again
+    on the caller's connection. One read of the whole when `other` has no companion or there
+    are fewer than MIN_SPLIT rows."""
     with snapshot(ctx.conn):
-        n = ctx.conn.execute(count.sql, count.params).fetchone()[0]
+        w = [r[0] or 0 for r in ctx.conn.execute(weights.sql, weights.params)]
+        n = len(w)
         if n < MIN_SPLIT or not other.companion:
             return ctx.fetch(part(0, n))
         mark = snapshot_mark(ctx.conn)
-        first = (n + 1) // 2
+        first = split_point(w)
         second = part(first, n - first)
         theirs = other.submit(_marked, second)
         cols, rows = ctx.fetch(part(0, first))
@@ -178,6 +180,22 @@ def in_halves(ctx, other: beside, count, part):
         if seen != mark:
             got = ctx.fetch(second)[1]
         return cols, rows + got
+
+
+def split_point(weights: list) -> int:
+    """How many of the first rows make the half whose weight is nearest half the total (at
+    least 1, at most all but one; no weight at all: half the rows, rounded up)."""
+    n, total = len(weights), sum(weights)
+    if total <= 0:
+        return max(1, min((n + 1) // 2, n - 1))
+    acc = 0
+    for k, x in enumerate(weights, 1):
+        acc += x
+        if 2 * acc >= total:
+            if 2 * acc - total > total - 2 * (acc - x):  # the half without this row is nearer
+                k -= 1
+            return max(1, min(k, n - 1))
+    return max(1, n - 1)
 
 
 def _marked(ctx, q):

@@ -512,8 +512,9 @@ class ShowPlan:
         self.target, self.rows, self.hidden, self.limit, self.display, self.notes = \
             target, rows, hidden, limit, display, notes
         self.units = units
-        """For SHOW WORK UNITS reading the newest N units: (the query counting them, part(offset,
-        count) → the rows query of that slice of them); None otherwise."""
+        """For SHOW WORK UNITS reading the newest N units: (the query of their weights, one per
+        unit in order: its member count; part(offset, count) → the rows query of that slice of
+        them); None otherwise (beside.in_halves)."""
 
 
 def order_sql(target: Target, show: ast.Show, alias: str, columns: set, ctx) -> str:
@@ -646,7 +647,9 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
     if slices is not None:
         def part(offset: int, count: int) -> Query:
             return Query("rows", sql, tuple(slices) + (count, offset) + tail)
-        sliced = (Query("units", f"SELECT count(*) FROM ({units_sql})", tuple(unit_params)), part)
+        # a unit costs about what its members do (each list and count of work_units reads them)
+        sliced = (Query("units", "SELECT (SELECT count(*) FROM main.unit_turns m WHERE m.work_unit_id = x.work_unit_id) "
+                        f"FROM ({units_sql}) x", tuple(unit_params)), part)
     return ShowPlan(target, Query("rows", sql, tuple(params) + (limit,)), hidden, limit,
                     target.display + (("evidence", "uncertainty") if target.table == "events" else ()), notes,
                     sliced)
