@@ -451,3 +451,26 @@ def test_oversized_statements_are_refused_with_a_code(db):
     assert run(db, "SHOW ATTEMPTS WHERE " + " OR ".join(["outcome = 'x'"] * 500)).rows == []  # printed flat
     assert fails(db, "SHOW ATTEMPTS WHERE " + " OR ".join(["outcome = 'x'"] * 2000)).code.startswith("AQL0")
     assert fails(db, "EXPLAIN SHOW ATTEMPTS WHERE " + " OR ".join(["outcome = 'x'"] * 2000)).code.startswith("AQL0")
+
+
+def test_a_prepared_statement_is_parsed_once_and_its_errors_wait_for_the_run(db, monkeypatch):
+    """`execute.prepare` (called while the file opens) parses the statement and loads its family;
+    the run takes that parse. A statement that does not parse prepares nothing and the run
+    reports the same coded error as without it; SQL prepares nothing."""
+    from attemptdb.query import parse as parse_mod
+    calls = []
+    real = parse_mod.parse
+    monkeypatch.setattr(parse_mod, "parse", lambda t: calls.append(t) or real(t))
+    text = "SHOW FAILED ATTEMPTS LIMIT 2"
+    execute.prepare(text)
+    assert calls == [text]
+    got = run(db, text)
+    assert calls == [text] and got.rows == run(db, text).rows and calls == [text, text]
+    bad = "SHOW FAILD ATTEMPTS"
+    want = fails(db, bad)
+    execute.prepare(bad)
+    again = fails(db, bad)
+    assert (again.code, again.message) == (want.code, want.message)
+    n = len(calls)
+    execute.prepare("SELECT 1")
+    assert len(calls) == n and execute.run(db[0], "SELECT 1", gate=db[1]).rows == [(1,)]

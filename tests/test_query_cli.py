@@ -129,3 +129,10 @@ def test_read_commands_sign_a_due_checkpoint_first(tmp_path, home):
         st = Store.open(db)
         assert not checkpoint.due(st.conn), args
         st.close()
+
+
+def test_a_missing_database_is_named_before_the_statement_is_judged(home, tmp_path):
+    """The file opens while the statement is parsed (cli/reads.opening): which error comes first
+    stays as it was: a missing file, then the statement."""
+    p = run_attempt(["query", "SHOW FAILD ATTEMPTS", "--db", str(tmp_path / "nope.db")])
+    assert p.returncode == 2 and b"error[store.missing]" in p.stderr and b"AQL" not in p.stderr

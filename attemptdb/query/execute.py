@@ -196,9 +196,28 @@ def tables(ctx) -> Result:
 
 # --- AttemptQL -------------------------------------------------------------------------------
 
+_PREPARED: dict = {}  # statement text → its parse, made by prepare() and taken by the run
+
+
+def prepare(text) -> None:
+    """Load now what running `text` needs that does not read the file: its parse and its
+    statement family's module (a caller whose file is still opening calls this meanwhile).
+    Whatever goes wrong is left for `run` to report, in its order."""
+    if not isinstance(text, str) or classify(text) != "attemptql":
+        return
+    try:
+        from .parse import parse
+        stmt = parse(text)
+        HANDLERS[type(stmt.command)]
+    except Exception:  # noqa: BLE001 - run() parses again and raises it where it belongs
+        return
+    _PREPARED.clear()
+    _PREPARED[text] = stmt
+
+
 def run_attemptql(ctx, *, explain: bool = False) -> Result:
     from .parse import parse
-    stmt = parse(ctx.source)
+    stmt = _PREPARED.pop(ctx.source, None) or parse(ctx.source)
     cmd = stmt.command
     handler = HANDLERS[type(cmd)]
     if stmt.explain or explain:
