@@ -55,6 +55,7 @@ def opening(db):
     Python's lock, so the caller meanwhile parses the statement and imports its family (cold:
     ~7 ms to open, ~5 ms to parse; spec/projections.md)."""
     import _thread
+
     from ..store import readonly  # noqa: F401  (apsw and the store: here, not both threads at once)
     done, box = _thread.allocate_lock(), []
     done.acquire()
