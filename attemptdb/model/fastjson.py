@@ -114,7 +114,6 @@ def dumps(obj, sort_keys=False):
     return "".join((_sorted if sort_keys else _compact)(obj, 0))
 
 
-
 def is_compact_string_array(text: str) -> bool:
     """True when `text` is exactly what `dumps` writes for some list of strings (SQLite's
     json_group_array of texts without escapes): `[]`, or `["…","…"]` whose strings hold no

@@ -209,7 +209,7 @@ def prepare(text) -> None:
         from .parse import parse
         stmt = parse(text)
         HANDLERS[type(stmt.command)]
-    except Exception:  # noqa: BLE001 - run() parses again and raises it where it belongs
+    except Exception:  # run() parses again and raises it where it belongs
         return
     _PREPARED.clear()
     _PREPARED[text] = stmt
