@@ -174,7 +174,7 @@ def in_halves(ctx, other: beside, weights, part):
         mark = snapshot_mark(ctx.conn)
         first = split_point(w)
         second = part(first, n - first)
-        theirs = other.submit(_marked, second)
+        theirs = other.submit(marked, _rows, second)
         cols, rows = ctx.fetch(part(0, first))
         seen, got = theirs.result()
         if seen != mark:
@@ -198,7 +198,12 @@ def split_point(weights: list) -> int:
     return max(1, n - 1)
 
 
-def _marked(ctx, q):
-    """(the snapshot's mark, ctx.fetch(q)) read in one snapshot."""
+def marked(ctx, fn, *args):
+    """(the snapshot's mark, fn(ctx, *args)) read in one snapshot: a part for a companion whose
+    caller compares the mark with its own and reads the part again when they differ."""
     with snapshot(ctx.conn):
-        return snapshot_mark(ctx.conn), ctx.fetch(q)[1]
+        return snapshot_mark(ctx.conn), fn(ctx, *args)
+
+
+def _rows(ctx, q):
+    return ctx.fetch(q)[1]

@@ -6,7 +6,7 @@ from ..model import fastjson
 from ..store.readonly import lifted, snapshot
 from . import fixed_sql as F
 from . import sqlgen as C
-from .beside import beside, snapshot_mark
+from .beside import beside, marked, snapshot_mark
 from .errors import AQLError
 from .resolve import resolve_time, table_exists
 from .result import COVERAGE_CONFIDENCE, FAILED, Result, dedup, loads_list, uncertainty
@@ -299,12 +299,6 @@ class StateHandler:
         return state_result(ctx, scope, t)
 
 
-def _companion_part(ctx, scope, t):
-    """What STATE reads on the companion connection, in one snapshot: its mark, the sessions."""
-    with snapshot(ctx.conn):
-        return snapshot_mark(ctx.conn), state_at(ctx, scope, t)
-
-
 def state_result(ctx, scope, t, *, what="STATE"):
     """STATE's rows, read at once on two connections as of one snapshot (query/beside.py): the
     companion reads the sessions, the caller the work units (the longer part); a companion
@@ -312,7 +306,7 @@ def state_result(ctx, scope, t, *, what="STATE"):
     t_iso = ctx.iso(t)
     with snapshot(ctx.conn):
         mark = snapshot_mark(ctx.conn)
-        with beside(ctx, _companion_part, scope, t) as other:
+        with beside(ctx, marked, state_at, scope, t) as other:
             units, usummary = units_at(ctx, scope, t)
             seen, sessions = other.result()
         if seen != mark:

@@ -142,14 +142,18 @@ def json_rows(result) -> str:
     """Every row as an object. The list columns still as SQL's JSON text (Result.encoded_rows)
     are written as that text when each is what decoding and encoding it again would write;
     otherwise every row is decoded first."""
-    rows, encoded = result.encoded_rows()
-    text = _spliced(result.columns, rows, encoded, result) if encoded else None
+    text = _spliced(result)
     return text if text is not None else fastjson.dumps(_objects(result.columns, result.rows))
 
 
-def _spliced(cols, rows, encoded, result) -> str | None:
-    """`rows` as JSON with their encoded list columns written as they are; None when one is not
-    what fastjson would write for it (fastjson.is_compact_string_array; NULL reads as [])."""
+def _spliced(result) -> str | None:
+    """The rows as JSON with their encoded list columns written as they are; None when there is
+    none, or one is not what fastjson would write for it (fastjson.is_compact_string_array;
+    NULL reads as [])."""
+    rows, encoded = result.encoded_rows()
+    if not encoded:
+        return None
+    cols = result.columns
     hole, texts, objs = fastjson.hole(), [], []
     for r in rows:
         obj = {}
