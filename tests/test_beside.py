@@ -363,3 +363,73 @@ def test_show_work_units_weighs_its_units_by_their_members(tmp_path):
         "ORDER BY u.started_at DESC, u.work_unit_id LIMIT 100")]
     assert got == want and len(got) > 1 and max(got) > 1 and min(got) == 1
     conn.close()
+
+
+def test_a_spare_opened_ahead_is_the_next_companion_of_its_file(scenario_db, tmp_path, monkeypatch):
+    """store.readonly.open_spare: the companion of the same file takes the spare (no second open),
+    behind the caller's gate; a spare of another file, or one that failed to open, is never
+    taken (the companion opens its own) and close_spares closes what was left; one core opens
+    none."""
+    from attemptdb.store import cores, readonly
+    monkeypatch.setattr(cores, "available", lambda: 2)  # whatever this machine has
+    base = _open_count()
+    conn, gate = connect(scenario_db)
+    opened = []
+    real = readonly.connect
+    monkeypatch.setattr(readonly, "connect", lambda p: opened.append(p) or real(p))
+    readonly.open_spare(scenario_db)
+    other = companion(pairing(conn))
+    assert opened == [scenario_db] and other.filename == conn.filename and other.authorizer is gate
+    assert other.execute("SELECT count(*) FROM events").fetchone() == conn.execute(
+        "SELECT count(*) FROM events").fetchone()
+    other.close()
+    assert _open_count() == base + 1
+
+    elsewhere = str(tmp_path / "other.db")
+    build(elsewhere)
+    opened.clear()
+    readonly.open_spare(elsewhere)  # another file's spare: not this companion's
+    readonly.open_spare(str(tmp_path / "missing.db"))  # fails in its thread, quietly
+    other = companion(pairing(conn))
+    assert sorted(opened) == sorted([elsewhere, str(tmp_path / "missing.db"), scenario_db])
+    assert other.filename == conn.filename
+    other.close()
+    assert _open_count() == base + 2  # the caller's and the other file's spare
+    readonly.close_spares()
+    assert _open_count() == base + 1 and readonly._SPARES == []
+
+    monkeypatch.setattr(cores, "available", lambda: 1)
+    readonly.open_spare(scenario_db)
+    assert readonly._SPARES == [] and _open_count() == base + 1
+    conn.close()
+
+
+def test_statements_that_read_beside_open_their_second_reader_while_the_file_opens(scenario_db, monkeypatch):
+    """execute.prepare calls `open_beside` for exactly the statements whose handler reads on a
+    second connection (STATE, WHAT IS, SHOW WORK UNITS; not under EXPLAIN); `attempt query`'s
+    run_statement gives the same rows with the spare, and leaves no connection open."""
+    from attemptdb.cli import reads
+    asked = []
+    for text, wanted in [("STATE project AT '2026-04-02T10:00:00Z'", True), ("WHAT IS project DOING NOW", True),
+                         ("SHOW WORK UNITS", True), ("SHOW SESSIONS", False),
+                         ("EXPLAIN STATE project AT '2026-04-02T10:00:00Z'", False), ("SELECT 1", False),
+                         ("SHOW WORK UNITZ", False)]:
+        asked.clear()
+        execute.prepare(text, lambda: asked.append(text))
+        assert asked == ([text] if wanted else []), text
+
+    base = _open_count()
+    spares = []
+    from attemptdb.store import readonly
+    real = readonly.open_spare
+    monkeypatch.setattr(readonly, "open_spare", lambda p: spares.append(p) or real(p))
+    text = "STATE project AT '2026-04-02T10:00:00Z'"
+    monkeypatch.setattr(reads, "emit", lambda result, **kw: None)
+    got = reads.run_statement(scenario_db, text, as_json=True)
+    assert len(spares) == 1 and _open_count() == base and readonly._SPARES == []
+    conn, gate = connect(scenario_db)
+    try:
+        want = execute.run(conn, text, gate=gate)
+    finally:
+        conn.close()
+    assert got.rows == want.rows and got.notes == want.notes

@@ -79,14 +79,28 @@ def opening(db):
     return wait
 
 
+def _open_spare(db) -> None:
+    """The statement's second reader begins to open beside the first (store.readonly.open_spare)."""
+    from ..store import readonly
+    try:
+        readonly.open_spare(db_path(db))
+    except Exception:  # a speed-up only: what fails here, the opening reports
+        pass
+
+
 def run_statement(db, statement, *, explain=False, **emit_as):
     """Run one statement (AttemptQL or read-only SQL) on `db` and print it; the Result."""
     from ..query.sqltext import classify
+    from ..store import readonly
     if isinstance(statement, str) and classify(statement) == "attemptql":  # parse, family: while it opens
         opened = opening(db)
         from ..query import execute
-        execute.prepare(statement)
-        conn, gate = opened()
+        execute.prepare(statement, None if explain else lambda: _open_spare(db))
+        try:
+            conn, gate = opened()
+        except BaseException:
+            readonly.close_spares()
+            raise
     else:  # SQL has nothing to load meanwhile that pays for the thread
         from ..query import execute
         conn, gate = open_read(db)
@@ -96,6 +110,7 @@ def run_statement(db, statement, *, explain=False, **emit_as):
             emit_as["shorten"] = short_ids(conn, result, emit_as.get("limit"))
     finally:
         conn.close()
+        readonly.close_spares()
     emit(result, **emit_as)
     return result
 

@@ -199,20 +199,28 @@ def tables(ctx) -> Result:
 _PREPARED: dict = {}  # statement text → its parse, made by prepare() and taken by the run
 
 
-def prepare(text) -> None:
+def prepare(text, open_beside=None) -> None:
     """Load now what running `text` needs that does not read the file: its parse and its
     statement family's module (a caller whose file is still opening calls this meanwhile).
-    Whatever goes wrong is left for `run` to report, in its order."""
+    When running it reads on a second connection as well (query/beside.py: the handler's
+    `reads_beside`), `open_beside()` is called: the caller may begin to open that one too
+    (store.readonly.open_spare). Whatever goes wrong is left for `run` to report, in its
+    order."""
     if not isinstance(text, str) or classify(text) != "attemptql":
         return
     try:
         from .parse import parse
         stmt = parse(text)
-        HANDLERS[type(stmt.command)]
+        handler = HANDLERS[type(stmt.command)]
     except Exception:  # run() parses again and raises it where it belongs
         return
     _PREPARED.clear()
     _PREPARED[text] = stmt
+    if stmt.explain:
+        return
+    beside = getattr(handler, "reads_beside", None)
+    if open_beside is not None and beside is not None and beside(stmt.command):
+        open_beside()
 
 
 def run_attemptql(ctx, *, explain: bool = False) -> Result:

@@ -15,8 +15,12 @@ class ShowHandler:
         return [q for q in (plan.rows, plan.hidden) if q is not None]
 
     @staticmethod
+    def reads_beside(cmd) -> bool:
+        return cmd.target == "work_units"
+
+    @staticmethod
     def run(ctx, cmd):
-        if cmd.target != "work_units":
+        if not ShowHandler.reads_beside(cmd):
             return ShowHandler.shown(ctx, cmd, C.compile_show(ctx, cmd), None)
         with beside(ctx) as other:  # the companion opens while the statement compiles
             return ShowHandler.shown(ctx, cmd, C.compile_show(ctx, cmd), other)

@@ -284,6 +284,10 @@ def state_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
 
 class StateHandler:
     @staticmethod
+    def reads_beside(cmd) -> bool:  # its sessions are read beside its work units (state_result)
+        return True
+
+    @staticmethod
     def queries(ctx, cmd):
         scope = scope_of(ctx, cmd.subject, "STATE")
         t = resolve_time(cmd.at.kind, cmd.at.text, ctx.now_us, (ctx.source, cmd.at.pos, cmd.at.end))
@@ -338,6 +342,8 @@ def state_result(ctx, scope, t, *, what="STATE"):
 
 
 class WhatIsHandler:
+    reads_beside = staticmethod(StateHandler.reads_beside)  # state_result, as STATE
+
     @staticmethod
     def queries(ctx, cmd):
         scope = scope_of(ctx, cmd.subject, "WHAT IS")

@@ -162,13 +162,76 @@ def pairing(conn: apsw.Connection) -> tuple | None:
 
 def companion(pair: tuple) -> apsw.Connection:
     """A second connection to the file of a `pairing`, opened as `connect` opens (the same walls)
-    with its authorizer (a gate of its own if the first connection's was lifted). Opening it
+    with its authorizer (a gate of its own if the first connection's was lifted): the spare
+    (`open_spare`) opened for that very file when there is one, else opened now. Opening it
     parses the schema: a few milliseconds, which a caller may spend in another thread
     (attemptdb.query.beside)."""
     path, authorizer = pair
-    other, gate = connect(path)
+    other, gate = _take_spare(path) or connect(path)
     other.authorizer = authorizer or gate  # the first connection's gate names what was refused
     return other
+
+
+# --- a companion opened ahead -------------------------------------------------------------------
+
+_SPARES: list = []  # [(lock held while it opens, [(ok, (conn, gate) or the error)])], oldest first
+
+
+def open_spare(path: str) -> None:
+    """Begin opening a reader of `path` as `connect` opens, in a thread, for the next `companion`
+    of the same file to take instead of opening one (a statement that reads beside its own
+    connection, begun while that connection is still opening: the two schema parses overlap).
+    `close_spares` closes one that was never taken. None on one core (no companion there)."""
+    if cores.available() < 2:
+        return
+    import _thread
+    done, box = _thread.allocate_lock(), []
+    done.acquire()
+
+    def run():
+        try:
+            box.append((True, connect(path)))
+        except BaseException as e:  # a spare that failed to open is never taken: companion opens anew
+            box.append((False, e))
+        finally:
+            done.release()
+    _SPARES.append((done, box))
+    try:
+        _thread.start_new_thread(run, ())
+    except BaseException:
+        _SPARES.pop()
+        raise
+
+
+def _opened(spare) -> tuple | None:
+    """(conn, gate) of a spare once its thread is done, None when it failed to open."""
+    done, box = spare
+    done.acquire()
+    done.release()
+    ok, got = box[0]
+    return got if ok else None
+
+
+def _take_spare(path: str) -> tuple | None:
+    """The oldest spare, once open, when it reads the file `path` (as SQLite names it); else
+    None (a spare of another file stays for close_spares)."""
+    try:
+        spare = _SPARES.pop(0)  # one step under Python's lock: no two threads take the same spare
+    except IndexError:
+        return None
+    got = _opened(spare)
+    if got is not None and got[0].filename == path:
+        return got
+    _SPARES.append(spare)
+    return None
+
+
+def close_spares() -> None:
+    """Close every spare no companion took (waiting for any still opening)."""
+    while _SPARES:
+        got = _opened(_SPARES.pop())
+        if got is not None:
+            got[0].close()
 
 
 def connect(path: str) -> tuple[apsw.Connection, Gate]:
