@@ -433,3 +433,30 @@ def test_statements_that_read_beside_open_their_second_reader_while_the_file_ope
     finally:
         conn.close()
     assert got.rows == want.rows and got.notes == want.notes
+
+
+def test_connections_open_one_at_a_time_with_sqlites_reconfiguration(scenario_db, monkeypatch):
+    """A read and its spare open in two threads at once: Store.open's turning off SQLite's
+    allocation counting (a shutdown and initialize, allowed only before the first connection)
+    and its apsw.Connection run under one lock, so neither thread opens while the other has
+    SQLite stopped."""
+    from attemptdb.store import database
+    seen = []
+    real_stop, real_conn = database.stop_counting_allocations, database.apsw.Connection
+
+    class Spy:
+        def __call__(self, *a, **k):
+            seen.append(("open", database._OPENING.locked()))
+            return real_conn(*a, **k)
+
+        def __getattr__(self, name):
+            return getattr(real_conn, name)
+    monkeypatch.setattr(database, "stop_counting_allocations", lambda: seen.append(
+        ("stop", database._OPENING.locked())) or real_stop())
+    monkeypatch.setattr(database.apsw, "Connection", Spy())
+    threads = [threading.Thread(target=lambda: connect(scenario_db)[0].close()) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [("stop", True), ("open", True)] * 4

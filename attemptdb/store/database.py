@@ -14,6 +14,7 @@ Invariants:
 Only apsw and C modules are imported: `attempt capture` uses this module.
 """
 
+import _thread
 import os
 import stat
 import time
@@ -95,6 +96,18 @@ def stop_counting_allocations() -> None:
         apsw.config(apsw.SQLITE_CONFIG_MEMSTATUS, 0)
         apsw.initialize()
         _ALLOCATION_COUNTED[0] = False
+
+
+_OPENING = _thread.allocate_lock()
+
+
+def _connection(path: str, flags: int) -> apsw.Connection:
+    """apsw.Connection(path, flags) after stop_counting_allocations, the two under one lock: two
+    threads may open at once (a read and its spare, store/readonly.py), and SQLite must not be
+    stopped to change its configuration while another thread opens a connection."""
+    with _OPENING:
+        stop_counting_allocations()
+        return apsw.Connection(path, flags=flags)
 
 
 def _busy_handler(deadline_s: float):
@@ -185,9 +198,8 @@ class Store:
             except FileExistsError:
                 pass
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
-        stop_counting_allocations()
         try:
-            conn = apsw.Connection(path, flags=flags)
+            conn = _connection(path, flags)
             store = cls(conn, path, readonly)
             store.set_busy_timeout(busy_timeout_s)
             let_signals_in(conn)
