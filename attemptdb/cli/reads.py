@@ -50,33 +50,12 @@ def short_ids(conn, result, limit=None) -> dict:
 
 
 def opening(db):
-    """`open_read(db)` begun in a thread of its own; calling the returned function waits for its
-    (connection, gate) or raises its error. SQLite parses the file's schema without holding
-    Python's lock, so the caller meanwhile parses the statement and imports its family (cold:
-    ~7 ms to open, ~5 ms to parse; spec/projections.md)."""
-    import _thread
-
-    from ..store import readonly  # noqa: F401  (apsw and the store: here, not both threads at once)
-    done, box = _thread.allocate_lock(), []
-    done.acquire()
-
-    def run():
-        try:
-            box.append((True, open_read(db)))
-        except BaseException as e:  # handed to the caller as it is
-            box.append((False, e))
-        finally:
-            done.release()
-    _thread.start_new_thread(run, ())
-
-    def wait():
-        done.acquire()
-        done.release()
-        ok, got = box[0]
-        if not ok:
-            raise got
-        return got
-    return wait
+    """`open_read(db)` begun in a thread of its own (store.readonly.begun); calling the returned
+    function waits for its (connection, gate) or raises its error. SQLite parses the file's
+    schema without holding Python's lock, so the caller meanwhile parses the statement and
+    imports its family (cold: ~7 ms to open, ~5 ms to parse; spec/projections.md)."""
+    from ..store import readonly  # apsw and the store: here, not both threads at once
+    return readonly.begun(open_read, db)
 
 
 def _open_spare(db) -> None:
@@ -92,24 +71,22 @@ def run_statement(db, statement, *, explain=False, **emit_as):
     """Run one statement (AttemptQL or read-only SQL) on `db` and print it; the Result."""
     from ..query.sqltext import classify
     from ..store import readonly
-    if isinstance(statement, str) and classify(statement) == "attemptql":  # parse, family: while it opens
-        opened = opening(db)
-        from ..query import execute
-        execute.prepare(statement, None if explain else lambda: _open_spare(db))
-        try:
-            conn, gate = opened()
-        except BaseException:
-            readonly.close_spares()
-            raise
-    else:  # SQL has nothing to load meanwhile that pays for the thread
-        from ..query import execute
-        conn, gate = open_read(db)
     try:
-        result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
-        if not (emit_as.get("as_json") or emit_as.get("as_csv") or emit_as.get("evidence")) and result.rows:
-            emit_as["shorten"] = short_ids(conn, result, emit_as.get("limit"))
+        if isinstance(statement, str) and classify(statement) == "attemptql":  # parse, family: while it opens
+            opened = opening(db)
+            from ..query import execute
+            execute.prepare(statement, None if explain else lambda: _open_spare(db))
+            conn, gate = opened()
+        else:  # SQL has nothing to load meanwhile that pays for the thread
+            from ..query import execute
+            conn, gate = open_read(db)
+        try:
+            result = execute.run(conn, statement, explain=explain, cwd=os.getcwd(), gate=gate)
+            if not (emit_as.get("as_json") or emit_as.get("as_csv") or emit_as.get("evidence")) and result.rows:
+                emit_as["shorten"] = short_ids(conn, result, emit_as.get("limit"))
+        finally:
+            conn.close()
     finally:
-        conn.close()
         readonly.close_spares()
     emit(result, **emit_as)
     return result

@@ -11,6 +11,8 @@ package builds from its own text alone (STATE's) may run with the plain gate lif
 the walls behind it still hold, and a content wall is never lifted.
 """
 
+import _thread
+
 import apsw
 
 from . import cores
@@ -174,7 +176,32 @@ def companion(pair: tuple) -> apsw.Connection:
 
 # --- a companion opened ahead -------------------------------------------------------------------
 
-_SPARES: list = []  # [(lock held while it opens, [(ok, (conn, gate) or the error)])], oldest first
+_SPARES: list = []  # the `begun` wait of each spare no companion took yet, oldest first
+
+
+def begun(fn, *args):
+    """`fn(*args)` begun in a thread of its own (`_thread`: `threading` costs a cold read ~1.5 ms
+    of imports); calling the returned function waits for its value or raises its error."""
+    done, box = _thread.allocate_lock(), []
+    done.acquire()
+
+    def run():
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:  # handed to the caller as it is
+            box.append((False, e))
+        finally:
+            done.release()
+    _thread.start_new_thread(run, ())
+
+    def wait():
+        done.acquire()
+        done.release()
+        ok, got = box[0]
+        if not ok:
+            raise got
+        return got
+    return wait
 
 
 def open_spare(path: str) -> None:
@@ -184,32 +211,15 @@ def open_spare(path: str) -> None:
     `close_spares` closes one that was never taken. None on one core (no companion there)."""
     if cores.available() < 2:
         return
-    import _thread
-    done, box = _thread.allocate_lock(), []
-    done.acquire()
-
-    def run():
-        try:
-            box.append((True, connect(path)))
-        except BaseException as e:  # a spare that failed to open is never taken: companion opens anew
-            box.append((False, e))
-        finally:
-            done.release()
-    _SPARES.append((done, box))
-    try:
-        _thread.start_new_thread(run, ())
-    except BaseException:
-        _SPARES.pop()
-        raise
+    _SPARES.append(begun(connect, path))
 
 
 def _opened(spare) -> tuple | None:
     """(conn, gate) of a spare once its thread is done, None when it failed to open."""
-    done, box = spare
-    done.acquire()
-    done.release()
-    ok, got = box[0]
-    return got if ok else None
+    try:
+        return spare()
+    except Exception:  # a spare that failed to open is never taken: companion opens anew
+        return None
 
 
 def _take_spare(path: str) -> tuple | None:
