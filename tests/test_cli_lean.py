@@ -225,3 +225,32 @@ def test_ctrl_c_during_a_lean_query_is_reported_as_click_reports_it(scen, home):
         out, err = p.communicate(timeout=60)
         got.append((p.returncode, out, err))
     assert got[0] == got[1] == (1, b"", b"\naborted\n")
+
+
+LEAVES = ("import atexit, gc, sys; atexit.register(lambda: sys.stderr.write('teardown %d\\n' % gc.get_threshold()[0])); "
+          "from attemptdb.__main__ import main; sys.exit(main())")
+
+
+def test_a_read_ends_its_process_once_printed_without_the_interpreter_s_teardown(scen, home):
+    """`attempt query` / `needs-you` as a process: everything it prints arrives (a large result
+    through a pipe, to the last row), its exit status is kept, and the process ends there: no
+    exit handler runs (no teardown). A command click runs, and the library's main called with
+    arguments (tests, embedding), return as before."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    stmt = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 200000) SELECT i FROM n"
+    p = subprocess.run([sys.executable, "-c", LEAVES, "query", stmt, "--csv", "--db", scen], env=env,
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == b""
+    lines = p.stdout.decode().splitlines()
+    assert (len(lines), lines[0], lines[-1]) == (200001, "i", "200000")
+    p = subprocess.run([sys.executable, "-c", LEAVES, "query", "SHOW FAILD ATTEMPTS", "--db", scen], env=env,
+                       capture_output=True, timeout=120)
+    assert p.returncode == 2 and b"AQL" in p.stderr and b"teardown" not in p.stderr
+    p = subprocess.run([sys.executable, "-c", LEAVES, "needs-you", "--json", "--db", scen], env=env,
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.startswith(b"{") and p.stderr == b""
+    p = subprocess.run([sys.executable, "-c", LEAVES, "--version"], env=env, capture_output=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == b"teardown 700\n"
+    p = subprocess.run([sys.executable, "-c", LEAVES.replace("main()", f"main(['query', 'SELECT 1', '--db', {scen!r}])")],
+                       env=env, capture_output=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == b"teardown 700\n"
