@@ -1,7 +1,8 @@
 """`attempt` entry point. `attempt capture …` takes the lean hook path (capture.hookclient: no
 click, no apsw, not even `os` when a daemon serves it); everything else goes to
 attemptdb.cli.run (the click CLI, except a plain `attempt query` / `attempt needs-you`, which
-cli/lean.py runs without click).
+cli/lean.py runs without click). Run as a command, those two reads end the process once they have
+printed, without the interpreter's teardown (spec/projections.md §13).
 
 Also runnable by absolute path in isolated mode, `<python> -I [-S] <dir>/attemptdb/__main__.py
 ARGS…` (resources.isolated_argv, resources.lean_hook_argv): how the capture daemon is started
