@@ -112,6 +112,7 @@ CODES = {
     'mcp.unknown_tool': (2, 'no tool named that; the tools are …'),
     'meta.duplicate': (2, 'this event is already in the log'),
     'meta.note': (2, 'an empty note says nothing; leave --note out'),
+    'output.unwritable': (2, 'cannot write the output: … (a full disk, an I/O error; what was stored is unchanged)'),
     'proof.unreadable': (2, 'cannot read …: …'),
     'prove.ambiguous': (2, 'more than one event starts with those digits: give more'),
     'prove.exists': (2, '… exists; pass --force to replace it'),

@@ -137,6 +137,27 @@ def test_bad_usage_exits_2(home):
     assert r.returncode == 2
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux) to fill the output")
+def test_output_that_cannot_be_written_is_a_coded_error_not_a_crash(tmp_path, home):
+    """Standard output on a full disk (/dev/full: every write fails with ENOSPC), on the lean
+    path and on click's: one coded line, exit 2, no crash report; the file is untouched."""
+    import subprocess
+
+    from conftest import ROOT, attempt_cmd
+    db = str(tmp_path / "a.db")
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    before = open(db, "rb").read()
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ROOT))
+    for args in (["query", "SELECT 1 AS one"], ["query", "SELECT 1 AS one", "--json"], ["needs-you"],
+                 ["status"], ["query", "SHOW SESSIONS", "-n5"]):  # -n5: click's to parse
+        with open("/dev/full", "wb") as full:
+            r = subprocess.run(attempt_cmd() + args + ["--db", db], stdout=full, stderr=subprocess.PIPE,
+                               env=env, timeout=60)
+        assert (r.returncode, r.stderr) == (
+            2, b"error[output.unwritable]: cannot write the output: No space left on device\n"), args
+    assert open(db, "rb").read() == before
+
+
 def test_unexpected_errors_print_one_line_and_a_report(tmp_path, home, monkeypatch):
     # a database file that is really a directory: apsw raises something we do not map
     bad = tmp_path / "dir.db"

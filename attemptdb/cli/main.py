@@ -159,9 +159,31 @@ def failed(e: BaseException) -> int:
         return 2
     if isinstance(e, KeyboardInterrupt):
         return 130
+    if isinstance(e, OSError):
+        why = _output_broken(e)
+        if why is not None:  # a full disk or an I/O error under standard output: not a crash of ours
+            click.echo(str(AttemptError("output.unwritable", f"cannot write the output: {why}")), err=True)
+            return 2
     if isinstance(e, Exception):  # never a traceback on the user's terminal
         return _sqlite_failure(e)
     raise e
+
+
+def _output_broken(e: OSError) -> str | None:
+    """Why the output could not be written, when `e` was raised by the write or flush of an echo
+    (ours, cli/common.echo, or click's: the innermost frame of its traceback): a full disk or an
+    I/O error under the command's output, not a crash of ours. None otherwise. The undelivered
+    rest is dropped (common.drop_stdout), so the interpreter's last flush does not fail again."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code if tb is not None else None
+    from . import common
+    if code is None or code.co_name != "echo" or not (
+            code.co_filename == common.__file__ or code.co_filename == getattr(click.utils, "__file__", None)):
+        return None
+    common.drop_stdout()
+    return e.strerror or type(e).__name__
 
 
 def _opened() -> str | None:
