@@ -98,3 +98,17 @@ def run_attempt(args, *, input=None, env=None, cwd=None, timeout=120):
     e.setdefault("PYTHONPATH", ROOT)
     return subprocess.run(attempt_cmd() + list(args), input=input, capture_output=True,
                           env=e, cwd=cwd, timeout=timeout)
+
+
+def skip_when_the_interpreter_loads(modules, env=None) -> None:
+    """Skip the calling test when this interpreter imports any of `modules` before any code
+    runs (`site` and its .pth files: setuptools' editable-install finder imports `re`, `enum`
+    and `pathlib`): what our own code imports can then not be observed. An ordinary install,
+    as the README's commands and CI make, loads none of them."""
+    code = f"import sys; print(sorted(m for m in {sorted(modules)!r} if m in sys.modules))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, **(env or {})})
+    loaded = p.stdout.strip()
+    if p.returncode == 0 and loaded != "[]":
+        pytest.skip(f"this interpreter imports {loaded} at start-up (site, a .pth file: an editable "
+                    "install's finder): what a statement's parse imports cannot be told apart here")

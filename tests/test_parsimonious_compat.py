@@ -18,7 +18,7 @@ import sys
 import zipfile
 
 import pytest
-from conftest import ROOT, run_attempt
+from conftest import ROOT, run_attempt, skip_when_the_interpreter_loads
 from test_attemptql_scenario import A2, A3, build
 
 STATEMENT = "SHOW FAILED ATTEMPTS"
@@ -121,6 +121,7 @@ def test_the_shortcut_is_taken_with_the_installed_parsimonious(world):
     with open(os.path.join(_installed_package(), "expressions.py"), encoding="utf-8") as f:
         if "except ImportError" not in f.read():
             pytest.skip("the installed parsimonious (0.10) has no fallback to `re`: the plain import runs")
+    skip_when_the_interpreter_loads(("re", "enum", "inspect", "ast", "textwrap"), world["env"])
     got = _runtime({**world["env"], "PYTHONPATH": ROOT})
     assert got["shortcut"] is True and got["engine"] == "re" and got["regex_loaded"] is False
     assert got["deferred_loaded"] == []  # inspect, ast, textwrap, re: stand-ins until used
@@ -145,6 +146,7 @@ print(json.dumps(out))
 def test_the_stand_ins_hand_over_to_the_real_modules(world):
     """What parsimonious takes from inspect, ast, textwrap and re works when first used: the
     real module is imported then, and is the one in sys.modules."""
+    skip_when_the_interpreter_loads(("re", "enum", "inspect", "ast", "textwrap"), world["env"])
     if not _runtime({**world["env"], "PYTHONPATH": ROOT})["shortcut"]:
         pytest.skip("the shortcut is not taken with the installed parsimonious")
     p = subprocess.run([sys.executable, "-c", STANDINS], capture_output=True, timeout=60,
