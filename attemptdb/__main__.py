@@ -18,17 +18,13 @@ This file is compiled on every such start: it stays short.
 
 import sys
 
-READ_GC_THRESHOLD = 100_000
-"""A read command's first cyclic-collector generation runs after this many new containers, not
-700: a statement makes few cycles and ends soon (~4 ms of a STATE process went to collections)."""
-
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     from .capture import hookclient
     if not (args and args[0] == "capture"):
         hookclient.full_interpreter()
-        from .cli import LEAN, run
+        from .cli import LEAN, READ_GC_THRESHOLD, run
         if argv is None and args[0:1] and args[0] in LEAN:
             import gc
             gc.set_threshold(READ_GC_THRESHOLD)

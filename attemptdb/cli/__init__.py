@@ -6,6 +6,10 @@ a read's start-up); everything else, and whatever lean.py leaves to click, goes 
 """
 
 LEAN = ("query", "needs-you")
+READ_GC_THRESHOLD = 100_000
+"""Run as commands, the LEAN reads start the cyclic collector's first generation after this many
+new containers, not 700: a statement makes few cycles and ends soon (~4 ms of a STATE process
+went to collections; attemptdb/__main__.py)."""
 
 
 def run(args) -> int:

@@ -180,7 +180,7 @@ def _output_broken(e: OSError) -> str | None:
     code = tb.tb_frame.f_code if tb is not None else None
     from . import common
     if code is None or code.co_name != "echo" or not (
-            code.co_filename == common.__file__ or code.co_filename == getattr(click.utils, "__file__", None)):
+            code.co_filename in (common.__file__, click.utils.__file__)):
         return None
     common.drop_stdout()
     return e.strerror or type(e).__name__
