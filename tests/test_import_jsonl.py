@@ -13,7 +13,7 @@ from attemptdb.devtools import synth
 from attemptdb.errors import AttemptError
 from attemptdb.exchange.importers import jsonl
 from attemptdb.model import event
-from attemptdb.store.database import Store
+from attemptdb.store.database import PAGE_SIZE, Store
 
 
 def _stream(n, seed=11):
@@ -215,7 +215,7 @@ def test_bulk_settings_last_only_as_long_as_the_import(tmp_path, home):
             jsonl.import_stream(st, io.BytesIO(b"{oops\n"))
     finally:
         jsonl._write = real_write
-    assert seen == [(-jsonl.IMPORT_CACHE_KIB, jsonl.IMPORT_CHECKPOINT_PAGES, False)] * 2
+    assert seen == [(-jsonl.IMPORT_CACHE_KIB, jsonl.IMPORT_WAL_BYTES // PAGE_SIZE, False)] * 2
     jsonl.import_stream(st, io.BytesIO(_stream(30, seed=2)))
     assert os.path.getsize(st.path + "-wal") == 0  # the connection is open, its WAL is empty
     after = [st.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "wal_autocheckpoint")]
