@@ -216,6 +216,7 @@ def test_bulk_settings_last_only_as_long_as_the_import(tmp_path, home):
     finally:
         jsonl._write = real_write
     assert seen == [(-jsonl.IMPORT_CACHE_KIB, jsonl.IMPORT_WAL_BYTES // PAGE_SIZE, False)] * 2
+    assert jsonl.checkpoint_pages(4096) == 4 * jsonl.checkpoint_pages(PAGE_SIZE) == 65536  # bytes, whatever the pages
     jsonl.import_stream(st, io.BytesIO(_stream(30, seed=2)))
     assert os.path.getsize(st.path + "-wal") == 0  # the connection is open, its WAL is empty
     after = [st.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "wal_autocheckpoint")]

@@ -30,20 +30,18 @@ IMPORT_CACHE_KIB = 64 << 10
 IMPORT_WAL_BYTES = 256 << 20
 """The WAL an import lets grow between two checkpoints (checkpoint_pages turns it into the
 file's pages: 16,384 of 16 KiB). Counted in bytes since files moved to 16 KiB pages: 65,536 pages
-had become 1 GiB, and a 200k-event write with every projection took 92-102 µs an event with
-256 MiB against 106-108 µs with 1 GiB (final checkpoint 0.2 s against 0.6 s; measured twice,
-alternated)."""
+had become 1 GiB. The writer alone (200k prepared events, every projection, alternated twice)
+took 92-102 µs an event with 256 MiB against 106-108 µs with 1 GiB, its final checkpoint 0.2 s
+against 0.6 s; whole `attempt bench ingest` runs did not resolve the difference on a drifting host."""
+IMPORT_TRUNCATE_WAIT_S = 1.0
+IMPORT_BUSY_S = 300.0
+PIPE_BYTES = 1 << 20  # the default /proc/sys/fs/pipe-max-size
+READ_BYTES = 1 << 20  # a preparer's read buffer
 
 
 def checkpoint_pages(page_size: int) -> int:
     """`PRAGMA wal_autocheckpoint` for IMPORT_WAL_BYTES of a file with pages of `page_size`."""
     return max(1000, IMPORT_WAL_BYTES // max(512, int(page_size)))
-
-
-IMPORT_TRUNCATE_WAIT_S = 1.0
-IMPORT_BUSY_S = 300.0
-PIPE_BYTES = 1 << 20  # the default /proc/sys/fs/pipe-max-size
-READ_BYTES = 1 << 20  # a preparer's read buffer
 
 
 class ImportReport:
