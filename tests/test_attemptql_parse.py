@@ -131,6 +131,8 @@ def test_handoffs_between():
     ("WHAT IS session ses_01a04762 DOING NOW", "session", "ses_01a04762"),
     ("WHAT IS work_unit wu_01a03e00 DOING NOW", "work_unit", "wu_01a03e00"),
     ("WHAT IS work unit wu_01a03e00 DOING NOW", "work_unit", "wu_01a03e00"),
+    ("WHAT IS WORK -- a comment\n  UNIT wu_01a03e00 DOING NOW", "work_unit", "wu_01a03e00"),
+    ("WHAT IS work --\n--\nunit wu_01a03e00 DOING NOW", "work_unit", "wu_01a03e00"),
     ("WHAT IS attempt 'att_01a03f10' DOING NOW", "attempt", "att_01a03f10"),
     ("WHAT IS span tc_01a03f10 DOING NOW", "span", "tc_01a03f10"),
     ("WHAT IS tool_call tc_01a03f10 DOING NOW", "span", "tc_01a03f10"),

@@ -272,3 +272,28 @@ def test_a_column_someone_added_is_exported_as_text(source, tmp_path, capsys):
     assert code == 0, err
     got = pq.read_table(str(out / "events.parquet"), columns=["mine"])
     assert got.schema.field("mine").type == pa.string() and set(got.column("mine").to_pylist()) == {"7"}
+
+
+def test_datafusion_values_python_has_no_arrow_for_are_text(source, capsys):
+    got = query_json(capsys, "SELECT arrow_cast(now(), 'Timestamp(Nanosecond, None)') AS t, "
+                     "arrow_cast(1, 'Time64(Nanosecond)') AS c, CAST(1.5 AS DECIMAL(10,2)) AS d",
+                     "--engine", "datafusion", "--db", source)
+    (t, c, d), = got
+    assert t.endswith("Z") and len(t) == 27 and t[10] == "T"  # µs ISO-8601, as every time of the product
+    assert (c, d) == ("00:00:00.000000001", "1.50")
+
+
+def test_datafusion_stops_at_the_time_limit(source):
+    from attemptdb.query import datafusion_engine as engine_datafusion
+    from attemptdb.query.errors import AQLError
+    st = Store.open(source, readonly=True)
+    try:
+        with pytest.raises(AQLError) as e:
+            engine_datafusion.run("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) "
+                                  "SELECT count(*) FROM r", conn=st.conn, timeout_s=1.0)
+        assert e.value.code == "AQL0501"
+        assert engine_datafusion.run("SELECT 1 AS a", conn=st.conn, timeout_s=1.0).rows == [(1,)]
+    finally:
+        st.close()
+    import time
+    time.sleep(1.2)  # a limit that was not reached sends nothing later

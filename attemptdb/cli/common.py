@@ -102,14 +102,15 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
 
-def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
+def echo(message: str = "", *, err: bool = False, nl: bool = True, whole: bool = False) -> None:
     """`click.echo(message, err=err, nl=nl)` without importing click for what it would print
     unchanged: text with no ESC (click strips ANSI codes when the stream is no terminal) to a
     UTF-8 text stream (click rewraps an ASCII-configured one) on a POSIX system (Windows
-    consoles are click's). Anything else goes to click.echo itself. Flushed, as click does."""
+    consoles are click's). Anything else goes to click.echo itself. Flushed, as click does.
+    `whole`: a machine format's data (`--csv`), ESC included: never stripped."""
     stream = sys.stderr if err else sys.stdout
     encoding = str(getattr(stream, "encoding", None) or "").lower().replace("_", "-")
-    if (not isinstance(message, str) or "\x1b" in message or encoding not in ("utf-8", "utf8")
+    if (not isinstance(message, str) or ("\x1b" in message and not whole) or encoding not in ("utf-8", "utf8")
             or not getattr(stream, "errors", None) or sys.platform == "win32"):
         import click
         click.echo(message, err=err, nl=nl)

@@ -34,7 +34,7 @@ def emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, sho
             echo(f"note: {n}", err=True)
         return
     if as_csv:
-        echo(render.csv_text(result), nl=False)
+        echo(render.csv_text(result), nl=False, whole=True)
         return
     from ..render.termtable import terminal_width
     echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=terminal_width(), shorten=shorten))

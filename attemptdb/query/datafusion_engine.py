@@ -5,14 +5,21 @@ tables, loaded from the live database (one snapshot) or from an `attempt export`
 Invariants: read-only — DataFusion's own SQL options refuse DDL, DML (COPY, INSERT) and
 statements (SET), and no table but the public ones registered here is reachable (a
 SessionContext reads no file by name); only the tables a statement names are loaded; the
-result is the same Result the SQLite engine returns, times as ISO-8601 `Z` text.
+result is the same Result the SQLite engine returns, times as ISO-8601 `Z` text, every other
+value Arrow cannot hand to Python (nanosecond times, decimals) as text; a statement run from the
+main thread stops at the SQLite engine's time limit (AQL0501), as a Ctrl-C stops it.
 """
 
 import datetime
+import decimal
 import os
 import re
+import signal
+import threading
 
 from ..errors import AttemptError
+from .errors import AQLError
+from .result import DEFAULT_TIMEOUT_S
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -91,12 +98,13 @@ def _plain(v):
         if v.tzinfo is not None:
             v = v.astimezone(datetime.timezone.utc)
         return v.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    if isinstance(v, (datetime.date, datetime.time, datetime.timedelta)):
+    if isinstance(v, (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal)):
         return str(v)
     return v
 
 
-def run(sql: str, *, conn=None, directory: str | None = None, explain: bool = False):
+def run(sql: str, *, conn=None, directory: str | None = None, explain: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S):
     """Run `sql` (SELECT, WITH, VALUES, EXPLAIN) on DataFusion; returns an attemptql Result."""
     from .result import Result
     ctx = _context()
@@ -116,9 +124,62 @@ def run(sql: str, *, conn=None, directory: str | None = None, explain: bool = Fa
     options = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
     text = ("EXPLAIN " + sql) if explain else sql
     try:
-        table = ctx.sql_with_options(text, options).to_arrow_table()
+        with _deadline(timeout_s):
+            table = ctx.sql_with_options(text, options).to_arrow_table()
+    except AQLError:  # the time limit
+        raise
     except Exception as e:  # DataFusion reports planning and execution errors as exceptions
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AttemptError("query.datafusion", first[:300]) from None
-    values = [[_plain(v) for v in col.to_pylist()] for col in table.columns]
+    values = [_column(col) for col in table.columns]
     return Result(table.column_names, list(zip(*values)), notes=notes, language="sql")
+
+
+class _deadline:
+    """Past `seconds`, interrupt the statement as Ctrl-C does (DataFusion's Python bindings stop
+    a running statement on KeyboardInterrupt) and raise AQL0501 instead. Only in the main thread
+    with Python's own Ctrl-C handler (a signal reaches no other thread); elsewhere, no limit."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.lock, self.done, self.fired, self.timer = seconds, threading.Lock(), False, False, None
+
+    def _fire(self):
+        with self.lock:
+            if not self.done:
+                self.fired = True
+                os.kill(os.getpid(), signal.SIGINT)
+
+    def __enter__(self):
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self.timer = threading.Timer(self.seconds, self._fire)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if self.timer is not None:
+            try:
+                with self.lock:  # a SIGINT sent before this is raised by now, or right here
+                    self.done = True
+                self.timer.cancel()
+            except KeyboardInterrupt:
+                kind = KeyboardInterrupt
+        if self.fired and kind is not None and issubclass(kind, KeyboardInterrupt):
+            raise AQLError("AQL0501", f"the statement ran past its time limit ({self.seconds:g} s) and was "
+                           "stopped; narrow it with WHERE, a time range or LIMIT") from None
+        return False
+
+
+def _column(col) -> list:
+    """A result column as Python values; as text where Arrow has no Python value for it."""
+    try:
+        return [_plain(v) for v in col.to_pylist()]
+    except (ValueError, TypeError, OverflowError):  # e.g. nanosecond times (pyarrow's ArrowInvalid)
+        import pyarrow as pa
+        try:
+            if pa.types.is_timestamp(col.type):  # to µs, as every time of the product
+                return [_plain(v) for v in col.cast(pa.timestamp("us", col.type.tz), safe=False).to_pylist()]
+            return col.cast(pa.string()).to_pylist()
+        except (ValueError, TypeError, NotImplementedError):
+            return [None if not v.is_valid else str(v) for v in col]

@@ -48,7 +48,7 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
         if kind == "describe":
             return describe(ctx, text)
         if kind == "tables":
-            return tables(ctx)
+            return tables(ctx, text)
         if kind == "write":
             w, _ = word(text, skip_ws(text))
             raise AQLError("AQL0506", f"read-only: {w} statements are not accepted; use SELECT/WITH/VALUES/"
@@ -62,6 +62,14 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
     except RecursionError:
         raise AQLError("AQL0208", "the statement nests too deeply to run safely; simplify it (IN (...) "
                        "instead of long OR chains)", source=text) from None
+    except UnicodeDecodeError:  # apsw decoding a value: made by the statement (char(55296),
+        # CAST(x'ff' AS TEXT)) or a stored row edited outside AttemptDB; not a verdict on the file
+        raise AQLError("AQL0505", "a value the statement reads or returns is text that is not valid UTF-8; "
+                       "read it as hex(...) or CAST(... AS BLOB) (`attempt verify` checks the stored rows)",
+                       source=text) from None
+    except MemoryError:
+        raise AQLError("AQL0502", "the result needed more memory than this process could get; narrow it "
+                       "with WHERE or LIMIT", source=text) from None
     finally:
         let_signals_in(conn)  # the connection's own handler again (Ctrl-C between statements)
 
@@ -93,6 +101,8 @@ def sqlite_error(e: apsw.Error, gate, text: str | None = None) -> AQLError:
             return planned_error(t.replace("_", " "))
     if msg.startswith("no such table"):
         msg += " (SHOW TABLES lists the tables; `attempt schema` describes them)"
+    if msg.startswith("bad JSON path"):  # SQLite quotes the path, which may be a stored value
+        msg = "bad JSON path (a path is '$', '$.key' or '$[0]' and so on)"
     if "not authorized" in msg:
         what = (gate.refused if gate is not None and gate.refused else None) or "this statement"
         return AQLError("AQL0506", f"read-only: {what} is refused on the query connection", source=text)
@@ -184,7 +194,13 @@ def public_tables(conn) -> list[str]:
         "AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name") if r[0] not in INTERNAL_TABLES]
 
 
-def tables(ctx) -> Result:
+def tables(ctx, text: str) -> Result:
+    _, j = word(text, skip_ws(text))
+    _, j = word(text, skip_ws(text, j))
+    if not only_trivia(text[j:]):
+        k = skip_ws(text, j)
+        raise AQLError("AQL0204", "SHOW TABLES takes nothing after it (one statement per call)", source=text,
+                       pos=k, end=len(text.rstrip()), label="unexpected text")
     rows = []
     for name in public_tables(ctx.conn):
         kind = ctx.conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (name,)).fetchone()[0]

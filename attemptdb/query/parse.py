@@ -384,7 +384,7 @@ def _unquote(text: str) -> str:
 
 
 _ENTITY_KINDS = {"SESSION": "session", "ATTEMPT": "attempt", "TURN": "turn", "SPAN": "span",
-                 "TOOL_CALL": "span", "EVENT": "event", "WORK_UNIT": "work_unit"}
+                 "TOOL_CALL": "span", "EVENT": "event", "work_unit_kind": "work_unit"}  # by grammar rule
 
 _TARGETS = {
     "failed_attempts": "failed_attempts", "superseded_attempts": "superseded_attempts",
@@ -592,8 +592,9 @@ class ASTBuilder(NodeVisitor):
         return ch[1]
 
     def visit_entity_subject(self, node, ch):
-        kind_text = "_".join(node.children[0].text.upper().split())
-        return ast.Subject(node.start, node.end, kind=_ENTITY_KINDS[kind_text], value=ch[2])
+        # the rule that matched, not its text: `WORK -- a comment⏎UNIT` is a work unit too
+        kind_rule = node.children[0].children[0].expr_name
+        return ast.Subject(node.start, node.end, kind=_ENTITY_KINDS[kind_rule], value=ch[2])
 
     def visit_agent_subject(self, node, ch):
         return ast.Subject(node.start, node.end, kind="agent", value=ch[2])

@@ -57,7 +57,12 @@ def resolve_time(kind: str, text: str, now_us: int, loc=None) -> int:
         if not digits.isdigit() or unit not in _UNITS or len(digits) > 9:
             raise _err("AQL0103", "bad relative timestamp; expected -N followed by m, h, d or w "
                        "(e.g. -15m, -2h, -3d, -1w)", loc, "bad relative time")
-        return now_us - int(digits) * _UNITS[unit] * 1_000_000
+        us = now_us - int(digits) * _UNITS[unit] * 1_000_000
+        try:
+            clock.iso(us)  # before year 1: no time to compare with (-999999999w)
+        except (ValueError, OverflowError):
+            _bad_time(loc)
+        return us
     if low.isdigit() and len(low) >= 9:  # epoch seconds
         try:
             return int(low) * 1_000_000 if int(low) < 10 ** 11 else _bad_time(loc)

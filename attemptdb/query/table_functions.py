@@ -28,7 +28,7 @@ def _tf_trace(ctx, id, depth=C.DEFAULT_DEPTH, direction="UP"):
         raise AQLError("AQL0201", "attempt_trace direction must be 'UP', 'DOWN' or 'BOTH'")
     try:
         depth = int(depth if depth is not None else C.DEFAULT_DEPTH)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite REAL
         raise AQLError("AQL0410", "attempt_trace depth must be a whole number") from None
     if not 1 <= depth <= C.MAX_DEPTH:
         raise AQLError("AQL0410", f"attempt_trace depth must be between 1 and {C.MAX_DEPTH}")

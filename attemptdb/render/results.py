@@ -3,9 +3,12 @@
 Invariants: the table and vertical forms collapse evidence to a count ("3 events") unless
 asked for the ids, show uncertainty as "<confidence> <reason>", never emit control characters
 from cell values (they are replaced), and truncate long cells with "…"; JSON prints every
-column of every row as objects; CSV is RFC 4180 with formula-looking cells neutralised.
+column of every row as objects (repeated names made unique, no
+Infinity); CSV is RFC 4180 with formula-looking cells neutralised.
 No third-party imports: `--json` output must stay within the start-up budget.
 """
+
+import math
 
 from ..model import fastjson
 
@@ -135,25 +138,41 @@ def _count(result, max_rows):
 def _plain(v):
     if isinstance(v, bytes):
         return v.hex()
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # JSON has no Infinity: "inf", as the MCP answers write it
     return v
 
 
+def _unique(cols) -> list[str]:
+    """Column names as object keys: a repeated name gets `:1`, `:2`, … (SQLite's own names for a
+    subquery's repeated columns, which the MCP answers carry), so no value is lost."""
+    seen, out = set(), []
+    for c in cols:
+        name, k = c, 0
+        while name in seen:
+            k += 1
+            name = f"{c}:{k}"
+        seen.add(name)
+        out.append(name)
+    return out
+
+
 def json_rows(result) -> str:
-    """Every row as an object. The list columns still as SQL's JSON text (Result.encoded_rows)
-    are written as that text when each is what decoding and encoding it again would write;
-    otherwise every row is decoded first."""
-    text = _spliced(result)
-    return text if text is not None else fastjson.dumps(_objects(result.columns, result.rows))
+    """Every row as an object, keyed by the column names made unique. The list columns still as
+    SQL's JSON text (Result.encoded_rows) are written as that text when each is what decoding and
+    encoding it again would write; otherwise every row is decoded first."""
+    cols = _unique(result.columns)
+    text = _spliced(result, cols)
+    return text if text is not None else fastjson.dumps(_objects(cols, result.rows))
 
 
-def _spliced(result) -> str | None:
+def _spliced(result, cols) -> str | None:
     """The rows as JSON with their encoded list columns written as they are; None when there is
     none, or one is not what fastjson would write for it (fastjson.is_compact_string_array;
     NULL reads as [])."""
     rows, encoded = result.encoded_rows()
     if not encoded:
         return None
-    cols = result.columns
     hole, texts, objs = fastjson.hole(), [], []
     for r in rows:
         obj = {}

@@ -347,7 +347,12 @@ class Store:
             v = self._check_version()  # another process may have migrated while we waited
             todo = [(n, p) for n, p in schema.migrations() if n > v]
             if todo:
-                schema.upgrade(c, todo)
+                try:
+                    schema.upgrade(c, todo)
+                except apsw.SQLError as e:  # objects its version says it has not (a hand-edited version)
+                    raise AttemptError("store.schema_changed", f"{self.path} holds objects its schema version "
+                                       f"({v}) does not account for (upgrading it failed: {e.args[0] if e.args else e});"
+                                       " AttemptDB does not rewrite a table: restore the file from a copy") from None
                 units.refresh(c)  # turns an after-install part marked (0009: every turn of an old file)
             if v == 0:
                 self._create_identity(capture_mode)

@@ -580,3 +580,24 @@ def test_a_row_whose_json_no_longer_parses_is_a_coded_error_for_the_repair_tools
         assert rc == 1 and err.startswith("error[store.bad_row]: "), (args, out, err)
     rc, out, err = attempt(capsys, "verify", "--db", history)
     assert rc == 1 and out.startswith("problem: row seq=") and "was edited" in out
+
+
+# --- objects a file's schema version does not account for ----------------------------------------
+
+def test_a_file_holding_tables_its_version_does_not_have_is_a_coded_error_and_stays_as_it_was(db, capsys):
+    from attemptdb import resources
+    conn = apsw.Connection(db)
+    with open(resources.path("migrations", "0001_events.sql"), encoding="utf-8") as f:
+        conn.execute(f.read())
+    conn.execute("PRAGMA user_version = 1; CREATE TABLE session_facts (mine TEXT)")  # 0002 makes it
+    conn.close()
+    schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+    conn = apsw.Connection(db)
+    before = conn.execute(schema).fetchall()
+    conn.close()
+    for args in (("events", "-n", "1"), ("timeline",), ("init",)):  # commands that open it to write
+        rc, out, err = attempt(capsys, *args, "--db", db)
+        assert rc == 2 and err.startswith("error[store.schema_changed]") and "schema version (1)" in err, (args, err)
+    conn = apsw.Connection(db)  # the upgrade's transaction rolled back: nothing of it is left
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1 and conn.execute(schema).fetchall() == before
+    conn.close()
