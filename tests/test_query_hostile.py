@@ -91,3 +91,17 @@ def test_csv_through_a_pipe_keeps_escape_characters(scenario, home):
     code, out, err = attempt(scenario, "query", "--csv", "SELECT char(27) || '[31mRED' || char(27) || '[0m' AS e")
     assert code == 0, err
     assert out == b"e\r\n\x1b[31mRED\x1b[0m\r\n"
+
+
+def test_a_result_larger_than_the_memory_the_process_may_have_is_a_limit_error(scenario, home):
+    import resource
+
+    def cap():  # 800 MB of address space: the interpreter and its libraries fit, 2 GB of rows do not
+        resource.setrlimit(resource.RLIMIT_AS, (800 << 20, 800 << 20))
+
+    env = dict(os.environ, ATTEMPTDB_PATH=scenario, PYTHONPATH=ROOT)
+    p = subprocess.run(attempt_cmd() + ["query", "--csv", "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+                                        "FROM r LIMIT 2000000) SELECT x, printf('%.1000c', 'a') AS pad FROM r"],
+                       capture_output=True, env=env, timeout=120, preexec_fn=cap)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and err.startswith("error[AQL0502]") and p.stdout == b"", err
