@@ -372,6 +372,15 @@ def test_damaged_containers(exported, tmp_path, capsys):
     assert code == 2
 
 
+def test_a_named_pipe_is_refused_at_once_not_waited_on(source, tmp_path, home):
+    fifo = str(tmp_path / "bundle.zip")
+    os.mkfifo(fifo)  # nothing ever writes to it: opening it for reading would wait forever
+    for args in (("bundle", "verify", fifo), ("bundle", "import", fifo, "--db", source)):
+        p = run_attempt(args, timeout=60)
+        err = p.stderr.decode()
+        assert p.returncode == 2 and err.startswith(f"error[bundle.unreadable]: {fifo} is not a regular file"), err
+
+
 def test_import_of_a_bad_bundle_writes_nothing(exported, source, tmp_path, capsys):
     def change(files):
         n = sorted(x for x in files if x != bundle.MANIFEST)[-1]  # the last file: earlier ones verify

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -602,12 +603,12 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
     of its session. `copy_to` (a binary file) receives the verified lines, `artifacts_to` (a
     directory) the verified artifacts; both are complete only when the report is ok."""
     rep = Report(path)
-    try:
-        f = open(path, "rb")
+    try:  # O_NONBLOCK: a named pipe nothing writes to opens at once (and is refused), not never
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         raise AttemptError("bundle.unreadable", f"cannot read {path}: {e.strerror}") from None
-    with f:
-        if not os.path.isfile(path):
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # the file opened, not whatever the path names now
             raise AttemptError("bundle.unreadable", f"{path} is not a regular file")
         try:
             zf = zipfile.ZipFile(f)
