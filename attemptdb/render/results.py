@@ -3,8 +3,8 @@
 Invariants: the table and vertical forms collapse evidence to a count ("3 events") unless
 asked for the ids, show uncertainty as "<confidence> <reason>", never emit control characters
 from cell values (they are replaced), and truncate long cells with "…"; JSON prints every
-column of every row as objects (repeated names made unique, no
-Infinity); CSV is RFC 4180 with formula-looking cells neutralised.
+column of every row as objects (repeated names made unique, infinities as text); CSV is RFC
+4180 with formula-looking cells neutralised, every character kept.
 No third-party imports: `--json` output must stay within the start-up budget.
 """
 
