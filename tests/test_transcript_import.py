@@ -213,7 +213,10 @@ def test_hostile_input_never_crashes(tmp_path, db, capsys):
     assert rep["files"] == 2 and rep["accepted"] >= 3 and rep["skipped_lines"] >= 3
     assert run(["verify", "--db", db]) == 0
     code = run(["import", "claude-transcripts", str(tmp_path / "missing"), "--db", db])
-    assert code == 2 and "error[import.unreadable]" in capsys.readouterr().err
+    assert code == 2 and "error[import.unreadable]: no such file or directory" in capsys.readouterr().err
+    os.mkfifo(tmp_path / "pipe.jsonl")  # there, but nothing a transcript can be
+    code = run(["import", "claude-transcripts", str(tmp_path / "pipe.jsonl"), "--db", db])
+    assert code == 2 and "error[import.unreadable]: not a regular file or directory" in capsys.readouterr().err
 
 
 def test_discovery_subagents_and_dry_run(anchor, tmp_path, monkeypatch, db, capsys):

@@ -464,7 +464,8 @@ def discover(paths=(), *, all_projects: bool = False, cwd: str | None = None) ->
                 found.append(p)
             else:
                 from ...errors import AttemptError
-                raise AttemptError("import.unreadable", f"no such file or directory: {p}")
+                what = "not a regular file or directory" if os.path.lexists(p) else "no such file or directory"
+                raise AttemptError("import.unreadable", f"{what}: {p}")
         return found
     for d in projects_dirs():
         if all_projects:
