@@ -200,6 +200,45 @@ def test_symlinked_config_is_written_through(home, tmp_path):
     assert target.read_bytes() == original
 
 
+def test_a_relative_link_inside_a_linked_folder_is_followed_as_the_kernel_does(home):
+    # the dotfiles layout: ~/.claude -> dotfiles/claude, whose settings.json -> ../settings.json
+    dotfiles = home / "dotfiles"
+    (dotfiles / "claude").mkdir(parents=True)
+    target = dotfiles / "settings.json"
+    target.write_text('{"model": "real"}\n')
+    os.symlink("dotfiles/claude", home / ".claude")
+    os.symlink("../settings.json", dotfiles / "claude" / "settings.json")
+    link = agents.AGENTS["claude_code"].config_path()
+    assert os.path.realpath(link) == str(target)
+    assert install.install(["claude"], executable=EXE, verify=False).ok
+    doc = json.loads(target.read_bytes())
+    assert doc["model"] == "real" and doc["hooks"]["SessionStart"]
+    assert not (home / "settings.json").exists()  # `..` taken from the link's name, before
+    assert fileops.resolve_links(link) == str(target)
+
+
+def test_a_file_where_the_config_folder_goes_or_a_link_at_the_lock_is_a_coded_refusal(home):
+    (home / ".claude.json").write_text("{}")  # Claude Code is detected
+    (home / ".claude").write_text("x")  # a file where ~/.claude/ should be
+    report = install.install(["claude"], executable=EXE, verify=False)
+    (a,) = report.actions
+    assert a.outcome == install.FAILED and a.error[0] == "installer.write_failed", a.error
+    assert (home / ".claude").read_text() == "x"
+    (home / ".claude").unlink()
+    make_home(home, "claude_code")
+    path = agents.AGENTS["claude_code"].config_path()
+    open(path, "w").write("{}")
+    for lock in ("symlink", "dir"):
+        if lock == "symlink":
+            os.symlink("/nowhere", path + ".attemptdb.lock")
+        else:
+            os.unlink(path + ".attemptdb.lock")
+            os.mkdir(path + ".attemptdb.lock")
+        (a,) = install.install(["claude"], executable=EXE, verify=False).actions
+        assert a.outcome == install.FAILED and a.error[0] == "installer.lock_failed", (lock, a.error)
+        assert open(path).read() == "{}"
+
+
 def test_new_config_files_are_created_for_detected_agents(home):
     make_home(home)
     report = install.install(None, executable=EXE, verify=False)

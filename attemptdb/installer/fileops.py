@@ -35,10 +35,25 @@ class FileOpError(AttemptError):
         super().__init__(code, message, exit_status=1)
 
 
+def make_parent(path: str) -> None:
+    """The folder `path` goes in (0700 when made), or a coded error when it cannot be one (a
+    file in its place)."""
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise FileOpError("installer.write_failed", f"cannot write beside {path} "
+                          f"({folder}: {e.strerror or e.__class__.__name__})") from None
+
+
 def resolve_links(path: str) -> str:
-    """The file a (possibly symlinked) path finally names; the path itself when it is no link."""
-    cur = os.path.abspath(path)
+    """The file a (possibly symlinked) path finally names, as the kernel resolves it; the path
+    itself when it is no link. Each step resolves the folder the link sits in first, so a
+    relative target's `..` climbs from where the link really is (a dotfiles folder reached
+    through a linked directory), not from the name it was reached by."""
+    cur = os.path.join(os.getcwd(), path)
     for _ in range(MAX_LINK_HOPS):
+        cur = os.path.join(os.path.realpath(os.path.dirname(cur)), os.path.basename(cur))
         try:
             st = os.lstat(cur)
         except FileNotFoundError:
@@ -48,8 +63,7 @@ def resolve_links(path: str) -> str:
                               f"cannot inspect {cur} ({e.strerror or e.__class__.__name__})") from None
         if not stat.S_ISLNK(st.st_mode):
             return cur
-        target = os.readlink(cur)
-        cur = os.path.normpath(os.path.join(os.path.dirname(cur), target))
+        cur = os.path.join(os.path.dirname(cur), os.readlink(cur))
     raise FileOpError("installer.symlink_loop", f"{path}: more than {MAX_LINK_HOPS} symbolic links")
 
 
@@ -87,7 +101,11 @@ class Lock:
 
     def __enter__(self):
         for _ in range(self.tries):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            try:  # a symlink or a directory at the lock's path: refused, never followed
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            except OSError as e:
+                raise FileOpError("installer.lock_failed", f"cannot lock {self.path} "
+                                  f"({e.strerror or e.__class__.__name__})") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:

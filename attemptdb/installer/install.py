@@ -180,7 +180,7 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
         command = exe.command(agent.hook_id)
         try:
             if not dry_run:
-                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                fileops.make_parent(path)
             res, bak = _edit(path, lambda text: merge.plan_install(agent, text, command), dry_run)
         except AttemptError as e:
             a.outcome, a.error = FAILED, (e.code, e.message)

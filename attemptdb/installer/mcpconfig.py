@@ -317,7 +317,7 @@ def register(providers=None, *, dry_run=False, executable: Executable | None = N
             continue
         try:
             if not dry_run:
-                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                fileops.make_parent(path)
             plan, r.backup = _apply(agent, path, None if remove else server_entry(agent, exe), dry_run)
         except AttemptError as e:
             r.outcome, r.error = FAILED, (e.code, e.message)
