@@ -28,7 +28,8 @@ from ..model import clock
 
 ID_HEX = 32
 CHUNK = 1 << 16
-MAX_LINE = 1 << 20       # a line longer than this is redacted in pieces of this size
+MAX_LINE = 1 << 20       # a line longer than this is redacted in pieces of about this size
+LOOK_AHEAD = 64 << 10    # what a piece's scan sees past its end (a secret is far shorter)
 MAX_KEPT = 512 << 20     # compressed bytes one artifact may take in the file (SQLite blobs stop at 1 GB)
 TAIL = 8 << 10           # the end of an output, scanned for a test summary
 TEXT = "text/plain; charset=utf-8"
@@ -88,6 +89,7 @@ class Sink:
             self._kept = hashlib.sha256()
             self._zip = zlib.compressobj(6)
             self._pending = b""
+            self._carry = []  # secret spans found in the pending bytes by the scan that cut them
 
     def feed(self, chunk: bytes) -> None:
         out = self.out
@@ -105,18 +107,46 @@ class Sink:
         if self._file is not None:
             data = self._pending + chunk
             cut = data.rfind(b"\n") + 1
-            if not cut and len(data) > MAX_LINE:
-                cut = len(data)
-            self._pending = data[cut:]
-            if cut:
-                self._keep(data[:cut])
+            if cut:  # the pending bytes hold no newline: every carried span lies before the cut
+                self._pending, carry, self._carry = data[cut:], self._carry, []
+                self._keep(data[:cut], carry)
+            elif len(data) > MAX_LINE:
+                self._keep_piece(data)
+            else:
+                self._pending = data
 
-    def _keep(self, data: bytes) -> None:
-        """Redact a run of whole lines and write it (compressed) to the temporary file."""
+    def _keep_piece(self, data: bytes) -> None:
+        """Keep the front of one line too long to wait for its end, redacted as the whole line
+        would be: the scan sees LOOK_AHEAD past the cut, a secret across the cut moves the cut
+        past it, and the spans found beyond the cut (a value whose name came before the cut)
+        are carried to the next piece."""
+        try:
+            text = data.decode("utf-8", "surrogateescape")
+            spans = []
+            for hit in sorted(self._carry + secrets.find(text), key=lambda h: (h[1], -h[2])):
+                if not spans or hit[1] >= spans[-1][2]:
+                    spans.append(hit)
+            cut = len(text) - LOOK_AHEAD
+            for _, start, end in spans:
+                if start < cut < end:
+                    cut = end
+        except Exception:  # the scanner must never let unscanned bytes through: keep nothing
+            self._drop("redaction_failed")
+            return
+        self._carry = [(rule, start - cut, end - cut) for rule, start, end in spans if start >= cut]
+        self._pending = text[cut:].encode("utf-8", "surrogateescape")
+        self._keep(text[:cut].encode("utf-8", "surrogateescape"), [h for h in spans if h[2] <= cut])
+
+    def _keep(self, data: bytes, spans=()) -> None:
+        """Redact a run of whole lines (or a piece of one) and write it (compressed) to the
+        temporary file; `spans`, secrets a longer scan found in it, are replaced first."""
         out = self.out
         try:
             text = data.decode("utf-8", "surrogateescape")
+            if spans:
+                text = secrets.splice(text, spans)
             clean, found = secrets.redact(text)
+            found += len(spans)
         except Exception:  # the scanner must never let unscanned bytes through: keep nothing
             self._drop("redaction_failed")
             return
@@ -150,8 +180,8 @@ class Sink:
         out.tail = bytes(self._tail)
         if self._file is not None:
             if self._pending:
-                self._keep(self._pending)
-                self._pending = b""
+                self._keep(self._pending, self._carry)
+                self._pending, self._carry = b"", []
         if self._file is not None:
             z = self._zip.flush()
             out.compressed += len(z)

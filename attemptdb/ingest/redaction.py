@@ -567,6 +567,12 @@ class RedactionError(AttemptError, RuntimeError):
         return self.message
 
 
+def splice(text: str, hits: list) -> str:
+    """`text` with the spans `hits` ([(rule, start, end)], ordered, non-overlapping: what `find`
+    returns, maybe found in a longer text that began where this one does) replaced."""
+    return _splice(text, hits)
+
+
 def redact(text: str) -> tuple:
     """(text with every secret replaced by `[REDACTED:<rule>]`, number of spans replaced).
     Repeats until a pass finds nothing, so the result is a fixed point."""
