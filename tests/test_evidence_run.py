@@ -185,6 +185,14 @@ def test_kept_output_is_secret_redacted_and_large_output_streams(db, repo, tmp_p
     assert rows and rows[0][0] == mib << 20 and rows[0][1] == "application/octet-stream" and rows[0][2] < mib << 20
 
 
+def test_a_closed_stdout_keeps_the_command_s_exit_status(db, repo):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.run(attempt_cmd() + ["run", "--db", db, "--", "sh", "-c", "echo hi >&2; exit 3"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=repo, timeout=120,
+                       preexec_fn=lambda: os.close(1))  # `attempt run … >&-`
+    assert p.returncode == 3 and p.stderr == b"hi\n", p.stderr
+
+
 def test_stdin_passes_through_and_a_missing_command_exits_127(db, repo):
     p = run_attempt(["run", "--db", db, "--", PY, "-c", "import sys; print(sys.stdin.read().upper())"],
                     input=b"hello", cwd=repo)

@@ -95,8 +95,9 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     if verbose:
         arts = ", ".join(f"{k} {v}" for k, v in res.artifacts.items()) or "no output"
         err(f"attempt: recorded in ses_{w.session_id}: exit {res.exit_status}, {arts}")
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # None when the caller closed it (`>&-`)
+        if stream is not None:
+            stream.flush()
     process.restore_signals(ex.mask)
     if ex.signal is not None:  # die the way the command died, so a shell or CI sees the signal
         try:
