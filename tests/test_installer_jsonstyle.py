@@ -203,3 +203,26 @@ def test_removing_our_entry_keeps_the_users_comments(text, expected):
     out = js.remove_child(text, arr, idx)
     assert out == expected
     js.parse(out, allow_comments=True)
+
+
+@pytest.mark.parametrize("text, path", [
+    ('{\n  // my settings\n}\n', ()),
+    ('{\n  "hooks": { // TODO\n  }\n}\n', ("hooks",)),
+    ('{\n  "hooks": {\n    "SessionStart": [ // keep\n    ]\n  }\n}\n', ("hooks", "SessionStart")),
+    ('{\r\n\t/* a block */\r\n}\r\n', ()),
+])
+def test_a_comment_in_an_empty_container_stays_through_insert_and_remove(text, path):
+    def node_at(doc):
+        node = js.parse(doc, allow_comments=True)
+        for key in path:
+            node = node.get(key).value
+        return node
+    style = js.detect_style(text, js.parse(text, allow_comments=True))
+    node = node_at(text)
+    if node.kind == "array":
+        out = js.insert_item(text, node, None, {"type": "command"}, style)
+    else:
+        out = js.insert_member(text, node, None, "added", [1], style)
+    comment = text[text.index("/"):].split("\n")[0].rstrip("\r")
+    assert comment in out and len(js.parse(out, allow_comments=True).to_python()) >= 1
+    assert js.remove_child(out, node_at(out), 0) == text  # insert then remove: the file as it was

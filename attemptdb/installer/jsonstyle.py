@@ -381,10 +381,12 @@ def insert_child(text: str, node: Node, index: int | None, fragment_for, style: 
     frag = fragment_for(child, not multiline)
     if not spans:
         close = node.end - 1
+        # comments inside the empty container (JSONC) are someone else's: the child goes after them
+        after = node.start + 1 + len(text[node.start + 1:close].rstrip())
         if multiline:
             own = line_indent(text, node.start)
-            return text[:node.start + 1] + style.newline + child + frag + style.newline + own + text[close:]
-        return text[:node.start + 1] + frag + text[close:]
+            return text[:after] + style.newline + child + frag + style.newline + own + text[close:]
+        return text[:after] + frag + text[close:]
     if index is None or index >= len(spans):
         at = spans[-1][1]
         return text[:at] + sep + frag + text[at:]
@@ -415,6 +417,9 @@ def remove_child(text: str, node: Node, index: int) -> str:
     else's and stays: only the comma and the child's own line go."""
     spans = _children(node)
     if len(spans) == 1:
+        start, end = spans[0]
+        if text[node.start + 1:start].strip():  # a comment before it stays, as insert_child left it
+            return text[:_line_start(text, start)] + text[_line_start(text, node.end - 1):]
         return text[:node.start + 1] + text[node.end - 1:]
     start, end = spans[index]
     if index + 1 < len(spans):  # a child follows: ours goes with the separator after it
