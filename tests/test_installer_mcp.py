@@ -217,6 +217,19 @@ def test_a_config_without_a_final_newline_comes_back_the_same(home):
     assert path.read_bytes() == original
 
 
+def test_comments_after_our_table_belong_to_what_follows_and_stay(home):
+    (home / ".codex").mkdir()
+    path = home / ".codex" / "config.toml"
+    path.write_text('model = "o3"\n', encoding="utf-8")
+    mcpconfig.register(["codex"], executable=EXE)
+    theirs = '\n# --- my servers (do not delete) ---\n[mcp_servers.github]\ncommand = "gh-mcp"\n'
+    path.write_text(path.read_text(encoding="utf-8") + theirs, encoding="utf-8")
+    mcpconfig.register(["codex"], executable=EXE2)  # an update keeps them too
+    assert path.read_text(encoding="utf-8").endswith(theirs)
+    mcpconfig.register(["codex"], remove=True)
+    assert path.read_text(encoding="utf-8") == 'model = "o3"\n' + theirs
+
+
 def test_the_registered_command_starts_our_server(home):
     (home / ".cursor").mkdir()
     r = by_provider(mcpconfig.register(["cursor"]))["cursor"]

@@ -164,12 +164,16 @@ def _toml_lines(entry: dict, nl: str) -> list[str]:
 
 
 def _our_block(lines: list[str]):
-    """(start, end) line indexes of our marked table (header to the next table or the end)."""
+    """(start, end) line indexes of our marked table: its header to the next table or the end,
+    less the blank and comment lines just before that (they introduce what follows: someone
+    else's)."""
     for i, ln in enumerate(lines):
         if ln.rstrip("\r\n").rstrip() == TOML_HEADER:
             j = i + 1
             while j < len(lines) and not lines[j].lstrip().startswith("["):
                 j += 1
+            while j > i + 1 and (not lines[j - 1].strip() or lines[j - 1].lstrip().startswith("#")):
+                j -= 1
             return i, j
     return None
 
