@@ -239,6 +239,26 @@ def test_a_file_where_the_config_folder_goes_or_a_link_at_the_lock_is_a_coded_re
         assert open(path).read() == "{}"
 
 
+@pytest.mark.parametrize("provider", ["claude_code", "cursor"])  # nested and flat entries
+def test_a_capture_mode_someone_added_to_our_commands_survives_a_reinstall(home, provider):
+    make_home(home, provider)
+    agent = agents.AGENTS[provider]
+    assert install.install([provider], executable=EXE, verify=False).ok
+    path = agent.config_path()
+    ours = EXE.command(agent.hook_id)
+    text = open(path).read()
+    open(path, "w").write(text.replace(json.dumps(ours)[1:-1], json.dumps(ours + " --capture-mode metadata_only")[1:-1]))
+    moved = Executable(["/opt/attemptdb2/bin/attempt"], "test")  # a reinstall that rewrites every entry
+    (a,) = install.install([provider], executable=moved, verify=False).actions
+    assert a.outcome == merge.UPDATED
+    commands = [c for c in json.dumps(json.load(open(path))).split('"') if "capture" in c and "/opt/" in c]
+    assert commands and all(c == moved.command(agent.hook_id) + " --capture-mode metadata_only" for c in commands)
+    (a,) = install.install([provider], executable=moved, verify=False).actions
+    assert a.outcome == merge.CURRENT  # and it is what install writes: a second run changes nothing
+    from attemptdb.installer import state as hook_state
+    assert not [p for p in hook_state.inspect(agent, moved).problems if "differ" in p]  # `hook status` agrees
+
+
 def test_new_config_files_are_created_for_detected_agents(home):
     make_home(home)
     report = install.install(None, executable=EXE, verify=False)

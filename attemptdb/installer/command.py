@@ -177,3 +177,23 @@ def parse_ours(cmd) -> dict | None:
 
 def is_ours(cmd) -> bool:
     return parse_ours(cmd) is not None
+
+
+def with_capture_mode(cmd: str, mode: str) -> str:
+    """One of our hook commands with `--capture-mode mode` after it (added_capture_mode reads it)."""
+    bare = mode.isascii() and mode.replace("_", "").isalnum()  # metadata_only: as one types it
+    return f"{cmd} --capture-mode {mode if bare else shell_quote(mode)}"
+
+
+def added_capture_mode(cmd) -> str | None:
+    """The `--capture-mode M` someone added to one of our hook commands (the flag can only lower
+    the database's mode): a rewritten command keeps it."""
+    if not is_ours(cmd):
+        return None
+    words = split_command(cmd, limit=64)
+    for i, w in enumerate(words):
+        if w == "--capture-mode" and i + 1 < len(words):
+            return words[i + 1]
+        if w.startswith("--capture-mode="):
+            return w.split("=", 1)[1]
+    return None

@@ -13,6 +13,7 @@ Invariants (pure functions, no I/O):
   otherwise only the spliced parts change (see jsonstyle).
 """
 
+from . import command as command_mod
 from . import jsonstyle
 from .agents import FLAT, NESTED, Agent
 
@@ -202,9 +203,35 @@ def _drop_emptied(agent, text, root, found, keep=()):
     return text, root
 
 
+def _added_capture_mode(agent, root) -> str | None:
+    """The capture mode someone added to our current hook commands (command.added_capture_mode):
+    the most private one when they differ, so a reinstall never raises it."""
+    hooks = root.get("hooks") if root is not None else None
+    modes = set()
+    for ev, f in find_ours(agent, root).items():
+        arr = hooks.value.get(ev).value
+        for gi, hi in f.spots:
+            node = arr.items[gi] if hi is None else arr.items[gi].get("hooks").value.items[hi]
+            mode = command_mod.added_capture_mode(node.to_python().get("command"))
+            if mode is not None:
+                modes.add(mode)
+    for mode in ("metadata_only", "local_semantic", "full_sync"):
+        if mode in modes:
+            return mode
+    return min(modes) if modes else None
+
+
+def kept_mode(agent: Agent, root, command: str) -> str:
+    """`command` as install writes it into this config: with the `--capture-mode` someone added
+    to our current commands, so a reinstall never raises the mode."""
+    mode = _added_capture_mode(agent, root)
+    return command if mode is None else command_mod.with_capture_mode(command, mode)
+
+
 def plan_install(agent: Agent, text: str | None, command: str) -> Result:
-    """Merge our subscriptions (`command`) into a config's text."""
+    """Merge our subscriptions (`command`, with `kept_mode`) into a config's text."""
     root = parse_config(agent, text)
+    command = kept_mode(agent, root, command)
     if root is not None and is_current(agent, root, command):
         return Result(None, CURRENT)
     if root is None:
