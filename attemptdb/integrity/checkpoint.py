@@ -17,6 +17,7 @@ tree existed) stay valid.
 from __future__ import annotations
 
 import os
+import stat
 
 from ..errors import AttemptError
 from ..model import clock
@@ -108,12 +109,16 @@ def outside_path(device_id: str) -> str:
 
 
 def read_outside(device_id: str) -> str | None:
-    try:
-        fd = os.open(outside_path(device_id), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    path = outside_path(device_id)
+    try:  # O_NONBLOCK: a named pipe there opens at once (and is refused), it does not hang a hook
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise AttemptError("checkpoint.unreadable", f"cannot read {outside_path(device_id)}: {e.strerror}") from None
+        raise AttemptError("checkpoint.unreadable", f"cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise AttemptError("checkpoint.unreadable", f"cannot read {path}: not a regular file")
     with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as f:
         return f.read(65536)
 

@@ -9,6 +9,7 @@ key is never overwritten) and read without following symlinks.
 import base64
 import hashlib
 import os
+import stat
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -57,13 +58,16 @@ def key_path(device_id: str, directory: str | None = None) -> str:
 
 
 def _read_private(path: str) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO: refused, not waited on
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise
     except OSError as e:
         raise AttemptError("keys.unreadable", f"cannot read the device key {path}: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise AttemptError("keys.unreadable", f"cannot read the device key {path}: not a regular file")
     with os.fdopen(fd, "rb") as f:
         if os.name == "posix":  # a private key others can read (or replace) signs nothing
             st = os.fstat(f.fileno())

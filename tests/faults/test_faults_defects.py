@@ -601,3 +601,30 @@ def test_a_file_holding_tables_its_version_does_not_have_is_a_coded_error_and_st
     conn = apsw.Connection(db)  # the upgrade's transaction rolled back: nothing of it is left
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1 and conn.execute(schema).fetchall() == before
     conn.close()
+
+
+# --- a named pipe or a folder where the key or the checkpoint copy belongs ------------------------
+
+@pytest.mark.parametrize("what", ["checkpoint", "key"])
+@pytest.mark.parametrize("kind", ["fifo", "dir"])
+def test_a_pipe_or_folder_at_the_key_or_checkpoint_is_refused_at_once_and_a_hook_still_stores(
+        history, what, kind, capsys):
+    from attemptdb.integrity import checkpoint, keys
+    st = Store.open(history, readonly=True)
+    device = st.device_id  # bare UUID text: it names the key and checkpoint files
+    st.close()
+    path = checkpoint.outside_path(device) if what == "checkpoint" else keys.key_path(device)
+    os.unlink(path)
+    os.mkfifo(path) if kind == "fifo" else os.mkdir(path)
+    env = {"ATTEMPTDB_PATH": history, "ATTEMPTDB_NO_DAEMON": "1"}
+    p = run_attempt(["verify"], env=env, timeout=60)  # a pipe nothing writes to: no hang
+    err = p.stderr.decode()
+    assert p.returncode in (1, 2) and f"error[{what if what == 'checkpoint' else 'keys'}.unreadable]" in err \
+        and "not a regular file" in err and "internal" not in err, err
+    p = run_attempt(["capture", "claude-code"], input=payload(1, "pipe-at-the-" + what), env=env, timeout=60)
+    assert p.returncode == 0 and p.stdout == b""
+    conn = apsw.Connection(history)
+    stored = conn.execute("SELECT count(*) FROM events WHERE provider_session_id = ?",
+                          ("pipe-at-the-" + what,)).fetchone()[0]
+    conn.close()
+    assert stored == 1 or os.listdir(history + ".spool"), "the hook's event was neither stored nor spooled"
