@@ -129,10 +129,11 @@ def read_lines(path: str, m: dict, device: str):
         raise bad("sync.missing_data", f"its data file {data_name(n)} is missing") from None
     except OSError as e:
         raise bad("sync.unreadable", f"its data file cannot be read ({e.strerror})") from None
+    import stat
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder itself
+        os.close(fd)
+        raise bad("sync.unreadable", "its data file is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        import stat
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise bad("sync.unreadable", "its data file is not a regular file")
         data = f.read(declared + 1)  # bounded by what was signed (check_manifest caps it)
     # the bytes first: a changed file is reported as that, whatever its lines now say
     if len(data) != declared or sha(data).hexdigest() != m["sha256"]:
@@ -179,7 +180,7 @@ def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
         found = MANIFEST_NAME.match(name)
         if found:
             manifests.add(int(found.group(1)))
-        elif name.endswith(".jsonl") and name[:-6].isdigit():
+        elif name.endswith(".jsonl") and name[:-6].isascii() and name[:-6].isdigit():  # not '²'
             data.add(int(name[:-6]))
     return sorted(manifests), sorted(data - manifests)
 
@@ -190,10 +191,11 @@ def read_manifest_bytes(path: str) -> bytes:
         fd = os.open(path, flags)
     except OSError as e:
         raise OSError(e.errno, e.strerror) from None
+    import stat
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder itself
+        os.close(fd)
+        raise OSError(21, "not a regular file")
     with os.fdopen(fd, "rb") as f:
-        import stat
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise OSError(21, "not a regular file")
         return f.read(MAX_MANIFEST + 1)
 
 
