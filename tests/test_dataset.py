@@ -150,6 +150,48 @@ def test_a_file_no_manifest_lists_or_a_forged_manifest_is_refused(team, tmp_path
     assert e.value.code == "dataset.signature" and dev in e.value.message
 
 
+def test_hidden_underscore_and_linked_files_are_unlisted_too_and_a_snapshot_key_must_be_an_export_s(team, tmp_path):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    from attemptdb.errors import AttemptError
+    from attemptdb.integrity import keys
+    from attemptdb.query import datafusion_engine as engine_datafusion
+    out = str(tmp_path / "ds")
+    shutil.copytree(team["team"], out)
+    dev = dataset.devices(out)[0]
+    part = glob.glob(os.path.join(out, "events", f"device={dev}", "*", "*.parquet"))[0]
+    for name in ("_x.parquet", ".x.parquet"):  # DataFusion reads these as well
+        extra = os.path.join(os.path.dirname(part), name)
+        shutil.copy(part, extra)
+        with pytest.raises(AttemptError) as e:
+            engine_datafusion.run("SELECT count(*) FROM events", directory=out)
+        assert e.value.code == "dataset.unlisted", name
+        os.unlink(extra)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(os.path.dirname(part), elsewhere)
+    link = os.path.join(out, "events", "device=dev_00000000-0000-4000-8000-00000000000a")
+    os.symlink(elsewhere, link)
+    with pytest.raises(AttemptError) as e:
+        engine_datafusion.run("SELECT count(*) FROM events", directory=out)
+    assert e.value.code == "dataset.unlisted" and "link" in e.value.message
+    os.unlink(link)
+    # a device of its own (any key, first use) whose manifest's snapshot key is not text
+    forged = "dev_00000000-0000-4000-8000-00000000000b"
+    priv = Ed25519PrivateKey.generate()
+    key = keys.DeviceKey(priv.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw), priv)
+    for snap in (5, ["z"], "999999999999/99999999999999999999/" + forged + "/000002"):
+        body = {"schema_version": dataset.SCHEMA_VERSION, "device_id": forged, "generation": 1,
+                "snapshot": snap, "previous": None, "files": []}
+        os.makedirs(os.path.join(out, "_manifests", forged), exist_ok=True)
+        signed = keys.sign_manifest(dataset.SIGNED_PREFIX, body, key)
+        with open(os.path.join(out, "_manifests", forged, "000001.json"), "w") as f:
+            f.write(json.dumps(signed))
+        with pytest.raises(AttemptError) as e:
+            engine_datafusion.run("SELECT count(*) FROM sessions", directory=out)
+        assert e.value.code == "dataset.bad_manifest" and "snapshot" in e.value.message, (snap, e.value)
+
+
 # --- other engines: the README's recipes --------------------------------------------------------
 
 def duckdb_views(con, root):

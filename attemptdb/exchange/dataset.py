@@ -43,6 +43,7 @@ SNAPSHOT_COLUMN = "_snapshot"
 EVENTS = "events"
 _DEVICE = re.compile(r"dev_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _GEN = re.compile(r"([0-9]{6,9})\.json\Z")
+_SNAPSHOT = re.compile(r"[0-9]{12}/[0-9]{20}/dev_[0-9a-f-]{36}/[0-9]{6,9}")  # export's f-string below
 _PATH = re.compile(r"([a-z_]{1,64})/device=(dev_[0-9a-f-]{36})/date=([0-9]{4}-[0-9]{2}-[0-9]{2})/part-([0-9]{6,9})\.parquet\Z")
 MAX_MANIFEST = 16 << 20
 
@@ -82,6 +83,11 @@ def check_manifest(data: bytes, device: str, gen: int) -> dict:
     if len(public) != 32 or keys.fingerprint(public) != sig.get("key_id") \
             or not keys.DeviceKey(public).verify(value, signed_bytes(m)):
         raise AttemptError("dataset.signature", f"{where}: its signature does not verify (device {device})",
+                           exit_status=1)
+    snap = m.get("snapshot")
+    if snap is not None and not (isinstance(snap, str) and _SNAPSHOT.fullmatch(snap)
+                                 and snap.endswith(f"/{device}/{gen:06d}")):
+        raise AttemptError("dataset.bad_manifest", f"{where}: its snapshot key is not one an export writes",
                            exit_status=1)
     for f in m["files"]:
         found = _PATH.match(f["path"])
@@ -292,9 +298,12 @@ class View:
         or changed file is refused, not read); the snapshot's files are there."""
         root = os.path.join(self.directory, EVENTS)
         for dirpath, dirnames, filenames in os.walk(root):
-            for name in filenames:
-                if name.startswith((".", "_")):
-                    continue
+            for name in dirnames:  # os.walk does not enter a linked folder; DataFusion would read it
+                if os.path.islink(os.path.join(dirpath, name)):
+                    rel = os.path.relpath(os.path.join(dirpath, name), self.directory).replace(os.sep, "/")
+                    raise AttemptError("dataset.unlisted", f"{rel} is a link to a folder in the dataset: refused",
+                                       exit_status=1)
+            for name in filenames:  # hidden and `_` names too: DataFusion reads every file below
                 rel = os.path.relpath(os.path.join(dirpath, name), self.directory).replace(os.sep, "/")
                 if rel not in self.listed:
                     raise AttemptError("dataset.unlisted", f"{rel} is in the dataset but in no signed manifest: "
