@@ -103,6 +103,20 @@ def test_some_recipes_have_answers(team):
     assert sum(1 for sql in SQL_RECIPES if _sqlite(lap, sql)) >= 3
 
 
+def test_an_export_never_writes_through_a_link_planted_in_the_dataset(team, tmp_path, capsys):
+    dev = team["devices"]["ci"]
+    mp, cap = team["mp"], capsys
+    device = dev.device_id()
+    for planted in ("events/device=" + device, "_manifests/" + device):
+        out, outside = tmp_path / ("ds-" + planted[:2]), tmp_path / ("outside-" + planted[:2])
+        outside.mkdir()
+        (out / planted).parent.mkdir(parents=True)
+        os.symlink(outside, out / planted)
+        code, _, err = dev.cli(mp, cap, "export", "--dataset", str(out))
+        assert code == 2 and "error[dataset.unwritable]" in err and "is a link" in err, err
+        assert os.listdir(outside) == [], planted  # nothing written where the link points
+
+
 def test_export_is_incremental_and_never_rewrites(team, tmp_path):
     lap = team["devices"]["workstation"]  # the others' files stay as the comparisons expect
     out = str(tmp_path / "ds")

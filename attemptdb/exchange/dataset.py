@@ -140,9 +140,27 @@ def devices(directory: str) -> list[str]:
 
 # --- export ---------------------------------------------------------------------------------
 
-def _write_parquet(path: str, schema, batches) -> int:
+def _folder(directory: str, rel: str) -> str:
+    """`directory`/`rel` (a folder path with `/`), made as needed. A link or a file on the way is
+    refused: an export never writes through a link planted in the dataset."""
+    path = directory
+    for part in rel.split("/"):
+        path = os.path.join(path, part)
+        try:
+            os.mkdir(path, 0o755)
+        except FileExistsError:
+            if os.path.islink(path) or not os.path.isdir(path):
+                raise AttemptError("dataset.unwritable", f"cannot write in {directory}: {path} is a link or "
+                                   "not a folder") from None
+        except OSError as e:
+            raise AttemptError("dataset.unwritable", f"cannot write in {directory}: {e.strerror}") from None
+    return path
+
+
+def _write_parquet(directory: str, rel: str, schema, batches) -> int:
     import pyarrow.parquet as pq
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _folder(directory, rel.rsplit("/", 1)[0])
+    path = os.path.join(directory, rel)
     if os.path.lexists(path):
         raise AttemptError("dataset.exists", f"{path} exists: a dataset file is never rewritten", exit_status=1)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".attempt-dataset-", suffix=".tmp")
@@ -201,9 +219,10 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
     import pyarrow as pa
     device = "dev_" + store.device_id
     try:
-        os.makedirs(os.path.join(directory, MANIFESTS, device), exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
     except OSError as e:
         raise AttemptError("dataset.unwritable", f"cannot write in {directory}: {e.strerror}") from None
+    _folder(directory, f"{MANIFESTS}/{device}")
     before = manifests(directory, device)
     if before and before[-1]["signature"]["key_id"] != key.identity:
         raise AttemptError("dataset.key_mismatch", f"{directory}: the manifests under {device} are signed by another "
@@ -224,7 +243,7 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
         by_date, through = _event_batches(conn, by_name[EVENTS], device, after, include_content)
         for date in sorted(by_date):
             rel = f"{EVENTS}/device={device}/date={date}/part-{gen:06d}.parquet"
-            n = _write_parquet(os.path.join(directory, rel), export_arrow.schema(by_name[EVENTS]), by_date[date])
+            n = _write_parquet(directory, rel, export_arrow.schema(by_name[EVENTS]), by_date[date])
             files.append({"table": EVENTS, "path": rel, "rows": n})
         snapshot = None
         if last is None or last["chain"]["head"] != head:
@@ -239,7 +258,7 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
                         yield pa.RecordBatch.from_arrays(b.columns + [pa.array([snapshot] * b.num_rows, pa.string())],
                                                          schema=schema)
                 rel = f"{t['name']}/device={device}/date={today}/part-{gen:06d}.parquet"
-                n = _write_parquet(os.path.join(directory, rel), schema, tagged())
+                n = _write_parquet(directory, rel, schema, tagged())
                 files.append({"table": t["name"], "path": rel, "rows": n})
     finally:
         conn.execute("COMMIT")
