@@ -193,6 +193,16 @@ def test_a_closed_stdout_keeps_the_command_s_exit_status(db, repo):
     assert p.returncode == 3 and p.stderr == b"hi\n", p.stderr
 
 
+def test_an_argument_that_is_not_utf8_runs_as_given_and_is_recorded_as_text(db, repo):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    cmd = [a.encode() for a in attempt_cmd()] + [b"run", b"--db", db.encode(), b"--", b"echo", b"a\xffb"]
+    p = subprocess.run(cmd, capture_output=True, env=env, cwd=repo, timeout=120)
+    assert p.returncode == 0 and p.stdout == b"a\xffb\n", p.stderr  # what the shell would have run
+    assert b"not UTF-8" in p.stderr
+    started = by_name(events(db), "command.started")[-1]
+    assert "a\ufffdb" in json.dumps(started, ensure_ascii=False)
+
+
 def test_stdin_passes_through_and_a_missing_command_exits_127(db, repo):
     p = run_attempt(["run", "--db", db, "--", PY, "-c", "import sys; print(sys.stdin.read().upper())"],
                     input=b"hello", cwd=repo)

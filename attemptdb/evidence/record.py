@@ -270,27 +270,30 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
     argv = [str(a) for a in argv]
     if not argv:
         raise AttemptError("run.no_command", "no command to run (attempt run [OPTIONS] -- COMMAND [ARGS…])")
-    try:
-        "".join(argv).encode("utf-8")
-    except UnicodeEncodeError:
+    try:  # bytes a shell passes (the CLI's surrogateescape): run as they are, recorded as text
+        shown = [a.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for a in argv]
+    except UnicodeEncodeError:  # a lone surrogate (the Python API): no bytes to run
         raise AttemptError("input.not_utf8", "an argument of the command is not valid UTF-8 text") from None
     res = RunResult()
     res.notes, res.artifacts = [], {}
+    if shown != argv:
+        res.notes.append("an argument is not UTF-8 text: it ran as given and is recorded with U+FFFD "
+                         "in place of the bytes that are not")
     keep = attach_output and writer.mode != "metadata_only"
     if attach_output and not keep:
         res.notes.append("output not kept: the capture mode is metadata_only (its hashes are recorded)")
     first = []
     if not writer.is_open():
-        first.append(writer.started(title or shlex.join(argv)))
+        first.append(writer.started(title or shlex.join(shown)))
     if snapshots:
         first += _snapshot(writer, "run.start", res.notes)
     call_id = "cmd_" + ids.uuid7()
-    first.append(writer.command_started(call_id, argv, clock.now_us()))
+    first.append(writer.command_started(call_id, shown, clock.now_us()))
     writer.write(first)
     with streams(writer, keep, res.notes) as sinks:
         ex = process.execute(argv, sinks, cwd=writer.cwd, env=env, echo=echo)
     outputs, res.artifacts = sinks.outputs, sinks.artifacts
-    last = [writer.command_finished(call_id, argv, ex, outputs, res.artifacts)]
+    last = [writer.command_finished(call_id, shown, ex, outputs, res.artifacts)]
     if snapshots:
         last += _snapshot(writer, "run.end", res.notes)
     last.append(writer.run_stopped(ex))
