@@ -221,7 +221,7 @@ def _added_capture_mode(agent, root) -> str | None:
     return min(modes) if modes else None
 
 
-def kept_mode(agent: Agent, root, command: str) -> str:
+def written_command(agent: Agent, root, command: str) -> str:
     """`command` as install writes it into this config: with the `--capture-mode` someone added
     to our current commands, so a reinstall never raises the mode."""
     mode = _added_capture_mode(agent, root)
@@ -229,9 +229,9 @@ def kept_mode(agent: Agent, root, command: str) -> str:
 
 
 def plan_install(agent: Agent, text: str | None, command: str) -> Result:
-    """Merge our subscriptions (`command`, with `kept_mode`) into a config's text."""
+    """Merge our subscriptions (`command`, with `written_command`) into a config's text."""
     root = parse_config(agent, text)
-    command = kept_mode(agent, root, command)
+    command = written_command(agent, root, command)
     if root is not None and is_current(agent, root, command):
         return Result(None, CURRENT)
     if root is None:

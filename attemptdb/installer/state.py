@@ -89,7 +89,7 @@ def inspect(agent, executable) -> AgentState:
     if not st.entries:
         return st
     st.config_state = INSTALLED
-    expected = merge.kept_mode(agent, root, executable.command(agent.hook_id))
+    expected = merge.written_command(agent, root, executable.command(agent.hook_id))
     wanted = set(agent.events)
     have = {}
     for e in st.entries:
