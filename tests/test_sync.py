@@ -326,34 +326,20 @@ def test_hostile_folder_entries(published, monkeypatch, capsys):
     assert ci.count("device_id = ?", (devs["laptop"].device_id(),)) == 13
 
 
-def test_a_pipe_for_a_manifest_or_data_file_never_blocks(published, monkeypatch, capsys):
+@pytest.mark.parametrize("make", [os.mkfifo, os.mkdir], ids=["pipe", "folder"])
+def test_a_pipe_or_folder_for_a_manifest_or_data_file_is_refused_never_waited_on(published, monkeypatch, capsys,
+                                                                               make):
     folder, devs, ddir = published
     ci = devs["ci"]
     fake = os.path.join(folder, "dev_00000000-0000-4000-8000-000000000002")
     os.makedirs(fake)
-    os.mkfifo(os.path.join(fake, segment.manifest_name(1)))
+    make(os.path.join(fake, segment.manifest_name(1)))
+    open(os.path.join(ddir, "\u00b2.jsonl"), "w").close()  # '²'.isdigit(), int('²') fails: no segment
     data = os.path.join(ddir, segment.data_name(2))
     os.unlink(data)
-    os.mkfifo(data)
+    make(data)
     code, rep = _pull(ci, monkeypatch, capsys, folder)
     assert code == 1
     codes = {p["device"]: p["code"] for p in rep["problems"]}
     assert codes["dev_00000000-0000-4000-8000-000000000002"] == "sync.unreadable"
-    assert codes[devs["laptop"].device_id()] == "sync.unreadable"
-
-
-def test_a_folder_for_a_manifest_or_data_file_and_odd_digits_in_a_name_are_refused_not_a_crash(
-        published, monkeypatch, capsys):
-    folder, devs, ddir = published
-    ci = devs["ci"]
-    fake = os.path.join(folder, "dev_00000000-0000-4000-8000-000000000003")
-    os.makedirs(os.path.join(fake, segment.manifest_name(1)))
-    open(os.path.join(ddir, "\u00b2.jsonl"), "w").close()  # '²'.isdigit(), int('²') fails
-    data = os.path.join(ddir, segment.data_name(2))
-    os.unlink(data)
-    os.mkdir(data)
-    code, rep = _pull(ci, monkeypatch, capsys, folder)
-    assert code == 1
-    codes = {p["device"]: p["code"] for p in rep["problems"]}
-    assert codes["dev_00000000-0000-4000-8000-000000000003"] == "sync.unreadable"
     assert codes[devs["laptop"].device_id()] == "sync.unreadable"  # and the pull went on to the rest
