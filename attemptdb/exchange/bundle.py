@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import os
 import re
-import stat
 import tempfile
 import zipfile
 import zlib
@@ -31,6 +30,7 @@ from ..ingest import privacy
 from ..integrity import keys
 from ..model import clock, event, fastjson, ids
 from ..model.event import MAX_LINE
+from ..store import plainfile
 
 SCHEMA_VERSION = "attestack.bundle.v1"
 SIGNED_PREFIX = b"attestack.bundle.v1 manifest\n"
@@ -603,13 +603,13 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
     of its session. `copy_to` (a binary file) receives the verified lines, `artifacts_to` (a
     directory) the verified artifacts; both are complete only when the report is ok."""
     rep = Report(path)
-    try:  # O_NONBLOCK: a named pipe nothing writes to opens at once (and is refused), not never
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        fd = plainfile.open_regular(path, follow_links=True)
+    except plainfile.NotRegular:
+        raise AttemptError("bundle.unreadable", f"{path} is not a regular file") from None
     except OSError as e:
         raise AttemptError("bundle.unreadable", f"cannot read {path}: {e.strerror}") from None
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # the file opened, not whatever the path names now
-            raise AttemptError("bundle.unreadable", f"{path} is not a regular file")
         try:
             zf = zipfile.ZipFile(f)
         except _READ_ERRORS:

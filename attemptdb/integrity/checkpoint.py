@@ -17,11 +17,10 @@ tree existed) stay valid.
 from __future__ import annotations
 
 import os
-import stat
 
 from ..errors import AttemptError
 from ..model import clock
-from ..store import location
+from ..store import location, plainfile
 from . import signednote
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing `typing` on every read
@@ -110,15 +109,12 @@ def outside_path(device_id: str) -> str:
 
 def read_outside(device_id: str) -> str | None:
     path = outside_path(device_id)
-    try:  # O_NONBLOCK: a named pipe there opens at once (and is refused), it does not hang a hook
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:  # a named pipe there must not hang a hook
+        fd = plainfile.open_regular(path)
     except FileNotFoundError:
         return None
     except OSError as e:
         raise AttemptError("checkpoint.unreadable", f"cannot read {path}: {e.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise AttemptError("checkpoint.unreadable", f"cannot read {path}: not a regular file")
     with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as f:
         return f.read(65536)
 

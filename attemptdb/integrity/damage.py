@@ -114,15 +114,12 @@ def is_corruption(e: BaseException) -> bool:
 def _outside_head(device_id: str):
     """(size, head hex) of the checkpoint kept beside the key, read as text; None if none or
     unreadable (verify reports an unreadable one)."""
-    from ..store import location
-    try:  # O_NONBLOCK: a named pipe there must not hang a hook (it is no checkpoint: None)
-        fd = os.open(os.path.join(location.key_dir(), f"{device_id}.checkpoint"),
-                     os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    from ..store import location, plainfile
+    try:  # a named pipe there must not hang a hook (it is no checkpoint: None)
+        fd = plainfile.open_regular(os.path.join(location.key_dir(), f"{device_id}.checkpoint"))
     except OSError:
         return None
     try:
-        if (os.fstat(fd).st_mode & 0o170000) != 0o100000:  # not a regular file
-            return None
         text = os.read(fd, 65536).decode("utf-8", "replace")
     except OSError:
         return None

@@ -9,14 +9,13 @@ key is never overwritten) and read without following symlinks.
 import base64
 import hashlib
 import os
-import stat
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ..errors import AttemptError
-from ..store import location
+from ..store import location, plainfile
 
 
 def fingerprint(public_raw: bytes) -> str:
@@ -58,16 +57,12 @@ def key_path(device_id: str, directory: str | None = None) -> str:
 
 
 def _read_private(path: str) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO: refused, not waited on
     try:
-        fd = os.open(path, flags)
+        fd = plainfile.open_regular(path)
     except FileNotFoundError:
         raise
     except OSError as e:
         raise AttemptError("keys.unreadable", f"cannot read the device key {path}: {e.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise AttemptError("keys.unreadable", f"cannot read the device key {path}: not a regular file")
     with os.fdopen(fd, "rb") as f:
         if os.name == "posix":  # a private key others can read (or replace) signs nothing
             st = os.fstat(f.fileno())

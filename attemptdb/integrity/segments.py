@@ -24,6 +24,7 @@ from ..errors import AttemptError
 from ..integrity import chain, keys
 from ..model import event, fastjson
 from ..model.event import MAX_LINE
+from ..store import plainfile
 
 SCHEMA_VERSION = "attemptdb.sync.segment.v1"
 SIGNED_PREFIX = b"attemptdb.sync.segment.v1 manifest\n"
@@ -124,15 +125,13 @@ def read_lines(path: str, m: dict, device: str):
     last_seq = m["first_source_seq"] - 1
     bare = device[4:]
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = plainfile.open_regular(path)
     except FileNotFoundError:
         raise bad("sync.missing_data", f"its data file {data_name(n)} is missing") from None
+    except plainfile.NotRegular:
+        raise bad("sync.unreadable", "its data file is not a regular file") from None
     except OSError as e:
         raise bad("sync.unreadable", f"its data file cannot be read ({e.strerror})") from None
-    import stat
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder itself
-        os.close(fd)
-        raise bad("sync.unreadable", "its data file is not a regular file")
     with os.fdopen(fd, "rb") as f:
         data = f.read(declared + 1)  # bounded by what was signed (check_manifest caps it)
     # the bytes first: a changed file is reported as that, whatever its lines now say
@@ -186,15 +185,7 @@ def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
 
 
 def read_manifest_bytes(path: str) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as e:
-        raise OSError(e.errno, e.strerror) from None
-    import stat
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder itself
-        os.close(fd)
-        raise OSError(21, "not a regular file")
+    fd = plainfile.open_regular(path)
     with os.fdopen(fd, "rb") as f:
         return f.read(MAX_MANIFEST + 1)
 
