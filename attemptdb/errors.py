@@ -9,8 +9,20 @@ package and fails on a raised code that is not registered here, or raised with a
 """
 
 
+_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
+
+
+def printable(text) -> str:
+    """Text made safe for a terminal: every C0/C1 control character (ESC included, so no escape
+    sequence survives; newline too, so a line stays one line) shown as `?`. Paths, names and
+    stored values in messages come from hostile input."""
+    return "" if text is None else str(text).translate(_CONTROL)
+
+
 class AttemptError(Exception):
-    """A user-facing failure: `code` is stable (`store.newer_schema`), `message` is one line."""
+    """A user-facing failure: `code` is stable (`store.newer_schema`), `message` is one line.
+    Its printed line (`str`) shows control characters in the message as `?` (`printable`);
+    `message` keeps them, for machine formats that escape them."""
 
     exit_status = 2
 
@@ -22,7 +34,7 @@ class AttemptError(Exception):
             self.exit_status = exit_status
 
     def __str__(self) -> str:
-        return f"error[{self.code}]: {self.message}"
+        return f"error[{self.code}]: {printable(self.message)}"
 
 
 # code: (exit status, meaning; `…` stands for what the message fills in)

@@ -71,6 +71,30 @@ def test_missing_database_is_a_coded_error_not_a_traceback(tmp_path, home):
     assert r.stdout == b""
 
 
+@pytest.mark.parametrize("cmd", [["verify"], ["events"], ["query", "SELECT 1"], ["needs-you"]])
+def test_a_coded_error_never_prints_control_characters(tmp_path, home, cmd):
+    """A path (or any value) in an error message comes from hostile input: BEL, CR, backspace
+    and C1 controls in it are shown as `?` on the lean path and through click alike, so no
+    message can rewrite the terminal or hide what it says (only the closing newline is left)."""
+    name = "a\x07b\rc\x08d\x85e\x1b]0;title\x07.db"
+    r = run_attempt(cmd + ["--db", str(tmp_path / name)])
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert err.startswith("error[store.missing]") and err.endswith("\n")
+    assert not [c for c in err[:-1] if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0]
+    assert "a?b?c?d?e?]0;title?.db" in err
+
+
+def test_a_statement_error_shows_control_characters_of_the_statement_as_marks(tmp_path, home):
+    db = str(tmp_path / "q.db")
+    assert run_attempt(["init", "--db", db]).returncode == 0
+    r = run_attempt(["query", "--db", db, 'SELECT x FROM "t\x07b\x1b[2Jc"'])
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert err.startswith("error[AQL0505]") and "no such table: t?b?[2Jc" in err
+    assert not [c for c in err if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) < 0xA0]
+
+
 @pytest.mark.parametrize("empty", ["file", "devnull"])
 @pytest.mark.parametrize("cmd", [["verify"], ["status"], ["query", "SELECT 1"]])
 def test_an_empty_file_is_a_coded_error_for_every_reader(tmp_path, home, empty, cmd):

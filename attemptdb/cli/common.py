@@ -12,6 +12,7 @@ import os
 import sys
 
 from ..errors import AttemptError
+from ..errors import printable as printable  # the commands' one rule for terminal-safe text
 from ..model import fastjson
 from ..store import location
 
@@ -84,15 +85,6 @@ def use_color(stream=None) -> bool:
     if os.environ.get("NO_COLOR") is not None:
         return False
     return hasattr(stream, "isatty") and stream.isatty()
-
-
-_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
-
-
-def printable(text) -> str:
-    """Text from the database made safe for a terminal: every C0/C1 control character (ESC
-    included, so no escape sequence survives) shown as `?`. Payloads are hostile input."""
-    return "" if text is None else str(text).translate(_CONTROL)
 
 
 def style(text: str, **kw) -> str:

@@ -25,7 +25,7 @@ import zipfile
 import zlib
 
 from .. import __version__, resources
-from ..errors import AttemptError
+from ..errors import AttemptError, printable
 from ..ingest import privacy
 from ..integrity import keys
 from ..model import clock, event, fastjson, ids
@@ -300,13 +300,10 @@ def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths
 
 # --- verify ---------------------------------------------------------------------------------
 
-_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
-
-
 def _shown(name) -> str:
     """A name from the bundle made safe to print: control characters as `?`, at most 80."""
     text = str(name)
-    return (text[:80] + "…" if len(text) > 80 else text).translate(_CONTROL)
+    return printable(text[:80] + "…" if len(text) > 80 else text)
 
 
 class Report:

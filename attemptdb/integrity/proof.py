@@ -17,7 +17,7 @@ import base64
 import json
 import re
 
-from ..errors import AttemptError
+from ..errors import AttemptError, printable
 from ..model.ids import sha256
 
 FORMAT = "attemptdb.proof.v1"
@@ -303,9 +303,6 @@ def _verify(rep: Report, data: bytes, pin: str | None) -> None:
     rep.leaf_index, rep.tree_size, rep.binding = index, size, binding
 
 
-_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
-
-
 def _shown(text) -> str:
     text = str(text)
-    return (text[:80] + "…" if len(text) > 80 else text).translate(_CONTROL)
+    return printable(text[:80] + "…" if len(text) > 80 else text)

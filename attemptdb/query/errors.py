@@ -13,7 +13,7 @@ echoes database content, and which renders like
 The only text shown back is the statement the user typed, and only in the source excerpt.
 """
 
-from ..errors import AttemptError
+from ..errors import AttemptError, printable
 
 # code → (category, one-line description). The table is the contract; tests check that every
 # raised code is listed here and lies in its category's range.
@@ -115,24 +115,24 @@ class AQLError(AttemptError):
         return line, col
 
     def render(self) -> str:
-        head = f"error[{self.code}]: {self.message}"
+        head = f"error[{self.code}]: {printable(self.message)}"
         lc = self.line_col()
         if lc is None:
             return head
         line, col = lc
         src_line = self.source.split("\n")[line - 1]
-        printable = "".join(c if c.isprintable() else " " for c in src_line)
+        shown = "".join(c if c.isprintable() else " " for c in src_line)
         width = len(str(line))
         pos = max(0, min(self.pos, len(self.source)))
         end = self.end if self.end is not None else pos + 1
         line_end = pos + (len(src_line) - (col - 1))
         n = max(1, min(end, line_end) - pos)
-        caret = " " * (col - 1) + "^" * n + (f" {self.label}" if self.label else "")
+        caret = " " * (col - 1) + "^" * n + (f" {printable(self.label)}" if self.label else "")
         return "\n".join([
             head,
             f"{' ' * (width + 1)}--> query:{line}:{col}",
             f"{' ' * (width + 2)}|",
-            f" {line:>{width}} | {printable}",
+            f" {line:>{width}} | {shown}",
             f"{' ' * (width + 2)}| {caret}",
         ])
 
