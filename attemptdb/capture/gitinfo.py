@@ -9,11 +9,13 @@ Invariants (reference/capture.md §3.7):
   first remote in the config file that has a url; quoted values unquoted).
 - `root` is the worktree root (the directory holding `.git`), else `cwd` itself; anything
   unreadable or malformed degrades to None fields, never to an error. Every read is bounded.
-- Imports only `os` and `stat`: this module is on the hook path.
+- Imports only `os`, `stat` and store.plainfile (standard library only): this module is on the hook path.
 """
 
 import os
 import stat
+
+from ..store import plainfile
 
 MAX_UP = 64
 MAX_SYMREF_DEPTH = 8
@@ -45,14 +47,12 @@ class GitInfo(tuple):
 
 def _read(path: str, limit: int):
     """The bytes of a regular file of at most `limit` bytes, else None."""
-    try:
-        # O_NONBLOCK: a FIFO planted in .git must not hang the hook on open (fstat rejects it)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:  # a FIFO planted in .git must not hang the hook
+        fd = plainfile.open_regular(path, follow_links=True)
     except (OSError, ValueError):
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        if os.fstat(fd).st_size > limit:
             return None
         chunks = []
         total = 0

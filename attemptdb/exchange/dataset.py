@@ -34,6 +34,7 @@ from .. import __version__
 from ..errors import AttemptError
 from ..integrity import keys
 from ..model import clock, fastjson
+from ..store import plainfile
 from . import arrow_export as export_arrow
 
 SCHEMA_VERSION = "attemptdb.exchange.dataset.v1"
@@ -113,8 +114,7 @@ def manifests(directory: str, device: str) -> list[dict]:
             raise AttemptError("dataset.gap", f"{MANIFESTS}/{device}: generation {i} is missing", exit_status=1)
         path = os.path.join(d, f"{g:06d}.json")
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-            with os.fdopen(fd, "rb") as f:
+            with os.fdopen(plainfile.open_regular(path), "rb") as f:
                 data = f.read(MAX_MANIFEST + 1)
         except OSError as e:
             raise AttemptError("dataset.unreadable", f"cannot read {path}: {e.strerror}") from None
