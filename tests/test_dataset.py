@@ -206,6 +206,23 @@ def test_hidden_underscore_and_linked_files_are_unlisted_too_and_a_snapshot_key_
         assert e.value.code == "dataset.bad_manifest" and "snapshot" in e.value.message, (snap, e.value)
 
 
+@pytest.mark.parametrize("plant", ["fifo", "folder", "link"])
+def test_a_manifest_that_is_no_regular_file_is_unreadable_at_once(team, tmp_path, plant):
+    """A named pipe, a folder or a symbolic link in place of a manifest: `dataset.unreadable`
+    naming it, without waiting on the pipe (store.plainfile.open_regular)."""
+    from attemptdb.errors import AttemptError
+    out = str(tmp_path / "ds")
+    shutil.copytree(team["team"], out)
+    dev = dataset.devices(out)[0]
+    path = os.path.join(out, "_manifests", dev, "000001.json")
+    os.rename(path, str(tmp_path / "kept.json"))
+    {"fifo": lambda: os.mkfifo(path), "folder": lambda: os.mkdir(path),
+     "link": lambda: os.symlink(str(tmp_path / "kept.json"), path)}[plant]()
+    with pytest.raises(AttemptError) as e:
+        dataset.manifests(out, dev)
+    assert e.value.code == "dataset.unreadable" and "000001.json" in e.value.message, e.value
+
+
 # --- other engines: the README's recipes --------------------------------------------------------
 
 def duckdb_views(con, root):
