@@ -211,5 +211,9 @@ CODES = {
     'ui.needs_datasette': (2, '`attempt ui` needs Datasette; …'),
     'ui.read_only': (2, 'the UI never writes the database'),
     'ui.remote_host': (2, '--host … is not a loopback address: the history would be reachable from other machines; add --allow-remote …'),
+    'usage.bad_usage': (2, 'the command line does not fit the command (click says how; `… --help` lists what it takes)'),
+    'usage.bad_value': (2, 'an option or argument has a value it does not take (click says which and why)'),
+    'usage.missing': (2, 'a required argument or option is missing (click names it)'),
     'usage.no_db': (2, 'the command opens no database, so it takes no --db (the message says why)'),
+    'usage.unknown_option': (2, 'no such option for this command (click names it, and a near match if any)'),
 }

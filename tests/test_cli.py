@@ -71,6 +71,23 @@ def test_missing_database_is_a_coded_error_not_a_traceback(tmp_path, home):
     assert r.stdout == b""
 
 
+@pytest.mark.parametrize("args,code,says", [
+    (["query", "--bogus", "SELECT 1"], "usage.unknown_option", "No such option '--bogus' (`attempt query --help`"),
+    (["events", "-n", "abc"], "usage.bad_value", "'abc' is not a valid integer range (`attempt events --help`"),
+    (["query"], "usage.missing", "Missing argument 'STATEMENT' (`attempt query --help`"),
+    (["evnts"], "usage.bad_usage", "No such command 'evnts'; did you mean `events`? (`attempt --help`"),
+    (["zzzz"], "usage.bad_usage", "No such command 'zzzz' (`attempt --help`"),
+    (["query", "--json", "--csv", "SELECT 1"], "usage.bad_usage", "--json and --csv are exclusive"),
+])
+def test_a_command_line_click_refuses_is_one_coded_line(tmp_path, home, args, code, says):
+    """As every other error: `error[usage.…]: …` on one line of stderr, exit 2, nothing on
+    stdout, and where the help is (no click usage block)."""
+    r = run_attempt(args)  # refused before any database is opened
+    err = r.stderr.decode()
+    assert r.returncode == 2 and r.stdout == b""
+    assert err.startswith(f"error[{code}]: ") and err.count("\n") == 1 and says in err, err
+
+
 @pytest.mark.parametrize("cmd", [["verify"], ["events"], ["query", "SELECT 1"], ["needs-you"]])
 def test_a_coded_error_never_prints_control_characters(tmp_path, home, cmd):
     """A path (or any value) in an error message comes from hostile input: BEL, CR, backspace

@@ -2,7 +2,7 @@
 that command runs), so `attempt X` pays only for what X needs.
 
 Invariant: no traceback ever reaches a user. AttemptError → its coded line and exit status;
-anything unexpected → one line naming the file the full report was written to, exit 2.
+click's refusal of a command line → a coded `usage.*` line (exit 2); anything unexpected → one line naming the file the full report was written to, exit 2.
 """
 
 import importlib
@@ -14,6 +14,7 @@ import traceback
 import click
 
 from .. import __version__
+from ..errors import AttemptError
 
 # command name → "module:attribute" (module relative to attemptdb.cli)
 COMMANDS = {
@@ -80,6 +81,14 @@ class LazyGroup(click.Group):
             raise
         return getattr(module, attr, None)
 
+    def resolve_command(self, ctx, args):
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            import difflib
+            near = difflib.get_close_matches(args[0], COMMANDS, n=1)
+            if near:
+                ctx.fail(f"No such command {args[0]!r}; did you mean `{near[0]}`?")
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -133,16 +142,32 @@ def run(args) -> int:
         click.echo("aborted", err=True)
         return 1
     except click.ClickException as e:
-        e.show()
-        return 2
+        found = usage_error(e)
+        click.echo(str(found), err=True)
+        return found.exit_status
     except BaseException as e:
         return failed(e)
+
+
+def usage_error(e) -> AttemptError:
+    """click's refusal of a command line as one coded line, like every other error (README
+    "Commands"): the code says what kind, the message is click's, and where help is."""
+    message = e.format_message().rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None:
+        message += f" (`{ctx.command_path} --help` lists what it takes)"
+    if isinstance(e, click.NoSuchOption):
+        return AttemptError("usage.unknown_option", message)
+    if isinstance(e, click.MissingParameter):
+        return AttemptError("usage.missing", message)
+    if isinstance(e, click.BadParameter):
+        return AttemptError("usage.bad_value", message)
+    return AttemptError("usage.bad_usage", message)
 
 
 def failed(e: BaseException) -> int:
     """What a command that raised `e` prints (one line on stderr) and its exit status; what is
     not a command's failure (GeneratorExit, …) is raised again."""
-    from ..errors import AttemptError
     if isinstance(e, AttemptError):
         click.echo(str(e), err=True)
         return e.exit_status
