@@ -88,6 +88,13 @@ def test_a_command_line_click_refuses_is_one_coded_line(tmp_path, home, args, co
     assert err.startswith(f"error[{code}]: ") and err.count("\n") == 1 and says in err, err
 
 
+@pytest.mark.parametrize("group", ["bundle", "hook", "keys", "daemon"])
+def test_a_group_run_bare_prints_its_help_not_a_flattened_error(home, group):
+    r = run_attempt([group])
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.startswith(f"Usage: attempt {group} ") and "\nCommands:\n" in err, err
+
+
 @pytest.mark.parametrize("cmd", [["verify"], ["events"], ["query", "SELECT 1"], ["needs-you"]])
 def test_a_coded_error_never_prints_control_characters(tmp_path, home, cmd):
     """A path (or any value) in an error message comes from hostile input: BEL, CR, backspace

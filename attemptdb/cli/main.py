@@ -141,6 +141,9 @@ def run(args) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 1
+    except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:  # a group run bare: its help
+        e.show()
+        return 2
     except click.ClickException as e:
         found = usage_error(e)
         click.echo(str(found), err=True)
