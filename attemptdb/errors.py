@@ -9,13 +9,18 @@ package and fails on a raised code that is not registered here, or raised with a
 """
 
 
-_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}
+DISGUISING = ("\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
+              "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
+"""Characters that are no control character yet disguise what a line says: bidirectional
+overrides, embeddings and isolates (text shown in another order than it is), zero-width
+characters (two names that look alike), line and paragraph separators."""
+_CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0)) + [ord(ch) for ch in DISGUISING]}
 
 
 def printable(text) -> str:
     """Text made safe for a terminal: every C0/C1 control character (ESC included, so no escape
-    sequence survives; newline too, so a line stays one line) shown as `?`. Paths, names and
-    stored values in messages come from hostile input."""
+    sequence survives; newline too, so a line stays one line) and every DISGUISING character
+    shown as `?`. Paths, names and stored values in messages come from hostile input."""
     return "" if text is None else str(text).translate(_CONTROL)
 
 

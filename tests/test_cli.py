@@ -97,16 +97,17 @@ def test_a_group_run_bare_prints_its_help_not_a_flattened_error(home, group):
 
 @pytest.mark.parametrize("cmd", [["verify"], ["events"], ["query", "SELECT 1"], ["needs-you"]])
 def test_a_coded_error_never_prints_control_characters(tmp_path, home, cmd):
-    """A path (or any value) in an error message comes from hostile input: BEL, CR, backspace
-    and C1 controls in it are shown as `?` on the lean path and through click alike, so no
-    message can rewrite the terminal or hide what it says (only the closing newline is left)."""
-    name = "a\x07b\rc\x08d\x85e\x1b]0;title\x07.db"
+    """A path (or any value) in an error message comes from hostile input: BEL, CR, backspace,
+    C1 controls, bidi overrides and zero-width characters in it are shown as `?` on the lean
+    path and through click alike, so no message can rewrite the terminal or disguise what it
+    says (only the closing newline is left)."""
+    name = "a\x07b\rc\x08d\x85e\x1b]0;title\x07\u202ef\u200bg.db"  # BEL CR BS NEL OSC RLO ZWSP
     r = run_attempt(cmd + ["--db", str(tmp_path / name)])
     assert r.returncode == 2
     err = r.stderr.decode()
     assert err.startswith("error[store.missing]") and err.endswith("\n")
-    assert not [c for c in err[:-1] if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0]
-    assert "a?b?c?d?e?]0;title?.db" in err
+    assert not [c for c in err[:-1] if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u202e\u200b"]
+    assert "a?b?c?d?e?]0;title??f?g.db" in err
 
 
 def test_a_statement_error_shows_control_characters_of_the_statement_as_marks(tmp_path, home):

@@ -460,7 +460,9 @@ def demo_cmd(ctx, db, as_json):
     if as_json:
         echo_json(report)
         return
-    click.echo(report["text"])
+    # the report names the database's path (by default in the working directory: a repository's
+    # name, which can hold anything): each line shown through the commands' rule
+    click.echo("\n".join(printable(line) for line in report["text"].split("\n")))
     from .projections import print_timeline
     click.echo("\nWhat the agents tried (attempt timeline):\n")
     print_timeline(path)

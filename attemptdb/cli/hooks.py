@@ -50,25 +50,25 @@ def _print_actions(report):
         if report.dry_run:
             word = _WOULD.get(a.outcome, word)
         color = {"failed": "red", "skipped": "yellow"}.get(a.outcome, "green")
-        line = f"{a.agent.label:<12} {style(f'{word:<16}', fg=color)} {_short(a.config_path)}"
+        line = f"{a.agent.label:<12} {style(f'{word:<16}', fg=color)} {printable(_short(a.config_path))}"
         click.echo(line)
         if a.error:
-            click.echo(f"  error[{a.error[0]}]: {a.error[1]} (file left untouched)")
+            click.echo(printable(f"  error[{a.error[0]}]: {a.error[1]} (file left untouched)"))
         if a.reason:
-            click.echo(f"  {a.reason}")
+            click.echo(printable(f"  {a.reason}"))
         if a.added or a.removed:
             verb = "would " if report.dry_run else ""
             if a.removed:
-                click.echo(f"  {verb}remove entries for {len(a.removed)} event(s): {', '.join(a.removed)}")
+                click.echo(printable(f"  {verb}remove entries for {len(a.removed)} event(s): {', '.join(a.removed)}"))
             if a.added:
-                click.echo(f"  {verb}subscribe {len(a.added)} event(s): {', '.join(a.added)}")
+                click.echo(printable(f"  {verb}subscribe {len(a.added)} event(s): {', '.join(a.added)}"))
         if a.backup:
-            click.echo(f"  backup: {_short(a.backup)}")
+            click.echo(printable(f"  backup: {_short(a.backup)}"))
         if a.settings and a.settings.get("outcome") not in (None, "unchanged"):
-            click.echo(f"  {_short(a.settings['path'])}: {a.settings['outcome']}"
-                       + (f" (backup: {_short(a.settings['backup'])})" if a.settings.get("backup") else ""))
+            click.echo(printable(f"  {_short(a.settings['path'])}: {a.settings['outcome']}"
+                                 + (f" (backup: {_short(a.settings['backup'])})" if a.settings.get("backup") else "")))
         for n in a.notes:
-            click.echo(f"  note: {n}")
+            click.echo(printable(f"  note: {n}"))
 
 
 @click.group("hook")
@@ -105,16 +105,16 @@ def install_cmd(providers, dry_run, no_verify, mcp, force, as_json, db):
         _print_actions(report)
         print_mcp(regs, dry_run)
         if report.executable is not None:
-            click.echo(f"hook command: {report.executable.command('<agent>')} "
-                       f"(found: {report.executable.source})")
+            click.echo(printable(f"hook command: {report.executable.command('<agent>')} "
+                                 f"(found: {report.executable.source})"))
         for t in report.capture_tests:
-            label = t["hook_id"]
+            label = printable(t["hook_id"])
             if t["ok"]:
                 click.echo(f"capture test {label}: {style('ok', fg='green')} "
                            f"({t['event_id']}, {t.get('ms', 0):g} ms)")
             else:
                 click.echo(f"capture test {label}: {style('FAILED', fg='red')} "
-                           f"error[{t['error']['code']}]: {t['error']['message']}")
+                           + printable(f"error[{t['error']['code']}]: {t['error']['message']}"))
     if report.missing and not as_json:
         click.echo(f"not installed: {', '.join(a.agent.label for a in report.missing)} not detected; "
                    "pass --force to install anyway", err=True)
@@ -151,26 +151,26 @@ def _print_agents(rep, *, full):
         elif state == "delivering":
             extra = f" (last capture {a['last_capture']})"
         det = "" if a["detected"] else " [not detected]"
-        click.echo(f"{a['agent']:<12} {style(state, fg=colors.get(state))}{extra}{det}  "
-                   f"{_short(a['config_path'])}")
+        click.echo(f"{a['agent']:<12} {style(state, fg=colors.get(state))}{printable(extra)}{det}  "
+                   f"{printable(_short(a['config_path']))}")
         for p in a["problems"]:
             click.echo(printable(f"  problem: {p}"))
         for n in a["notes"]:
-            click.echo(f"  note: {n}")
+            click.echo(printable(f"  note: {n}"))
     if full:
         d = rep["database"]
         if d.get("reachable"):
             mode = d["capture_mode"] + (" (FAIL-CLOSED)" if d.get("fail_closed") else "")
-            click.echo(f"database     {_short(d['path'])}: {d['events']} events, schema "
-                       f"{d['schema']}, capture mode {mode}")
+            click.echo(printable(f"database     {_short(d['path'])}: {d['events']} events, schema "
+                                 f"{d['schema']}, capture mode {mode}"))
         else:
-            click.echo(f"database     {_short(d['path'])}: "
+            click.echo(f"database     {printable(_short(d['path']))}: "
                        + ("not reachable" if d["exists"] else "does not exist yet"))
         for p in rep["problems"]:
             click.echo(printable(f"  problem: {p}"))
         exe = rep["executable"]
-        click.echo(f"executable   {' '.join(exe['argv'])} (found: {exe['source']}; "
-                   f"`attempt` on PATH: {'yes' if rep['on_path'] else 'no'})")
+        click.echo(printable(f"executable   {' '.join(exe['argv'])} (found: {exe['source']}; "
+                             f"`attempt` on PATH: {'yes' if rep['on_path'] else 'no'})"))
         click.echo(style("ok", fg="green") if rep["ok"] else style("problems found", fg="red"))
 
 

@@ -31,7 +31,7 @@ def emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, sho
     if as_json:
         echo(render.json_rows(result))
         for n in result.notes:
-            echo(f"note: {n}", err=True)
+            echo(render.note(n), err=True)
         return
     if as_csv:
         echo(render.csv_text(result), nl=False, whole=True)

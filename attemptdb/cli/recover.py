@@ -35,7 +35,7 @@ def recover_cmd(out, db, as_json):
             click.echo(f"lost {rep.lost_rows():,} rows:")
             for r in rep.lost:
                 span = f"seq {r['from']}" if r["from"] == r["to"] else f"seq {r['from']}..{r['to']}"
-                click.echo(f"  {span}: {r['why']}")
+                click.echo(printable(f"  {span}: {r['why']}"))
         else:
             click.echo("lost nothing: every row of the chain verifies")
         if rep.repaired_links:
@@ -45,9 +45,11 @@ def recover_cmd(out, db, as_json):
             click.echo(printable(f"note: {n}"))
         click.echo(style(printable(f"verify: {rep.verify_line}"), fg="green" if rep.verify_ok else "red"))
         q = lambda p: "'" + p.replace("'", "'\\''") + "'"  # noqa: E731
-        click.echo("to use it (stop the agents first; the damaged file is kept beside it):\n"
-                   f"  attempt daemon stop --db {q(src)}\n"
-                   f"  mv {q(src)} {q(src + '.damaged')}; mv {q(src + '-wal')} {q(src + '.damaged-wal')} 2>/dev/null; "
-                   f"rm -f {q(src + '-shm')}\n"
-                   f"  mv {q(rep.out)} {q(src)}")
+        # the paths are the database's (a directory name can hold anything): each line through the
+        # commands' rule, so no control character in them reaches the terminal
+        click.echo("to use it (stop the agents first; the damaged file is kept beside it):")
+        click.echo(printable(f"  attempt daemon stop --db {q(src)}"))
+        click.echo(printable(f"  mv {q(src)} {q(src + '.damaged')}; mv {q(src + '-wal')} {q(src + '.damaged-wal')} "
+                             f"2>/dev/null; rm -f {q(src + '-shm')}"))
+        click.echo(printable(f"  mv {q(rep.out)} {q(src)}"))
     sys.exit(0 if rep.verify_ok else 1)

@@ -7,6 +7,7 @@ the stored ISO-8601 µs `Z` text.
 
 import time as _time
 
+from ..errors import printable
 from ..model import clock
 from ..projections import ALGORITHM_VERSION
 from ..store.database import dict_rows as rows
@@ -102,21 +103,16 @@ def duration_text(start: str | None, end: str | None) -> str:
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
+_BLANKS = str.maketrans("\n\r\t", "   ")
+
+
 def clean(text, width: int | None = None) -> str:
-    """Text safe for a terminal: control characters (escape sequences included) shown as
-    spaces or `?`, one line, cut to `width` with an ellipsis."""
+    """Text safe for a terminal, one line, cut to `width` with an ellipsis: newlines, returns
+    and tabs shown as spaces, every other control or disguising character as `?`
+    (errors.printable), runs of blanks as one."""
     if text is None:
         return ""
-    out = []
-    for ch in str(text):
-        o = ord(ch)
-        if ch in "\n\r\t":
-            out.append(" ")
-        elif o < 32 or o == 127 or 0x80 <= o < 0xA0 or ch in "\u2028\u2029\u202e\u202d\u202a\u202b\u202c\u2066\u2067\u2068\u2069":
-            out.append("?")
-        else:
-            out.append(ch)
-    s = " ".join("".join(out).split())
+    s = " ".join(printable(str(text).translate(_BLANKS)).split())
     if width is not None and len(s) > width:
         s = s[: max(0, width - 1)] + "…"
     return s

@@ -2,8 +2,8 @@
 
 Invariants: the table and vertical forms collapse evidence to a count ("3 events") unless
 asked for the ids, show uncertainty as "<confidence> <reason>", never emit control characters
-from cell values (they are replaced), and truncate long cells with "…"; JSON prints every
-column of every row as objects (repeated names made unique, infinities as text); CSV is RFC
+from cell values or column names (they are replaced), and truncate long cells with "…"; JSON
+prints every column of every row as objects (repeated names made unique, infinities as text); CSV is RFC
 4180 with formula-looking cells neutralised, every character kept.
 No third-party imports: `--json` output must stay within the start-up budget.
 """
@@ -57,12 +57,13 @@ def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, te
     rows = result.rows if max_rows is None else result.rows[:max_rows]
     width = MAX_CELL if not evidence_ids else 0
     cells = [[cell(c, r[i], evidence_ids=evidence_ids, width=width) for c, i in zip(cols, index)] for r in rows]
+    heads = [_clean(str(c)) for c in cols]  # a column name is a statement's text (`AS "…"`): the cells' rule
     if term_width and not evidence_ids:
         from . import termtable
-        lines, hidden = termtable.fit(list(cols), cells, term_width, shorten=shorten)
+        lines, hidden = termtable.fit(heads, cells, term_width, shorten=shorten)
         return "\n".join(lines + termtable.hidden_note(hidden, term_width))
-    widths = [max([len(c)] + [len(row[k]) for row in cells]) for k, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(widths[k]) for k, c in enumerate(cols)).rstrip(),
+    widths = [max([len(c)] + [len(row[k]) for row in cells]) for k, c in enumerate(heads)]
+    lines = ["  ".join(c.ljust(widths[k]) for k, c in enumerate(heads)).rstrip(),
              "  ".join("─" * widths[k] for k in range(len(cols)))]
     for row in cells:
         lines.append("  ".join(v.ljust(widths[k]) for k, v in enumerate(row)).rstrip())
@@ -86,7 +87,7 @@ def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None,
                 import textwrap
                 parts = textwrap.wrap(v, term_width - w - 1, break_long_words=False, break_on_hyphens=False) or [v]
                 v = ("\n" + " " * (w + 1)).join(parts)
-            lines.append(f"{c:<{w}} {v}")
+            lines.append(f"{_clean(str(c)):<{w}} {v}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -122,10 +123,16 @@ def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, ter
     for n in result.notes:
         if term_width:
             from . import termtable
-            out.extend(termtable.wrap(f"note: {_clean(n)}", term_width, "  "))
+            out.extend(termtable.wrap(note(n), term_width, "  "))
         else:
-            out.append(f"note: {_clean(n)}")
+            out.append(note(n))
     return "\n".join(out)
+
+
+def note(text) -> str:
+    """A result's note as its line (`note: …`), in every form (--json writes them on stderr):
+    notes name stored values (a project's name), shown through the cells' rule."""
+    return f"note: {_clean(str(text))}"
 
 
 def _count(result, max_rows):
