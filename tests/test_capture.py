@@ -284,7 +284,7 @@ def test_capture_imports_nothing_heavy(case, tmp_path, db):
 
 
 def test_the_installed_launcher_imports_nothing_heavy(db):
-    """bin/attempt → attemptdb.__main__ → capture, as a hook runs it; `-X importtime` lists
+    """bin/attempt → attemptdb.launcher → capture, as a hook runs it; `-X importtime` lists
     every module the process imported, `-S` keeps site hooks out of the picture."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, _site_packages()]))
     p = subprocess.run([sys.executable, "-S", "-X", "importtime", os.path.join(ROOT, "bin", "attempt"),

@@ -228,7 +228,7 @@ def test_ctrl_c_during_a_lean_query_is_reported_as_click_reports_it(scen, home):
 
 
 LEAVES = ("import atexit, gc, sys; atexit.register(lambda: sys.stderr.write('teardown %d\\n' % gc.get_threshold()[0])); "
-          "from attemptdb.__main__ import main; sys.exit(main())")
+          "from attemptdb.launcher import main; sys.exit(main())")
 
 
 def test_a_read_ends_its_process_once_printed_without_the_interpreter_s_teardown(scen, home):

@@ -435,7 +435,7 @@ def handover(argv, hook: Hook) -> tuple[str, str | None]:
 def through_daemon(argv):
     """`attempt capture …` as a hook runs it, the daemon's part: (0, …) when the daemon stored
     the event (Gemini CLI's ack already written), else (None, hook, answer, database path): what
-    the full capture path (capture.hook.main, which attemptdb/__main__.py runs next) needs to
+    the full capture path (capture.hook.main, which attemptdb.launcher runs next) needs to
     store the same bytes with the same capture time and event id (hook None: it reads stdin)."""
     if "-h" in argv or "--help" in argv or "--dry-run" in argv or not enabled():
         return None, None, None, None

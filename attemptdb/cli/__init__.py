@@ -1,6 +1,6 @@
 """The `attempt` command: a thin click layer over the library (parse options, render).
 
-`run` is the entry point (attemptdb.__main__). The read commands in LEAN try cli/lean.py first,
+`run` is the entry point (attemptdb.launcher). The read commands in LEAN try cli/lean.py first,
 which runs a plain `attempt query …` or `attempt needs-you …` without importing click (~20 ms of
 a read's start-up); everything else, and whatever lean.py leaves to click, goes to cli/main.py.
 """
@@ -9,7 +9,7 @@ LEAN = ("query", "needs-you")
 READ_GC_THRESHOLD = 100_000
 """Run as commands, the LEAN reads start the cyclic collector's first generation after this many
 new containers, not 700: a statement makes few cycles and ends soon (~4 ms of a STATE process
-went to collections; attemptdb/__main__.py)."""
+went to collections; attemptdb/launcher.py)."""
 
 
 def run(args) -> int:
