@@ -11,11 +11,18 @@ Invariants:
 - The answer says whether rows were cut (`truncated`) and how many the statement produced
   (`total`) whenever every row was seen (None when the outer LIMIT stopped the read).
 - Values are JSON-safe: list columns and uncertainty decoded, BLOBs shown as their size,
-  non-finite floats as text; nothing is rendered or cut inside a value.
+  non-finite floats as text; nothing is rendered inside a value.
+- An answer is bounded in size as well as in rows, whatever the stored values hold (a hostile
+  hook payload can make one tool name or path megabytes long): a text value longer than
+  MAX_VALUE_CHARS (a list longer than MAX_LIST_ITEMS) is cut there and ends in CUT_MARK,
+  counted in `values_cut` and said in a note (`substr(column, start, length)` reads the rest);
+  rows after the first whose JSON would take the answer past MAX_ANSWER_CHARS are left out,
+  and the answer says `truncated`.
 """
 
 import math
 
+from ..model import fastjson
 from ..query import execute, sqltext
 from ..query.errors import AQLError
 from ..query.result import decode_rows
@@ -23,6 +30,10 @@ from ..query.result import decode_rows
 MAX_ROWS = 200
 MAX_STATEMENT_CHARS = 64 * 1024
 DEFAULT_TIMEOUT_S = 20.0
+MAX_VALUE_CHARS = 16 * 1024
+MAX_LIST_ITEMS = 1000
+MAX_ANSWER_CHARS = 1024 * 1024
+CUT_MARK = "…[cut]"
 _BOUNDABLE = ("SELECT", "WITH", "VALUES")
 
 
@@ -61,21 +72,54 @@ def json_safe(value):
     return value
 
 
+def _cut(value, counter: list):
+    """`value` (JSON-safe) with every text longer than MAX_VALUE_CHARS, and every list longer
+    than MAX_LIST_ITEMS, cut there (CUT_MARK appended); counter[0] counts the cuts."""
+    if isinstance(value, str):
+        if len(value) > MAX_VALUE_CHARS:
+            counter[0] += 1
+            return value[:MAX_VALUE_CHARS] + CUT_MARK
+        return value
+    if isinstance(value, list):
+        if len(value) > MAX_LIST_ITEMS:
+            counter[0] += 1
+            return [_cut(v, counter) for v in value[:MAX_LIST_ITEMS]] + [CUT_MARK]
+        return [_cut(v, counter) for v in value]
+    if isinstance(value, dict):
+        return {k: _cut(v, counter) for k, v in value.items()}
+    return value
+
+
 def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool = True) -> dict:
-    """A Result as the read surfaces return it."""
+    """A Result as the read surfaces return it (bounded in rows and in size: module invariants)."""
     rows = decode_rows(result.columns, result.rows) if result.language == "sql" else result.rows
     total = len(rows)
-    shown = rows[:max_rows]
+    cut, budget, out = [0], MAX_ANSWER_CHARS, []
+    for r in rows[:max_rows]:
+        row = {c: _cut(json_safe(v), cut) for c, v in zip(result.columns, r)}
+        budget -= len(fastjson.dumps(row))
+        if out and budget < 0:
+            break
+        out.append(row)
+    notes = [_cut(json_safe(n), [0]) for n in result.notes]
+    if cut[0]:
+        notes.append(f"{cut[0]} value(s) longer than {MAX_VALUE_CHARS} characters (or lists longer than "
+                     f"{MAX_LIST_ITEMS} items) were cut (they end in {CUT_MARK}); read a text whole with "
+                     "substr(column, start, length)")
+    if len(out) < min(total, max_rows):
+        notes.append(f"only the first {len(out)} row(s) fit in an answer of {MAX_ANSWER_CHARS} characters; "
+                     "ask for fewer columns or rows")
     return {
         "statement": statement,
         "language": result.language,
         "columns": list(result.columns),
         "display": list(result.display),
-        "rows": [{c: json_safe(v) for c, v in zip(result.columns, r)} for r in shown],
-        "row_count": len(shown),
-        "truncated": total > max_rows,
+        "rows": out,
+        "row_count": len(out),
+        "truncated": total > len(out),
         "total": total if seen_all else None,
-        "notes": [json_safe(n) for n in result.notes],
+        "values_cut": cut[0],
+        "notes": notes,
     }
 
 

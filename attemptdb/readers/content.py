@@ -2,8 +2,8 @@
 read as NULL, on apsw and stdlib sqlite3 connections alike.
 
 Invariant: with `hide(…)` in place no prompt, command or output text, raw payload or note a
-human wrote can be read through the connection in any form — not as a column, an alias, an
-expression (`length(content_json)`), a view (`turns.objective`) or a filter
+human wrote, and no artifact's bytes (a command's output), can be read through the connection
+in any form — not as a column, an alias, an expression (`length(content_json)`), a view (`turns.objective`) or a filter
 (`WHERE objective LIKE …`): SQLite substitutes NULL for each read of a hidden base column
 (SQLITE_IGNORE on SQLITE_READ). Everything else is decided by the wrapped read-only gate
 (attemptdb.store.readonly.Gate), so writes stay refused. Derived values that only say whether a
@@ -17,6 +17,9 @@ HIDDEN = {
     "correction_facts": ("note",),
     "retraction_facts": ("note",),
     "project_queue": ("objective",),
+    # a command's output, kept by `attempt run --attach-output` (zlib or plain bytes: hex(…) or
+    # CAST(… AS TEXT) would read it whole)
+    "artifacts": ("content",),
 }
 _PAIRS = frozenset((t, c) for t, cols in HIDDEN.items() for c in cols)
 

@@ -10,8 +10,12 @@ Invariants:
   statements through the engine of `attempt query` (readers.bounded), values quoted.
 - Content (prompt, command and output text, raw payloads, notes) reads as NULL unless the
   server was started with `--include-content` (readers.content, at the SQLite level).
-- Every answer is bounded (MAX_ROWS rows, `truncated`, `total` when known) and AttemptQL rows
-  keep their `evidence` and `uncertainty`.
+- Every answer is bounded (MAX_ROWS rows, `truncated`, `total` when known; long values cut and
+  the answer's size capped, `values_cut`: readers.bounded) and AttemptQL rows keep their
+  `evidence` and `uncertainty`.
+- The text of a result (what a client shows) carries no control character whatever the stored
+  values hold: the JSON escapes C0, DEL, C1, line-separator and bidi characters (it decodes to
+  the same value), and an error's first line shows them as `?`.
 - Every refusal — a write, a second statement, an oversized or malformed request, an unknown
   id — is a tool error (`isError`) carrying the coded error (`AQL0506`, `AQL0204`, …) as
   JSON; an unexpected failure is the coded `internal` error naming only its type. Nothing
@@ -22,7 +26,7 @@ import os
 import threading
 import time
 
-from ..errors import AttemptError
+from ..errors import DISGUISING, AttemptError, printable
 from ..model import fastjson
 from ..query.errors import AQLError
 from . import bounded, content
@@ -218,7 +222,8 @@ class Reader:
         return {"statements": [turns["statement"], attempts["statement"]], "rows": turns["rows"],
                 "row_count": turns["row_count"], "attempt_count": attempts["row_count"],
                 "truncated": turns["truncated"] or attempts["truncated"],
-                "total": turns["total"], "notes": turns["notes"] + attempts["notes"]}
+                "total": turns["total"], "values_cut": turns["values_cut"] + attempts["values_cut"],
+                "notes": turns["notes"] + attempts["notes"]}
 
     def tool_why(self, args):
         subject = _arg(args, "subject", str, required=True, maximum=MAX_SUBJECT_CHARS)
@@ -246,6 +251,18 @@ class Reader:
 
 
 # --- the protocol ------------------------------------------------------------------------------
+
+# what JSON leaves raw inside a string but a terminal or a reader acts on: DEL, the C1 controls
+# (U+009B is CSI) and the characters that disguise text (errors.DISGUISING: bidi overrides,
+# zero-width characters, line separators); JSON itself escapes C0, ESC included
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), *map(ord, DISGUISING)]}
+
+
+def terminal_safe_json(payload) -> str:
+    """`payload` as JSON text that decodes to the same value but carries no control character
+    (stored values come from hostile hook payloads; the text is what a client shows)."""
+    return fastjson.dumps(payload).translate(_JSON_ESCAPES)
+
 
 def error_payload(exc: BaseException) -> dict:
     """A refusal or failure as the JSON a tool error carries (never database content)."""
@@ -296,10 +313,10 @@ def build_server(reader: Reader):
 
     async def call_tool(ctx, params):
         is_error, payload = await anyio.to_thread.run_sync(answer, params.name, params.arguments)
-        text = fastjson.dumps(payload)
+        text = terminal_safe_json(payload)
         if is_error:
             err = payload["error"]
-            text = f"error[{err['code']}]: {err['message']}\n{text}"
+            text = f"error[{printable(err['code'])}]: {printable(err['message'])}\n{text}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=payload, is_error=is_error)
 

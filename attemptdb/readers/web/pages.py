@@ -4,15 +4,36 @@ units, recent sessions, one session's timeline, one attempt's evidence.
 
 Invariants: only the public views are read (needs_you, work_units, sessions, turns, attempts,
 tool_calls, events), with bound parameters; list columns come back as lists; retracted rows
-are left out of the timeline; every page is bounded (LIMIT); the functions return plain data
-and never render (templates escape everything). Pure: no Datasette import.
+are left out of the timeline; every page is bounded, in rows (LIMIT) and in the size of each
+text (a value longer than MAX_TEXT_CHARS, which a hostile hook payload can make megabytes
+long, is shown cut, ending in `…`; Datasette's table pages show it whole, as they truncate
+cells themselves); control and bidi characters read as U+FFFD; the functions return plain
+data and never render (templates escape everything). Pure: no Datasette import.
 """
 
 import json
 
+from ...errors import DISGUISING
+
 LIMIT = 200
+MAX_TEXT_CHARS = 2048
 LIST_COLUMNS = ("evidence", "paths", "sessions", "turns", "attempts", "actors", "commit_shas",
                 "tool_call_ids", "agents")
+
+
+# controls (but tab, newline and return, which a page shows as blanks) and the characters that
+# disguise text (errors.DISGUISING: `exe.txt` shown for `txt.exe`): U+FFFD, as the CLI shows `?`
+_SPOOF = {c: "\ufffd" for c in [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0),
+                                *map(ord, DISGUISING)]}
+
+
+def _cut(value):
+    """A text as a page shows it: at most MAX_TEXT_CHARS (then `…`), no control or bidi character."""
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT_CHARS:
+            value = value[:MAX_TEXT_CHARS] + "…"
+        return value.translate(_SPOOF)
+    return value
 
 
 def _rows(conn, sql: str, params=()) -> list[dict]:
@@ -28,7 +49,7 @@ def _rows(conn, sql: str, params=()) -> list[dict]:
                 except ValueError:
                     v = [row[c]]
                 row[c] = v if isinstance(v, list) else [v]
-        out.append(row)
+        out.append({k: [_cut(x) for x in v] if isinstance(v, list) else _cut(v) for k, v in row.items()})
     return out
 
 

@@ -7,10 +7,15 @@ Invariants: a hook does nothing for a Datasette instance `serve.build` did not c
 database (read-only, content hidden unless asked: serve.ReadOnlyDatabase) or, for a recipe
 Datasette cannot run, through the engine of `attempt query` on an apsw read-only connection
 with the same content rule; every value reaches the page through Jinja's autoescaping or the
-DOM's textContent, never as markup; an unknown id or recipe is a 404, never an exception.
+DOM's textContent, never as markup; the pages run no inline script of their own (Needs You's
+is served as `needs-you.js`) under a Content-Security-Policy that allows none (PAGE_CSP); an
+unknown id or recipe is a 404, never an exception.
 """
 
 import asyncio
+import base64
+import hashlib
+import os
 import re
 import threading
 import time
@@ -26,6 +31,26 @@ from . import pages
 PREFIX = "/-/attemptdb"
 _ID = r"(?P<ident>[A-Za-z0-9_-]{1,80})"
 REFRESH_EVERY_S = 2.0
+
+def _inline_script_hashes() -> list[str]:
+    """CSP hashes of the inline scripts Datasette's base template includes on every page (its
+    menu closer, a template without variables); none when it cannot be read."""
+    try:
+        import datasette
+        path = os.path.join(os.path.dirname(datasette.__file__), "templates", "_close_open_menus.html")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return []
+    return ["'sha256-" + base64.b64encode(hashlib.sha256(m.encode("utf-8")).digest()).decode("ascii") + "'"
+            for m in re.findall(r"<script>(.*?)</script>", text, re.S) if "{" + "{" not in m and "{%" not in m]
+
+
+# The plugin's own pages: no inline script but those hashes, no inline event handler, nothing
+# from elsewhere (serve.CSP, the policy of Datasette's pages, also allows inline scripts).
+PAGE_CSP = ("default-src 'self'; script-src 'self' " + " ".join(_inline_script_hashes()) + "; "
+            "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; "
+            "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
 class UIConfig:
@@ -75,7 +100,21 @@ async def _read(datasette, fn, *args):
 async def _page(datasette, request, template, **context):
     cfg = _config(datasette)
     context.update(prefix=PREFIX, db_name=cfg.db_name, include_content=cfg.include_content)
-    return Response.html(await datasette.render_template(template, context, request=request))
+    return Response.html(await datasette.render_template(template, context, request=request),
+                         headers={"content-security-policy": PAGE_CSP})
+
+
+_SCRIPTS: dict = {}
+
+
+async def needs_you_script(datasette, request):
+    """templates/attemptdb/needs_you.js: the page's script, from this server (PAGE_CSP)."""
+    text = _SCRIPTS.get("needs_you")
+    if text is None:
+        path = os.path.join(os.path.dirname(__file__), "templates", "attemptdb", "needs_you.js")
+        with open(path, encoding="utf-8") as f:
+            text = _SCRIPTS["needs_you"] = f.read()
+    return Response(text, content_type="text/javascript; charset=utf-8", headers={"cache-control": "no-store"})
 
 
 async def index_page(datasette, request):
@@ -164,6 +203,7 @@ def register_routes(datasette):
         (rf"^{p}/?$", index_page),
         (rf"^{p}/needs-you$", needs_you_page),
         (rf"^{p}/needs-you\.json$", needs_you_json),
+        (rf"^{p}/needs-you\.js$", needs_you_script),
         (rf"^{p}/units$", units_page),
         (rf"^{p}/session/{_ID}$", session_page),
         (rf"^{p}/attempt/{_ID}$", attempt_page),

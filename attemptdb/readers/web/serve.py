@@ -10,7 +10,12 @@ Invariants:
 - Every request carries the access token printed at start-up (as `?token=`, which is turned
   into a cookie and stripped by a redirect, or as that cookie); others get 403. So other
   accounts on the machine, and web pages that rebind a name to 127.0.0.1, read nothing. On
-  loopback the Host header must name the loopback address too.
+  loopback the Host header must name the loopback address too (`name` or `name:port`, nothing
+  else after the colon).
+- Every response says: never framed (`frame-ancestors 'none'`, X-Frame-Options), never
+  sniffed (nosniff), no referrer, nothing loaded from or sent to another origin (CSP). The
+  plugin's pages allow no inline script (plugin.PAGE_CSP); Datasette's own need theirs (CSP).
+- The token's redirect only leads to a path of this server (never `//host/…`).
 - Listening anywhere but loopback needs `allow_remote` (the command's explicit flag) and is
   announced with a warning on stderr.
 """
@@ -130,8 +135,48 @@ def cell_text(value) -> str:
     return str(value)
 
 
+# Every response: no framing, no MIME sniffing, no referrer, no <object>/<embed>, nothing loaded
+# from or sent anywhere but this server. Datasette's own pages carry inline scripts (hence 'unsafe-inline'
+# there); the plugin's pages send a stricter policy of their own (plugin.PAGE_CSP), kept as sent.
+CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+       "form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+)
+
+
+def _with_security_headers(headers) -> list:
+    headers = list(headers or ())
+    have = {bytes(k).lower() for k, _ in headers}
+    extra = [(k, v) for k, v in SECURITY_HEADERS if k not in have]
+    if b"content-security-policy" not in have:
+        extra.append((b"content-security-policy", CSP.encode("ascii")))
+    return headers + extra
+
+
+def host_name(header: str) -> str | None:
+    """The name a Host header gives (`name`, `name:port`, `[v6]`, `[v6]:port`), lowercase, or None
+    when it is not one of those forms (so `localhost:1.evil.example` names nothing)."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        name, sep, rest = h[1:].partition("]")
+        if not sep or (rest and not (rest[0] == ":" and rest[1:].isdigit() and rest[1:].isascii())):
+            return None
+        return name
+    name, sep, port = h.partition(":")
+    if sep and not (port.isdigit() and port.isascii()):
+        return None
+    return name or None
+
+
 class Guard:
-    """ASGI middleware in front of Datasette: methods, Host and the access token."""
+    """ASGI middleware in front of Datasette: methods, Host, the access token, and the security
+    headers of every response (SECURITY_HEADERS, CSP)."""
 
     def __init__(self, app, token: str, port: int, hosts=None):
         self.app = app
@@ -142,10 +187,18 @@ class Guard:
     async def _reply(self, send, status, text, headers=()):
         body = text.encode("utf-8")
         await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"cache-control", b"no-store")] + list(headers)})
+                    "headers": _with_security_headers([(b"content-type", b"text/plain; charset=utf-8"),
+                                                       (b"content-length", str(len(body)).encode()),
+                                                       (b"cache-control", b"no-store")] + list(headers))})
         await send({"type": "http.response.body", "body": body})
+
+    @staticmethod
+    def _secured(send):
+        async def send_secured(message):
+            if message.get("type") == "http.response.start":
+                message = dict(message, headers=_with_security_headers(message.get("headers")))
+            await send(message)
+        return send_secured
 
     def _header(self, scope, name: bytes) -> str:
         for k, v in scope.get("headers") or ():
@@ -169,9 +222,7 @@ class Guard:
             return await self._reply(send, 405, "read-only: only GET and HEAD are served\n",
                                      [(b"allow", b"GET, HEAD")])
         if self.hosts is not None:
-            host = self._header(scope, b"host").lower()
-            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            if name.strip("[]") not in self.hosts:
+            if host_name(self._header(scope, b"host")) not in self.hosts:
                 return await self._reply(send, 403, "unknown Host: open the address `attempt ui` printed\n")
         query = urllib.parse.parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         given = [v for k, v in query if k == "token"]
@@ -179,14 +230,15 @@ class Guard:
             if not hmac.compare_digest(given[0].encode(), self.token.encode()):
                 return await self._reply(send, 403, "wrong token: open the address `attempt ui` printed\n")
             rest = urllib.parse.urlencode([(k, v) for k, v in query if k != "token"])
-            target = urllib.parse.quote(scope["path"]) + ("?" + rest if rest else "")
+            # a path of this server only: `//host/…` would be another site's address
+            target = "/" + urllib.parse.quote(scope["path"]).lstrip("/\\") + ("?" + rest if rest else "")
             cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
             return await self._reply(send, 302, "", [(b"location", target.encode("latin-1")),
                                                      (b"set-cookie", cookie.encode("latin-1"))])
         if not self._has_cookie(scope):
             return await self._reply(send, 403, "this AttemptDB UI needs its access token: open the address "
                                                 "`attempt ui` printed (it ends in ?token=…)\n")
-        return await self.app(scope, receive, send)
+        return await self.app(scope, receive, self._secured(send))
 
 
 def _check_port(host: str, port: int) -> None:
