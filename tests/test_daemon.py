@@ -478,9 +478,10 @@ def test_the_lean_hook_command_imports_no_site_packages_through_a_daemon_and_all
     assert "attemptdb.capture.hookclient" in mods and "_socket" in mods
     for heavy in ("site", "apsw", "attemptdb.capture.hook", "attemptdb.store.database", "attemptdb.adapters", "json",
                   "hashlib", "socket", "enum", "_distutils_hack",
-                  # not even `os` (posix serves), `_json` (a plain header needs no escaping) or
-                  # `location` (hookclient.locate answers a plain case itself)
-                  "os", "posixpath", "_collections_abc", "_json", "attemptdb.store.location"):
+                  # not even `os` (posix serves), `_json` (a plain header needs no escaping),
+                  # `location` (hookclient.locate answers a plain case itself) or `_sha256` (a shared
+                  # library: the socket's name is hookclient.socket_digest's)
+                  "os", "posixpath", "_collections_abc", "_json", "attemptdb.store.location", "_sha256"):
         assert heavy not in mods, heavy
     lean(e, tool(2), daemon_on=False)  # without a daemon: the full path, in the same process
     assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 3
@@ -489,6 +490,15 @@ def test_the_lean_hook_command_imports_no_site_packages_through_a_daemon_and_all
     p = lean(e, {"session_id": "g1", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
                  "tool_input": {"command": "ls"}, "cwd": "/tmp"}, provider="gemini", daemon_on=True)
     assert p.stdout == GEMINI_ACK and len(e.rows()) == 4
+
+
+@pytest.mark.parametrize("data,digest", [  # FNV-1a 128-bit test vectors, cut to 20 hex digits
+    (b"", "6c62272e07bb014262b8"), (b"a", "d228cb696f1a8caf7891"), (b"foobar", "343e1662793c64bf6f0d")])
+def test_the_socket_name_is_fnv1a_of_the_database_and_state_directory(data, digest):
+    from attemptdb.capture import hookclient
+    assert hookclient.socket_digest(data) == digest
+    a, b = (hookclient.endpoint(p, "/tmp/state") for p in ("/tmp/one.db", "/tmp/two.db"))
+    assert a != b and a == hookclient.endpoint("/tmp/one.db", "/tmp/state") and a.endswith(".sock")
 
 
 def test_the_lean_hook_command_stores_exactly_what_a_hook_writing_the_file_itself_stores(hooks):

@@ -1,5 +1,5 @@
 """The hook's side of the capture daemon, in the standard library alone: a hook that a daemon
-serves imports `_socket`, `_sha256` (`_json` only for a header with characters to escape), this
+serves imports `_socket` (`_json` only for a header with characters to escape), this
 module and its package, and nothing from the site-packages, not even `os`: the operating system
 is the builtin `posix` module, which the interpreter has loaded before any code runs. The
 installed hook command runs it without `site` at all (`python -I -S …/attemptdb/__main__.py
@@ -217,15 +217,18 @@ def code_stamp() -> str:
     return f"{__version__}:{newest}:{count}"
 
 
-def _sha256(data: bytes):
-    try:
-        from _sha256 import sha256
-    except ImportError:  # pragma: no cover - Python >= 3.12 names it _sha2
-        try:
-            from _sha2 import sha256
-        except ImportError:
-            from hashlib import sha256
-    return sha256(data)
+_FNV_OFFSET, _FNV_PRIME, _MASK128 = 0x6C62272E07BB014262B821756295C58D, (1 << 88) + 0x13B, (1 << 128) - 1
+
+
+def socket_digest(data: bytes) -> str:
+    """20 hex digits naming a socket: FNV-1a (128-bit) of `data`, in plain Python. Not SHA-256:
+    its module is a shared library, and loading it cost every hook ~0.4 ms here. A name two
+    databases share costs nothing but speed: the daemon answers `stale` to a request for any
+    database but its own, and the hook stores the event itself."""
+    h = _FNV_OFFSET
+    for b in data:
+        h = ((h ^ b) * _FNV_PRIME) & _MASK128
+    return ("%032x" % h)[:20]
 
 
 def endpoint(db_path: str, state: str | None = None) -> str | None:
@@ -237,7 +240,7 @@ def endpoint(db_path: str, state: str | None = None) -> str | None:
         if state is None:
             from ..store import location
             state = location.state_dir()
-    digest = _sha256(f"{_abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    digest = socket_digest(f"{_abspath(db_path)}\0{state}".encode("utf-8", "surrogatepass"))
     base = _env("XDG_RUNTIME_DIR") or ""
     run_dir = _join(base, "attemptdb") if base.startswith("/") and _isdir(base) else _join(state, "run")
     for d in (run_dir, _join("/tmp", f"attemptdb-{_sys_os.getuid()}")):  # sun_path holds ~100 bytes
