@@ -203,6 +203,24 @@ def test_an_argument_that_is_not_utf8_runs_as_given_and_is_recorded_as_text(db, 
     assert "a\ufffdb" in json.dumps(started, ensure_ascii=False)
 
 
+def test_a_working_directory_whose_name_is_not_utf8_is_recorded_as_text(db, tmp_path, home):
+    """The command runs there; every event is stored (none set aside in quarantine), the
+    directory recorded with U+FFFD for the bytes that are not UTF-8, as hooks record it."""
+    where = os.path.join(os.fsencode(str(tmp_path)), b"nu\xffd")
+    os.mkdir(where)
+    cmd = [a.encode() for a in attempt_cmd()] + [b"run", b"--db", db.encode(), b"--", b"pwd"]
+    p = subprocess.run(cmd, capture_output=True, env=dict(os.environ, PYTHONPATH=ROOT), cwd=where, timeout=120)
+    assert p.returncode == 0 and p.stdout.rstrip(b"\n") == where and p.stderr == b"", p.stderr
+    evs = events(db)
+    assert [e["provider_event_name"] for e in evs] == [
+        "session.started", "command.started", "command.finished", "run.stopped", "session.stopped"]
+    shown = os.fsdecode(where).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    assert evs[1]["content"]["tool_input"]["cwd"] == shown and "\ufffd" in shown
+    assert {e["project"]["root"] for e in evs} == {shown}
+    spool = run_attempt(["doctor", "--db", db])
+    assert b"quarantine" not in spool.stdout + spool.stderr
+
+
 def test_stdin_passes_through_and_a_missing_command_exits_127(db, repo):
     p = run_attempt(["run", "--db", db, "--", PY, "-c", "import sys; print(sys.stdin.read().upper())"],
                     input=b"hello", cwd=repo)

@@ -70,7 +70,10 @@ class Writer:
 
     def __init__(self, store, *, session: str | None = None, cwd: str | None = None, source: str = "cli"):
         self.store = store
-        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self.cwd = os.path.abspath(cwd or os.getcwd())  # where commands run and git is read
+        # as events record it: a directory name that is not UTF-8 with U+FFFD for those bytes
+        from ..capture.project import valid_text
+        self.shown_cwd = valid_text(self.cwd)
         self.device = store.device_id
         self.mode = store.capture_mode
         self.source = source
@@ -94,7 +97,7 @@ class Writer:
 
     def _draft(self, kind: str, name: str):
         from ..adapters.draft import Draft
-        d = Draft(PROVIDER, name, self.cwd)
+        d = Draft(PROVIDER, name, self.shown_cwd)
         d.kind = kind
         d.psid, d.session_missing = self.psid, False
         d.attrs = {}
@@ -174,7 +177,7 @@ class Writer:
     def command_started(self, call_id: str, argv, at_us: int) -> dict:
         d = self._command_draft("tool_call_started", "command.started", call_id, argv)
         d.put("command", shlex.join(argv))
-        d.put("tool_input", {"argv": list(argv), "cwd": self.cwd})
+        d.put("tool_input", {"argv": list(argv), "cwd": self.shown_cwd})
         return self._envelope(d, at_us)
 
     def command_finished(self, call_id: str, argv, ex, outputs: dict, artifact_ids: dict) -> dict:
