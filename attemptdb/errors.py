@@ -26,8 +26,8 @@ def printable(text) -> str:
 
 class AttemptError(Exception):
     """A user-facing failure: `code` is stable (`store.newer_schema`), `message` is one line.
-    Its printed line (`str`) shows control characters in the message as `?` (`printable`);
-    `message` keeps them, for machine formats that escape them."""
+    Its printed line (`str`) shows control and disguising characters in the message as `?`
+    (`printable`); `message` keeps them, for machine formats that escape them."""
 
     exit_status = 2
 

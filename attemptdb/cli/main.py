@@ -2,7 +2,8 @@
 that command runs), so `attempt X` pays only for what X needs.
 
 Invariant: no traceback ever reaches a user. AttemptError → its coded line and exit status;
-click's refusal of a command line → a coded `usage.*` line (exit 2); anything unexpected → one line naming the file the full report was written to, exit 2.
+click's refusal of a command line → a coded `usage.*` line (exit 2); anything unexpected → one
+line naming the file the full report was written to, exit 2.
 """
 
 import importlib
