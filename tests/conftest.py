@@ -100,6 +100,42 @@ def run_attempt(args, *, input=None, env=None, cwd=None, timeout=120):
                           env=e, cwd=cwd, timeout=timeout)
 
 
+def attempt_on_pty(args, *, env, cwd=None, stdout_too=False, raw=False, timeout=600):
+    """Run `attempt args` with stderr (and, with `stdout_too`, stdout) on a pseudo-terminal, in
+    environment `env`; `raw` turns the terminal's output processing off (a CR the command wrote
+    stays a CR). Returns (exit status, stdout bytes (b"" when on the terminal), every byte the
+    terminal received)."""
+    import pty
+    import termios
+    import threading
+    master, slave = pty.openpty()
+    if raw:
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.OPOST
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    p = subprocess.Popen(attempt_cmd() + list(args), stdout=slave if stdout_too else subprocess.PIPE, stderr=slave,
+                         stdin=subprocess.DEVNULL, env=env, cwd=cwd)
+    os.close(slave)
+    seen = bytearray()
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the last writer closed the terminal
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    out = b"" if stdout_too else p.stdout.read()
+    p.wait(timeout=timeout)
+    t.join(timeout=10)
+    os.close(master)
+    return p.returncode, out, bytes(seen)
+
+
 def skip_when_the_interpreter_loads(modules, env=None) -> None:
     """Skip the calling test when this interpreter imports any of `modules` before any code
     runs (`site` and its .pth files: setuptools' editable-install finder imports `re`, `enum`

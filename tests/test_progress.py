@@ -4,13 +4,11 @@ says how many and how fast; unreadable transcript lines are named by file and li
 
 import json
 import os
-import pty
 import re
 import subprocess
-import threading
 
 import pytest
-from conftest import ROOT, attempt_cmd, run_attempt
+from conftest import ROOT, attempt_cmd, attempt_on_pty, run_attempt
 
 from attemptdb.devtools import synth
 
@@ -27,28 +25,7 @@ def _env(**extra):
 def _under_pty(args):
     """Run `attempt args` with stderr on a pseudo-terminal and stdout on a pipe: (exit status,
     stdout bytes, everything the terminal received)."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen(attempt_cmd() + args, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                         env=_env())
-    os.close(slave)
-    seen = bytearray()
-
-    def drain():
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the last writer closed the terminal
-                return
-            if not chunk:
-                return
-            seen.extend(chunk)
-    t = threading.Thread(target=drain, daemon=True)
-    t.start()
-    out = p.stdout.read()
-    p.wait(timeout=600)
-    t.join(timeout=10)
-    os.close(master)
-    return p.returncode, out, bytes(seen)
+    return attempt_on_pty(args, env=_env())
 
 
 @pytest.fixture(scope="module")

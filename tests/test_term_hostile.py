@@ -7,13 +7,10 @@ directory `demo` writes in, a database's folder shown by `doctor` and `recover`,
 config directory), a column name in a statement's text."""
 
 import os
-import pty
 import subprocess
-import termios
-import threading
 
 import pytest
-from conftest import ROOT, attempt_cmd
+from conftest import ROOT, attempt_cmd, attempt_on_pty
 
 from attemptdb.query.result import Result
 from attemptdb.render import results
@@ -27,32 +24,10 @@ CONTROLS = [b"\x1b", b"\r", b"\x08", b"\x07", b"\xc2\x9b", b"\xc2\x85"]
 def on_pty(args, *, cwd=None, env=None):
     """Run `attempt args` with stdout and stderr on one pseudo-terminal whose output processing
     is off (a CR the command wrote stays a CR): (exit status, every byte the terminal got)."""
-    master, slave = pty.openpty()
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
     e = dict(os.environ, PYTHONPATH=ROOT, NO_COLOR="1", COLUMNS="200", TZ="UTC", ATTEMPTDB_NO_DAEMON="1")
     e.update(env or {})
-    p = subprocess.Popen(attempt_cmd() + list(args), stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
-                         env=e, cwd=cwd)
-    os.close(slave)
-    seen = bytearray()
-
-    def drain():
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the last writer closed the terminal
-                return
-            if not chunk:
-                return
-            seen.extend(chunk)
-    t = threading.Thread(target=drain, daemon=True)
-    t.start()
-    p.wait(timeout=120)
-    t.join(timeout=10)
-    os.close(master)
-    return p.returncode, bytes(seen)
+    code, _, seen = attempt_on_pty(args, env=e, cwd=cwd, stdout_too=True, raw=True, timeout=120)
+    return code, seen
 
 
 def no_controls(out: bytes, allowed=()):
