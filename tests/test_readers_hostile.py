@@ -256,3 +256,10 @@ def test_a_page_shows_no_bidi_or_control_character(hostile_ui):
     assert status == 200
     assert "Read\ufffdgnp.exe" in body and "notes\ufffd\ufffd[8m\ufffd0" in body
     assert not {"\u202e", "\u2066", "\u2069", "\x1b"} & set(body)
+    # Datasette's own table page too (plugin.render_cell); its JSON keeps the stored value
+    status, body = u.request(f"/{serve.DB_NAME}/tool_calls?" + urllib.parse.urlencode({"session_id": u.spoof_session}))
+    assert status == 200 and "Read\ufffdgnp.exe" in body
+    assert not {"\u202e", "\u2066", "\u2069", "\x1b"} & set(body)
+    status, body = u.request(f"/{serve.DB_NAME}/tool_calls.json?" + urllib.parse.urlencode(
+        {"session_id": u.spoof_session, "_shape": "array"}))
+    assert status == 200 and "\u202e" in json.loads(body)[0]["tool_name"]

@@ -27,12 +27,17 @@ _SPOOF = {c: "\ufffd" for c in [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *r
                                 *map(ord, DISGUISING)]}
 
 
+def shown(text: str) -> str:
+    """A text with its control and disguising characters as U+FFFD (every page's rule)."""
+    return text.translate(_SPOOF)
+
+
 def _cut(value):
     """A text as a page shows it: at most MAX_TEXT_CHARS (then `…`), no control or bidi character."""
     if isinstance(value, str):
         if len(value) > MAX_TEXT_CHARS:
             value = value[:MAX_TEXT_CHARS] + "…"
-        return value.translate(_SPOOF)
+        return shown(value)
     return value
 
 

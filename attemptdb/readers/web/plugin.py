@@ -212,6 +212,19 @@ def register_routes(datasette):
 
 
 @hookimpl
+def render_cell(value, datasette):
+    """Datasette's own table, row and query pages show a text's control and disguising
+    characters as U+FFFD too (pages.shown), escaped as Datasette escapes every cell."""
+    if _config(datasette) is None or not isinstance(value, str):
+        return None
+    text = pages.shown(value)
+    if text == value:
+        return None
+    from markupsafe import escape
+    return escape(text)
+
+
+@hookimpl
 def menu_links(datasette, actor, request):
     if _config(datasette) is None:
         return []
