@@ -149,6 +149,20 @@ def test_plurals():
     assert termtable.plural(2, "tool call") == "2 tool calls"
 
 
+@pytest.mark.parametrize("n,text", [(0, "0 bytes"), (1, "1 byte"), (1023, "1023 bytes"), (1024, "1.0 KiB"),
+                                    (41_267, "40.3 KiB"), (16_851_048, "16.1 MiB"), (3_819_585_536, "3.56 GiB"),
+                                    (50 << 30, "50.0 GiB")])
+def test_sizes_read_as_people_read_them(n, text):
+    assert termtable.size_text(n) == text
+
+
+def test_status_shows_the_file_and_its_wal_in_units(scen):
+    out = attempt(["status"], scen)
+    line = next(ln for ln in out.splitlines() if ln.startswith("on disk"))
+    assert re.fullmatch(r"on disk {7}\d+\.\d (KiB|MiB|GiB) · WAL (\d+ bytes|\d+\.\d+ (KiB|MiB|GiB))"
+                        r"( \(the WAL's space is reused\))?", line), line
+
+
 TURN_LINE = re.compile(r"^  \d\d:\d\d:\d\d turn \d+ ", re.M)
 DEV = ids.derive("dev_", "term-tests")
 PROJ = ids.project_identity("/work/long", "github.com/acme/long", DEV)

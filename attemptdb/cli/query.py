@@ -292,7 +292,9 @@ def status_cmd(project, session, since, until, limit, as_json, db):
                   "`attempt hook install`'s checks)" if rep.get("capture_test_sessions") else ""))
     if rep.get("needs_you") is not None:
         click.echo(f"needs you     {rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
-    click.echo(f"on disk       {rep['size_bytes']} bytes · {rep['wal_bytes']} bytes WAL")
+    from ..render.termtable import size_text
+    click.echo(f"on disk       {size_text(rep['size_bytes'])} · WAL {size_text(rep['wal_bytes'])}"
+               + (" (the WAL's space is reused)" if rep["wal_bytes"] > rep["size_bytes"] else ""))
     for p in rep["providers"]:
         from ..render.termtable import compact_time
         click.echo(f"  {clean(p['provider'], 24):<12} {p['events']:>9} events  {p['sessions']:>5} sessions  "

@@ -146,6 +146,17 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
+def size_text(n: int) -> str:
+    """A file size for people: `812 bytes`, `40.3 KiB`, `16.1 MiB`, `3.56 GiB`."""
+    if n < 1024:
+        return plural(n, "byte")
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            v = n / (1 << shift)
+            return f"{v:.2f} {unit}" if v < 10 and unit == "GiB" else f"{v:.1f} {unit}"
+    return plural(n, "byte")
+
+
 def segments_fit(head: str, text: str, tail: str, width: int, *, min_text: int = 12,
                  indent: str = "      ") -> list[tuple[str, str, str]]:
     """One line `head + text + tail` fitted to `width` as [(head, text, tail)] pieces: only
