@@ -17,11 +17,15 @@ characters (two names that look alike), line and paragraph separators."""
 _CONTROL = {c: "?" for c in list(range(0x20)) + list(range(0x7F, 0xA0)) + [ord(ch) for ch in DISGUISING]}
 
 
-def printable(text) -> str:
+_CONTROL_LINES = {c: v for c, v in _CONTROL.items() if c not in (0x09, 0x0A)}
+
+
+def printable(text, *, lines: bool = False) -> str:
     """Text made safe for a terminal: every C0/C1 control character (ESC included, so no escape
     sequence survives; newline too, so a line stays one line) and every DISGUISING character
-    shown as `?`. Paths, names and stored values in messages come from hostile input."""
-    return "" if text is None else str(text).translate(_CONTROL)
+    shown as `?`. Paths, names and stored values in messages come from hostile input. With
+    `lines`, newline and tab stay (text shown as the lines it has, e.g. a command's output)."""
+    return "" if text is None else str(text).translate(_CONTROL_LINES if lines else _CONTROL)
 
 
 class AttemptError(Exception):

@@ -134,3 +134,27 @@ def test_query_notes_with_json_name_a_stored_project_through_the_cells_rule(db):
     p = subprocess.run(attempt_cmd() + ["query", stmt, "--json", "--db", db], capture_output=True,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert b'"project_name":"p\\u001b[2J\\rq"' in p.stdout
+
+
+def test_artifact_to_a_terminal_shows_controls_and_a_pipe_gets_the_exact_bytes(db, tmp_path):
+    import hashlib
+    import sys
+    e = dict(os.environ, PYTHONPATH=ROOT)
+    subprocess.run(attempt_cmd() + ["init", "--db", db], capture_output=True, check=True, env=e)
+    raw = EVIL.encode() + b"\nnext\tline \xff\xfe end \xe2\x82\xac\n"  # controls, a tab, bytes that are not UTF-8
+    prog = f"import sys; sys.stdout.buffer.write({raw!r})"
+    p = subprocess.run(attempt_cmd() + ["run", "--attach-output", "--db", db, "--", sys.executable, "-c", prog],
+                       capture_output=True, env=e, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout == raw, p.stderr
+    import apsw
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    (aid, sha), = conn.execute("SELECT artifact_id, sha256 FROM artifacts").fetchall()
+    conn.close()
+    assert sha == hashlib.sha256(raw).hexdigest()  # nothing in it is secret-shaped: kept as written
+    piped = subprocess.run(attempt_cmd() + ["artifact", aid, "--db", db], capture_output=True, env=e)
+    assert piped.returncode == 0 and piped.stdout == raw and piped.stderr == b""  # a pipe: exact bytes, no note
+    code, out = on_pty(["artifact", aid, "--db", db])
+    assert code == 0
+    no_controls(out.replace(b"\n", b""))  # raw terminal: the newlines it shows are the artifact's own
+    assert out.startswith(SHOWN.encode() + b"\nnext\tline \xef\xbf\xbd\xef\xbf\xbd end \xe2\x82\xac\n"), out
+    assert b"note: shown for a terminal" in out

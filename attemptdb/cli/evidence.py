@@ -186,6 +186,13 @@ def close_cmd(session, reason, db, as_json):
     _finish(st, w, as_json, "closed")
 
 
+def _show(out, text: str) -> bool:
+    """Write `text` to a terminal as printable lines; whether anything was shown otherwise."""
+    safe = printable(text, lines=True)
+    out.write(safe.encode("utf-8"))
+    return safe != text or "\ufffd" in text
+
+
 @click.command("artifact")
 @click.argument("artifact_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the bytes to FILE (default: stdout).")
@@ -193,7 +200,9 @@ def close_cmd(session, reason, db, as_json):
 @db_option
 @json_option
 def artifact_cmd(artifact_id, output, info, db, as_json):
-    """An artifact's bytes (checked against its SHA-256 as they stream), or its metadata."""
+    """An artifact's bytes (checked against its SHA-256 as they stream), or its metadata. To a
+    terminal the bytes are shown as text, control characters as `?`; a file or pipe gets them exact."""
+    import codecs
     import hashlib
 
     from ..evidence import artifacts
@@ -215,11 +224,20 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
             out = open(output, "xb") if output else sys.stdout.buffer
         except OSError as e:
             raise AttemptError("artifact.unwritable", f"cannot write {printable(output)}: {e.strerror}") from None
+        # to a terminal the bytes are shown as text, controls as `?` (an artifact is hostile input:
+        # an escape sequence in it must not reach the terminal); a file or a pipe gets them exact
+        shown = None if output or not out.isatty() else codecs.getincrementaldecoder("utf-8")("replace")
+        changed = False
         try:
             for chunk in artifacts.read_chunks(st.conn, meta["artifact_id"]):
                 digest.update(chunk)
                 n += len(chunk)
-                out.write(chunk)
+                if shown is None:
+                    out.write(chunk)
+                    continue
+                changed = _show(out, shown.decode(chunk)) or changed
+            if shown is not None:
+                changed = _show(out, shown.decode(b"", final=True)) or changed
         finally:
             if output:
                 out.close()
@@ -228,6 +246,9 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
         if digest.hexdigest() != meta["sha256"] or n != meta["size_bytes"]:
             raise AttemptError("artifact.changed", "the stored bytes do not match the artifact's SHA-256",
                                exit_status=1)
+        if changed:
+            click.echo("note: shown for a terminal, with control characters and bytes that are not UTF-8 "
+                       "as ? or \ufffd; -o FILE or a pipe gets the exact bytes", err=True)
     finally:
         st.close()
 

@@ -26,7 +26,7 @@ from datasette.utils.asgi import NotFound, Response
 from ...errors import AttemptError
 from ...query.errors import AQLError
 from .. import bounded, content
-from . import pages
+from . import pages, policy
 
 PREFIX = "/-/attemptdb"
 _ID = r"(?P<ident>[A-Za-z0-9_-]{1,80})"
@@ -47,10 +47,8 @@ def _inline_script_hashes() -> list[str]:
 
 
 # The plugin's own pages: no inline script but those hashes, no inline event handler, nothing
-# from elsewhere (serve.CSP, the policy of Datasette's pages, also allows inline scripts).
-PAGE_CSP = ("default-src 'self'; script-src 'self' " + " ".join(_inline_script_hashes()) + "; "
-            "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; "
-            "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+# from elsewhere (policy.CSP, the policy of Datasette's pages, also allows inline scripts).
+PAGE_CSP = policy.csp(" ".join(["'self'", *_inline_script_hashes()]))
 
 
 class UIConfig:

@@ -14,7 +14,7 @@ Invariants:
   else after the colon).
 - Every response says: never framed (`frame-ancestors 'none'`, X-Frame-Options), never
   sniffed (nosniff), no referrer, nothing loaded from or sent to another origin (CSP). The
-  plugin's pages allow no inline script (plugin.PAGE_CSP); Datasette's own need theirs (CSP).
+  plugin's pages allow no inline script (plugin.PAGE_CSP); Datasette's own need theirs (policy.CSP).
 - The token's redirect only leads to a path of this server (never `//host/…`).
 - Listening anywhere but loopback needs `allow_remote` (the command's explicit flag) and is
   announced with a warning on stderr.
@@ -28,6 +28,7 @@ import sys
 import urllib.parse
 
 from ...errors import AttemptError
+from .policy import CSP, SECURITY_HEADERS
 
 DB_NAME = "attempt"
 UI_EXTRA = ("datasette",)
@@ -133,21 +134,6 @@ def cell_text(value) -> str:
         import json
         return json.dumps(value, ensure_ascii=False)
     return str(value)
-
-
-# Every response: no framing, no MIME sniffing, no referrer, no <object>/<embed>, nothing loaded
-# from or sent anywhere but this server. Datasette's own pages carry inline scripts (hence 'unsafe-inline'
-# there); the plugin's pages send a stricter policy of their own (plugin.PAGE_CSP), kept as sent.
-CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
-       "form-action 'self'; frame-ancestors 'none'")
-SECURITY_HEADERS = (
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-    (b"cross-origin-resource-policy", b"same-origin"),
-)
 
 
 def _with_security_headers(headers) -> list:
