@@ -92,3 +92,35 @@ def test_a_parse_imports_no_regex_engine(tmp_path):
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
         assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_a_cold_read_that_prints_tables_and_records_imports_no_regex_engine(tmp_path):
+    """`attempt query` printing a table, a record (STATE … AT, wrapped at 80 columns) and notes,
+    and `attempt needs-you`, as a process on a file with rows: `re`, `enum` and `textwrap` stay
+    unimported (the shapes of termtable and shortids are written out, lines_of wraps)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, skip_when_the_interpreter_loads
+    env = {"XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+           "COLUMNS": "80"}
+    skip_when_the_interpreter_loads(("re", "enum", "textwrap"), env)
+    db = str(tmp_path / "demo.db")
+    p = subprocess.run([sys.executable, "-m", "attemptdb", "demo", "--db", db], capture_output=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    probe = ("import sys, runpy\n"
+             "sys.argv = ['attempt'] + sys.argv[1:]\n"
+             "import attemptdb.capture.hookclient as h\n"
+             "h.leave = lambda code: (print('IMPORTED', sorted(m for m in ('re', 'enum', 'textwrap') "
+             "if m in sys.modules), file=sys.stderr), sys.exit(code))\n"
+             "from attemptdb import launcher\n"
+             "launcher.main()\n")
+    for args in (["query", "SHOW SESSIONS"], ["query", "SHOW FAILED ATTEMPTS"],
+                 ["query", "STATE project AT '2030-01-01T00:00:00Z'"], ["needs-you"]):
+        for _ in range(2):  # the first run may build the grammar cache (which imports re)
+            p = subprocess.run([sys.executable, "-c", probe, *args, "--db", db], capture_output=True, text=True,
+                               env=env, timeout=120)
+        assert p.returncode == 0, (args, p.stderr)
+        assert p.stdout.strip(), args  # it printed rows
+        assert "IMPORTED []" in p.stderr, (args, p.stderr[-500:])

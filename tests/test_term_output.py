@@ -219,3 +219,72 @@ def test_the_other_read_views_fit_80_columns(scen):
     data = json.loads(attempt(["needs-you", "--json"], scen))
     full = {r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id") if r[k]}
     assert_ids_resolve(scen, out, full)
+
+
+# The shapes a table column is classified by (and shortids.is_id) are written out, not regular
+# expressions (a cold read does not import `re`). They agree with the patterns they replaced on
+# every ASCII value without a line break; `$` would also have let one trailing newline through,
+# and `\d` any Unicode digit: both are now refused.
+_WAS = {
+    termtable.is_time: r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?Z?",
+    termtable.is_number: r"[-+]?\d+(\.\d+)?%?",
+    termtable.is_id_like: r"[a-z]{2,4}_[0-9a-f]{8}(-?[0-9a-f]+)*",
+}
+_ID_WAS = r"[a-z]{2,4}_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+def _near(seed: str, rnd) -> str:
+    """`seed` with a few characters changed, dropped or added, from the shapes' own alphabet."""
+    alphabet = "0123456789abcdefgzA-_:.+%TZ /\u0663\n"
+    s = list(seed)
+    for _ in range(rnd.randint(0, 3)):
+        op = rnd.randint(0, 2)
+        at = rnd.randint(0, len(s))
+        if op == 0 and s:
+            s[min(at, len(s) - 1)] = rnd.choice(alphabet)
+        elif op == 1 and s:
+            del s[min(at, len(s) - 1)]
+        else:
+            s.insert(at, rnd.choice(alphabet))
+    return "".join(s)
+
+
+def test_written_out_shapes_agree_with_the_patterns_they_replaced():
+    import random
+
+    from attemptdb.query import shortids
+    rnd = random.Random(19)
+    seeds = ["2026-12-07T06:10:24Z", "2026-12-07 06:10", "2026-12-07T06:10:24.123456Z", "12", "-3.5%", "+7",
+             "ses_0123abcd", "att_01234567-89ab-cdef-0123-456789abcdef", "tc_89abcdef-0", "wu_abcdef01-2-3", "", "-"]
+    checked = 0
+    for seed in seeds:
+        for _ in range(3000):
+            v = _near(seed, rnd)
+            plain = v.isascii() and "\n" not in v
+            for shape, pattern in _WAS.items():
+                assert shape(v) == (plain and re.fullmatch(pattern, v) is not None), (shape.__name__, v)
+            assert shortids.is_id(v) == (plain and re.fullmatch(_ID_WAS, v) is not None), v
+            checked += 1
+    assert checked == 3000 * len(seeds)
+    assert not termtable.is_time("2026-12-07T06:10\n") and not termtable.is_number("\u0663")
+
+
+def test_lines_of_wraps_as_textwrap_does():
+    import random
+    import textwrap
+    rnd = random.Random(7)
+    pieces = ["a", "word", "longerword", "x" * 25, " ", "  ", "\t", "\n", "\u00a0", "-", "id_0123-4567", "é", "\r"]
+    checked = 0
+    for _ in range(4000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 14)))
+        width = rnd.randint(1, 30)
+        indent = rnd.choice(["", "  ", "    "])
+        for long_words in (True, False):
+            want = textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False,
+                                 break_long_words=long_words)
+            assert termtable.lines_of(text, width, indent=indent, break_long_words=long_words) == want, \
+                (text, width, indent, long_words)
+            checked += 1
+    assert checked == 8000
+    with pytest.raises(ValueError):
+        termtable.lines_of("a", 0)

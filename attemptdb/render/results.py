@@ -84,8 +84,8 @@ def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None,
             v = cell(c, r[i], evidence_ids=evidence_ids, width=0 if c in ("claim", "detail") else 200)
             v = v if v != "" else "—"
             if term_width and w + 1 + len(v) > term_width and term_width - w - 1 >= 20:
-                import textwrap
-                parts = textwrap.wrap(v, term_width - w - 1, break_long_words=False, break_on_hyphens=False) or [v]
+                from . import termtable
+                parts = termtable.lines_of(v, term_width - w - 1, break_long_words=False) or [v]
                 v = ("\n" + " " * (w + 1)).join(parts)
             lines.append(f"{_clean(str(c)):<{w}} {v}")
         blocks.append("\n".join(lines))
