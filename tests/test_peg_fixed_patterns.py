@@ -109,7 +109,7 @@ def test_a_cold_read_that_prints_tables_and_records_imports_no_regex_engine(tmp_
     p = subprocess.run([sys.executable, "-m", "attemptdb", "demo", "--db", db], capture_output=True, env=env,
                        timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    probe = ("import sys, runpy\n"
+    probe = ("import sys\n"
              "sys.argv = ['attempt'] + sys.argv[1:]\n"
              "import attemptdb.capture.hookclient as h\n"
              "h.leave = lambda code: (print('IMPORTED', sorted(m for m in ('re', 'enum', 'textwrap') "
