@@ -7,22 +7,18 @@ Ids of kinds the resolver does not look up (prj_, agt_, dev_, …) and ids not f
 table are kept whole. Lookups are index range scans, one or two per printed id.
 """
 
+from ..model import ids
 from . import resolve
-
-_HEX = frozenset("0123456789abcdef")
-_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
 def is_id(text) -> bool:
-    """A whole stored id: 2-4 lowercase letters, `_`, a lowercase UUID (8-4-4-4-12 hex digits).
-    Written out, not a regular expression: a cold read does not import `re`."""
+    """A whole stored id: 2-4 lowercase ASCII letters, `_`, a lowercase UUID (ids.is_uuid).
+    Without a regular expression: a cold read does not import `re`."""
     if not isinstance(text, str):
         return False
     i = text.find("_")
-    if not 2 <= i <= 4 or len(text) != i + 37 or not all(c in _LOWER for c in text[:i]):
-        return False
-    u = text[i + 1:]
-    return u[8] == u[13] == u[18] == u[23] == "-" and all(c in _HEX for c in u[:8] + u[9:13] + u[14:18] + u[19:23] + u[24:])
+    prefix = text[:i]
+    return 2 <= i <= 4 and prefix.isascii() and prefix.isalpha() and prefix.islower() and ids.is_uuid(text[i + 1:])
 
 
 # where each kind's ids are stored, indexed: a prefix unique there is unique in the public view

@@ -15,7 +15,6 @@ GAP = 2
 TEXT_MIN = 8
 
 _HEX = frozenset("0123456789abcdef")
-_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
 # The shapes below are written out rather than as regular expressions: a cold read does not
@@ -55,7 +54,8 @@ def is_id_like(v: str) -> bool:
     """A stored id or a short form of one: 2-4 lowercase letters, `_`, 8 hex digits, then hex
     digits with single hyphens between them."""
     i = v.find("_")
-    if not 2 <= i <= 4 or not all(c in _LOWER for c in v[:i]) or len(v) < i + 9:
+    prefix = v[:i]
+    if not (2 <= i <= 4 and prefix.isascii() and prefix.isalpha() and prefix.islower()) or len(v) < i + 9:
         return False
     rest = v[i + 1:]
     return (all(c in _HEX for c in rest[:8]) and all(c in _HEX or c == "-" for c in rest[8:])
