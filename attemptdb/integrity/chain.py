@@ -162,12 +162,14 @@ def _check_rows(conn, lo, hi, gaps, state, leaves=None):
         n += 1
         seq, eid, ev_hash, ch_hash = r[0], r[1], r[-2], r[-1]
         pinned = None
+        if seq <= prev_seq:  # a scan in order of the primary key went backwards: only a broken b-tree does that
+            return n, problem("damaged", f"the file is damaged: row seq={seq} ({eid}) comes after seq={prev_seq} "
+                              "in a scan in sequence order (its b-tree is broken)", seq, eid)
         if seq != prev_seq + 1:
             gap = gaps.get(seq)
             if gap is None or gap[0] != prev_seq + 1:
-                what = "deleted" if seq > prev_seq + 1 else "inserted"
                 return n, problem("sequence_gap", f"row seq={seq} ({eid}) follows seq={prev_seq}: "
-                                  f"a row was {what} before it", seq, eid)
+                                  "a row was deleted before it", seq, eid)
             pinned = gap[2]  # None: a row appended after the recovery links to the row before
         try:
             actual = sha256(line_from_row(r[1:NCOL + 1]).encode("utf-8")).hexdigest()

@@ -628,3 +628,32 @@ def test_a_pipe_or_folder_at_the_key_or_checkpoint_is_refused_at_once_and_a_hook
                           ("pipe-at-the-" + what,)).fetchone()[0]
     conn.close()
     assert stored == 1 or os.listdir(history + ".spool"), "the hook's event was neither stored nor spooled"
+
+
+def test_a_scan_that_goes_back_in_sequence_is_damage_not_an_insert(history):
+    """A b-tree whose damaged pointers lead a scan in sequence order back to an earlier row
+    (seen once in CI: seq=120 after seq=283) is `damaged`, never a row someone inserted."""
+    from attemptdb.integrity import chain
+
+    class Looping:
+        """The file's connection, except that the range scan returns seq 120 again after 283."""
+
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, params=()):
+            rows = self.conn.execute(sql, params)
+            if sql != chain.SELECT_RANGE:
+                return rows
+            rows = list(rows)
+            at = next(i for i, r in enumerate(rows) if r[0] == 283)
+            return iter(rows[:at + 1] + [r for r in rows if r[0] == 120] + rows[at + 1:])
+
+    conn = apsw.Connection(history, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert chain.check_rows(conn, 1, 601)[1] is None  # the file itself is sound
+        n, found = chain.check_rows(Looping(conn), 1, 601)
+    finally:
+        conn.close()
+    assert n == 284 and found["kind"] == "damaged" and found["seq"] == 120, found
+    assert found["message"].startswith("the file is damaged: row seq=120 ("), found
