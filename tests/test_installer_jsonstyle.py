@@ -67,6 +67,74 @@ def test_deep_nesting_is_refused_not_a_crash():
         js.parse("[" * 5000 + "]" * 5000)
 
 
+def _where(text, pos):
+    return text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+@pytest.mark.parametrize("text,marker,code", [
+    ('{"x": {"y": [1, {"b": 1,\n "b": 2}]}}', '"b": 2', "installer.config_duplicate_key"),
+    ('{"x": [1, [2, NaN]]}', "NaN", "installer.config_invalid_json"),
+    ('{"x": {"y": -Infinity}}', "-Infinity", "installer.config_invalid_json"),
+    ('{"x": [[1,\n 2,]]}', "]]", "installer.config_invalid_json"),
+    ('{"x": {"y": "a\tb"}}', "\t", "installer.config_invalid_json"),
+])
+def test_errors_deep_inside_a_large_value_name_their_place(text, marker, code):
+    """Values below the top level are checked by the C scanner first; an error there is still
+    found by `parse` and worded, with its line and column, by the positional parser."""
+    with pytest.raises(js.JSONStyleError) as e:
+        js.parse(text)
+    assert e.value.code == code
+    line, col = _where(text, text.index(marker))
+    assert (e.value.line, e.value.col) == (line, col)
+
+
+def test_nesting_limit_is_the_same_at_every_depth():
+    assert js.parse("[" * 256 + "1" + "]" * 256).to_python() is not None
+    assert js.parse('{"a": ' + "[" * 255 + "1" + "]" * 255 + "}").get("a") is not None
+    assert js.parse("[" * 257 + "]" * 257).kind == "array"
+    for text in ("[" * 257 + "1" + "]" * 257, '{"a": ' + "[" * 256 + "1" + "]" * 256 + "}",
+                 "[" * 258 + "]" * 258):
+        with pytest.raises(js.JSONStyleError) as e:
+            js.parse(text)
+        assert "deeper than 256" in e.value.message
+
+
+def test_comments_deep_inside_are_parsed_when_allowed():
+    text = '{"a": {"b": [1, /* c */ 2], // d\n "e": {"f": null}}}'
+    root = js.parse(text, allow_comments=True)
+    assert root.to_python() == {"a": {"b": [1, 2], "e": {"f": None}}}
+    b = root.get("a").value.get("b").value
+    assert [text[n.start:n.end] for n in b.items] == ["1", "2"]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=30)
+
+
+def _walk(node, text):
+    """Every node's span holds its own value; every member's key span holds its key."""
+    assert json.loads(text[node.start:node.end]) == node.to_python()
+    if node.kind == "object":
+        for m in node.members:
+            assert json.loads(text[m.start:m.key_end]) == m.key
+            _walk(m.value, text)
+    elif node.kind == "array":
+        for n in node.items:
+            _walk(n, text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.text(max_size=5), _JSON, max_size=5), st.sampled_from([None, 0, 1, 2, 4, "\t"]))
+def test_every_span_holds_its_value_at_every_depth(doc, indent):
+    text = json.dumps(doc, indent=indent)
+    root = js.parse(text)
+    assert root.to_python() == doc
+    _walk(root, text)
+
+
 def test_decode_refuses_non_utf8():
     with pytest.raises(js.JSONStyleError) as e:
         js.decode(b'{"a": "\xff"}')

@@ -37,17 +37,49 @@ class JSONStyleError(AttemptError):
 # --- the tree ---------------------------------------------------------------------------------
 
 class Node:
-    """One JSON value in the text: `start`/`end` are offsets of its first and past-last char."""
+    """One JSON value in the text: `start`/`end` are offsets of its first and past-last char.
 
-    __slots__ = ("kind", "start", "end", "value", "members", "items")
+    A container below the top level is first checked whole by the C scanner (`_Parser.scan`)
+    and its children are parsed with positions only when `members` or `items` is first read:
+    an edit of `hooks` does not walk a large `permissions` list each time the text is parsed
+    again. Every error is still raised by `parse`, as the positional parser words it."""
+
+    __slots__ = ("kind", "start", "end", "value", "_members", "_items", "_lazy")
 
     def __init__(self, kind, start):
         self.kind = kind          # object | array | string | number | true | false | null
         self.start = start
         self.end = start
         self.value = None         # scalars: the Python value
-        self.members = None       # objects: [Member]
-        self.items = None         # arrays: [Node]
+        self._members = None      # objects: [Member]
+        self._items = None        # arrays: [Node]
+        self._lazy = None         # (parser, depth) of a container whose children are not parsed yet
+
+    @property
+    def members(self):
+        if self._lazy is not None:
+            self._expand()
+        return self._members
+
+    @members.setter
+    def members(self, v):
+        self._members = v
+
+    @property
+    def items(self):
+        if self._lazy is not None:
+            self._expand()
+        return self._items
+
+    @items.setter
+    def items(self, v):
+        self._items = v
+
+    def _expand(self):
+        parser, depth = self._lazy
+        self._lazy = None
+        full = parser.container(self.start, depth)
+        self._members, self._items = full._members, full._items
 
     def get(self, key):
         """The member named `key` of an object node, or None."""
@@ -57,6 +89,8 @@ class Node:
         return None
 
     def to_python(self):
+        if self._lazy is not None:
+            return self._lazy[0].scan(self.start, self._lazy[1])[0]
         if self.kind == "object":
             return {m.key: m.value.to_python() for m in self.members}
         if self.kind == "array":
@@ -84,6 +118,35 @@ def _line_col(text, pos):
     line = text.count("\n", 0, pos) + 1
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
     return line, col
+
+
+def _unique(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise ValueError("duplicate key")
+    return d
+
+
+def _no_constant(name):
+    raise ValueError(name)
+
+
+_SCANNER = json.JSONDecoder(object_pairs_hook=_unique, parse_constant=_no_constant)
+
+
+def _levels(value) -> int:
+    """How many levels of containers `value` nests (0 for a scalar)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        d += 1
+        deepest = max(deepest, d)
+        stack.extend((c, d) for c in v if isinstance(c, (dict, list)))
+    return deepest
 
 
 class _Parser:
@@ -122,10 +185,14 @@ class _Parser:
         if i >= self.n:
             self.fail("unexpected end of document", i)
         c = self.text[i]
-        if c == "{":
-            return self.obj(i, depth)
-        if c == "[":
-            return self.arr(i, depth)
+        if c in "{[":
+            if depth:
+                found = self.scan(i, depth)
+                if found is not None:
+                    node = Node("object" if c == "{" else "array", i)
+                    node.end, node._lazy = found[1], (self, depth)
+                    return node
+            return self.container(i, depth)
         if c == '"':
             node = Node("string", i)
             node.value, node.end = self.string(i)
@@ -143,6 +210,21 @@ class _Parser:
             node.end = m.end()
             return node
         self.fail("expected a JSON value", i)
+
+    def container(self, i, depth):
+        """The object or array at `i`, its children parsed with positions."""
+        return self.obj(i, depth) if self.text[i] == "{" else self.arr(i, depth)
+
+    def scan(self, i, depth):
+        """(Python value, end) of the object or array at `i` by the C scanner, when it is one
+        this parser accepts as it stands (strict JSON, no duplicate key, no NaN or Infinity, no
+        deeper than MAX_DEPTH); None otherwise (a comment, an error: the positional parser
+        decides, and words the error)."""
+        try:
+            value, end = _SCANNER.raw_decode(self.text, i)
+        except (ValueError, RecursionError):
+            return None
+        return (value, end) if depth + _levels(value) <= MAX_DEPTH else None
 
     def string(self, i):
         try:
