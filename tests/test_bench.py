@@ -50,6 +50,32 @@ def test_chain_only_stores_every_event_and_projects_none(tmp_path):
         st.close()
 
 
+def test_write_only_stores_what_the_import_stores(tmp_path):
+    """The write-only side reads every prepared batch back (one message each, as a preparer
+    sends it) and ends with the rows, in the order, and the projections a full import gives
+    (hashes differ: each append stamps its own ingest time)."""
+    from attemptdb.devtools import synth
+    from attemptdb.exchange.importers.jsonl import import_file
+    from attemptdb.store.database import Store
+    src, prepared = str(tmp_path / "e.jsonl"), str(tmp_path / "p.marshal")
+    synth.write_jsonl(src, 500, 3)
+    bench._prepare_only(str(tmp_path), src, 120, prepared)
+    assert bench._write_only(str(tmp_path / "w.db"), prepared, 5) > 0
+    full = Store.open(str(tmp_path / "f.db"))
+    import_file(full, src, batch=120)
+    full.close()
+    counts = "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM tool_call_facts), " \
+             "(SELECT count(*) FROM attempt_facts), (SELECT group_concat(event_id, '') FROM (SELECT event_id FROM events ORDER BY seq))"
+    got = []
+    for name in ("w.db", "f.db"):
+        st = Store.open(str(tmp_path / name), readonly=True)
+        try:
+            got.append(st.conn.execute(counts).fetchone())
+        finally:
+            st.close()
+    assert got[0] == got[1] and got[0][0] == 500 and got[0][1] > 0
+
+
 def test_verify_reports_a_same_run_floor():
     r = bench.verify_rate(200, repeat=1)
     assert r["events"] == 200 and r["line_bytes"] > 200 * 100

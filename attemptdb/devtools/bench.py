@@ -108,8 +108,9 @@ def _prepare_only(tmp: str, src: str, batch: int, out: str | None = None) -> flo
         t0 = time.perf_counter()
         with open(src, "rb") as stream:
             for items in prepared_batches(stream, ingest, batch):
-                if f is not None:
-                    marshal.dump([p.as_tuple() for p in items], f)
+                if f is not None:  # as a preparer sends a batch: one message of its own
+                    data = marshal.dumps([p.as_tuple() for p in items])
+                    f.write(len(data).to_bytes(8, "little") + data)
         dt = time.perf_counter() - t0
     finally:
         if f is not None:
@@ -120,7 +121,9 @@ def _prepare_only(tmp: str, src: str, batch: int, out: str | None = None) -> flo
 
 def _write_only(path: str, prepared: str, batches: int) -> float:
     """The writing half alone: prepared batches (read back from a file) appended into a fresh
-    file with every projection, with the import's settings and final checkpoint."""
+    file with every projection, with the import's settings and final checkpoint. Each batch is
+    read whole and decoded with `marshal.loads`, as the writer decodes a preparer's message
+    (`marshal.load` on a file reads object by object: ~24 us an event more, measured)."""
     from ..exchange.importers.jsonl import bulk_import
     st = Store.open(path)
     try:
@@ -128,7 +131,8 @@ def _write_only(path: str, prepared: str, batches: int) -> float:
             t0 = time.perf_counter()
             with bulk_import(st):
                 for _ in range(batches):
-                    st.append_prepared([event.Prepared.from_tuple(t) for t in marshal.load(f)])
+                    data = f.read(int.from_bytes(f.read(8), "little"))
+                    st.append_prepared([event.Prepared.from_tuple(t) for t in marshal.loads(data)])
             dt = time.perf_counter() - t0
     finally:
         st.close()
