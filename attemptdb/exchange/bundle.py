@@ -320,6 +320,7 @@ class Report:
         self.checkpoint = None  # the bundle's signed checkpoint (checkpoint.Checkpoint), when it has one
         self.consistent_from = None  # the earlier checkpoint it was proven to extend
         self.artifacts_kept = 0
+        self.devices: set = set()  # the device ids (bare) of the events read
 
     @property
     def ok(self) -> bool:
@@ -551,7 +552,7 @@ def _check_file(rep: Report, zf: zipfile.ZipFile, entry: dict, content: bool, se
                     return
                 count += 1
                 if bad is None:
-                    bad = _bad_line(raw, count, parse_line, session, content, seen, paths_omitted)
+                    bad = _bad_line(raw, count, parse_line, session, content, seen, paths_omitted, rep.devices)
                     if bad is None and copy_to is not None:
                         copy_to.write(raw)
     except KeyError:
@@ -570,8 +571,9 @@ def _check_file(rep: Report, zf: zipfile.ZipFile, entry: dict, content: bool, se
 
 
 def _bad_line(raw: bytes, n: int, parse_line, session: str, content: bool, seen: set,
-              paths_omitted: bool = False) -> str | None:
-    """What is wrong with line `n` of a session file (never its content), or None."""
+              paths_omitted: bool = False, devices: set | None = None) -> str | None:
+    """What is wrong with line `n` of a session file (never its content), or None; `devices`
+    collects the device ids of the good lines."""
     if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
         return f"line {n}: longer than {MAX_LINE:,} bytes (not read)"
     text = raw[:-1] if raw.endswith(b"\n") else raw
@@ -590,6 +592,8 @@ def _bad_line(raw: bytes, n: int, parse_line, session: str, content: bool, seen:
     if env["event_id"] in seen:
         return f"line {n}: event ev_{env['event_id']} is in the bundle twice"
     seen.add(env["event_id"])
+    if devices is not None:
+        devices.add(env["device_id"])
     return None
 
 
@@ -642,6 +646,25 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
     return rep
 
 
+def _check_own_events(store, staged: str, rep: Report) -> None:
+    """Events that claim this file's own device and are not stored here yet come only from a
+    bundle this device's key signed: anyone else's would enter the history as this device's
+    own (sync would sign and publish them, or find two of its events at one source_seq)."""
+    mine = keys.load(store.device_id)
+    if mine is not None and rep.signer == mine.identity:
+        return
+    own, new = store.device_id, 0
+    with open(staged, "rb") as f:
+        for raw in f:
+            env = fastjson.loads(raw)
+            if env["device_id"] == own and store.conn.execute(
+                    "SELECT 1 FROM events WHERE event_id = ?", ("ev_" + env["event_id"],)).fetchone() is None:
+                new += 1
+    if new:
+        rep.problem(f"it holds {new:,} events of this device (dev_{own}) that this file does not have, and is not "
+                    "signed by this device's key: they would become this device's own; nothing was imported")
+
+
 def import_bundle(store, path: str, *, key: str | None = None, progress=None):
     """Verify the bundle, then import exactly the lines and artifacts verified (through the
     ingestion contract, deduplicated; an artifact's bytes only when this file's capture mode
@@ -658,6 +681,10 @@ def import_bundle(store, path: str, *, key: str | None = None, progress=None):
             raise AttemptError("bundle.unwritable", f"cannot stage the bundle's events: {e.strerror}") from None
         if not rep.ok:
             return rep, None
+        if store.device_id in rep.devices:
+            _check_own_events(store, staged, rep)
+            if not rep.ok:
+                return rep, None
         if progress is not None:
             progress(0, total=rep.manifest.get("events"))
         imported = import_file(store, staged, progress=progress)

@@ -293,6 +293,23 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
 
 # --- reading: what a query sees -------------------------------------------------------------
 
+def _parquet_frame(path: str, size: int) -> bool:
+    """Whether the file at `path` (`size` bytes) is framed as Parquet: `PAR1`, then the footer
+    whose length the last 8 bytes give, inside the file, then `PAR1`. DataFusion panics (a
+    traceback, not an error) on a footer length that points outside the file."""
+    if size < 12:
+        return False
+    try:
+        with os.fdopen(plainfile.open_regular(path), "rb") as f:
+            head = f.read(4)
+            f.seek(size - 8)
+            tail = f.read(8)
+    except OSError:
+        return False
+    return (head == b"PAR1" and len(tail) == 8 and tail[4:] == b"PAR1"
+            and int.from_bytes(tail[:4], "little") <= size - 12)
+
+
 class View:
     """The dataset as one set of tables: every device's event files, and for every other table
     the files of the latest snapshot (the largest `_snapshot` key)."""
@@ -336,6 +353,9 @@ class View:
                     raise AttemptError("dataset.missing", f"{rel} is listed by a manifest but missing", exit_status=1) from None
                 if st.st_size != size or not os.path.isfile(p) or os.path.islink(p):
                     raise AttemptError("dataset.file_changed", f"{rel} is not the file its manifest signed", exit_status=1)
+                if not _parquet_frame(p, size):
+                    raise AttemptError("dataset.file_changed", f"{rel} is not the file its manifest signed (not a "
+                                       "Parquet file: its header or footer is damaged)", exit_status=1)
 
     def register(self, ctx, names) -> list[str]:
         """Register the tables among `names` on a DataFusion SessionContext."""

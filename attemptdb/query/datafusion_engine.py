@@ -82,10 +82,19 @@ def _load_export(ctx, directory: str, sql: str) -> list:
             else:
                 with pa.memory_map(path) as source:
                     ctx.from_arrow(pa.ipc.open_file(source).read_all(), name)
-        except Exception as e:  # OSError, ArrowException, DataFusion's own (a bare Exception)
+        except BaseException as e:  # OSError, ArrowException, DataFusion's own (a bare Exception)
+            _reraise_unless_failure(e)
             raise AttemptError("query.bad_export", f"{path} cannot be read ({type(e).__name__})") from None
     return [f"tables from the export in {directory} ({m.get('created_at', '?')}, chain size "
             f"{(m.get('chain') or {}).get('size', '?')})"]
+
+
+def _reraise_unless_failure(e: BaseException) -> None:
+    """Raise `e` again unless it is DataFusion failing: an Exception, or the panic its Rust code
+    raises on some damaged Parquet files (pyo3's PanicException derives from BaseException, so
+    `except Exception` let it reach the terminal as a traceback)."""
+    if not (isinstance(e, Exception) or type(e).__name__ == "PanicException"):
+        raise e
 
 
 def _is_dataset(directory: str) -> bool:
@@ -114,7 +123,8 @@ def run(sql: str, *, conn=None, directory: str | None = None, explain: bool = Fa
         view = View(directory)
         try:
             notes = view.register(ctx, _named(sql, view.tables()))
-        except Exception as e:  # DataFusion's own errors are bare Exceptions
+        except BaseException as e:  # DataFusion's own errors are bare Exceptions
+            _reraise_unless_failure(e)
             raise AttemptError("query.bad_export", f"{directory}: the dataset cannot be read "
                                f"({type(e).__name__})") from None
     else:
@@ -128,7 +138,8 @@ def run(sql: str, *, conn=None, directory: str | None = None, explain: bool = Fa
             table = ctx.sql_with_options(text, options).to_arrow_table()
     except AQLError:  # the time limit
         raise
-    except Exception as e:  # DataFusion reports planning and execution errors as exceptions
+    except BaseException as e:  # DataFusion reports planning and execution errors as exceptions
+        _reraise_unless_failure(e)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AttemptError("query.datafusion", first[:300]) from None
     values = [_column(col) for col in table.columns]

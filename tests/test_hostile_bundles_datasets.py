@@ -1,0 +1,139 @@
+"""Hostile input to bundle import and the team dataset reader: a bundle anyone signed
+must not add events as this device's own, and damaged Parquet files are coded errors, never a
+traceback."""
+
+import hashlib
+import json
+import os
+import uuid
+import zipfile
+
+import pytest
+from conftest import run_attempt
+
+from attemptdb.exchange import bundle
+from attemptdb.integrity import keys
+from attemptdb.model import event, fastjson
+
+
+def attempt(*args):
+    p = run_attempt(list(args))
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def device_of(db):
+    code, out, _ = attempt("events", "--jsonl", "--db", db)
+    assert code == 0, out
+    return json.loads(out.splitlines()[0])["device_id"]
+
+
+def count_events(db):
+    code, out, _ = attempt("events", "--jsonl", "--db", db, "-n", "1000000")
+    assert code == 0
+    return len(out.splitlines())
+
+
+def stranger_bundle(src, dst, device):
+    """`src`'s events re-issued as events of `device` (new ids, source_seq far ahead), signed
+    by a key nobody pinned: what anyone can make."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    priv = Ed25519PrivateKey.generate()
+    pub = priv.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    key = keys.DeviceKey(pub, priv)
+    with zipfile.ZipFile(src) as zf:
+        files = {n: zf.read(n) for n in zf.namelist()}
+    m = json.loads(files.pop(bundle.MANIFEST))
+    m.pop("checkpoint", None)
+    m.pop("consistency", None)
+    for f in m["files"]:
+        lines = []
+        for text in files[f["path"]].decode().splitlines():
+            env = json.loads(text)
+            env["device_id"], env["event_id"] = device, str(uuid.uuid4())
+            env["source_seq"] += 1000
+            lines.append(event.line(event.canonical(env)))
+        data = ("\n".join(lines) + "\n").encode()
+        files[f["path"]] = data
+        f["sha256"], f["size_bytes"] = hashlib.sha256(data).hexdigest(), len(data)
+    files[bundle.MANIFEST] = (fastjson.dumps(bundle.sign_manifest(m, key)) + "\n").encode()
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, d in files.items():
+            zf.writestr(n, d)
+
+
+def test_a_bundle_signed_by_anyone_does_not_add_events_as_this_devices_own(tmp_path, home):
+    src, mine = str(tmp_path / "src.db"), str(tmp_path / "mine.db")
+    assert attempt("demo", "--db", src)[0] == 0
+    assert attempt("run", "--db", mine, "--", "echo", "hi")[0] == 0
+    exported = str(tmp_path / "b.zip")
+    assert attempt("bundle", "export", exported, "--include-content", "--db", src)[0] == 0
+    forged = str(tmp_path / "forged.zip")
+    stranger_bundle(exported, forged, device_of(mine))
+    code, out, _ = attempt("bundle", "verify", forged)
+    assert code == 0 and out.startswith("ok:")  # a valid signature: just not this device's
+    before = count_events(mine)
+    code, out, err = attempt("bundle", "import", forged, "--db", mine)
+    assert code == 1 and out.startswith("problem:") and "this device" in out, (out, err)
+    assert "Traceback (most recent call last)" not in err
+    assert count_events(mine) == before
+    # nothing forged is signed and published by this device's sync
+    folder = tmp_path / "sync"
+    folder.mkdir()
+    code, out, err = attempt("sync", str(folder), "--db", mine)
+    assert code == 0, (out, err)
+    assert f"pushed {before} events" in out
+
+
+def test_this_devices_own_bundle_and_a_relayed_one_still_import(tmp_path, home):
+    a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    assert attempt("demo", "--db", a)[0] == 0
+    assert attempt("run", "--db", b, "--", "echo", "hi")[0] == 0
+    a_zip, b_zip = str(tmp_path / "a.zip"), str(tmp_path / "b.zip")
+    assert attempt("bundle", "export", a_zip, "--db", a)[0] == 0
+    assert attempt("bundle", "import", a_zip, "--db", b)[0] == 0
+    # b's bundle holds a's events again (signed by b): they are already stored in a
+    assert attempt("bundle", "export", b_zip, "--db", b)[0] == 0
+    code, out, err = attempt("bundle", "import", b_zip, "--db", a)
+    assert code == 0 and out.startswith("imported "), (out, err)
+    # a's own bundle, signed by a's key, back into a
+    code, out, err = attempt("bundle", "import", a_zip, "--db", a)
+    assert code == 0 and "already stored" in out, (out, err)
+
+
+def damage_footer_length(path):
+    data = bytearray(open(path, "rb").read())
+    for i in range(len(data) - 8, len(data) - 4):
+        data[i] ^= 0xA5
+    open(path, "wb").write(bytes(data))  # same size: the size check alone passes it
+
+
+def test_a_damaged_parquet_footer_in_the_team_dataset_is_a_coded_error(tmp_path, home):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("datafusion")
+    db, ds = str(tmp_path / "a.db"), str(tmp_path / "ds")
+    assert attempt("demo", "--db", db)[0] == 0
+    assert attempt("export", "--dataset", ds, "--db", db)[0] == 0
+    for table in ("events", "sessions"):
+        root = os.path.join(ds, table)
+        part = next(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".parquet"))
+        saved = open(part, "rb").read()
+        damage_footer_length(part)
+        code, out, err = attempt("query", "--engine", "datafusion", "--from", ds, f"SELECT count(*) FROM {table}")
+        assert code == 1 and "error[dataset.file_changed]" in err, (out, err)
+        assert "Traceback (most recent call last)" not in err
+        open(part, "wb").write(saved)
+    code, out, err = attempt("query", "--engine", "datafusion", "--from", ds, "SELECT count(*) FROM sessions")
+    assert code == 0, err
+
+
+def test_a_damaged_parquet_footer_in_an_export_is_a_coded_error(tmp_path, home):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("datafusion")
+    db, out_dir = str(tmp_path / "a.db"), str(tmp_path / "exp")
+    assert attempt("demo", "--db", db)[0] == 0
+    assert attempt("export", "--format", "parquet", out_dir, "--db", db)[0] == 0
+    damage_footer_length(os.path.join(out_dir, "sessions.parquet"))
+    code, out, err = attempt("query", "--engine", "datafusion", "--from", out_dir, "SELECT count(*) FROM sessions")
+    assert code == 2 and "error[query.bad_export]" in err, (out, err)
+    assert "Traceback (most recent call last)" not in err
