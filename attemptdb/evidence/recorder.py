@@ -168,8 +168,17 @@ def _chunks(source, size: int = 1 << 16):
             yield data[i:i + size]
         return
     if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as f:
-            yield from iter(lambda: f.read(size), b"")
+        try:
+            f = open(source, "rb")
+        except OSError as e:  # missing, a directory, not allowed: said with its code, as a bad output
+            raise AttemptError("record.bad_output", f"cannot read the output {os.fsdecode(source)}: "
+                               f"{e.strerror}") from None
+        with f:
+            try:
+                yield from iter(lambda: f.read(size), b"")
+            except OSError as e:
+                raise AttemptError("record.bad_output", f"cannot read the output {os.fsdecode(source)}: "
+                                   f"{e.strerror}") from None
         return
     if hasattr(source, "read"):
         yield from iter(lambda: source.read(size), b"")

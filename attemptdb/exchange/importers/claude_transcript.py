@@ -454,7 +454,10 @@ def discover(paths=(), *, all_projects: bool = False, cwd: str | None = None) ->
     def walk(d):
         for root, dirs, files in os.walk(d):
             dirs.sort()
-            found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl"))
+            # regular files only (a symlink to one too): a FIFO or a device would block the read
+            # or never end, a dangling or looping symlink cannot be read
+            found.extend(p for p in (os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl"))
+                         if os.path.isfile(p))
 
     if paths:
         for p in paths:

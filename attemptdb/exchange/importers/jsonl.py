@@ -80,9 +80,18 @@ def prepared_batches(stream, ingest, batch, part: int = 0, parts: int = 1):
         if mine:
             env = ingest(event.parse_line(raw, lineno))
             try:
-                pending.append(event.Prepared(env))
-            except (event.EventError, UnicodeEncodeError) as e:
+                p = event.Prepared(env)
+                # a lone surrogate (a \ud800 escape) is no storable text: refused here, with
+                # its line, not by the writer's hash of its batch (an ASCII text is known so)
+                for text in (p.pre, p.rest, p.tail):
+                    if not text.isascii():
+                        text.encode("utf-8")
+                pending.append(p)
+            except event.EventError as e:
                 raise AttemptError("import.bad_line", f"line {lineno}: {e}") from None
+            except UnicodeEncodeError:
+                raise AttemptError("import.bad_line", f"line {lineno}: text is not valid Unicode "
+                                   "(a lone surrogate escape)") from None
         taken += 1
         if taken >= batch:
             if mine:
