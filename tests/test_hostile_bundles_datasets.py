@@ -137,3 +137,30 @@ def test_a_damaged_parquet_footer_in_an_export_is_a_coded_error(tmp_path, home):
     code, out, err = attempt("query", "--engine", "datafusion", "--from", out_dir, "SELECT count(*) FROM sessions")
     assert code == 2 and "error[query.bad_export]" in err, (out, err)
     assert "Traceback (most recent call last)" not in err
+
+
+def _zip_of(path, names):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name in names:
+            zf.writestr(name, b"")
+
+
+def test_a_file_index_of_too_many_members_is_refused_before_it_is_read(tmp_path):
+    """zipfile builds an object for every record of the index before anyone can count them: a
+    bundle's own count is taken record by record, with bounded memory, and stops at the first
+    too many (the zip64 end record included: more than 65,535 members)."""
+    many = str(tmp_path / "many.zip")
+    _zip_of(many, (str(i) for i in range(bundle.MAX_MEMBERS + 1)))
+    rep = bundle.verify(many)
+    assert not rep.ok and rep.problems[0].startswith(f"more than {bundle.MAX_MEMBERS:,} files")
+    assert "file index" in rep.problems[0]  # counted in the index, before zipfile read it
+
+
+def test_a_large_index_within_the_member_limit_is_read_as_before(tmp_path):
+    fewer = str(tmp_path / "fewer.zip")
+    names = [f"sessions/{uuid.UUID(int=i)}.jsonl/{'x' * 40}" for i in range(90_000)]
+    _zip_of(fewer, names)
+    assert len(names) * (46 + len(names[0])) > bundle.MAX_MEMBERS * 46  # counted, not just sized
+    rep = bundle.verify(fewer)
+    assert not rep.ok and not any(p.startswith("more than") for p in rep.problems)
+    assert any("manifest" in p for p in rep.problems)

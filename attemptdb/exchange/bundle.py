@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
+import struct
 import tempfile
 import zipfile
 import zlib
@@ -597,6 +598,56 @@ def _bad_line(raw: bytes, n: int, parse_line, session: str, content: bool, seen:
     return None
 
 
+MAX_INDEX_ENTRY = 256
+"""Bytes of one member's record in the ZIP's file index (central directory) a bundle can need:
+46 fixed, a name of at most ~80 characters, a zip64 extra field."""
+_INDEX_RECORD = 46  # the fixed part of a central-directory record: its smallest size
+
+
+def _index_fits(f) -> bool:
+    """Whether the ZIP file `f`'s file index (central directory) can belong to a bundle of at
+    most MAX_MEMBERS members: its size at most MAX_MEMBERS * MAX_INDEX_ENTRY bytes and, when it
+    could hold more, at most MAX_MEMBERS records (counted record by record, stopping at the
+    first too many). zipfile reads the whole index and builds an object for every record before
+    anyone can count them: gigabytes for a hostile index of millions. True when no index is
+    found where zipfile looks (zipfile then refuses the file)."""
+    size = f.seek(0, 2)
+    tail = min(size, 22 + 65535)
+    f.seek(size - tail)
+    data = f.read(tail)
+    at = data.rfind(b"PK\x05\x06")
+    if at < 0 or len(data) - at < 22:
+        return True
+    end = size - tail + at  # where zipfile finds the end record; the index ends before it
+    index_size = struct.unpack_from("<I", data, at + 12)[0]
+    if at >= 20 and data[at - 20:at - 16] == b"PK\x06\x07":  # zip64: the sizes in its own end record
+        where = struct.unpack_from("<Q", data, at - 12)[0]
+        if where > size - 56:
+            return True
+        f.seek(where)
+        rec = f.read(56)
+        if len(rec) < 56 or rec[:4] != b"PK\x06\x06":
+            return True
+        index_size = struct.unpack_from("<Q", rec, 40)[0]
+        end = size - tail + at - 20 - 56
+    if index_size > MAX_MEMBERS * MAX_INDEX_ENTRY:
+        return False
+    if index_size <= MAX_MEMBERS * _INDEX_RECORD or index_size > end:
+        return True
+    f.seek(end - index_size)
+    index = f.read(index_size)
+    pos = count = 0
+    while pos + _INDEX_RECORD <= len(index):
+        count += 1
+        if count > MAX_MEMBERS:
+            return False
+        if index[pos:pos + 4] != b"PK\x01\x02":
+            return True  # not an index zipfile reads either: it refuses the file
+        n, m, k = struct.unpack_from("<HHH", index, pos + 28)
+        pos += _INDEX_RECORD + n + m + k
+    return True
+
+
 def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str | None = None) -> Report:
     """Check a bundle offline: container, manifest (version, schema, signature, optional
     pinned signer `key`: an id_ identity or a base64 public key), its checkpoint and
@@ -612,6 +663,10 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
         raise AttemptError("bundle.unreadable", f"cannot read {path}: {e.strerror}") from None
     with os.fdopen(fd, "rb") as f:
         try:
+            if not _index_fits(f):
+                rep.problem(f"more than {MAX_MEMBERS:,} files in the bundle (its file index is larger than such "
+                            "a bundle's)")
+                return rep
             zf = zipfile.ZipFile(f)
         except _READ_ERRORS:
             rep.problem("not a bundle (not a readable ZIP file)")
