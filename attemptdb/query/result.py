@@ -112,6 +112,21 @@ class Context:
         return [dict(zip(cols, r)) for r in rows]
 
 
+_FETCH_BYTES: dict = {}
+"""id(connection) → the bytes of text and BLOB values one fetch on it may hold (bound_fetches)."""
+
+
+def bound_fetches(conn, max_bytes: int | None) -> None:
+    """Every fetch on `conn` stops with AQL0502 once its rows hold more than `max_bytes` bytes of
+    text and BLOB values (None: no bound; set it back to None before closing `conn`). For a
+    connection that answers others (the MCP server's): 200 rows of a hostile SELECT must not
+    take the process's memory before the answer is cut."""
+    if max_bytes is None:
+        _FETCH_BYTES.pop(id(conn), None)
+    else:
+        _FETCH_BYTES[id(conn)] = max_bytes
+
+
 def fetch(conn, sql, params=()):
     cur = conn.cursor()
     desc = []
@@ -121,9 +136,23 @@ def fetch(conn, sql, params=()):
         return True
 
     cur.exec_trace = trace
-    rows = cur.execute(sql, params).fetchall()
+    limit = _FETCH_BYTES.get(id(conn))
+    rows = cur.execute(sql, params).fetchall() if limit is None else _within(cur.execute(sql, params), limit)
     cols = [d[0] for d in desc[0]] if desc else []
     return cols, rows
+
+
+def _within(cursor, limit: int) -> list:
+    rows, left = [], limit
+    for r in cursor:
+        for v in r:
+            if v.__class__ is str or v.__class__ is bytes:
+                left -= len(v)
+        if left < 0:
+            raise AQLError("AQL0502", f"the answer holds more than {limit // (1 << 20)} MiB of text and BLOB "
+                           "values; select fewer rows or shorter values (substr, length)")
+        rows.append(r)
+    return rows
 
 
 def loads_list(v):

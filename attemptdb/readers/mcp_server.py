@@ -36,6 +36,12 @@ MCP_EXTRA = ("mcp",)
 INSTALL_MCP = ("add the mcp extra: from a checkout pip install '.[mcp]'; under pipx: "
                f"pipx inject attemptdb {' '.join(MCP_EXTRA)}")
 MAX_SUBJECT_CHARS = 200
+MAX_VALUE_BYTES = 64 << 20
+"""The longest text or BLOB a statement may build or read here (SQLITE_LIMIT_LENGTH): a stored
+value is at most a 64 MiB line; `randomblob(1e9)` is refused (AQL0502), not allocated."""
+MAX_FETCH_BYTES = 128 << 20
+"""The text and BLOB bytes the rows of one statement may hold before the answer is cut to
+bounded.MAX_ANSWER_CHARS (query.result.bound_fetches); past it AQL0502."""
 HOUSEKEEPING_EVERY_S = 1.0
 
 INSTRUCTIONS = (
@@ -131,14 +137,22 @@ class Reader:
 
     def close(self):
         if self.conn is not None:
+            from ..query.result import bound_fetches
+            bound_fetches(self.conn, None)
             self.conn.close()
             self.conn = None
 
     def _open(self):
         if self.conn is None:
+            import apsw
+
+            from ..query.result import bound_fetches
             from ..store.readonly import connect
             conn, gate = connect(self.path)
             conn.authorizer = content.authorizer(gate, self.include_content)
+            # what an agent's statement may make SQLite build (one value) and hold (its rows)
+            conn.limit(apsw.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+            bound_fetches(conn, MAX_FETCH_BYTES)
             self.conn, self.gate = conn, gate
         now = time.monotonic()
         if self.before_read is not None and now - self._last_housekeeping >= HOUSEKEEPING_EVERY_S:
@@ -324,6 +338,26 @@ def build_server(reader: Reader):
                   instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+async def unreadable_reply(exc: Exception, write_stream) -> None:
+    """A JSON-RPC error (-32700 malformed JSON, -32600 not a request) for a line the SDK could
+    not read, sent when the line still names the request's id (else nothing can be answered)."""
+    import mcp.types as types
+    from mcp.shared.message import SessionMessage
+    errors = getattr(exc, "errors", None)
+    line = next((e.get("input") for e in (errors() if callable(errors) else []) if isinstance(e.get("input"), str)), None)
+    try:
+        ident = fastjson.loads(line).get("id") if line is not None else None
+    except (ValueError, AttributeError, RecursionError):
+        ident = None
+    if isinstance(ident, bool) or not isinstance(ident, (int, str)):
+        return
+    parse = any(e.get("type") == "json_invalid" for e in errors())
+    message = ("malformed JSON (a string holds a lone surrogate or invalid escape)" if parse
+               else "not a valid JSON-RPC request")
+    error = types.ErrorData(code=types.PARSE_ERROR if parse else types.INVALID_REQUEST, message=message)
+    await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=error)))
+
+
 def serve(reader: Reader) -> None:
     """Serve `reader` over stdin/stdout until the client closes stdin."""
     import anyio
@@ -333,7 +367,22 @@ def serve(reader: Reader) -> None:
 
     async def main():
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            sent, received = anyio.create_memory_object_stream(0)
+
+            async def answer_unreadable():
+                # the SDK drops a line it cannot read (a lone surrogate `\ud800` in a string, a
+                # request of the wrong shape) without a word, so its client would wait forever
+                async with sent:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            await unreadable_reply(item, write_stream)
+                        else:
+                            await sent.send(item)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(answer_unreadable)
+                await server.run(received, write_stream, server.create_initialization_options())
+                tg.cancel_scope.cancel()
 
     try:
         anyio.run(main)

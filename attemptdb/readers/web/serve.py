@@ -123,7 +123,16 @@ def build(path: str, *, include_content: bool = False, before_read=None):
     ds.add_database(_database_class()(ds, path, include_content), name=DB_NAME)
     ds.attemptdb_ui = plugin.UIConfig(path, DB_NAME, include_content, metadata.recipes(cat), before_read)
     ds.jinja_env.filters["attemptdb_cell"] = cell_text
+    # every value a template prints (Datasette's facet labels and filters too, which skip
+    # render_cell) shows control and disguising characters as U+FFFD; Markup stays Markup
+    ds.jinja_env.finalize = _shown
     return ds
+
+
+def _shown(value):
+    """What a template prints: a text with pages.shown applied (translate keeps Markup)."""
+    from .pages import shown
+    return shown(value) if isinstance(value, str) else value
 
 
 def cell_text(value) -> str:
