@@ -145,3 +145,13 @@ def test_an_agents_statement_cannot_take_the_servers_memory(mcp, captured):
                                            "FROM (VALUES (1), (2), (3), (4), (5))"})
     assert getattr(e.value, "code", None) == "AQL0502"
     reader.close()
+
+
+def test_a_recipe_value_holding_another_placeholder_stays_inside_its_literal():
+    """Placeholders are filled in one pass: a value that holds `{b}` is not filled again (it
+    used to be, and the second value then landed inside the first one's quotes)."""
+    from attemptdb.readers.web import metadata
+    statement = "SELECT * FROM t WHERE a = {a} AND b = {b} AND c = {c}"
+    got = metadata.fill(statement, {"a": "x{b}y", "b": "it's", "c": "{c}"})
+    assert got == "SELECT * FROM t WHERE a = 'x{b}y' AND b = 'it''s' AND c = '{c}'"
+    assert metadata.fill("{a} {missing}", {"a": "1"}) == "'1' {missing}"

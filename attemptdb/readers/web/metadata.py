@@ -44,6 +44,13 @@ def recipes(cat: dict) -> list[dict]:
     return out
 
 
+def fill(statement: str, values: dict) -> str:
+    """`statement` with each `{name}` of `values` replaced by its value as an SQL string literal,
+    in one pass: a value that holds another placeholder's `{name}` stays inside its literal."""
+    return _PLACEHOLDER.sub(lambda m: ("'" + values[m.group(1)].replace("'", "''") + "'")
+                            if m.group(1) in values else m.group(0), statement)
+
+
 def datasette_metadata(cat: dict, db_name: str, internal_tables) -> dict:
     """Metadata for `Datasette(metadata=…)`: the catalog's words on every public table and
     column, the projection machinery hidden, the SQL recipes as canned queries."""

@@ -26,7 +26,7 @@ from datasette.utils.asgi import NotFound, Response
 from ...errors import AttemptError
 from ...query.errors import AQLError
 from .. import bounded, content
-from . import pages, policy
+from . import metadata, pages, policy
 
 PREFIX = "/-/attemptdb"
 _ID = r"(?P<ident>[A-Za-z0-9_-]{1,80})"
@@ -162,10 +162,6 @@ def _run_recipe(cfg: UIConfig, statement: str) -> dict:
         conn.close()
 
 
-def _q(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 async def recipe_page(datasette, request):
     cfg = _config(datasette)
     recipe = next((r for r in cfg.recipes if r["slug"] == request.url_vars["slug"]), None)
@@ -176,9 +172,7 @@ async def recipe_page(datasette, request):
     values = {p: (request.args.get(p) or "").strip()[:200] for p in recipe["placeholders"]}
     answer, error = None, None
     if all(values.values()):
-        statement = recipe["statement"]
-        for p, v in values.items():
-            statement = statement.replace("{" + p + "}", _q(v))
+        statement = metadata.fill(recipe["statement"], values)
         try:
             answer = await asyncio.to_thread(_run_recipe, cfg, statement)
         except AQLError as e:
