@@ -28,6 +28,18 @@ def raised_codes():
                     for code in re.findall(r"error\[([a-z_]+\.[a-z0-9_.]+)\]", node.value):
                         out.append((code, None, f"{os.path.relpath(path, ROOT)}:{node.lineno}"))
                     continue
+                if isinstance(node, ast.arguments):  # a `code` parameter's default (jsonstyle's fail)
+                    params = node.args[len(node.args) - len(node.defaults):]
+                    for a, d in zip(params, node.defaults):
+                        if a.arg == "code" and isinstance(d, ast.Constant) and isinstance(d.value, str) \
+                                and CODE.fullmatch(d.value):
+                            out.append((d.value, None, f"{os.path.relpath(path, ROOT)}:{d.lineno}"))
+                    continue
+                if isinstance(node, ast.Call):  # a code passed by keyword
+                    for k in node.keywords:
+                        if k.arg == "code" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str) \
+                                and CODE.fullmatch(k.value.value):
+                            out.append((k.value.value, None, f"{os.path.relpath(path, ROOT)}:{node.lineno}"))
                 if not isinstance(node, ast.Call) or not node.args:
                     continue
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None) or ""

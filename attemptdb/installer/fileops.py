@@ -11,6 +11,9 @@ Invariants:
   directory) so a dotfiles link stays a link and its target changes; the new bytes go to
   `<target>.attemptdb.tmp` (created 0600, then given the target's mode), are fsynced, renamed
   over the target, and the directory is fsynced. The temp file never outlives a failure.
+  Given the bytes read before the edit, the replace is refused (`installer.config_changed`)
+  when the file no longer holds them: the agent wrote it meanwhile (it takes no lock of ours).
+  A backup the disk cannot hold is removed, never left half written.
 """
 
 import errno
@@ -175,10 +178,18 @@ def backup(config_path: str, data: bytes, now: float | None = None, keep: int = 
             raise FileOpError("installer.backup_failed",
                               f"cannot write a backup beside {config_path} ({e.strerror})") from None
         try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:  # a full disk: no half backup left that looks like a whole one
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            raise FileOpError("installer.backup_failed",
+                              f"cannot write a backup beside {config_path} ({e.strerror})") from None
         break
     else:
         raise FileOpError("installer.backup_failed", f"too many backups of {config_path} this second")
@@ -198,8 +209,31 @@ def _write_all(fd, data):
         view = view[n:]
 
 
-def atomic_write(path: str, data: bytes, *, default_mode: int = 0o600) -> str:
-    """Replace the file `path` finally names with `data`, atomically; returns that target."""
+ANY = object()
+
+
+def _still(path: str, target: str, expect) -> None:
+    """Refuse when the file no longer holds `expect` (its bytes when read; None: it did not
+    exist): another program (the agent itself) wrote it since, and replacing it would lose
+    that write. `ANY` checks nothing."""
+    if expect is ANY:
+        return
+    try:
+        with open(target, "rb") as f:
+            now = f.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        now = None
+    except OSError:
+        now = ANY
+    if now != expect:
+        raise FileOpError("installer.config_changed", f"{path} changed while it was being edited "
+                          "(another program wrote it); left as it is now: run the command again")
+
+
+def atomic_write(path: str, data: bytes, *, default_mode: int = 0o600, expect=ANY) -> str:
+    """Replace the file `path` finally names with `data`, atomically; returns that target.
+    With `expect` (the bytes read before the edit, None for no file) the replace is refused
+    when the file no longer holds them."""
     target = resolve_links(path)
     d = os.path.dirname(target)
     try:
@@ -228,6 +262,7 @@ def atomic_write(path: str, data: bytes, *, default_mode: int = 0o600) -> str:
             os.fsync(fd)
         finally:
             os.close(fd)
+        _still(path, target, expect)
         os.replace(tmp, target)
     except OSError as e:
         try:
@@ -252,12 +287,14 @@ def atomic_write(path: str, data: bytes, *, default_mode: int = 0o600) -> str:
     return target
 
 
-def remove_file(path: str) -> None:
+def remove_file(path: str, *, expect=ANY) -> None:
     """Remove `path` (used only for a config.toml we created and emptied again). A symlink is
-    kept and its target emptied instead, so a dotfiles link never dangles."""
+    kept and its target emptied instead, so a dotfiles link never dangles. `expect`: as for
+    `atomic_write`."""
     if os.path.islink(path):
-        atomic_write(path, b"")
+        atomic_write(path, b"", expect=expect)
         return
+    _still(path, path, expect)
     try:
         os.unlink(path)
     except FileNotFoundError:

@@ -95,7 +95,7 @@ def _write(path, before, new_text, dry_run):
     if dry_run:
         return None
     bak = fileops.backup(path, before) if before is not None else None
-    fileops.atomic_write(path, new_text.encode("utf-8"))
+    fileops.atomic_write(path, new_text.encode("utf-8"), expect=before)
     return bak
 
 
@@ -128,7 +128,7 @@ def _codex_settings(agent, action, plan_fn, dry_run):
                 if p.changed and not dry_run:
                     if p.text == "" and before is not None:  # only our lines were in it
                         bak = fileops.backup(path, before)
-                        fileops.remove_file(path)
+                        fileops.remove_file(path, expect=before)
                     else:
                         bak = _write(path, before, p.text, False)
         if p.changed:

@@ -13,13 +13,15 @@ keep only one of them. Errors carry a line and column, never the offending text.
 """
 
 import json
+import re
 from json.decoder import scanstring
-from json.scanner import NUMBER_RE
 
 from ..errors import AttemptError
 
 MAX_DEPTH = 256
 _WS = " \t\r\n"
+# RFC 8259 numbers: ASCII digits only (json.scanner.NUMBER_RE also takes digits such as "\u0661")
+_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
 class JSONStyleError(AttemptError):
@@ -154,6 +156,7 @@ class _Parser:
         self.text = text
         self.n = len(text)
         self.allow_comments = allow_comments
+        self.positional = False   # inside a container the C scanner refused: no scan below it
 
     def fail(self, message, pos, code="installer.config_invalid_json"):
         line, col = _line_col(self.text, min(pos, self.n))
@@ -186,12 +189,19 @@ class _Parser:
             self.fail("unexpected end of document", i)
         c = self.text[i]
         if c in "{[":
-            if depth:
+            if depth and not self.positional:
                 found = self.scan(i, depth)
                 if found is not None:
                     node = Node("object" if c == "{" else "array", i)
                     node.end, node._lazy = found[1], (self, depth)
                     return node
+                # what the scanner refused (a comment, an error) lies somewhere below: scanning
+                # each level again would cost the subtree's size once per level
+                self.positional = True
+                try:
+                    return self.container(i, depth)
+                finally:
+                    self.positional = False
             return self.container(i, depth)
         if c == '"':
             node = Node("string", i)
@@ -202,11 +212,14 @@ class _Parser:
                 node = Node(word, i)
                 node.value, node.end = val, i + len(word)
                 return node
-        m = NUMBER_RE.match(self.text, i)
+        m = _NUMBER.match(self.text, i)
         if m and m.group(0):
             integer, frac, exp = m.groups()
             node = Node("number", i)
-            node.value = float(integer + (frac or "") + (exp or "")) if (frac or exp) else int(integer)
+            try:
+                node.value = float(integer + (frac or "") + (exp or "")) if (frac or exp) else int(integer)
+            except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+                self.fail("a number with too many digits", i)
             node.end = m.end()
             return node
         self.fail("expected a JSON value", i)
@@ -247,7 +260,7 @@ class _Parser:
             key_start = i
             key, i = self.string(i)
             if key in seen:
-                self.fail("duplicate key", key_start, "installer.config_duplicate_key")
+                self.fail("duplicate key", key_start, code="installer.config_duplicate_key")
             seen.add(key)
             key_end = i
             i = self.skip(i)
@@ -405,6 +418,12 @@ def render_document(value, style: Style | None = None) -> str:
 
 
 # --- editing ----------------------------------------------------------------------------------
+
+def bare(text: str, node: Node) -> bool:
+    """Whether container `node` holds nothing between its brackets but whitespace (a comment in
+    an empty one, JSONC, is the user's text: the container stays)."""
+    return not text[node.start + 1:node.end - 1].strip(_WS)
+
 
 def line_indent(text: str, pos: int) -> str:
     """The leading whitespace of the line holding offset `pos`."""

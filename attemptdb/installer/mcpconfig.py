@@ -297,9 +297,9 @@ def _apply(agent, path, entry, dry_run):
         if plan.changed:
             bak = fileops.backup(path, before) if before is not None else None
             if plan.text == "" and before is not None:  # only our table was in it: as before, no file
-                fileops.remove_file(path)
+                fileops.remove_file(path, expect=before)
             else:
-                fileops.atomic_write(path, plan.text.encode("utf-8"))
+                fileops.atomic_write(path, plan.text.encode("utf-8"), expect=before)
     return plan, bak
 
 

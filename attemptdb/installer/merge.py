@@ -6,7 +6,8 @@ Invariants (pure functions, no I/O):
 - Every hook object of ours is removed from every event (nested: from each group's `hooks`,
   a group emptied by that is dropped; flat: the objects themselves). An event array emptied
   by this is dropped unless the event is still subscribed (it keeps its slot); on uninstall
-  an emptied `hooks` object is dropped too.
+  an emptied `hooks` object is dropped too — but never one holding a comment (JSONC: the
+  user's text).
 - Install then puts one subscription per capture event where our first one was (else at
   the end; new events at the end of `hooks`, `hooks` at the end of the document).
 - A config that already holds exactly the wanted subscriptions is left byte-for-byte alone;
@@ -191,13 +192,14 @@ def _strip_ours(agent, text, root):
 
 
 def _drop_emptied(agent, text, root, found, keep=()):
-    """Drop event arrays that removal emptied (except events in `keep`)."""
+    """Drop event arrays that removal emptied (except events in `keep`, and arrays that hold
+    a comment)."""
     for ev in reversed(list(found)):
         if ev in keep:
             continue
         hooks = root.get("hooks").value
         m = hooks.get(ev)
-        if m is not None and m.value.kind == "array" and not m.value.items:
+        if m is not None and m.value.kind == "array" and not m.value.items and jsonstyle.bare(text, m.value):
             text = jsonstyle.remove_member(text, hooks, ev)
             root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
     return text, root
@@ -278,6 +280,7 @@ def plan_uninstall(agent: Agent, text: str | None) -> Result:
     text, root, found = _strip_ours(agent, text, root)
     text, root = _drop_emptied(agent, text, root, found)
     hooks = root.get("hooks")
-    if hooks is not None and hooks.value.kind == "object" and not hooks.value.members:
+    if (hooks is not None and hooks.value.kind == "object" and not hooks.value.members
+            and jsonstyle.bare(text, hooks.value)):
         text = jsonstyle.remove_member(text, root, "hooks")
     return Result(text, REMOVED, removed=list(found))
