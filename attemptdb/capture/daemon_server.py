@@ -67,12 +67,13 @@ class Daemon:
         Returns the event when it was answered `ok` on its receipt (spooled: `settle` stores it),
         else None (answered otherwise, or stored before the answer)."""
         from ..model import fastjson, ids
+        deadline = time.monotonic() + READ_S  # for the whole request, not each read of it
         conn.settimeout(READ_S)
         if not hookclient.peer_uid_ok(conn):
             return
         buf = b""
         while b"\n" not in buf:
-            chunk = conn.recv(65536)
+            chunk = _recv(conn, 65536, deadline)
             if not chunk or len(buf) > HEADER_MAX:
                 return
             buf += chunk
@@ -93,7 +94,7 @@ class Daemon:
             self.stopping = True
             return
         while len(data) < n:
-            chunk = conn.recv(min(1 << 20, n - len(data)))
+            chunk = _recv(conn, min(1 << 20, n - len(data)), deadline)
             if not chunk:
                 return
             data += chunk
@@ -260,6 +261,17 @@ def _let_the_hook_go(conn) -> None:
     conn.close()
     if hasattr(os, "sched_yield"):
         os.sched_yield()
+
+
+def _recv(conn, n: int, deadline: float) -> bytes:
+    """conn.recv(n) within what is left of the connection's READ_S: a client that trickles
+    its request (a byte every few seconds) is dropped (TimeoutError) instead of holding the
+    daemon, and every hook waiting behind it, for as long as it likes."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the request was not delivered within READ_S")
+    conn.settimeout(left)
+    return conn.recv(n)
 
 
 def _text(v):

@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - Windows: no daemon there; `os` serves 
     import os as _sys_os
 
 STDIN_CAP = 16 * 1024 * 1024
+STDIN_S = 5.0  # stdin still open after this long: the hook goes on with what arrived
 REPLY_S = 3.0  # the hook waits this long for the daemon's receipt, then does the work itself
 GEMINI_ACK = b'{"decision":"allow"}\n'
 # the names adapters.registry.ALIASES maps to gemini_cli (a test keeps them equal): known
@@ -271,6 +272,64 @@ def peer_uid_ok(sock) -> bool:
 
 
 def _read_stdin() -> tuple[bytes, bool]:
+    """stdin up to end-of-file, at most STDIN_CAP bytes kept (and whether there was more),
+    and never for longer than STDIN_S: an agent that leaves the pipe open (or a stream that
+    never ends) does not hang on its hook; the event is built from what arrived by then."""
+    if _sys_os.__name__ != "posix":  # pragma: no cover - Windows: select cannot wait on a pipe there
+        return _read_stdin_object()
+    try:
+        fd = sys.stdin.fileno()
+        kind = _sys_os.fstat(fd).st_mode & 0o170000
+    except (OSError, ValueError, AttributeError):
+        return _read_stdin_object()
+    from time import monotonic
+    end = monotonic() + STDIN_S
+    # a pipe or a socket is read without blocking (select only when nothing is there yet:
+    # an agent has usually written and closed it before this process runs); a terminal is
+    # waited on with select; a file or a device never keeps a read waiting
+    pipe = kind in (0o010000, 0o140000)
+    tty = not pipe and _sys_os.isatty(fd)
+    unblocked = False
+    chunks, size = [], 0
+    try:
+        if pipe and _sys_os.get_blocking(fd):
+            _sys_os.set_blocking(fd, False)
+            unblocked = True
+        while True:
+            left = end - monotonic()
+            if left <= 0:
+                break
+            if tty:
+                import select
+                if not select.select([fd], [], [], left)[0]:
+                    break
+            try:
+                chunk = _sys_os.read(fd, 1 << 20)
+            except BlockingIOError:
+                import select
+                select.select([fd], [], [], left)
+                continue
+            if not chunk:
+                break
+            if size <= STDIN_CAP:
+                chunks.append(chunk)
+            elif not pipe:
+                break  # past the cap a pipe is drained (its writer never blocks on us), not kept
+            size += len(chunk)
+    except (OSError, ValueError):
+        pass
+    finally:
+        if unblocked:
+            try:
+                _sys_os.set_blocking(fd, True)
+            except OSError:
+                pass
+    data = b"".join(chunks)
+    return (data[:STDIN_CAP], True) if size > STDIN_CAP else (data, False)
+
+
+def _read_stdin_object() -> tuple[bytes, bool]:
+    """A stdin without a file descriptor (replaced in-process): read as it is."""
     try:
         data = sys.stdin.buffer.read(STDIN_CAP + 1)
     except (OSError, ValueError, AttributeError):
