@@ -672,6 +672,11 @@ def test_codex_invalid_toml_is_left_alone(home):
     assert r.ok and r.actions[0].outcome == merge.INSTALLED
     assert r.actions[0].settings.get("error") == "installer.codex_config_invalid"
     assert open(toml_path).read() == "model = \n"
+    # where tomllib stopped, and never the text (a value may be a secret)
+    assert "not valid TOML (line 1, column 9);" in codexconfig.plan_enable("model = \n").note
+    secret = 'token = "sk-ant-SECRET-canary" junk\n'
+    assert codexconfig.invalid_at(secret) == " (line 1, column 31)"
+    assert codexconfig.invalid_at('ok = 1\n') == ""
 
 
 def test_codex_feature_edit_keeps_existing_features_table(home):

@@ -28,6 +28,18 @@ DEFAULT = "default"          # not set: current Codex enables hooks by default
 DISABLED = "disabled"        # set false (or not a boolean)
 
 
+def invalid_at(text: str | None) -> str:
+    """Where tomllib stops reading `text`, as ` (line N, column M)`; '' when it reads it (only
+    the place: never the text, which may hold a secret)."""
+    try:
+        tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        i = msg.rfind("(at line ")
+        return f" ({msg[i + 4:]}" if i >= 0 and msg.endswith(")") else ""
+    return ""
+
+
 def load(text: str | None):
     """(parsed document or None, error code or None). A missing file is an empty document."""
     if text is None:
@@ -93,8 +105,8 @@ def plan_enable(text: str | None) -> Plan:
     """Make sure Codex runs hooks, touching the file only if neither key is set."""
     doc, err = load(text)
     if err:
-        return Plan(note="config.toml is not valid TOML; left untouched (Codex will not start "
-                         "until it is fixed)", error=err)
+        return Plan(note=f"config.toml is not valid TOML{invalid_at(text)}; left untouched (Codex will not "
+                         "start until it is fixed)", error=err)
     state, key = hooks_feature(doc)
     if state == ENABLED:
         note = None

@@ -27,7 +27,7 @@ import tomllib
 
 from ..errors import AttemptError
 from . import agents as agents_mod
-from . import fileops, jsonstyle
+from . import codexconfig, fileops, jsonstyle
 from .command import Executable, command_basename, find_executable, is_python
 from .install import FAILED, SKIPPED, Action
 from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, same_value
@@ -148,8 +148,8 @@ def _toml(text, where):
     try:
         return tomllib.loads(text or "")
     except tomllib.TOMLDecodeError:
-        raise AttemptError("installer.codex_config_invalid", f"{where} is not valid TOML; left untouched",
-                           exit_status=1) from None
+        raise AttemptError("installer.codex_config_invalid", f"{where} is not valid TOML"
+                           f"{codexconfig.invalid_at(text)}; left untouched", exit_status=1) from None
 
 
 def _newline(text: str) -> str:
