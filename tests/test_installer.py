@@ -675,7 +675,7 @@ def test_codex_invalid_toml_is_left_alone(home):
     # where tomllib stopped, and never the text (a value may be a secret)
     assert "not valid TOML (line 1, column 9);" in codexconfig.plan_enable("model = \n").note
     secret = 'token = "sk-ant-SECRET-canary" junk\n'
-    assert codexconfig.invalid_at(secret) == " (line 1, column 31)"
+    assert codexconfig.invalid_at(secret) == " (line 1, column 32)" and "SECRET" not in codexconfig.invalid_at(secret)
     assert codexconfig.invalid_at('ok = 1\n') == ""
 
 
