@@ -160,7 +160,23 @@ def behind_signed(store) -> str | None:
 
 def refusal(store, db_path: str) -> str | None:
     """Why nothing may be written to this open file now (a mark, or a chain behind the signed
-    head, which is then marked), or None. Never raises."""
+    head, which is then marked), or None. Never raises. When it is damaged, closing `store`
+    writes nothing into it either (SQLite would fold its -wal in: evidence for `attempt
+    recover`, maybe another database's pages)."""
+    why = _refusal(store, db_path)
+    if why is not None:
+        _keep_untouched(store)
+    return why
+
+
+def _keep_untouched(store) -> None:
+    try:
+        store.keep_untouched()
+    except Exception:  # a store of another shape, or a connection already closed
+        pass
+
+
+def _refusal(store, db_path: str) -> str | None:
     try:
         m = marked(db_path)
         if m is not None:

@@ -127,6 +127,39 @@ def _busy_handler(deadline_s: float):
     return handler
 
 
+def keep_untouched(conn: apsw.Connection) -> None:
+    """When `conn` closes, SQLite does not checkpoint the file's -wal into it (it does when the
+    last connection to a file closes). For a file a command refuses or finds damaged: a -wal
+    beside it may be another database's, whose pages would replace the file's own."""
+    try:
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+    except (AttributeError, apsw.Error):
+        pass
+
+
+def close_untouched(conn: apsw.Connection) -> None:
+    keep_untouched(conn)
+    try:
+        conn.close()
+    except apsw.Error:
+        pass
+
+
+def _stray_journal(path: str) -> bool:
+    """A non-empty `-journal` beside a file whose header says WAL (bytes 18-19 = 2). SQLite plays a
+    hot journal back into the file before it looks at the WAL, whatever database the journal
+    came from; an AttemptDB file is in WAL mode from its first write, so it never has one."""
+    real = os.path.realpath(path)  # SQLite puts the journal beside the file a symlink names
+    if not _size(real + "-journal"):
+        return False
+    try:
+        with open(real, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return False
+    return len(head) == 20 and head[18] == 2 and head[19] == 2
+
+
 def _uri_path(path: str) -> str:
     """`path` for a `file:` URI (percent-encoded where SQLite's URI parser would read it)."""
     return "".join(c if c.isalnum() or c in "/._-~" else "%{:02X}".format(ord(c)) if ord(c) < 128
@@ -183,6 +216,11 @@ class Store:
         if exists and not stat.S_ISREG(mode):  # SQLite would block forever on a pipe
             raise AttemptError("store.not_a_file", f"{path} is not a regular file (a directory, device "
                                "or pipe); choose another --db")
+        if exists and _stray_journal(path):
+            raise AttemptError("store.cannot_open", f"cannot open {path}: a rollback journal ({path}-journal) lies "
+                               "beside it, and a file in WAL mode never has one; SQLite would copy its pages into "
+                               "the file (another database's, or planted). Move the -journal away (keep it), "
+                               "then run the command again")
         if not exists and (readonly or not create):
             raise AttemptError("store.missing",
                                f"no database at {path} (run `attempt init`, or let a hook create it)")
@@ -198,6 +236,7 @@ class Store:
             except FileExistsError:
                 pass
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+        conn = None
         try:
             conn = _connection(path, flags)
             store = cls(conn, path, readonly)
@@ -218,12 +257,20 @@ class Store:
                 conn.close()
                 raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt "
                                    "init`, or let a hook create it)")
-        except apsw.NotADBError:
-            raise AttemptError("store.not_a_database", f"{path} is not an AttemptDB (SQLite) file") from None
-        except apsw.CorruptError:
-            from . import sqlerrors
-            raise sqlerrors.corrupt(path, "open") from None
-        except (apsw.CantOpenError, apsw.IOError, apsw.PermissionsError, apsw.ReadOnlyError, apsw.FullError) as e:
+        except BaseException as e:
+            if conn is not None:  # a refused file is left as it was: its -wal is not folded into it
+                close_untouched(conn)
+            if isinstance(e, apsw.SQLError) and "unsupported file format" in str(e):  # a header field
+                raise AttemptError("store.not_a_database", f"{path} is not an AttemptDB (SQLite) file SQLite "
+                                   "can read (unsupported file format)") from None
+            if isinstance(e, apsw.NotADBError):
+                raise AttemptError("store.not_a_database", f"{path} is not an AttemptDB (SQLite) file") from None
+            if isinstance(e, apsw.CorruptError):
+                from . import sqlerrors
+                raise sqlerrors.corrupt(path, "open") from None
+            if not isinstance(e, (apsw.CantOpenError, apsw.IOError, apsw.PermissionsError, apsw.ReadOnlyError,
+                                  apsw.FullError)):
+                raise
             from . import sqlerrors
             if (isinstance(e, apsw.FullError) or sqlerrors.no_space(path)) and not (readonly and exists):
                 raise sqlerrors.disk_full(path) from None
@@ -268,6 +315,10 @@ class Store:
     def close(self):
         self.conn.close()
 
+    def keep_untouched(self) -> None:
+        """Closing this connection writes nothing into the file (a damaged one, spec/recover.md)."""
+        keep_untouched(self.conn)
+
     def _check_local_identity(self):
         """A project-local database must still be the one `attempt init --local` made there: git
         replaces an ignored file on a pull without a word, so a repository can put its own
@@ -296,7 +347,7 @@ class Store:
                 break
         if recorded == f"dev_{found}":
             return
-        self.conn.close()
+        close_untouched(self.conn)
         raise AttemptError("store.local_replaced", f"{self.path} is not the database `attempt init --local` "
                            "made here (another device identity: a `git pull` or a copy put it in its place); "
                            "nothing was read from or written to it. Move it (and its -wal/-shm) away, then "

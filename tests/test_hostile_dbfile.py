@@ -1,0 +1,193 @@
+"""A hostile or damaged database file handed to a command (`--db FILE`): whatever the file and
+the files beside it hold, a command fails with a coded error (never a traceback or an
+`internal` one), and a command that refuses a file, or finds it damaged, writes nothing into
+it: not even SQLite's checkpoint of a `-wal` beside it when the connection closes (a `-wal`
+from another database would otherwise be folded into the file and replace its pages)."""
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import struct
+
+import pytest
+from conftest import run_attempt
+
+
+def _sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def demo_files(tmp_path_factory):
+    """Two AttemptDB files built by `attempt demo` (each with its own device and key)."""
+    root = tmp_path_factory.mktemp("hostile_db")
+    env = {"HOME": str(root), "XDG_DATA_HOME": str(root / "share"), "XDG_STATE_HOME": str(root / "state"),
+           "XDG_CONFIG_HOME": str(root / "config"), "ATTEMPTDB_KEY_DIR": str(root / "keys"),
+           "ATTEMPTDB_NO_DAEMON": "1", "NO_COLOR": "1"}
+    out = {}
+    for name in ("mine", "other"):
+        path = str(root / f"{name}.db")
+        r = run_attempt(["demo", "--db", path], env=env)
+        assert r.returncode == 0, r.stderr
+        out[name] = path
+    return root, env, out
+
+
+def _copy(src, dst):
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o600)
+    return dst
+
+
+def _wal_of_plain_sqlite(tmp_path):
+    """The -wal of an unrelated SQLite database (4 KiB pages), with committed frames."""
+    p = str(tmp_path / "plain.db")
+    c = sqlite3.connect(p, isolation_level=None)
+    c.execute("PRAGMA journal_mode=WAL")
+    c.execute("PRAGMA wal_autocheckpoint=0")
+    c.execute("CREATE TABLE t(x)")
+    c.execute("INSERT INTO t VALUES (1)")
+    wal = p + "-wal"
+    data = open(wal, "rb").read()
+    c.close()
+    return data
+
+
+def _wal_of_other_attemptdb(other, tmp_path):
+    """The -wal of another AttemptDB file (same page size), with committed frames."""
+    p = _copy(other, str(tmp_path / "other-copy.db"))
+    c = sqlite3.connect(p, isolation_level=None)
+    c.execute("PRAGMA wal_autocheckpoint=0")
+    c.execute("UPDATE meta SET value = 'metadata_only' WHERE key = 'capture_mode'")
+    data = open(p + "-wal", "rb").read()
+    c.close()
+    return data
+
+
+@pytest.mark.parametrize("cmd", [["events", "-n", "2"], ["checkpoint"], ["status"], ["verify"]])
+def test_a_foreign_wal_is_not_folded_into_a_refused_file(demo_files, tmp_path, cmd):
+    """A plain SQLite -wal beside an AttemptDB makes SQLite see another database: the command
+    refuses the file (coded), and the file and the -wal stay as they were (before: a writer's
+    connection, left open by the refused open, checkpointed the -wal on exit and cut the 1.9 MB
+    file down to the other database's 8 KiB)."""
+    root, env, files = demo_files
+    db = _copy(files["mine"], str(tmp_path / "a.db"))
+    wal = _wal_of_plain_sqlite(tmp_path)
+    with open(db + "-wal", "wb") as f:
+        f.write(wal)
+    before = _sha(db)
+    r = run_attempt([cmd[0], "--db", db, *cmd[1:]], env=env, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "Traceback" not in err and "error[internal]" not in err
+    assert "error[store." in err
+    assert _sha(db) == before
+    assert open(db + "-wal", "rb").read() == wal
+
+
+@pytest.mark.parametrize("cmd", [["events", "-n", "2"], ["checkpoint"]])
+def test_a_damaged_file_keeps_its_wal(demo_files, tmp_path, cmd):
+    """Another AttemptDB's -wal beside a file makes it no longer end in the row its device
+    signed: the file is damaged and "nothing is written to it" (spec/recover.md): a read
+    command says so, and SQLite does not fold the -wal into it when the command closes it (the
+    -wal is evidence `attempt recover` reads)."""
+    root, env, files = demo_files
+    db = _copy(files["mine"], str(tmp_path / "b.db"))
+    wal = _wal_of_other_attemptdb(files["other"], tmp_path)
+    with open(db + "-wal", "wb") as f:
+        f.write(wal)
+    before = _sha(db)
+    r = run_attempt([cmd[0], "--db", db, *cmd[1:]], env=env, timeout=60)
+    err = r.stderr.decode()
+    assert "Traceback" not in err and "error[internal]" not in err
+    assert "damaged" in err
+    assert _sha(db) == before
+    assert open(db + "-wal", "rb").read() == wal
+
+
+@pytest.mark.parametrize("cmd", [["verify"], ["query", "SELECT count(*) FROM events"], ["events", "-n", "1"],
+                                 ["checkpoint"]])
+def test_an_unknown_schema_format_is_a_coded_error(demo_files, tmp_path, cmd):
+    """A header whose schema format number SQLite does not know (byte 44: 1-4) makes SQLite
+    refuse the file ("unsupported file format", an SQLError): a coded error, not `internal`."""
+    root, env, files = demo_files
+    db = _copy(files["mine"], str(tmp_path / "c.db"))
+    with open(db, "r+b") as f:
+        f.seek(44)
+        f.write(struct.pack(">I", 9))
+    before = _sha(db)
+    r = run_attempt([cmd[0], "--db", db, *cmd[1:]], env=env, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode != 0
+    assert "Traceback" not in err and "error[internal]" not in err
+    assert "error[store." in err
+    assert _sha(db) == before
+
+
+def _hot_journal_of_plain_sqlite(tmp_path):
+    """A hot rollback journal of an unrelated SQLite database with AttemptDB's page size: a
+    writer killed mid-transaction left it, holding that database's original pages."""
+    import subprocess
+    import sys
+    p = str(tmp_path / "junk.db")
+    c = sqlite3.connect(p, isolation_level=None)
+    c.execute("PRAGMA page_size=16384")
+    c.execute("PRAGMA journal_mode=DELETE")
+    c.execute("CREATE TABLE junk(x)")
+    c.execute("INSERT INTO junk SELECT randomblob(10000) FROM (WITH RECURSIVE r(i) AS "
+              "(SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<100) SELECT i FROM r)")
+    c.close()
+    code = ("import os, sqlite3\n"
+            f"c = sqlite3.connect({p!r}, isolation_level=None)\n"
+            "c.execute('PRAGMA cache_size=1')\n"
+            "c.execute('BEGIN')\n"
+            "c.execute('UPDATE junk SET x = zeroblob(10000)')\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    data = open(p + "-journal", "rb").read()
+    assert data
+    return data
+
+
+@pytest.mark.parametrize("cmd", [["events", "-n", "2"], ["verify"], ["checkpoint"]])
+def test_a_planted_journal_is_not_played_into_the_file(demo_files, tmp_path, cmd):
+    """A `-journal` beside a WAL-mode AttemptDB file: SQLite would play it back into the file on
+    the next writer's open (before: `attempt events` replaced the 1.9 MB file by the other
+    database's pages, every event gone). The command refuses the file, coded, and both files
+    stay as they were."""
+    root, env, files = demo_files
+    db = _copy(files["mine"], str(tmp_path / "d.db"))
+    journal = _hot_journal_of_plain_sqlite(tmp_path)
+    with open(db + "-journal", "wb") as f:
+        f.write(journal)
+    before = _sha(db)
+    r = run_attempt([cmd[0], "--db", db, *cmd[1:]], env=env, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "Traceback" not in err
+    assert "error[store.cannot_open]" in err and "-journal" in err
+    assert _sha(db) == before
+    assert open(db + "-journal", "rb").read() == journal
+
+
+def test_status_reads_no_count_from_a_changed_schema(demo_files, tmp_path):
+    """A planted `needs_you` view that never ends (an endless recursive query): `status` says the
+    schema was changed and reads no count from it (it ran `count(*)` on the view, no time limit,
+    forever); the file is left as it was."""
+    root, env, files = demo_files
+    f = str(tmp_path / "planted.db")
+    _copy(files["mine"], f)
+    c = sqlite3.connect(f)
+    c.execute("DROP VIEW needs_you")
+    c.execute("CREATE VIEW needs_you AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+              "SELECT n AS project_name FROM r")
+    c.commit()
+    c.close()
+    before = _sha(f)
+    r = run_attempt(["status", "--db", f, "--json"], env=env, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    import json
+    rep = json.loads(r.stdout)
+    assert rep["needs_you"] is None and rep["sessions"] is None
+    assert any("view needs_you is not what" in w for w in rep["warnings"]), rep["warnings"]
+    assert _sha(f) == before
