@@ -34,10 +34,18 @@ def emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, sho
             echo(render.note(n), err=True)
         return
     if as_csv:
-        echo(render.csv_text(result), nl=False, whole=True)
+        echo(render.csv_text(result, terminal=_on_terminal()), nl=False, whole=True)
         return
     from ..render.termtable import terminal_width
     echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=terminal_width(), shorten=shorten))
+
+
+def _on_terminal() -> bool:
+    import sys
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def short_ids(conn, result, limit=None) -> dict:

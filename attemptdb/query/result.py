@@ -93,8 +93,11 @@ class Context:
         return other
 
     def iso(self, us: int) -> str:
+        """Storage text of `us`. A window that starts before year 1 (STATE or DIFF at a time of
+        year 1, less its 12 h) starts at year 1's first instant: no stored time is earlier, so
+        every comparison answers the same (the statement's own times are checked when read)."""
         try:
-            return clock.iso(us)
+            return clock.iso(max(us, clock.MIN_US))
         except OverflowError:
             raise AQLError("AQL0104", "timestamp outside years 0001-9999") from None
 

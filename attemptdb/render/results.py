@@ -3,13 +3,16 @@
 Invariants: the table and vertical forms collapse evidence to a count ("3 events") unless
 asked for the ids, show uncertainty as "<confidence> <reason>", never emit control characters
 from cell values or column names (they are replaced), and truncate long cells with "…"; JSON
-prints every column of every row as objects (repeated names made unique, infinities as text); CSV is RFC
-4180 with formula-looking cells neutralised, every character kept.
+prints every column of every row as objects (repeated names made unique, infinities as text), with C1
+controls and disguising characters written as \\u escapes (the same values to a parser, none raw on a
+terminal); CSV is RFC 4180 with formula-looking cells and names neutralised (a leading `'` unless a
+plain decimal number), every character kept, except on a terminal where controls show as `?`.
 No third-party imports: `--json` output must stay within the start-up budget.
 """
 
 import math
 
+from ..errors import DISGUISING, printable
 from ..model import fastjson
 
 MAX_CELL = 60
@@ -170,7 +173,15 @@ def json_rows(result) -> str:
     encoding it again would write; otherwise every row is decoded first."""
     cols = _unique(result.columns)
     text = _spliced(result, cols)
-    return text if text is not None else fastjson.dumps(_objects(cols, result.rows))
+    return _escaped(text if text is not None else fastjson.dumps(_objects(cols, result.rows)))
+
+
+# raw in JSON text, these are inside strings only: as escapes they are the same string to a parser
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in list(range(0x7F, 0xA0)) + [ord(ch) for ch in DISGUISING]}
+
+
+def _escaped(text: str) -> str:
+    return text if text.isascii() else text.translate(_JSON_ESCAPES)
 
 
 def _spliced(result, cols) -> str | None:
@@ -204,12 +215,14 @@ def _objects(cols, rows) -> list[dict]:
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
-def csv_text(result) -> str:
+def csv_text(result, *, terminal: bool = False) -> str:
+    """`terminal`: the text goes to a terminal, so control and disguising characters of cells
+    and names show as `?` (errors.printable; tab and newline stay); elsewhere every one is kept."""
     import csv
     import io
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(result.columns)
+    w.writerow([_csv_cell(str(c), terminal) for c in result.columns])
     for r in result.rows:
         out = []
         for v in r:
@@ -217,16 +230,28 @@ def csv_text(result) -> str:
                 out.append("")
                 continue
             s = fastjson.dumps(v) if isinstance(v, (list, dict, bool)) else (v.hex() if isinstance(v, bytes) else str(v))
-            if s.startswith(_FORMULA) and not _is_number(s):
-                s = "'" + s
-            out.append(s)
+            out.append(_csv_cell(s, terminal))
         w.writerow(out)
     return buf.getvalue()
 
 
+def _csv_cell(s: str, terminal: bool) -> str:
+    if s.startswith(_FORMULA) and not _is_number(s):
+        s = "'" + s
+    return printable(s, lines=True) if terminal else s
+
+
 def _is_number(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
+    """A plain decimal number, as a spreadsheet reads one: a sign, ASCII digits with at most one
+    point, an optional exponent. Not what float() also takes (inf, nan, 1_000, spaces): a
+    spreadsheet reads `-nan` or `+inf` as a formula."""
+    t = s[1:].lower() if s[:1] in "+-" else s.lower()
+    mantissa, e, exponent = t.partition("e")
+    if e and not _digits(exponent[1:] if exponent[:1] in "+-" else exponent):
         return False
+    whole, _, fraction = mantissa.partition(".")
+    return _digits(whole + fraction)
+
+
+def _digits(s: str) -> bool:
+    return s.isascii() and s.isdigit()
