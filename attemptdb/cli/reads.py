@@ -29,7 +29,7 @@ def open_read(db):
 def emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, shorten=None):
     from ..render import results as render
     if as_json:
-        echo(render.json_rows(result))
+        echo(render.json_rows(result, terminal=_on_terminal()))
         for n in result.notes:
             echo(render.note(n), err=True)
         return
