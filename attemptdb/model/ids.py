@@ -60,6 +60,14 @@ def is_uuid(text) -> bool:
             and not (text[:8] + text[9:13] + text[14:18] + text[19:23] + text[24:]).strip("0123456789abcdef"))
 
 
+def prefix_end(text: str) -> int:
+    """Where an id's kind prefix ends: the index of the `_` after 2-4 lowercase ASCII letters
+    (`ses_…`, `trn_…`), or -1 when `text` does not begin so."""
+    i = text.find("_")
+    prefix = text[:i]
+    return i if 2 <= i <= 4 and prefix.isascii() and prefix.isalpha() and prefix.islower() else -1
+
+
 def prefixed(prefix: str, bare: str | None) -> str | None:
     """`ses_` + uuid; None stays None."""
     return None if bare is None else prefix + bare

@@ -16,9 +16,8 @@ def is_id(text) -> bool:
     Without a regular expression: a cold read does not import `re`."""
     if not isinstance(text, str):
         return False
-    i = text.find("_")
-    prefix = text[:i]
-    return 2 <= i <= 4 and prefix.isascii() and prefix.isalpha() and prefix.islower() and ids.is_uuid(text[i + 1:])
+    i = ids.prefix_end(text)
+    return i > 0 and ids.is_uuid(text[i + 1:])
 
 
 # where each kind's ids are stored, indexed: a prefix unique there is unique in the public view

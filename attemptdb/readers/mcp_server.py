@@ -344,14 +344,15 @@ async def unreadable_reply(exc: Exception, write_stream) -> None:
     import mcp.types as types
     from mcp.shared.message import SessionMessage
     errors = getattr(exc, "errors", None)
-    line = next((e.get("input") for e in (errors() if callable(errors) else []) if isinstance(e.get("input"), str)), None)
+    errors = errors() if callable(errors) else []
+    line = next((e.get("input") for e in errors if isinstance(e.get("input"), str)), None)
     try:
         ident = fastjson.loads(line).get("id") if line is not None else None
     except (ValueError, AttributeError, RecursionError):
         ident = None
     if isinstance(ident, bool) or not isinstance(ident, (int, str)):
         return
-    parse = any(e.get("type") == "json_invalid" for e in errors())
+    parse = any(e.get("type") == "json_invalid" for e in errors)
     message = ("malformed JSON (a string holds a lone surrogate or invalid escape)" if parse
                else "not a valid JSON-RPC request")
     error = types.ErrorData(code=types.PARSE_ERROR if parse else types.INVALID_REQUEST, message=message)

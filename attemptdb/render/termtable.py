@@ -10,6 +10,8 @@ cannot fit even then are left out, named in a note. No third-party imports.
 
 import os
 
+from ..model import ids
+
 DEFAULT_WIDTH = 80
 GAP = 2
 TEXT_MIN = 8
@@ -53,9 +55,8 @@ def is_number(v: str) -> bool:
 def is_id_like(v: str) -> bool:
     """A stored id or a short form of one: 2-4 lowercase letters, `_`, 8 hex digits, then hex
     digits with single hyphens between them."""
-    i = v.find("_")
-    prefix = v[:i]
-    if not (2 <= i <= 4 and prefix.isascii() and prefix.isalpha() and prefix.islower()) or len(v) < i + 9:
+    i = ids.prefix_end(v)
+    if i < 0 or len(v) < i + 9:
         return False
     rest = v[i + 1:]
     return (all(c in _HEX for c in rest[:8]) and all(c in _HEX or c == "-" for c in rest[8:])

@@ -104,7 +104,7 @@ def build(path: str, *, include_content: bool = False, before_read=None):
 
     from ...projections import catalog
     from ...store.readonly import connect
-    from . import metadata, plugin
+    from . import metadata, pages, plugin
 
     conn, _ = connect(path)
     try:
@@ -125,14 +125,9 @@ def build(path: str, *, include_content: bool = False, before_read=None):
     ds.jinja_env.filters["attemptdb_cell"] = cell_text
     # every value a template prints (Datasette's facet labels and filters too, which skip
     # render_cell) shows control and disguising characters as U+FFFD; Markup stays Markup
-    ds.jinja_env.finalize = _shown
+    # (its translate returns Markup)
+    ds.jinja_env.finalize = lambda value: pages.shown(value) if isinstance(value, str) else value
     return ds
-
-
-def _shown(value):
-    """What a template prints: a text with pages.shown applied (translate keeps Markup)."""
-    from .pages import shown
-    return shown(value) if isinstance(value, str) else value
 
 
 def cell_text(value) -> str:
