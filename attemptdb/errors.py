@@ -59,6 +59,7 @@ CODES = {
     'artifact.unwritable': (2, 'cannot write …: …'),
     'bundle.artifact_changed': (1, 'the stored bytes of … do not match its SHA-256; nothing was exported'),
     'bundle.consistency': (2, 'the earlier checkpoint given cannot be used for a consistency proof'),
+    'bundle.device_key': (1, 'the bundle holds events of a device whose key this file knows (its own, or one pinned for sync) that are not stored here, and that key did not sign it: nothing was imported'),
     'bundle.empty': (2, 'no events in this scope: nothing to export'),
     'bundle.exists': (2, '… exists; pass --force to replace it'),
     'bundle.no_checkpoint': (2, 'no signed checkpoint with a Merkle tree head yet: nothing to prove consistency with (`attempt checkpoint` …'),

@@ -1,6 +1,6 @@
 """Hostile input to bundle import and the team dataset reader: a bundle anyone signed
-must not add events as this device's own, and damaged Parquet files are coded errors, never a
-traceback."""
+must not add events as this device's own, nor as those of a device whose key is pinned (sync,
+`keys trust`), and damaged Parquet files are coded errors, never a traceback."""
 
 import hashlib
 import json
@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 from conftest import run_attempt
+from sync_world import Device, events_by_device
 
 from attemptdb.exchange import bundle
 from attemptdb.integrity import keys
@@ -33,9 +34,9 @@ def count_events(db):
     return len(out.splitlines())
 
 
-def stranger_bundle(src, dst, device):
-    """`src`'s events re-issued as events of `device` (new ids, source_seq far ahead), signed
-    by a key nobody pinned: what anyone can make."""
+def stranger_bundle(src, dst, device, shift=1000):
+    """`src`'s events re-issued as events of `device` (new ids, source_seq `shift` ahead),
+    signed by a key nobody pinned: what anyone can make."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     priv = Ed25519PrivateKey.generate()
@@ -51,7 +52,7 @@ def stranger_bundle(src, dst, device):
         for text in files[f["path"]].decode().splitlines():
             env = json.loads(text)
             env["device_id"], env["event_id"] = device, str(uuid.uuid4())
-            env["source_seq"] += 1000
+            env["source_seq"] += shift
             lines.append(event.line(event.canonical(env)))
         data = ("\n".join(lines) + "\n").encode()
         files[f["path"]] = data
@@ -74,7 +75,7 @@ def test_a_bundle_signed_by_anyone_does_not_add_events_as_this_devices_own(tmp_p
     assert code == 0 and out.startswith("ok:")  # a valid signature: just not this device's
     before = count_events(mine)
     code, out, err = attempt("bundle", "import", forged, "--db", mine)
-    assert code == 1 and out.startswith("problem:") and "this device" in out, (out, err)
+    assert code == 1 and out.startswith("problem[bundle.device_key]:") and "this device" in out, (out, err)
     assert "Traceback (most recent call last)" not in err
     assert count_events(mine) == before
     # nothing forged is signed and published by this device's sync
@@ -99,6 +100,84 @@ def test_this_devices_own_bundle_and_a_relayed_one_still_import(tmp_path, home):
     # a's own bundle, signed by a's key, back into a
     code, out, err = attempt("bundle", "import", a_zip, "--db", a)
     assert code == 0 and "already stored" in out, (out, err)
+
+
+def pinned_world(tmp_path, monkeypatch, capsys, *, pin_by_sync=True):
+    """The laptop published its events; the CI box pulled them (the laptop's key pinned there on
+    first use) or, without `pin_by_sync`, pinned the laptop's key with `keys trust` only."""
+    folder = str(tmp_path / "shared")
+    os.makedirs(folder)
+    lap, ci = Device(str(tmp_path), "laptop"), Device(str(tmp_path), "ci")
+    evs = events_by_device()
+    for d in (lap, ci):
+        assert d.cli(monkeypatch, capsys, "init")[0] == 0
+        d.capture(evs[d.name])
+    assert lap.cli(monkeypatch, capsys, "sync", folder)[0] == 0
+    if pin_by_sync:
+        assert ci.cli(monkeypatch, capsys, "sync", folder)[0] == 0
+    else:
+        code, out, _ = lap.cli(monkeypatch, capsys, "keys", "show", "--json")
+        assert code == 0, out
+        assert ci.cli(monkeypatch, capsys, "keys", "trust", lap.device_id(), json.loads(out)["key_id"])[0] == 0
+    return folder, lap, ci
+
+
+def forged_of(tmp_path, monkeypatch, capsys, lap, shift):
+    """The laptop's own bundle, its events re-issued under new ids by a stranger's key."""
+    exported, forged = str(tmp_path / f"lap{shift}.zip"), str(tmp_path / f"forged{shift}.zip")
+    assert lap.cli(monkeypatch, capsys, "bundle", "export", exported, "--force")[0] == 0
+    stranger_bundle(exported, forged, lap.device_id()[4:], shift=shift)
+    return forged
+
+
+@pytest.mark.parametrize("shift", [0, 1000], ids=["inside_signed_range", "beyond_signed_range"])
+def test_a_bundle_signed_by_anyone_does_not_add_events_of_a_device_pinned_by_sync(tmp_path, monkeypatch, capsys,
+                                                                                 shift):
+    folder, lap, ci = pinned_world(tmp_path, monkeypatch, capsys)
+    lap_id = lap.device_id()
+    assert ci.rows("SELECT how FROM sync_keys WHERE device_id = ?", (lap_id,)) == [("first_use",)]
+    forged = forged_of(tmp_path, monkeypatch, capsys, lap, shift)
+    before, segments = ci.count(), ci.rows("SELECT * FROM sync_segments")
+    code, out, err = ci.cli(monkeypatch, capsys, "bundle", "import", forged)
+    assert code == 1, (out, err)
+    assert out.startswith(f"problem[bundle.device_key]: it holds 10 events of {lap_id} ") and "pinned" in out
+    assert "Traceback" not in err
+    code, out, _ = ci.cli(monkeypatch, capsys, "bundle", "import", forged, "--json")
+    rep = json.loads(out)
+    assert code == 1 and rep["code"] == "bundle.device_key" and lap_id in rep["problems"][0]
+    assert ci.count() == before and ci.rows("SELECT * FROM sync_segments") == segments
+    # nothing of it is left to haunt verify or the next sync
+    code, out, err = ci.cli(monkeypatch, capsys, "verify")
+    assert code == 0 and out.startswith("ok:"), out + err
+    lap.capture([dict(e, event_id=e["event_id"][:-4] + "beef") for e in events_by_device()["workstation"][:2]])
+    assert lap.cli(monkeypatch, capsys, "sync", folder)[0] == 0
+    code, out, err = ci.cli(monkeypatch, capsys, "sync", folder)
+    assert code == 0 and ", 2 new events" in out, out + err
+    assert ci.cli(monkeypatch, capsys, "verify")[0] == 0
+
+
+def test_a_key_pinned_with_keys_trust_guards_bundle_import_too(tmp_path, monkeypatch, capsys):
+    folder, lap, ci = pinned_world(tmp_path, monkeypatch, capsys, pin_by_sync=False)
+    lap_id = lap.device_id()
+    forged = forged_of(tmp_path, monkeypatch, capsys, lap, 0)
+    code, out, _ = ci.cli(monkeypatch, capsys, "bundle", "import", forged)
+    assert code == 1 and out.startswith("problem[bundle.device_key]:") and lap_id in out, out
+    assert ci.count("device_id = ?", (lap_id,)) == 0
+    # the laptop's own bundle, signed by the pinned key: its events come in
+    own = str(tmp_path / "lap-own.zip")
+    assert lap.cli(monkeypatch, capsys, "bundle", "export", own)[0] == 0
+    code, out, err = ci.cli(monkeypatch, capsys, "bundle", "import", own)
+    assert code == 0 and out.startswith("imported 10 events"), out + err
+    # a revoked key adds nothing new, even to its own device; what is stored stays importable
+    assert ci.cli(monkeypatch, capsys, "keys", "revoke", lap_id)[0] == 0
+    code, out, err = ci.cli(monkeypatch, capsys, "bundle", "import", own)
+    assert code == 0 and "(10 already stored)" in out, out + err
+    lap.capture([dict(e, event_id=e["event_id"][:-4] + "beef") for e in events_by_device()["workstation"][:2]])
+    assert lap.cli(monkeypatch, capsys, "bundle", "export", own, "--force")[0] == 0
+    code, out, _ = ci.cli(monkeypatch, capsys, "bundle", "import", own)
+    assert code == 1 and out.startswith(f"problem[bundle.device_key]: it holds 2 events of {lap_id} ") \
+        and "revoked" in out, out
+    assert ci.count("device_id = ?", (lap_id,)) == 10
 
 
 def damage_footer_length(path):

@@ -343,3 +343,46 @@ def test_a_pipe_or_folder_for_a_manifest_or_data_file_is_refused_never_waited_on
     codes = {p["device"]: p["code"] for p in rep["problems"]}
     assert codes["dev_00000000-0000-4000-8000-000000000002"] == "sync.unreadable"
     assert codes[devs["laptop"].device_id()] == "sync.unreadable"  # and the pull went on to the rest
+
+
+# --- bundles of synced devices (spec/bundle.md "Import", spec/sync.md "Trust") -------------------
+
+def test_bundles_of_a_synced_device_add_its_events_only_under_its_own_key(tmp_path, monkeypatch, capsys):
+    """The laptop's key is pinned on the CI box and the workstation through sync. The laptop's
+    own bundle brings its unsynced events to the CI box; the CI box's bundle relays the laptop's
+    events: the ones a device already holds are fine, new ones signed only by the CI box are not,
+    until sync brought them."""
+    folder, devs = make_world(str(tmp_path), monkeypatch, capsys)
+    lap, ci, ws = devs["laptop"], devs["ci"], devs["workstation"]
+    lap_id = lap.device_id()
+    assert lap.cli(monkeypatch, capsys, "sync", folder)[0] == 0
+    for d in (ci, ws):
+        assert d.cli(monkeypatch, capsys, "sync", folder, "--pull-only")[0] == 0
+        assert d.count("device_id = ?", (lap_id,)) == 10
+    lap.capture([dict(e, event_id=e["event_id"][:-4] + "beef") for e in events_by_device()["ci"][:2]])
+    # the laptop's own bundle, signed by the pinned key: accepted on the CI box
+    lap_zip, ci_zip = str(tmp_path / "lap.zip"), str(tmp_path / "ci.zip")
+    assert lap.cli(monkeypatch, capsys, "bundle", "export", lap_zip)[0] == 0
+    code, out, err = ci.cli(monkeypatch, capsys, "bundle", "import", lap_zip)
+    assert code == 0 and out.startswith("imported 2 events (10 already stored)"), out + err
+    code, out, err = ci.cli(monkeypatch, capsys, "verify")
+    assert code == 0 and "2 events of " + lap_id + " are newer than its last signed segment" in err, out + err
+    # the CI box re-exports everything it holds, signed by its own key
+    assert ci.cli(monkeypatch, capsys, "bundle", "export", ci_zip)[0] == 0
+    code, out, err = lap.cli(monkeypatch, capsys, "bundle", "import", ci_zip)  # its own events are all stored
+    assert code == 0 and out.startswith("imported 11 events (12 already stored)"), out + err
+    before = ws.count()
+    code, out, _ = ws.cli(monkeypatch, capsys, "bundle", "import", ci_zip)  # 2 laptop events it does not have
+    assert code == 1 and out.startswith(f"problem[bundle.device_key]: it holds 2 events of {lap_id} "), out
+    assert ws.count() == before  # nothing of the bundle, not even the CI box's own events
+    # once sync brought the laptop's events, the relayed bundle imports
+    assert lap.cli(monkeypatch, capsys, "sync", folder, "--push-only")[0] == 0
+    assert ws.cli(monkeypatch, capsys, "sync", folder, "--pull-only")[0] == 0
+    code, out, err = ws.cli(monkeypatch, capsys, "bundle", "import", ci_zip)
+    assert code == 0 and out.startswith("imported 11 events (12 already stored)"), out + err
+    # the CI box's bundle copies are the bytes the laptop signed: its pull agrees, verify is clean
+    code, out, err = ci.cli(monkeypatch, capsys, "sync", folder, "--pull-only")
+    assert code == 0, out + err
+    for d in (lap, ci, ws):
+        code, out, err = d.cli(monkeypatch, capsys, "verify")
+        assert code == 0 and out.startswith("ok:"), (d.name, out + err)

@@ -13,6 +13,10 @@ Invariants:
   what the signed manifest declares, an unknown major version is refused (fail closed), and
   problems name files and line numbers, never content. Import writes nothing unless the whole
   bundle verified, and imports the bytes it verified (a private copy), not a second read.
+- Import adds new events of a device whose key this file knows (its own; one pinned for sync,
+  spec/sync.md "Trust") only from a bundle that key signed; otherwise it refuses the whole
+  bundle (`bundle.device_key`, naming the device). Events already stored are duplicates,
+  whoever relays them.
 """
 
 import base64
@@ -313,6 +317,7 @@ class Report:
     def __init__(self, path: str):
         self.path = path
         self.problems: list[str] = []
+        self.code: str | None = None  # the first problem's code, when it has one (import's refusals)
         self.notes: list[str] = []
         self.manifest: dict | None = None
         self.signer: str | None = None
@@ -327,13 +332,15 @@ class Report:
     def ok(self) -> bool:
         return not self.problems
 
-    def problem(self, message: str) -> None:
+    def problem(self, message: str, code: str | None = None) -> None:
+        if not self.problems:
+            self.code = code
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(message)
 
     def line(self) -> str:
         if not self.ok:
-            return f"problem: {self.problems[0]}"
+            return f"problem[{self.code}]: {self.problems[0]}" if self.code else f"problem: {self.problems[0]}"
         m = self.manifest
         how = "the key you named" if self.pinned else "not pinned: pass --key to require a signer"
         extra = ""
@@ -349,7 +356,8 @@ class Report:
 
     def as_dict(self) -> dict:
         m = self.manifest or {}
-        return {"ok": self.ok, "bundle": self.path, "bundle_id": m.get("bundle_id") if self.ok else None,
+        return {"ok": self.ok, "code": self.code, "bundle": self.path,
+                "bundle_id": m.get("bundle_id") if self.ok else None,
                 "signer": self.signer, "pinned": self.pinned,
                 "events": m.get("events") if self.ok else None,
                 "sessions": len(m.get("sessions", ())) if self.ok else None,
@@ -701,23 +709,60 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
     return rep
 
 
-def _check_own_events(store, staged: str, rep: Report) -> None:
-    """Events that claim this file's own device and are not stored here yet come only from a
-    bundle this device's key signed: anyone else's would enter the history as this device's
-    own (sync would sign and publish them, or find two of its events at one source_seq)."""
-    mine = keys.load(store.device_id)
-    if mine is not None and rep.signer == mine.identity:
+def _known_keys(store, devices: set) -> dict:
+    """bare device id → (the key id its new events need, or None when none may add them, and
+    how that key is known) for each device of `devices` whose key this file knows: its own
+    (the device key) and every one pinned for sync (`sync_keys`: first use or `keys trust`;
+    revoked: none)."""
+    from ..integrity import sync_state
+    known = {}
+    if store.device_id in devices:
+        mine = keys.load(store.device_id)
+        known[store.device_id] = (mine.identity if mine is not None else None, "own")
+    for dev, pin in sync_state.pins(store.conn).items():
+        bare = dev[4:]
+        if bare in devices and bare != store.device_id:
+            known[bare] = (None if pin["revoked"] else pin["key_id"], "revoked" if pin["revoked"] else pin["how"])
+    return known
+
+
+def _check_known_devices(store, staged: str, rep: Report) -> None:
+    """Events of a device whose key this file knows (`_known_keys`) that are not stored here yet
+    come only from a bundle that key signed. From anyone else's they would enter the history as
+    that device's: as this device's own (sync would sign and publish them, or find two of its
+    events at one source_seq), or as a synced device's that its signed segments never held
+    (`attempt verify` would report them for good, the device's next segments collide). Events
+    already stored are duplicates: they add nothing, whoever relays them."""
+    known = {d: k for d, k in _known_keys(store, rep.devices).items() if k[0] is None or k[0] != rep.signer}
+    if not known:
         return
-    own, new = store.device_id, 0
+    new: dict = {}
+    marks = [d.encode() for d in known]
     with open(staged, "rb") as f:
         for raw in f:
+            if not any(m in raw for m in marks):  # no line of a known device without its id
+                continue
             env = fastjson.loads(raw)
-            if env["device_id"] == own and store.conn.execute(
+            dev = env["device_id"]
+            if dev in known and store.conn.execute(
                     "SELECT 1 FROM events WHERE event_id = ?", ("ev_" + env["event_id"],)).fetchone() is None:
-                new += 1
-    if new:
-        rep.problem(f"it holds {new:,} events of this device (dev_{own}) that this file does not have, and is not "
-                    "signed by this device's key: they would become this device's own; nothing was imported")
+                new[dev] = new.get(dev, 0) + 1
+    for dev in sorted(new, key=lambda d: (d != store.device_id, d)):
+        key_id, how = known[dev]
+        if how == "own":
+            rep.problem(f"it holds {new[dev]:,} events of this device (dev_{dev}) that this file does not have, and "
+                        "is not signed by this device's key: they would become this device's own; nothing was "
+                        "imported", code="bundle.device_key")
+        elif how == "revoked":
+            rep.problem(f"it holds {new[dev]:,} events of dev_{dev} that this file does not have, and the key pinned "
+                        "for that device was revoked (`attempt keys trust` pins a new one): nothing was imported",
+                        code="bundle.device_key")
+        else:
+            pinned = "by sync on first use" if how == "first_use" else "with `attempt keys trust`"
+            rep.problem(f"it holds {new[dev]:,} events of dev_{dev} that this file does not have, and is signed by "
+                        f"{rep.signer}, not by {key_id}, the key pinned for that device ({pinned}): nothing was "
+                        "imported (they come through `attempt sync`, or a bundle that device signed)",
+                        code="bundle.device_key")
 
 
 def import_bundle(store, path: str, *, key: str | None = None, progress=None):
@@ -736,10 +781,9 @@ def import_bundle(store, path: str, *, key: str | None = None, progress=None):
             raise AttemptError("bundle.unwritable", f"cannot stage the bundle's events: {e.strerror}") from None
         if not rep.ok:
             return rep, None
-        if store.device_id in rep.devices:
-            _check_own_events(store, staged, rep)
-            if not rep.ok:
-                return rep, None
+        _check_known_devices(store, staged, rep)
+        if not rep.ok:
+            return rep, None
         if progress is not None:
             progress(0, total=rep.manifest.get("events"))
         imported = import_file(store, staged, progress=progress)
