@@ -14,6 +14,8 @@ Invariants:
   Given the bytes read before the edit, the replace is refused (`installer.config_changed`)
   when the file no longer holds them: the agent wrote it meanwhile (it takes no lock of ours).
   A backup the disk cannot hold is removed, never left half written.
+- Remove: only a config our install created goes (`remove_created`, under the same `expect`
+  check), the file a link names and never the link.
 """
 
 import errno
@@ -230,11 +232,13 @@ def _still(path: str, target: str, expect) -> None:
                           "(another program wrote it); left as it is now: run the command again")
 
 
-def atomic_write(path: str, data: bytes, *, default_mode: int = 0o600, expect=ANY) -> str:
+def atomic_write(path: str, data: bytes, *, default_mode: int = 0o600, expect=ANY,
+                 follow_links: bool = True) -> str:
     """Replace the file `path` finally names with `data`, atomically; returns that target.
     With `expect` (the bytes read before the edit, None for no file) the replace is refused
-    when the file no longer holds them."""
-    target = resolve_links(path)
+    when the file no longer holds them. Without `follow_links` a link at `path` is replaced
+    itself (our own files beside a config)."""
+    target = resolve_links(path) if follow_links else os.path.abspath(path)
     d = os.path.dirname(target)
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
@@ -299,3 +303,18 @@ def remove_file(path: str, *, expect=ANY) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def remove_created(path: str, *, expect=ANY) -> str:
+    """Remove the file `path` finally names (a config our install created and our uninstall
+    emptied again); a link at `path` stays, naming no file, as it did before. `expect`: as for
+    `atomic_write`. Returns the file removed."""
+    target = resolve_links(path)
+    _still(path, target, expect)
+    try:
+        os.unlink(target)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise FileOpError("installer.write_failed", f"cannot remove {path} ({e.strerror})") from None
+    return target

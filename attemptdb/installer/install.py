@@ -2,7 +2,10 @@
 
 Invariants: per agent, the config is read, merged and written under its lock; nothing is
 written when the merge changes nothing (no write, no backup — a second install is a no-op);
-a change is backed up and written atomically through symlinks; a malformed config is
+a change is backed up and written atomically through symlinks; what install created is
+recorded beside the config after the write (see `record`) and uninstall takes back exactly
+that, so install then uninstall gives back the bytes before (a file install created is
+removed, after a backup, once nothing else is in it); a malformed config is
 reported as `failed` with a coded error and left untouched; `dry_run` computes everything
 and writes nothing (no lock file, no directory, no backup). Directories are created only
 for detected agents. For Codex, `config.toml` gets the minimal feature-flag edit of
@@ -14,7 +17,7 @@ import os
 
 from ..errors import AttemptError
 from . import agents as agents_mod
-from . import codexconfig, fileops, jsonstyle, merge
+from . import codexconfig, fileops, jsonstyle, merge, record
 from .command import Executable, find_hook_executable
 
 FAILED = "failed"
@@ -99,8 +102,9 @@ def _write(path, before, new_text, dry_run):
     return bak
 
 
-def _edit(path, plan, dry_run):
-    """Read → plan(text) → write, under the config's lock (no lock for a dry run)."""
+def _edit(path, plan, dry_run, after=None):
+    """Read → plan(text) → write (or remove, `res.delete`) → after(res), under the config's
+    lock (no lock, no write and no `after` for a dry run)."""
     if dry_run:
         before, text = _read_text(path)
         res = plan(text)
@@ -108,8 +112,41 @@ def _edit(path, plan, dry_run):
     with fileops.Lock(path):
         before, text = _read_text(path)
         res = plan(text)
-        bak = _write(path, before, res.text, False) if res.changed else None
+        bak = None
+        if res.delete:
+            bak = fileops.backup(path, before)
+            fileops.remove_created(path, expect=before)
+        elif res.changed:
+            bak = _write(path, before, res.text, False)
+        if after is not None:
+            after(res)
     return res, bak
+
+
+def _plan_install(agent, path, command):
+    """(plan(text), after(res), notes) for install: the merge given the record of earlier
+    installs, then the record of what this one created (a fresh install's starts anew)."""
+    notes, seen = [], {}
+
+    def plan(text):
+        seen["prior"] = record.load(path)
+        seen["text"] = text
+        return merge.plan_install(agent, text, command)
+
+    def after(res):
+        if not res.changed:
+            return
+        prior = seen["prior"]
+        if not res.removed:  # none of ours was there: what is there now is the user's
+            new = record.Record.before(seen["text"], res.created)
+        elif prior is None:  # a reinstall over an older install's entries: still unknown
+            return
+        else:
+            new = prior.adding(res.created)
+        if new != prior:
+            record.save_quietly(path, new, notes)
+
+    return plan, after, notes
 
 
 def _codex_settings(agent, action, plan_fn, dry_run):
@@ -178,14 +215,16 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
                 report.missing.append(a)
             continue
         command = exe.command(agent.hook_id)
+        plan, after, notes = _plan_install(agent, path, command)
         try:
             if not dry_run:
                 fileops.make_parent(path)
-            res, bak = _edit(path, lambda text: merge.plan_install(agent, text, command), dry_run)
+            res, bak = _edit(path, plan, dry_run, after)
         except AttemptError as e:
             a.outcome, a.error = FAILED, (e.code, e.message)
             continue
         a.outcome, a.backup = res.outcome, bak
+        a.notes.extend(notes)
         a.removed, a.added = res.removed, (res.added if res.changed else [])
         if agent.provider == "codex":
             _codex_settings(agent, a, codexconfig.plan_enable, dry_run)
@@ -212,12 +251,24 @@ def uninstall(providers=None, *, dry_run=False) -> Report:
         if not os.path.isdir(os.path.dirname(path)):
             a.outcome, a.reason = merge.NOT_INSTALLED, "no config"
             continue
+        notes = []
+
+        def plan(text):
+            return merge.plan_uninstall(agent, text, record=record.load(path))
+
+        def after(res):  # our entries are out (or were gone): nothing left to take back
+            if os.path.lexists(record.record_path(path)):
+                record.save_quietly(path, None, notes)
+
         try:
-            res, bak = _edit(path, lambda text: merge.plan_uninstall(agent, text), dry_run)
+            res, bak = _edit(path, plan, dry_run, after)
         except AttemptError as e:
             a.outcome, a.error = FAILED, (e.code, e.message)
             continue
         a.outcome, a.backup, a.removed = res.outcome, bak, res.removed
+        if res.delete:
+            notes.insert(0, f"{'would remove' if dry_run else 'removed'} {path}: install had created it")
+        a.notes.extend(notes)
         if agent.provider == "codex":
             _codex_settings(agent, a, codexconfig.plan_cleanup, dry_run)
             if res.changed:

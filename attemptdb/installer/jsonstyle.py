@@ -425,6 +425,13 @@ def bare(text: str, node: Node) -> bool:
     return not text[node.start + 1:node.end - 1].strip(_WS)
 
 
+def empty_document(text: str, root: Node) -> bool:
+    """Whether the document is `{}` and nothing else (whitespace and a BOM aside; a comment
+    anywhere in it is someone's text)."""
+    return (root.kind == "object" and not root.members and bare(text, root)
+            and not text[:root.start].lstrip(BOM).strip(_WS) and not text[root.end:].strip(_WS))
+
+
 def line_indent(text: str, pos: int) -> str:
     """The leading whitespace of the line holding offset `pos`."""
     start = text.rfind("\n", 0, pos) + 1

@@ -4,18 +4,25 @@ Invariants (pure functions, no I/O):
 - Validation first: the top level must be an object, `hooks` (if present) an object, each of
   our events (if present) an array; otherwise the config is refused, never rewritten.
 - Every hook object of ours is removed from every event (nested: from each group's `hooks`,
-  a group emptied by that is dropped; flat: the objects themselves). An event array emptied
-  by this is dropped unless the event is still subscribed (it keeps its slot); on uninstall
-  an emptied `hooks` object is dropped too — but never one holding a comment (JSONC: the
-  user's text).
+  a group emptied by that is dropped; flat: the objects themselves).
 - Install then puts one subscription per capture event where our first one was (else at
-  the end; new events at the end of `hooks`, `hooks` at the end of the document).
+  the end; new events at the end of `hooks`, `hooks` at the end of the document, a missing
+  base key such as Cursor's `version` first) and names in `Result.created` each part it
+  created (see `record`).
+- Given the record of what install created, uninstall takes back exactly those parts, each
+  only while it is what install wrote (a container empty without a comment, the same value),
+  and the whole document when the file did not exist before and nothing else is left in it;
+  a part the user had, even empty, stays. Without a record (an older install) an event array
+  our removal emptied is dropped, and an emptied `hooks` object — never one holding a comment
+  (JSONC: the user's text). Install always drops an array of an event it does not subscribe
+  that held only entries of ours (a repair), on the same terms.
 - A config that already holds exactly the wanted subscriptions is left byte-for-byte alone;
   otherwise only the spliced parts change (see jsonstyle).
 """
 
 from . import command as command_mod
 from . import jsonstyle
+from . import record as record_mod
 from .agents import FLAT, NESTED, Agent
 
 INSTALLED = "installed"
@@ -146,19 +153,22 @@ def is_current(agent: Agent, root, command: str) -> bool:
 
 class Result:
     """What a merge would do: `text` (None = unchanged), `outcome`, the events whose entries
-    were removed / added."""
+    were removed / added, the parts install `created` (record.Record.created), and `delete`:
+    the file goes (uninstall of a config install created)."""
 
-    __slots__ = ("text", "outcome", "removed", "added")
+    __slots__ = ("text", "outcome", "removed", "added", "created", "delete")
 
-    def __init__(self, text, outcome, removed=(), added=()):
+    def __init__(self, text, outcome, removed=(), added=(), created=(), delete=False):
         self.text = text
         self.outcome = outcome
         self.removed = list(removed)
         self.added = list(added)
+        self.created = list(created)
+        self.delete = delete
 
     @property
     def changed(self) -> bool:
-        return self.text is not None
+        return self.text is not None or self.delete
 
 
 def _remove_one(agent, text, root) -> str | None:
@@ -236,11 +246,13 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
     command = written_command(agent, root, command)
     if root is not None and is_current(agent, root, command):
         return Result(None, CURRENT)
+    created = []
     if root is None:
         style = jsonstyle.Style()
         prefix = jsonstyle.BOM if text and text.startswith(jsonstyle.BOM) else ""
         text = prefix + jsonstyle.render_document(agent.base_document(), style)
         root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+        created += [{"path": [k], "value": v} for k, v in agent.base_document().items()]
     else:
         style = jsonstyle.detect_style(text, root)
     original = text
@@ -250,15 +262,18 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
         if root.get(k) is None:
             text = jsonstyle.insert_member(text, root, 0, k, v, style)
             root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+            created.append({"path": [k], "value": v})
     if root.get("hooks") is None:
         text = jsonstyle.insert_member(text, root, None, "hooks", {}, style)
         root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+        created.append({"path": ["hooks"], "kind": "object"})
     for ev in agent.events:
         hooks = root.get("hooks").value
         unit = agent.unit(ev, command)
         m = hooks.get(ev)
         if m is None:
             text = jsonstyle.insert_member(text, hooks, None, ev, [unit], style)
+            created.append({"path": ["hooks", ev], "kind": "array"})
         else:
             f = found.get(ev)
             text = jsonstyle.insert_item(text, m.value, f.first if f else None, unit, style)
@@ -266,11 +281,47 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
     if text == original:
         return Result(None, CURRENT)
     outcome = UPDATED if found else INSTALLED
-    return Result(text, outcome, removed=list(found), added=list(agent.events))
+    return Result(text, outcome, removed=list(found), added=list(agent.events), created=created)
 
 
-def plan_uninstall(agent: Agent, text: str | None) -> Result:
-    """Remove every subscription of ours (and what only they filled) from a config's text."""
+def _member_at(root, path):
+    """(the object holding the member at `path`, that member), or (None, None)."""
+    node = root
+    for key in path[:-1]:
+        m = node.get(key) if node.kind == "object" else None
+        if m is None:
+            return None, None
+        node = m.value
+    if node.kind != "object":
+        return None, None
+    return node, node.get(path[-1])
+
+
+def _still_as_written(text, node, part) -> bool:
+    if "value" in part:
+        return same_value(node.to_python(), part["value"])
+    if node.kind != part["kind"]:
+        return False
+    return not (node.members if node.kind == "object" else node.items) and jsonstyle.bare(text, node)
+
+
+def _take_back(agent, text, root, created):
+    """Remove each part install created that is still as install wrote it, innermost (and
+    last made) first: the inverse of the inserts."""
+    order = sorted(range(len(created)), key=lambda i: (-len(created[i]["path"]), -i))
+    for i in order:
+        part = created[i]
+        obj, m = _member_at(root, part["path"])
+        if m is None or not _still_as_written(text, m.value, part):
+            continue
+        text = jsonstyle.remove_member(text, obj, m.key)
+        root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+    return text, root
+
+
+def plan_uninstall(agent: Agent, text: str | None, record=None) -> Result:
+    """Remove every subscription of ours from a config's text, and what install created for
+    them (`record`: record.Record; None when unknown: what only our entries filled)."""
     root = parse_config(agent, text)
     if root is None:
         return Result(None, NOT_INSTALLED)
@@ -278,9 +329,16 @@ def plan_uninstall(agent: Agent, text: str | None) -> Result:
     if not found:
         return Result(None, NOT_INSTALLED)
     text, root, found = _strip_ours(agent, text, root)
-    text, root = _drop_emptied(agent, text, root, found)
-    hooks = root.get("hooks")
-    if (hooks is not None and hooks.value.kind == "object" and not hooks.value.members
-            and jsonstyle.bare(text, hooks.value)):
-        text = jsonstyle.remove_member(text, root, "hooks")
+    if record is None:
+        text, root = _drop_emptied(agent, text, root, found)
+        hooks = root.get("hooks")
+        if (hooks is not None and hooks.value.kind == "object" and not hooks.value.members
+                and jsonstyle.bare(text, hooks.value)):
+            text = jsonstyle.remove_member(text, root, "hooks")
+        return Result(text, REMOVED, removed=list(found))
+    text, root = _take_back(agent, text, root, record.created)
+    if record.file != record_mod.EXISTED and jsonstyle.empty_document(text, root):
+        if record.file == record_mod.ABSENT:
+            return Result(None, REMOVED, removed=list(found), delete=True)
+        text = record.blank
     return Result(text, REMOVED, removed=list(found))
