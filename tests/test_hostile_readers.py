@@ -131,17 +131,17 @@ def test_an_agents_statement_cannot_take_the_servers_memory(mcp, captured):
     whose values together pass MAX_FETCH_BYTES are refused with AQL0502 before they are held
     (the answer is cut to a megabyte anyway); a statement within both still answers, and the
     session goes on."""
-    from attemptdb.readers import mcp_server
+    from attemptdb.readers import bounded, mcp_server
     call, _ = mcp
-    for statement in (f"SELECT randomblob({mcp_server.MAX_VALUE_BYTES + 1}) AS b",
-                      f"SELECT zeroblob({mcp_server.MAX_VALUE_BYTES // 2}) AS b FROM (VALUES (1), (2), (3), (4), (5))"):
+    for statement in (f"SELECT randomblob({bounded.MAX_VALUE_BYTES + 1}) AS b",
+                      f"SELECT zeroblob({bounded.MAX_VALUE_BYTES // 2}) AS b FROM (VALUES (1), (2), (3), (4), (5))"):
         got = call("query", {"statement": statement})
         assert got.get("isError") and "AQL0502" in got["content"][0]["text"], got
     ok = call("query", {"statement": "SELECT length(zeroblob(1000000)) AS n, count(*) AS c FROM tool_calls"})
     assert not ok.get("isError") and ok["structuredContent"]["rows"] == [{"n": 1000000, "c": 2}]
     reader = mcp_server.Reader(captured[0])
     with pytest.raises(Exception) as e:
-        reader.call("query", {"statement": f"SELECT zeroblob({mcp_server.MAX_VALUE_BYTES // 2}) AS b "
+        reader.call("query", {"statement": f"SELECT zeroblob({bounded.MAX_VALUE_BYTES // 2}) AS b "
                                            "FROM (VALUES (1), (2), (3), (4), (5))"})
     assert getattr(e.value, "code", None) == "AQL0502"
     reader.close()

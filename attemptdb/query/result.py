@@ -145,15 +145,23 @@ def fetch(conn, sql, params=()):
     return cols, rows
 
 
+def value_bytes(row) -> int:
+    """The text and BLOB size of one row (what a fetch bound counts)."""
+    return sum(len(v) for v in row if v.__class__ is str or v.__class__ is bytes)
+
+
+def fetch_refusal(max_bytes: int) -> str:
+    """The AQL0502 message of a statement whose rows would hold more than `max_bytes`."""
+    return (f"the answer holds more than {max_bytes // (1 << 20)} MiB of text and BLOB values; "
+            "select fewer rows or shorter values (substr, length)")
+
+
 def _within(cursor, limit: int) -> list:
     rows, left = [], limit
     for r in cursor:
-        for v in r:
-            if v.__class__ is str or v.__class__ is bytes:
-                left -= len(v)
+        left -= value_bytes(r)
         if left < 0:
-            raise AQLError("AQL0502", f"the answer holds more than {limit // (1 << 20)} MiB of text and BLOB "
-                           "values; select fewer rows or shorter values (substr, length)")
+            raise AQLError("AQL0502", fetch_refusal(limit))
         rows.append(r)
     return rows
 

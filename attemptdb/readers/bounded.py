@@ -18,6 +18,10 @@ Invariants:
   counted in `values_cut` and said in a note (`substr(column, start, length)` reads the rest);
   rows after the first whose JSON would take the answer past MAX_ANSWER_CHARS are left out,
   and the answer says `truncated`.
+- What a statement may make a reader hold before any of that is bounded too: no text or BLOB
+  longer than MAX_VALUE_BYTES (SQLite's SQLITE_LIMIT_LENGTH on the reader's connection) and no
+  more than a fetch budget of text and BLOB bytes (query.result.value_bytes) in one statement's
+  rows; past either, AQL0502 (query.result.fetch_refusal).
 """
 
 import math
@@ -34,6 +38,12 @@ MAX_VALUE_CHARS = 16 * 1024
 MAX_LIST_ITEMS = 1000
 MAX_ANSWER_CHARS = 1024 * 1024
 CUT_MARK = "…[cut]"
+MAX_VALUE_BYTES = 64 << 20
+"""The longest text or BLOB a reader's statement may build or read (SQLITE_LIMIT_LENGTH): a stored
+value is at most a 64 MiB line; `randomblob(1e9)` is refused (AQL0502), not allocated."""
+MAX_FETCH_BYTES = 128 << 20
+"""The text and BLOB bytes one statement's rows may hold in the MCP reader (query.result.bound_fetches)
+before its answer is cut to MAX_ANSWER_CHARS; the web UI's budget is smaller (web.limits)."""
 _BOUNDABLE = ("SELECT", "WITH", "VALUES")
 
 
@@ -52,6 +62,12 @@ def bounded_sql(text: str, limit: int) -> str | None:
     if body.endswith(";"):
         body = body[:-1]
     return f"SELECT * FROM (\n{body}\n) LIMIT {int(limit) + 1}"
+
+
+def value_refusal(max_bytes: int = MAX_VALUE_BYTES) -> str:
+    """The AQL0502 message of a statement that would build a text or BLOB past SQLITE_LIMIT_LENGTH."""
+    return (f"a text or BLOB value would be longer than {max_bytes // (1 << 20)} MiB; "
+            "select a shorter one (substr, length)")
 
 
 def json_safe(value):

@@ -36,12 +36,6 @@ MCP_EXTRA = ("mcp",)
 INSTALL_MCP = ("add the mcp extra: from a checkout pip install '.[mcp]'; under pipx: "
                f"pipx inject attemptdb {' '.join(MCP_EXTRA)}")
 MAX_SUBJECT_CHARS = 200
-MAX_VALUE_BYTES = 64 << 20
-"""The longest text or BLOB a statement may build or read here (SQLITE_LIMIT_LENGTH): a stored
-value is at most a 64 MiB line; `randomblob(1e9)` is refused (AQL0502), not allocated."""
-MAX_FETCH_BYTES = 128 << 20
-"""The text and BLOB bytes the rows of one statement may hold before the answer is cut to
-bounded.MAX_ANSWER_CHARS (query.result.bound_fetches); past it AQL0502."""
 HOUSEKEEPING_EVERY_S = 1.0
 
 INSTRUCTIONS = (
@@ -151,8 +145,8 @@ class Reader:
             conn, gate = connect(self.path)
             conn.authorizer = content.authorizer(gate, self.include_content)
             # what an agent's statement may make SQLite build (one value) and hold (its rows)
-            conn.limit(apsw.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-            bound_fetches(conn, MAX_FETCH_BYTES)
+            conn.limit(apsw.SQLITE_LIMIT_LENGTH, bounded.MAX_VALUE_BYTES)
+            bound_fetches(conn, bounded.MAX_FETCH_BYTES)
             self.conn, self.gate = conn, gate
         now = time.monotonic()
         if self.before_read is not None and now - self._last_housekeeping >= HOUSEKEEPING_EVERY_S:

@@ -6,7 +6,8 @@ Invariants: a hook does nothing for a Datasette instance `serve.build` did not c
 `attemptdb_ui` attribute); pages read through Datasette's read connection of the AttemptDB
 database (read-only, content hidden unless asked: serve.ReadOnlyDatabase) or, for a recipe
 Datasette cannot run, through the engine of `attempt query` on an apsw read-only connection
-with the same content rule; every value reaches the page through Jinja's autoescaping or the
+with the same content rule and the same bounds (limits: AQL0502 past them, a 400 on the plugin's
+pages); every value reaches the page through Jinja's autoescaping or the
 DOM's textContent, never as markup; the pages run no inline script of their own (Needs You's
 is served as `needs-you.js`) under a Content-Security-Policy that allows none (PAGE_CSP); an
 unknown id or recipe is a 404, never an exception.
@@ -21,12 +22,12 @@ import threading
 import time
 
 from datasette import hookimpl
-from datasette.utils.asgi import NotFound, Response
+from datasette.utils.asgi import BadRequest, NotFound, Response
 
 from ...errors import AttemptError
 from ...query.errors import AQLError
 from .. import bounded, content
-from . import metadata, pages, policy
+from . import limits, metadata, pages, policy
 
 PREFIX = "/-/attemptdb"
 _ID = r"(?P<ident>[A-Za-z0-9_-]{1,80})"
@@ -92,7 +93,10 @@ async def _read(datasette, fn, *args):
     cfg = _config(datasette)
     await asyncio.to_thread(cfg.refresh)
     db = datasette.get_database(cfg.db_name)
-    return await db.execute_fn(lambda conn: fn(conn, *args))
+    try:
+        return await db.execute_fn(lambda conn: fn(conn, *args))
+    except limits.AnswerTooLarge as e:
+        raise BadRequest(str(e)) from None
 
 
 async def _page(datasette, request, template, **context):
@@ -152,13 +156,19 @@ async def attempt_page(datasette, request):
 
 
 def _run_recipe(cfg: UIConfig, statement: str) -> dict:
+    import apsw
+
+    from ...query.result import bound_fetches
     from ...store.readonly import connect
     cfg.refresh()
     conn, gate = connect(cfg.path)
     try:
         conn.authorizer = content.authorizer(gate, cfg.include_content)
+        conn.limit(apsw.SQLITE_LIMIT_LENGTH, limits.MAX_VALUE_BYTES)  # the bounds of every UI read
+        bound_fetches(conn, limits.MAX_FETCH_BYTES)
         return bounded.run(conn, statement, gate=gate)
     finally:
+        bound_fetches(conn, None)
         conn.close()
 
 

@@ -6,14 +6,17 @@ Invariants:
   (attemptdb.store.readonly.Gate) behind the content wall (readers.content: content reads as NULL
   unless `--include-content`); a write connection is never opened (`connect(write=True)`
   raises), downloads of the file are off, and no canned query is a write.
+- What one request may make the server hold is bounded on every connection (limits: no text or
+  BLOB past SQLITE_LIMIT_LENGTH, no statement's rows past a fetch budget; AQL0502 past either).
 - Only GET and HEAD reach Datasette: every other method is 405, before any view runs.
 - Every request carries the access token printed at start-up (as `?token=`, which is turned
   into a cookie and stripped by a redirect, or as that cookie); others get 403. So other
   accounts on the machine, and web pages that rebind a name to 127.0.0.1, read nothing. On
   loopback the Host header must name the loopback address too (`name` or `name:port`, nothing
   else after the colon).
-- Every response says: never framed (`frame-ancestors 'none'`, X-Frame-Options), never
-  sniffed (nosniff), no referrer, nothing loaded from or sent to another origin (CSP). The
+- Every response, uvicorn's own 400 for a request it cannot read too (http_protocol), says:
+  never framed (`frame-ancestors 'none'`, X-Frame-Options), never sniffed (nosniff), no
+  referrer, nothing loaded from or sent to another origin (CSP). The
   plugin's pages allow no inline script (plugin.PAGE_CSP); Datasette's own need theirs (policy.CSP).
 - The token's redirect only leads to a path of this server (never `//host/…`).
 - Listening anywhere but loopback needs `allow_remote` (the command's explicit flag) and is
@@ -44,6 +47,8 @@ SETTINGS = {
     "num_sql_threads": 3,
 }
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+BAD_REQUEST = ("bad request: this server could not read it (not HTTP/1.1, or a request line or headers "
+               "too long)\n")
 
 
 def require_datasette():
@@ -84,7 +89,9 @@ def _database_class():
 
             from ...store.readonly import Gate
             from .. import content
-            conn = sqlite3.connect(_uri(self.path), uri=True, check_same_thread=False)
+            from . import limits
+            conn = sqlite3.connect(_uri(self.path), uri=True, check_same_thread=False, factory=limits.Connection)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.MAX_VALUE_BYTES)  # limits: what a request holds
             # trusted_schema stays as the system SQLite sets it: before 3.41 the JSON functions the
             # views call were not marked innocuous (OFF would refuse every view). The authorizer
             # refuses the harmful functions (load_extension, readfile, writefile, edit) instead.
@@ -231,6 +238,27 @@ class Guard:
         return await self.app(scope, receive, self._secured(send))
 
 
+def http_protocol():
+    """uvicorn's h11 protocol, whose own answer to a request it cannot read (a request line or
+    headers past h11's limit, a line that is not HTTP/1.1) carries the security headers as every
+    other answer does: uvicorn writes that 400 itself, before any ASGI app (the Guard) is called.
+    h11 always, even where httptools is installed: h11 refuses a head it has buffered past 16 KiB
+    without its end; httptools' protocol holds a request line of any length."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            body = BAD_REQUEST.encode("ascii")
+            head = [b"HTTP/1.1 400 Bad Request", b"connection: close"] + [
+                k + b": " + v for k, v in _with_security_headers([
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode("ascii")), (b"cache-control", b"no-store")])]
+            self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+            self.transport.close()
+
+    return Protocol
+
+
 def _check_port(host: str, port: int) -> None:
     """A coded error now rather than the web server's log line after start-up."""
     import socket
@@ -264,4 +292,4 @@ def serve(ds, *, host: str = "127.0.0.1", port: int = 8001, allow_remote: bool =
     if open_browser:
         import webbrowser
         webbrowser.open(url)
-    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on", http=http_protocol())
