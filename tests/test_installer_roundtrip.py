@@ -8,7 +8,7 @@ import os
 import pytest
 from test_installer import EXE, REAL, STYLES, make_home, styled
 
-from attemptdb.installer import agents, fileops, install, merge
+from attemptdb.installer import agents, fileops, install, jsonstyle, mcpconfig, mcpentry, merge
 
 PROVIDERS = sorted(REAL)
 
@@ -281,3 +281,181 @@ def test_a_record_that_cannot_be_trusted_is_no_record(home, tmp_path, planted):
     assert doc == {"version": 1, "hooks": REAL["cursor"]["hooks"]}  # as an older install's uninstall did
     assert not os.path.lexists(rec)
     assert json.loads(elsewhere.read_text())["file"] == "absent"
+
+
+# --- `--mcp`: the MCP server's config ------------------------------------------------------------
+
+MCP_JSON = ["claude_code", "cursor", "gemini_cli"]  # Codex's config.toml: a marked block, see test_installer_mcp
+THEIRS = {"command": "npx", "args": ["@playwright/mcp@latest"]}
+
+
+def _mcp_path(provider):
+    return mcpentry.config_path(agents.AGENTS[provider])
+
+
+def _write_at(path, data: bytes) -> str:
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _register(provider, exe=EXE, remove=False, dry_run=False):
+    r = mcpconfig.register([provider], executable=exe, remove=remove, dry_run=dry_run)[0]
+    assert not r.failed, r.error
+    return r
+
+
+def _ours(provider, path):
+    """(our hooks, our MCP server) in the config at `path`."""
+    agent = agents.AGENTS[provider]
+    root = merge.parse_config(agent, jsonstyle.decode(_read(path)))
+    server = root.to_python().get("mcpServers", {}).get("attemptdb")
+    return bool(merge.find_ours(agent, root)), mcpentry.is_ours(server)
+
+
+@pytest.mark.parametrize("style", ["2sp", "crlf-tab-no-final"])
+@pytest.mark.parametrize("provider", MCP_JSON)
+def test_an_empty_mcpservers_the_user_had_survives_mcp_install_then_uninstall(home, provider, style):
+    """`hook uninstall --mcp` dropped the user's own `"mcpServers": {}`."""
+    make_home(home, provider)
+    path = _mcp_path(provider)
+    original = styled({"numStartups": 3, "mcpServers": {}}, **STYLES[style])
+    _write_at(path, original)
+    before = _listing(path)
+    assert _register(provider).outcome == merge.INSTALLED
+    assert json.loads(_read(path))["mcpServers"]["attemptdb"]["args"] == ["mcp"]
+    assert _register(provider, remove=True).outcome == merge.REMOVED
+    assert _read(path) == original
+    assert _listing(path) == before  # and no record left beside it
+
+
+@pytest.mark.parametrize("provider", MCP_JSON)
+def test_an_mcp_config_file_install_created_is_removed_by_uninstall(home, provider):
+    """It stayed behind as `{}` (e.g. ~/.cursor/mcp.json). One the user wrote to meanwhile stays,
+    with what they wrote; an `mcpServers` install created that they added a server to stays."""
+    make_home(home, provider)
+    path = _mcp_path(provider)
+    before = _listing(path)
+    _register(provider)
+    assert os.path.isfile(path)
+    dry = _register(provider, remove=True, dry_run=True)
+    assert dry.outcome == merge.REMOVED and any("would remove" in n for n in dry.notes)
+    assert os.path.isfile(path)
+    r = _register(provider, remove=True)
+    assert r.outcome == merge.REMOVED and any("install had created it" in n for n in r.notes)
+    assert not os.path.exists(path)
+    assert _listing(path) == before
+    assert fileops.backups(path)  # the bytes it held are kept, as for every change
+
+    _register(provider)
+    doc = json.loads(_read(path))
+    doc["mcpServers"]["playwright"] = THEIRS
+    _write_at(path, json.dumps({"zz_user": True, **doc}, indent=2).encode())
+    _register(provider, remove=True)
+    assert json.loads(_read(path)) == {"zz_user": True, "mcpServers": {"playwright": THEIRS}}
+
+
+@pytest.mark.parametrize("provider", MCP_JSON)
+def test_an_existing_empty_or_blank_mcp_config_stays(home, provider):
+    for original in (b"{}\n", b"", b"  \n", b"\xef\xbb\xbf{}"):
+        make_home(home, provider)
+        path = _write_at(_mcp_path(provider), original)
+        before = _listing(path)
+        _register(provider)
+        _register(provider, remove=True)
+        assert _read(path) == original, original
+        assert _listing(path) == before
+
+
+GEMINI_ORIGINALS = {
+    "none": None,
+    "empty-object": b"{}\n",
+    "empty-file": b"",
+    "jsonc": b'{\n  // mine\n  "theme": "GitHub",\n  "general": {"vimMode": true} /* on */\n}',
+    "own-empties": b'{\r\n\t"hooks": {},\r\n\t"mcpServers": {}\r\n}\r\n',
+}
+INSTALLS = {"hooks": lambda: _install("gemini_cli"), "mcp": lambda: _register("gemini_cli")}
+UNINSTALLS = {"hooks": lambda: _uninstall("gemini_cli"), "mcp": lambda: _register("gemini_cli", remove=True)}
+ORDERS = [  # each install before its uninstall
+    [("install", "hooks"), ("install", "mcp"), ("uninstall", "hooks"), ("uninstall", "mcp")],
+    [("install", "hooks"), ("install", "mcp"), ("uninstall", "mcp"), ("uninstall", "hooks")],
+    [("install", "mcp"), ("install", "hooks"), ("uninstall", "hooks"), ("uninstall", "mcp")],
+    [("install", "mcp"), ("install", "hooks"), ("uninstall", "mcp"), ("uninstall", "hooks")],
+    [("install", "hooks"), ("uninstall", "hooks"), ("install", "mcp"), ("uninstall", "mcp")],
+    [("install", "mcp"), ("uninstall", "mcp"), ("install", "hooks"), ("uninstall", "hooks")],
+]
+
+
+@pytest.mark.parametrize("order", ORDERS, ids=lambda o: "-".join(w[0] + w[1][0] for w in o))
+def test_gemini_settings_holding_hooks_and_mcp_come_back_whatever_the_order(home, order):
+    """Gemini CLI's settings.json holds both our hooks and our MCP server, both installs write
+    it, and one record lists what each created: each uninstall takes back only its own parts,
+    and the file goes only when neither left anything in it."""
+    make_home(home, "gemini_cli")
+    path = agents.AGENTS["gemini_cli"].config_path()
+    assert _mcp_path("gemini_cli") == path
+    for name, original in GEMINI_ORIGINALS.items():
+        if original is not None:
+            _write_at(path, original)
+        before = _listing(path)
+        live = set()
+        for step, which in order:
+            (INSTALLS if step == "install" else UNINSTALLS)[which]()
+            live.symmetric_difference_update({which})
+            if live:  # the other install's entries are still there, and the file with them
+                assert _ours("gemini_cli", path) == ("hooks" in live, "mcp" in live), name
+        if original is None:
+            assert not os.path.exists(path), name
+        else:
+            assert _read(path) == original, name
+        assert _listing(path) == before, name  # no record left beside it
+        if original is not None:
+            os.unlink(path)
+
+
+def test_gemini_what_the_user_took_out_by_hand_is_not_taken_back_for_it(home):
+    """The other install's part of the record counts only while its entries are there: a
+    settings.json install created, with the hooks taken out by hand, goes with the MCP server's
+    uninstall; one whose MCP server the user took out by hand (leaving `{}`) is theirs, and the
+    hooks' install then uninstall leaves it."""
+    make_home(home, "gemini_cli")
+    path = agents.AGENTS["gemini_cli"].config_path()
+    before = _listing(path)
+    _install("gemini_cli")
+    _register("gemini_cli")
+    doc = jsonstyle.parse(jsonstyle.decode(_read(path)), allow_comments=True).to_python()
+    del doc["hooks"]
+    _write_at(path, json.dumps(doc, indent=2).encode())
+    assert _uninstall("gemini_cli").outcome == merge.NOT_INSTALLED
+    _register("gemini_cli", remove=True)
+    assert not os.path.exists(path) and _listing(path) == before
+
+    _register("gemini_cli")
+    _write_at(path, b"{}\n")  # our server taken out by hand: what is left is the user's
+    _install("gemini_cli")
+    _uninstall("gemini_cli")
+    assert _read(path) == b"{}\n"
+    assert _listing(path) == before + ["settings.json"]
+
+
+@pytest.mark.parametrize("original", [None, b'{\n  "hooks": {},\n  "mcpServers": {}\n}\n'])
+def test_the_cli_round_trip_with_mcp_gives_back_gemini_and_cursor_configs(home, original):
+    from conftest import run_attempt
+    make_home(home, "cursor", "gemini_cli")
+    gemini, cursor = agents.AGENTS["gemini_cli"].config_path(), _mcp_path("cursor")
+    if original is not None:
+        _write_at(gemini, original)
+        _write_at(cursor, original.replace(b'  "hooks": {},\n', b""))
+    before = {p: _listing(p) for p in (gemini, cursor)}
+    env = {"HOME": str(home)}
+    p = run_attempt(["hook", "install", "-p", "cursor", "-p", "gemini-cli", "--mcp", "--no-verify"], env=env)
+    assert p.returncode == 0, p.stderr
+    assert _ours("gemini_cli", gemini) == (True, True)
+    p = run_attempt(["hook", "uninstall", "-p", "cursor", "-p", "gemini-cli", "--mcp"], env=env)
+    assert p.returncode == 0, p.stderr
+    for path in (gemini, cursor):
+        if original is None:
+            assert not os.path.exists(path)
+        else:
+            assert _read(path) == (original if path == gemini else original.replace(b'  "hooks": {},\n', b""))
+        assert _listing(path) == before[path]

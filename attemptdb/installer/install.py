@@ -5,7 +5,9 @@ written when the merge changes nothing (no write, no backup — a second install
 a change is backed up and written atomically through symlinks; what install created is
 recorded beside the config after the write (see `record`) and uninstall takes back exactly
 that, so install then uninstall gives back the bytes before (a file install created is
-removed, after a backup, once nothing else is in it); a malformed config is
+removed, after a backup, once nothing else is in it); `recording` / `unrecording` do the same
+for the MCP server's JSON configs (attemptdb.installer.mcpconfig), in the one record per file
+both installs share (Gemini CLI's settings.json); a malformed config is
 reported as `failed` with a coded error and left untouched; `dry_run` computes everything
 and writes nothing (no lock file, no directory, no backup). Directories are created only
 for detected agents. For Codex, `config.toml` gets the minimal feature-flag edit of
@@ -17,7 +19,7 @@ import os
 
 from ..errors import AttemptError
 from . import agents as agents_mod
-from . import codexconfig, fileops, jsonstyle, merge, record
+from . import codexconfig, fileops, jsonstyle, mcpentry, merge, record
 from .command import Executable, find_hook_executable
 
 FAILED = "failed"
@@ -102,7 +104,7 @@ def _write(path, before, new_text, dry_run):
     return bak
 
 
-def _edit(path, plan, dry_run, after=None):
+def edit(path, plan, dry_run, after=None):
     """Read → plan(text) → write (or remove, `res.delete`) → after(res), under the config's
     lock (no lock, no write and no `after` for a dry run)."""
     if dry_run:
@@ -123,30 +125,78 @@ def _edit(path, plan, dry_run, after=None):
     return res, bak
 
 
-def _plan_install(agent, path, command):
-    """(plan(text), after(res), notes) for install: the merge given the record of earlier
-    installs, then the record of what this one created (a fresh install's starts anew)."""
+def present(agent, path, text) -> set:
+    """The installs (record.HOOKS, record.MCP) whose entries the config at `path` holds in
+    `text`: a file holds the hooks' when it is the agent's hooks config, the MCP server's when
+    it is its MCP config (Gemini CLI's settings.json is both)."""
+    out = set()
+    if text is None:
+        return out
+    if path == agent.config_path():
+        try:
+            root = merge.parse_config(agent, text)
+        except AttemptError:
+            root = None
+        if root is not None and merge.find_ours(agent, root):
+            out.add(record.HOOKS)
+    if path == mcpentry.config_path(agent) and mcpentry.registered(agent, text):
+        out.add(record.MCP)
+    return out
+
+
+def _now(res, text):
+    """What the config holds once `res` is applied to `text` (None: no file)."""
+    return None if res.delete else (text if res.text is None else res.text)
+
+
+def recording(agent, path, owner, plan_fn, fresh_fn):
+    """(plan(text), after(res), notes) for `owner`'s install (record.HOOKS, record.MCP): the
+    plan, then the record of what it created (`res.created`; `fresh_fn(res)`: none of its
+    entries was there), written beside the config after it."""
     notes, seen = [], {}
 
     def plan(text):
         seen["prior"] = record.load(path)
         seen["text"] = text
-        return merge.plan_install(agent, text, command)
+        return plan_fn(text)
 
     def after(res):
         if not res.changed:
             return
         prior = seen["prior"]
-        if not res.removed:  # none of ours was there: what is there now is the user's
-            new = record.Record.before(seen["text"], res.created)
-        elif prior is None:  # a reinstall over an older install's entries: still unknown
-            return
-        else:
-            new = prior.adding(res.created)
-        if new != prior:
+        new = record.after_install(prior, owner, seen["text"], res.created, fresh_fn(res),
+                                   present(agent, path, _now(res, seen["text"])))
+        if new is not None and new != prior:
             record.save_quietly(path, new, notes)
 
     return plan, after, notes
+
+
+def unrecording(agent, path, owner, plan_fn):
+    """(plan(text), after(res), notes) for `owner`'s uninstall: `plan_fn(text, record)`, then
+    the record less what it listed for `owner` (none once no other install's entries are
+    left)."""
+    notes, seen = [], {}
+
+    def plan(text):
+        seen["prior"] = record.load(path)
+        seen["text"] = text
+        return plan_fn(text, seen["prior"])
+
+    def after(res):  # our entries are out (or were gone): nothing of ours left to take back
+        prior = seen["prior"]
+        new = record.after_uninstall(prior, owner, present(agent, path, _now(res, seen["text"])))
+        if (new is None and os.path.lexists(record.record_path(path))) or (new is not None and new != prior):
+            record.save_quietly(path, new, notes)
+
+    return plan, after, notes
+
+
+def _plan_install(agent, path, command):
+    """(plan(text), after(res), notes) for install: the merge given the record of earlier
+    installs, then the record of what this one created (a fresh install's starts anew)."""
+    return recording(agent, path, record.HOOKS, lambda text: merge.plan_install(agent, text, command),
+                     lambda res: not res.removed)
 
 
 def _codex_settings(agent, action, plan_fn, dry_run):
@@ -219,7 +269,7 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
         try:
             if not dry_run:
                 fileops.make_parent(path)
-            res, bak = _edit(path, plan, dry_run, after)
+            res, bak = edit(path, plan, dry_run, after)
         except AttemptError as e:
             a.outcome, a.error = FAILED, (e.code, e.message)
             continue
@@ -251,17 +301,10 @@ def uninstall(providers=None, *, dry_run=False) -> Report:
         if not os.path.isdir(os.path.dirname(path)):
             a.outcome, a.reason = merge.NOT_INSTALLED, "no config"
             continue
-        notes = []
-
-        def plan(text):
-            return merge.plan_uninstall(agent, text, record=record.load(path))
-
-        def after(res):  # our entries are out (or were gone): nothing left to take back
-            if os.path.lexists(record.record_path(path)):
-                record.save_quietly(path, None, notes)
-
+        plan, after, notes = unrecording(
+            agent, path, record.HOOKS, lambda text, rec: merge.plan_uninstall(agent, text, record=rec))
         try:
-            res, bak = _edit(path, plan, dry_run, after)
+            res, bak = edit(path, plan, dry_run, after)
         except AttemptError as e:
             a.outcome, a.error = FAILED, (e.code, e.message)
             continue

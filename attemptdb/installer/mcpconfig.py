@@ -17,7 +17,12 @@ an `attempt` executable, or this package's `__main__.py`, with `mcp`) — an `at
 someone else wrote is reported as failed and left alone; every other byte of the file stays
 (JSON: jsonstyle splices; TOML: our table is one marked block, edited line by line and
 re-parsed to prove nothing else moved); a malformed config is failed and untouched;
-`dry_run` writes nothing. Install then uninstall gives back the original bytes.
+`dry_run` writes nothing. Install then uninstall gives back the original bytes: a JSON config
+is edited with the hooks' `install.edit` and what install created in it (`mcpServers`, the file
+itself) is recorded beside it (attemptdb.installer.record, under record.MCP: Gemini CLI's
+settings.json has one record for both installs, and each uninstall takes back only its own
+parts); a user's own `mcpServers`, even empty, stays, and a file install created goes once
+nothing else is in it. Codex's config.toml needs no record: our table is a marked block.
 """
 
 import json
@@ -27,12 +32,12 @@ import tomllib
 
 from ..errors import AttemptError
 from . import agents as agents_mod
-from . import codexconfig, fileops, jsonstyle
-from .command import Executable, command_basename, find_executable, is_python
+from . import codexconfig, fileops, install, jsonstyle, merge, record
+from .command import Executable, find_executable
 from .install import FAILED, SKIPPED, Action
+from .mcpentry import CREATED_SERVERS, NAME, config_path, is_ours, server_entry, servers_member
 from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, same_value
 
-NAME = "attemptdb"
 TOML_MARK = "# added by attemptdb (mcp)"
 TOML_HEADER = f"[mcp_servers.{NAME}]  {TOML_MARK}"
 _OUR_KEY = re.compile(r"\s*(command|args)\s*=")
@@ -46,75 +51,33 @@ class NameTaken(AttemptError):
                          "AttemptDB's; left untouched (rename or remove it, then install again)", exit_status=1)
 
 
-def config_path(agent) -> str:
-    if agent.provider == "claude_code":
-        d = agents_mod.env_dir("CLAUDE_CONFIG_DIR")
-        return os.path.join(d, ".claude.json") if d else os.path.join(os.path.expanduser("~"), ".claude.json")
-    if agent.provider == "codex":
-        return agent.settings_path()
-    if agent.provider == "cursor":
-        return os.path.join(agent.home()[0], "mcp.json")
-    return agent.config_path()  # Gemini CLI: settings.json holds hooks and mcpServers
-
-
-def server_entry(agent, exe: Executable) -> dict:
-    """Our server entry: the `attempt` the hooks call, with `mcp`."""
-    args = list(exe.argv[1:]) + ["mcp"]
-    if agent.provider == "claude_code":
-        return {"type": "stdio", "command": exe.argv[0], "args": args}
-    return {"command": exe.argv[0], "args": args}
-
-
-def is_ours(entry) -> bool:
-    """An entry that runs `attempt … mcp` or `<python> -I …/attemptdb/__main__.py mcp`."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-        return False
-    args = entry.get("args") or []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args) or "mcp" not in args:
-        return False
-    name = command_basename(entry["command"])
-    if name in ("attempt", "attempt.exe"):
-        return args[0] == "mcp"
-    return (is_python(name) and len(args) >= 3 and args[0] == "-I"
-            and args[1].replace("\\", "/").endswith("/attemptdb/__main__.py") and args[2] == "mcp")
-
-
 class Plan:
-    __slots__ = ("text", "outcome")
+    """`text` (None = unchanged), `outcome`, the parts install `created` (record.Record's, JSON
+    only) and `delete`: the file goes (uninstall of a JSON config install created)."""
 
-    def __init__(self, text, outcome):
+    __slots__ = ("text", "outcome", "created", "delete")
+
+    def __init__(self, text, outcome, created=(), delete=False):
         self.text, self.outcome = text, outcome
+        self.created, self.delete = list(created), delete
 
     @property
     def changed(self):
-        return self.text is not None
+        return self.text is not None or self.delete
 
 
 # --- JSON configs (Claude Code, Cursor, Gemini CLI) -------------------------------------------
 
-def _servers(text, allow_comments, where):
-    """(root, the mcpServers member or None); None root for a missing or blank file."""
-    if text is None or not text.lstrip(jsonstyle.BOM).strip():
-        return None, None
-    root = jsonstyle.parse(text, allow_comments=allow_comments)
-    if root.kind != "object":
-        raise jsonstyle.JSONStyleError("installer.config_shape", f"{where}: the top level is not a JSON object; "
-                                       "refusing to modify it")
-    servers = root.get("mcpServers")
-    if servers is not None and servers.value.kind != "object":
-        raise jsonstyle.JSONStyleError("installer.config_shape", f'{where}: "mcpServers" is not an object; '
-                                       "refusing to modify it")
-    return root, servers
-
-
 def plan_install_json(text, entry: dict, *, allow_comments=False, where="the config") -> Plan:
-    root, servers = _servers(text, allow_comments, where)
+    root, servers = servers_member(text, allow_comments, where)
     if root is None:
         prefix = jsonstyle.BOM if text and text.startswith(jsonstyle.BOM) else ""
-        return Plan(prefix + jsonstyle.render_document({"mcpServers": {NAME: entry}}), INSTALLED)
+        return Plan(prefix + jsonstyle.render_document({"mcpServers": {NAME: entry}}), INSTALLED,
+                    created=[CREATED_SERVERS])
     style = jsonstyle.detect_style(text, root)
     if servers is None:
-        return Plan(jsonstyle.insert_member(text, root, None, "mcpServers", {NAME: entry}, style), INSTALLED)
+        return Plan(jsonstyle.insert_member(text, root, None, "mcpServers", {NAME: entry}, style), INSTALLED,
+                    created=[CREATED_SERVERS])
     obj = servers.value
     names = [m.key for m in obj.members]
     if NAME not in names:
@@ -126,17 +89,22 @@ def plan_install_json(text, entry: dict, *, allow_comments=False, where="the con
         return Plan(None, CURRENT)
     at = names.index(NAME)
     text = jsonstyle.remove_member(text, obj, NAME)
-    _, servers = _servers(text, allow_comments, where)
+    _, servers = servers_member(text, allow_comments, where)
     return Plan(jsonstyle.insert_member(text, servers.value, at, NAME, entry, style), UPDATED)
 
 
-def plan_uninstall_json(text, *, allow_comments=False, where="the config") -> Plan:
-    root, servers = _servers(text, allow_comments, where)
+def plan_uninstall_json(text, *, allow_comments=False, where="the config", rec=None) -> Plan:
+    """Take our entry out, then what install created for it (`rec`: record.Record; None, or
+    one that does not list the MCP install, when unknown: an `mcpServers` only ours filled)."""
+    root, servers = servers_member(text, allow_comments, where)
     member = servers.value.get(NAME) if servers is not None else None
     if member is None or not is_ours(member.value.to_python()):
         return Plan(None, NOT_INSTALLED)
     text = jsonstyle.remove_member(text, servers.value, NAME)
-    root, servers = _servers(text, allow_comments, where)
+    root, servers = servers_member(text, allow_comments, where)
+    if rec is not None and rec.knows(record.MCP):
+        text, delete = merge.take_back(text, root, rec, record.MCP, allow_comments)
+        return Plan(text, REMOVED, delete=delete)
     if not servers.value.members:
         text = jsonstyle.remove_member(text, root, "mcpServers")
     return Plan(text, REMOVED)
@@ -272,16 +240,16 @@ class Registration(Action):
         return out
 
 
-def _plan(agent, text, entry, where):
+def _plan(agent, text, entry, where, rec=None):
     if agent.provider == "codex":
         return plan_install_toml(text, entry, where=where) if entry else plan_uninstall_toml(text, where=where)
     comments = agent.allow_comments
     if entry:
         return plan_install_json(text, entry, allow_comments=comments, where=where)
-    return plan_uninstall_json(text, allow_comments=comments, where=where)
+    return plan_uninstall_json(text, allow_comments=comments, where=where, rec=rec)
 
 
-def _apply(agent, path, entry, dry_run):
+def _apply_toml(agent, path, entry, dry_run):
     """Read, plan, write (under the lock unless dry-run); returns (plan, backup)."""
     def read():
         data = fileops.read_config(path)
@@ -303,6 +271,24 @@ def _apply(agent, path, entry, dry_run):
     return plan, bak
 
 
+def _apply(agent, path, entry, dry_run, notes):
+    """Read, plan, write (under the lock unless dry-run); returns (plan, backup). A JSON config
+    is edited as the hooks' (attemptdb.installer.install.edit) and what install created in it
+    is recorded beside it, in the record the hooks' install shares (Gemini CLI)."""
+    if agent.provider == "codex":
+        return _apply_toml(agent, path, entry, dry_run)
+    if entry:
+        plan, after, more = install.recording(agent, path, record.MCP, lambda text: _plan(agent, text, entry, path),
+                                              lambda res: res.outcome == INSTALLED)
+    else:
+        plan, after, more = install.unrecording(agent, path, record.MCP,
+                                                lambda text, rec: _plan(agent, text, None, path, rec))
+    try:
+        return install.edit(path, plan, dry_run, after)
+    finally:
+        notes.extend(more)
+
+
 def register(providers=None, *, dry_run=False, executable: Executable | None = None, remove=False) -> list:
     """Register (or with `remove`, unregister) our MCP server with the named agents (default:
     every detected agent for a registration, all four for a removal)."""
@@ -322,11 +308,13 @@ def register(providers=None, *, dry_run=False, executable: Executable | None = N
         try:
             if not dry_run:
                 fileops.make_parent(path)
-            plan, r.backup = _apply(agent, path, None if remove else server_entry(agent, exe), dry_run)
+            plan, r.backup = _apply(agent, path, None if remove else server_entry(agent, exe), dry_run, r.notes)
         except AttemptError as e:
             r.outcome, r.error = FAILED, (e.code, e.message)
             continue
         r.outcome = plan.outcome
+        if plan.delete:
+            r.notes.insert(0, f"{'would remove' if dry_run else 'removed'} {path}: install had created it")
         if plan.changed:
             r.notes.append(f"restart {agent.label} for the change to take effect"
                            + (" (it rewrites ~/.claude.json while it runs: close it first if the entry "

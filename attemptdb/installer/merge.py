@@ -11,7 +11,8 @@ Invariants (pure functions, no I/O):
   created (see `record`).
 - Given the record of what install created, uninstall takes back exactly those parts, each
   only while it is what install wrote (a container empty without a comment, the same value),
-  and the whole document when the file did not exist before and nothing else is left in it;
+  and the whole document when the file did not exist before and nothing else is left in it
+  (`take_back`, the MCP server's uninstall's too: only the parts its own install made);
   a part the user had, even empty, stays. Without a record (an older install) an event array
   our removal emptied is dropped, and an emptied `hooks` object — never one holding a comment
   (JSONC: the user's text). Install always drops an array of an event it does not subscribe
@@ -305,7 +306,7 @@ def _still_as_written(text, node, part) -> bool:
     return not (node.members if node.kind == "object" else node.items) and jsonstyle.bare(text, node)
 
 
-def _take_back(agent, text, root, created):
+def _take_back(text, root, created, allow_comments):
     """Remove each part install created that is still as install wrote it, innermost (and
     last made) first: the inverse of the inserts."""
     order = sorted(range(len(created)), key=lambda i: (-len(created[i]["path"]), -i))
@@ -315,13 +316,27 @@ def _take_back(agent, text, root, created):
         if m is None or not _still_as_written(text, m.value, part):
             continue
         text = jsonstyle.remove_member(text, obj, m.key)
-        root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+        root = jsonstyle.parse(text, allow_comments=allow_comments)
     return text, root
+
+
+def take_back(text, root, record, owner, allow_comments=False):
+    """(text, delete) once the parts `owner`'s install created (`record`) are taken back from a
+    document its entries are already out of: the file goes (`delete`) or gets its whitespace
+    back when it was not there (or blank) before and nothing else is left in it. Shared by the
+    hooks and the MCP server (attemptdb.installer.mcpconfig)."""
+    text, root = _take_back(text, root, record.parts(owner), allow_comments)
+    if record.file != record_mod.EXISTED and jsonstyle.empty_document(text, root):
+        if record.file == record_mod.ABSENT:
+            return None, True
+        return record.blank, False
+    return text, False
 
 
 def plan_uninstall(agent: Agent, text: str | None, record=None) -> Result:
     """Remove every subscription of ours from a config's text, and what install created for
-    them (`record`: record.Record; None when unknown: what only our entries filled)."""
+    them (`record`: record.Record; None, or one that does not list the hooks' install, when
+    unknown: what only our entries filled)."""
     root = parse_config(agent, text)
     if root is None:
         return Result(None, NOT_INSTALLED)
@@ -329,16 +344,12 @@ def plan_uninstall(agent: Agent, text: str | None, record=None) -> Result:
     if not found:
         return Result(None, NOT_INSTALLED)
     text, root, found = _strip_ours(agent, text, root)
-    if record is None:
+    if record is None or not record.knows(record_mod.HOOKS):
         text, root = _drop_emptied(agent, text, root, found)
         hooks = root.get("hooks")
         if (hooks is not None and hooks.value.kind == "object" and not hooks.value.members
                 and jsonstyle.bare(text, hooks.value)):
             text = jsonstyle.remove_member(text, root, "hooks")
         return Result(text, REMOVED, removed=list(found))
-    text, root = _take_back(agent, text, root, record.created)
-    if record.file != record_mod.EXISTED and jsonstyle.empty_document(text, root):
-        if record.file == record_mod.ABSENT:
-            return Result(None, REMOVED, removed=list(found), delete=True)
-        text = record.blank
-    return Result(text, REMOVED, removed=list(found))
+    text, delete = take_back(text, root, record, record_mod.HOOKS, agent.allow_comments)
+    return Result(text, REMOVED, removed=list(found), delete=delete)

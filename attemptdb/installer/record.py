@@ -1,17 +1,24 @@
-"""What `attempt hook install` created in an agent's config, so that `uninstall` takes back
-exactly that: the record `<config>.attemptdb.created`, beside the config (as its backups are).
+"""What `attempt hook install` and `attempt hook install --mcp` created in an agent's config,
+so that each uninstall takes back exactly that: the record `<config>.attemptdb.created`, beside
+the config (as its backups are). One record per config file: Gemini CLI's settings.json holds
+both our hooks and our MCP server, and both installs write it.
 
-Invariants: the record names only what install added — parts of the document that did not exist
-before it (`hooks`, an event array, Cursor's `"version": 1`, each with what install wrote there)
-and whether the file itself did not exist (or held only whitespace, kept to write back); a part
-the user had, even empty, is never named. A fresh install (no entry of ours in the config) starts
-a new record, since what is there then is the user's; a reinstall keeps what the first one
-created and adds what it created itself. The record is written only after the config was
-replaced, under the config's lock (never for a dry run, a no-op or a refused write), and removed
-by the uninstall that takes our entries out. A record that is missing, unreadable, malformed or
-a symbolic link is no record (an install by an older version): uninstall then drops what our
-entries alone filled, as it always did. It holds key names and whitespace, never a value of the
-user's.
+Invariants: the record names only what an install added — parts of the document that did not
+exist before it (`hooks`, an event array, Cursor's `"version": 1`, `mcpServers`, each with what
+install wrote there), listed under the install that made them (HOOKS, MCP: disjoint, and each
+uninstall takes back only its own) — and whether the file itself did not exist before the first
+of them (or held only whitespace, kept to write back); a part the user had, even empty, is
+never named. An install that finds none of its entries in the config (a fresh one) starts its
+own list anew, since what is there then is the user's; the other install's list and the file's
+state stay while that install's entries are still there, else the record starts anew. A
+reinstall keeps what the first one created and adds what it created itself. The record is
+written only after the config was replaced, under the config's lock (never for a dry run, a
+no-op or a refused write); an uninstall takes its own list out (and the record, once no other
+install's entries are left). The file goes only when the uninstall leaves nothing in it, so
+when both installs made it, only the second uninstall removes it. A record that is missing,
+unreadable, malformed or a symbolic link is no record, and an install it does not list was made
+by an older version: its uninstall then drops what its entries alone filled, as it always did.
+It holds key names and whitespace, never a value of the user's.
 """
 
 import json
@@ -21,25 +28,32 @@ from ..errors import AttemptError
 from . import fileops
 
 SUFFIX = ".attemptdb.created"
-FORMAT = 1
+FORMAT = 2          # format 1 (one list, all the hooks') is read as the hooks' list
 MAX_BYTES = 256 * 1024
 
-# Record.file: what the config file was before the install that created the record
+# the installs that write configs: `attempt hook install` and `attempt hook install --mcp`
+HOOKS = "hooks"
+MCP = "mcp"
+OWNERS = (HOOKS, MCP)
+
+# Record.file: what the config file was before the first install the record lists
 EXISTED = "existed"      # a document: the file stays whatever uninstall leaves in it
 ABSENT = "absent"        # no file: uninstall removes it once nothing else is in it
 BLANK = "blank"          # only whitespace (`blank` holds it): written back once nothing else is in it
 
 
 class Record:
-    """`created`: [{"path": [key, …], "kind": "object"|"array"} or {"path": [...], "value": v}],
-    outermost first; `file` (EXISTED, ABSENT, BLANK) and `blank` (the text, for BLANK)."""
+    """`created`: {install (HOOKS, MCP): [{"path": [key, …], "kind": "object"|"array"} or
+    {"path": [...], "value": v}], outermost first}, an install listed (even with no part) being
+    one whose entries this record knows; `file` (EXISTED, ABSENT, BLANK) and `blank` (the text,
+    for BLANK)."""
 
     __slots__ = ("file", "blank", "created")
 
-    def __init__(self, file=EXISTED, blank=None, created=()):
+    def __init__(self, file=EXISTED, blank=None, created=None):
         self.file = file
         self.blank = blank
-        self.created = [dict(c) for c in created]
+        self.created = {o: [dict(c) for c in parts] for o, parts in (created or {}).items()}
 
     def to_json(self):
         out = {"format": FORMAT, "file": self.file, "created": self.created}
@@ -50,22 +64,57 @@ class Record:
     def __eq__(self, other):
         return isinstance(other, Record) and self.to_json() == other.to_json()
 
-    def paths(self):
-        return [tuple(c["path"]) for c in self.created]
+    def knows(self, owner) -> bool:
+        """Whether this record lists what `owner`'s install created (else: an older install)."""
+        return owner in self.created
+
+    def parts(self, owner) -> list:
+        return self.created.get(owner, [])
+
+    def paths(self, owner):
+        return [tuple(c["path"]) for c in self.parts(owner)]
 
     @classmethod
-    def before(cls, text, created):
+    def before(cls, text, owner, created):
         """The record of a fresh install into a config whose text was `text` (None: no file)."""
         if text is None:
-            return cls(ABSENT, None, created)
+            return cls(ABSENT, None, {owner: created})
         if not text.lstrip("\ufeff").strip():
-            return cls(BLANK, text, created)
-        return cls(EXISTED, None, created)
+            return cls(BLANK, text, {owner: created})
+        return cls(EXISTED, None, {owner: created})
 
-    def adding(self, created) -> "Record":
+    def _with(self, owner, parts) -> "Record":
+        return Record(self.file, self.blank, dict(self.created, **{owner: parts}))
+
+    def adding(self, owner, created) -> "Record":
         """This record plus the parts a reinstall created (those it names already stay as they are)."""
-        have = set(self.paths())
-        return Record(self.file, self.blank, self.created + [c for c in created if tuple(c["path"]) not in have])
+        have = set(self.paths(owner))
+        return self._with(owner, self.parts(owner) + [c for c in created if tuple(c["path"]) not in have])
+
+    def keeping(self, owners) -> "Record | None":
+        """Only the lists of `owners` (the installs whose entries are still there), or None when
+        that is none: a record of nothing."""
+        kept = {o: p for o, p in self.created.items() if o in owners}
+        return Record(self.file, self.blank, kept) if kept else None
+
+
+def after_install(prior, owner, text, created, fresh, present) -> "Record | None":
+    """The record once `owner`'s install changed a config: `prior` (or None) the record it
+    found, `text` what the config held before (None: no file), `created` the parts it made,
+    `fresh` whether none of its entries was there, `present` the installs whose entries the
+    config holds now. None: leave the record as it is."""
+    if fresh:  # what is there is the user's, and what the other install (still there) made
+        others = prior.keeping(set(present) - {owner}) if prior is not None else None
+        return others._with(owner, created) if others is not None else Record.before(text, owner, created)
+    if prior is None or not prior.knows(owner):  # a reinstall over an older install's entries
+        return None
+    return prior.adding(owner, created)
+
+
+def after_uninstall(prior, owner, present) -> "Record | None":
+    """The record once `owner`'s entries were taken out: the lists of the other installs whose
+    entries are still there (`present`), or None (no record)."""
+    return prior.keeping(set(present) - {owner}) if prior is not None else None
 
 
 def record_path(config_path: str) -> str:
@@ -88,12 +137,14 @@ def _parse(data: bytes):
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") not in (1, FORMAT):
         return None
     file, created = doc.get("file"), doc.get("created")
-    if file not in (EXISTED, ABSENT, BLANK) or not isinstance(created, list):
+    if doc["format"] == 1:
+        created = {HOOKS: created}
+    if file not in (EXISTED, ABSENT, BLANK) or not isinstance(created, dict) or not set(created) <= set(OWNERS):
         return None
-    if not all(_valid_part(c) for c in created):
+    if not all(isinstance(parts, list) and all(_valid_part(c) for c in parts) for parts in created.values()):
         return None
     blank = doc.get("blank")
     if file == BLANK and not (isinstance(blank, str) and not blank.lstrip("\ufeff").strip()):
