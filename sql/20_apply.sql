@@ -38,6 +38,12 @@
 -- The fields of an events row that the projections read, with aliases resolved and the
 -- content-free attrs typed (a wrongly typed attr is ignored, never compared as text); then
 -- whether it is in order for its session, and the dispatch gates (0).
+-- A prompt's text may be megabytes, and SQLite keeps each value a trigger statement reads until
+-- the append's INSERT ends (migration 0014): the text never rides in the queue row (`objective`
+-- stays NULL there; apply_prompt reads it off the events row), and `human_prompt` extracts it
+-- once (the LIMIT 1 subqueries are not flattened, so `a` and `h` are computed once) and trims
+-- only its first 64 characters, the whole text only when fewer than 22 are left of those (its
+-- tests read at most 22 characters after the leading blanks).
 CREATE VIEW project_input AS
 SELECT
   e.seq AS seq,
@@ -66,14 +72,15 @@ SELECT
   e.exit_code AS exit_code,
   e.duration_ms AS duration_ms,
   CASE WHEN e.kind = 'prompt_submitted' AND NOT (
-         substr(ltrim(coalesce(json_extract(e.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 19) = '<task-notification>'
-      OR substr(ltrim(coalesce(json_extract(e.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 17) = '<system-reminder>'
-      OR substr(ltrim(coalesce(json_extract(e.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 22) IN ('<local-command-stdout>', '<local-command-caveat>')
-      OR substr(ltrim(coalesce(json_extract(e.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 13) IN ('<bash-stdout>', '<bash-stderr>')
-      OR substr(ltrim(coalesce(json_extract(e.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 20) = '[SYSTEM NOTIFICATION')
+         SELECT substr(h, 1, 19) = '<task-notification>' OR substr(h, 1, 17) = '<system-reminder>'
+             OR substr(h, 1, 22) IN ('<local-command-stdout>', '<local-command-caveat>')
+             OR substr(h, 1, 13) IN ('<bash-stdout>', '<bash-stderr>') OR substr(h, 1, 20) = '[SYSTEM NOTIFICATION'
+         FROM (SELECT CASE WHEN length(a) >= 22 THEN a
+                           ELSE substr(ltrim(coalesce(json_extract(e.content_json, '$.prompt'), ''), ' ' || char(9, 10, 13)), 1, 22) END AS h
+               FROM (SELECT ltrim(substr(coalesce(json_extract(e.content_json, '$.prompt'), ''), 1, 64), ' ' || char(9, 10, 13)) AS a
+                     LIMIT 1) LIMIT 1))
        THEN 1 ELSE 0 END AS human_prompt,
-  CASE WHEN e.kind = 'prompt_submitted' AND json_type(e.content_json, '$.prompt') = 'text'
-       THEN json_extract(e.content_json, '$.prompt') END AS objective,
+  NULL AS objective,
   CASE WHEN e.kind = 'prompt_submitted' THEN coalesce(
          CASE WHEN json_type(e.attrs_json, '$.prompt_chars') = 'integer' THEN json_extract(e.attrs_json, '$.prompt_chars') END,
          CASE WHEN json_type(e.attrs_json, '$.prompt_length') = 'integer' THEN json_extract(e.attrs_json, '$.prompt_length') END,
@@ -555,6 +562,7 @@ END;
 -- an index on the session and the condition (open calls; the attempts of the current turn and of
 -- open calls, read as two index-led reads because an OR of both is one session scan; a unary +
 -- keeps the second on the primary key; attempts those supersede).
+-- The objective is read off the prompt's events row (migration 0014), not carried in the queue row.
 CREATE TRIGGER apply_prompt AFTER UPDATE OF go_prompt ON project_queue
 BEGIN
   INSERT INTO session_facts (session_id, raw_session_id, provider, provider_session_id,
@@ -619,7 +627,8 @@ BEGIN
     ev_prev_head = head, head = coalesce(NEW.head, head)
   WHERE session_id = NEW.gsid;
   INSERT INTO turn_prompts (turn_id, session_id, objective)
-    SELECT 'trn_' || NEW.uid, NEW.gsid, NEW.objective WHERE NEW.objective IS NOT NULL;
+    SELECT 'trn_' || NEW.uid, NEW.gsid, json_extract(e.content_json, '$.prompt')
+    FROM events e WHERE e.seq = NEW.seq AND json_type(e.content_json, '$.prompt') = 'text';
   INSERT INTO turn_facts (turn_id, session_id, turn_index, started_at, status, prompt_event_id, prompt_chars,
       first_event_id, last_event_id, last_at, start_key)
     SELECT 'trn_' || NEW.uid, NEW.gsid, s.prompt_count, NEW.at, 'in_progress', NEW.event_id, NEW.prompt_chars,

@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (13, "95de9d8d7e3d86dc30df8fb912408e88372f94adc406d7e4bf1cb06587d0ca6c")
+RECORDED = (14, "124b306e4392cc5ab15d990d5013afa78797c4aef9c3d02cc08f497b3378acd7")
 
 
 def statements(text):

@@ -178,9 +178,10 @@ def prepare(argv, hook: Hook | None = None, store=None) -> Prepared | None:
     from ..model import clock, ids
     from ..store import location
     hook = hook or Hook.from_process()
-    data, truncated = hook.data, hook.truncated
-    seen["bytes"] = len(data)
+    data, truncated = hook.take_data(), hook.truncated
+    nbytes = seen["bytes"] = len(data)
     payload, gap = parse_payload(data, truncated)
+    del data  # the payload is parsed: a large prompt is held as its text from here on, not its bytes too
     provider = args.provider or ""
     db_path = location.resolve(opts.get("db"))
     seen["db"] = db_path
@@ -232,7 +233,7 @@ def prepare(argv, hook: Hook | None = None, store=None) -> Prepared | None:
     project, _root = identify(cwd, opts, device, hook.cwd)
     ctx = Context(device, mode, project, captured, hook_version=opts.get("hook_version") or _hook_version(),
                   event_id=hook.event_id)
-    env = build_event(provider, payload, gap, ctx, event_hint=opts.get("event"), payload_bytes=len(data))
+    env = build_event(provider, payload, gap, ctx, event_hint=opts.get("event"), payload_bytes=nbytes)
     if args.dry_run:
         from ..model import fastjson
         sys.stdout.write(fastjson.dumps(env) + "\n")

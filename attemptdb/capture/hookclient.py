@@ -363,6 +363,12 @@ class Hook:
         self.data, self.truncated, self.cwd = data, truncated, cwd
         self.claude_project_dir, self.captured_at, self.event_id = claude_project_dir, captured_at, event_id
 
+    def take_data(self) -> bytes:
+        """The stdin bytes, handed over once: the hook holds b"" afterwards, so the capture
+        keeps a large payload once (as it parses it), not also for the rest of the process."""
+        data, self.data = self.data, b""
+        return data
+
     @classmethod
     def from_process(cls) -> "Hook":
         data, truncated = _read_stdin()

@@ -270,6 +270,8 @@ COLUMNS = (
 """Stored columns written at append, in INSERT order (storage columns seq/event_hash/chain_hash
 and the projection-maintained `retracted` are added by the store)."""
 _C = {name: i for i, name in enumerate(COLUMNS)}
+_I_CONTENT, _I_RAW, _I_PSID, _I_CALL, _I_PEN = (_C[c] for c in (
+    "content_json", "raw_json", "provider_session_id", "tool_call_id", "provider_event_name"))
 
 
 def _p(prefix, v):
@@ -291,12 +293,21 @@ def path_columns(paths) -> tuple:
 _iso = clock.iso_fast
 
 
+LARGE = 1 << 20
+"""Characters: a text at least this long is hashed a slice at a time (never joined into the whole
+line, nor encoded whole), and a raw payload this long is not kept beside its packed form (the
+line expands it from the row when hashed). A capture holds a large prompt a few times, not ten."""
+_RAW = object()  # in a Prepared's tail pieces: the raw payload, expanded from the row when needed
+
+
 class Prepared:
     """An envelope made ready for the chain, everything but the writer's clocks: the row with
     placeholders for source_seq, hlc and ingested_at, and the canonical line in pieces around
-    them. Preparing is pure (it can run in another process); `finish` is the writer's part."""
+    them. Preparing is pure (it can run in another process); `finish` (or `finish_hashed`) is
+    the writer's part."""
 
-    __slots__ = ("event_id", "device_id", "source_seq", "hlc", "ingested_at", "row", "pre", "mid", "rest", "tail")
+    __slots__ = ("event_id", "device_id", "source_seq", "hlc", "ingested_at", "row", "pre", "mid", "rest",
+                 "_tail")
 
     def __init__(self, env: dict):
         eid, dev = env["event_id"], env["device_id"]
@@ -336,11 +347,25 @@ class Prepared:
             attrs_json, content_json, raw_json, unknown_json, paths_full,
         )
         # the end of the line, with the payload as sent: the writer need not expand raw_json
-        self.tail = _tail(attrs_json, content_json, raw_text, unknown_json)
+        # (unless the payload is large: it is then expanded from the row when hashed)
+        self._tail = _tail_pieces(attrs_json, content_json,
+                                  _RAW if raw_text is not None and len(raw_text) >= LARGE else raw_text,
+                                  unknown_json)
         self.pre = f'{{"event_id":"{eid}","schema_version":{env["schema_version"]},"device_id":"{dev}",'
         self.mid = f'"observed_at":{obs},"captured_at":{cap}'
         # the scalar head after the clocks
         self.rest = "," + fastjson.dumps({k: env[k] for k in _REST_ORDER if k in env})[1:-1]
+
+    @property
+    def tail(self) -> str:
+        """The end of the canonical line after the scalar head (attrs, content, raw, unknown
+        fields, closing brace), as one text."""
+        return "".join(self._tail_texts())
+
+    def _tail_texts(self) -> list:
+        r = self.row
+        return [payload.expand(r[_I_RAW], r[_I_CONTENT], (r[_I_PSID], r[_I_CALL], r[_I_PEN])) if t is _RAW else t
+                for t in self._tail]
 
     def as_tuple(self) -> tuple:
         """Plain data (str/int/None/tuples only: marshal-able) for another process."""
@@ -351,17 +376,39 @@ class Prepared:
     def from_tuple(cls, t: tuple) -> "Prepared":
         p = cls.__new__(cls)
         (p.event_id, p.device_id, p.source_seq, p.hlc, p.ingested_at,
-         p.row, p.pre, p.mid, p.rest, p.tail) = t
+         p.row, p.pre, p.mid, p.rest, tail) = t
+        p._tail = (tail,)
         return p
 
-    def finish(self, source_seq: int, hlc: int, ingested_at: int | None) -> tuple[tuple, str]:
-        """(row, canonical line) once the writer assigned the clocks."""
+    def _finish(self, source_seq: int, hlc: int, ingested_at: int | None) -> tuple[tuple, list]:
+        """(row, the canonical line's texts in order) once the writer assigned the clocks."""
         r = self.row
         ing_text = None if ingested_at is None else _iso(ingested_at)
         row = r[:3] + (source_seq, hlc) + r[5:7] + (ing_text,) + r[8:]
         ing = "" if ingested_at is None else f',"ingested_at":{ingested_at}'
-        return row, "".join((self.pre, f'"source_seq":{source_seq},"hlc":{hlc},', self.mid, ing, self.rest,
-                             self.tail))
+        return row, [self.pre, f'"source_seq":{source_seq},"hlc":{hlc},', self.mid, ing, self.rest,
+                     *self._tail_texts()]
+
+    def finish(self, source_seq: int, hlc: int, ingested_at: int | None) -> tuple[tuple, str]:
+        """(row, canonical line) once the writer assigned the clocks."""
+        row, texts = self._finish(source_seq, hlc, ingested_at)
+        return row, "".join(texts)
+
+    def finish_hashed(self, source_seq: int, hlc: int, ingested_at: int | None, sha256) -> tuple[tuple, str]:
+        """(row, event hash): `finish`, then the SHA-256 (hex) of the line as
+        integrity.chain.hash_line takes it (EventError for text that is not valid Unicode),
+        without the whole line or its bytes in memory when a text in it is LARGE."""
+        row, texts = self._finish(source_seq, hlc, ingested_at)
+        try:
+            if sum(len(t) for t in texts) < LARGE:
+                return row, sha256("".join(texts).encode("utf-8")).hexdigest()
+            h = sha256()
+            for t in texts:
+                for i in range(0, len(t), LARGE):  # a slice's copy and bytes, never the whole text's
+                    h.update(t[i:i + LARGE].encode("utf-8"))
+        except UnicodeEncodeError:
+            raise EventError("$", "text is not valid Unicode (a lone surrogate escape)") from None
+        return row, h.hexdigest()
 
 
 def to_row(env: dict) -> tuple:
@@ -490,20 +537,26 @@ def line_from_row(r) -> str:
     return "".join(p)
 
 
-def _tail(attrs: str, content: str | None, raw: str | None, unknown: str | None) -> str:
-    """The end of a canonical line: attrs (unless empty), content, raw (the payload as sent),
-    the unknown top-level fields spliced in, and the closing brace."""
+def _tail_pieces(attrs: str, content: str | None, raw, unknown: str | None) -> tuple:
+    """The end of a canonical line, in pieces (each text as it is, not copied): attrs (unless
+    empty), content, raw (the payload as sent), the unknown top-level fields spliced in, and the
+    closing brace."""
     parts = []
     if attrs != "{}":
-        parts.append(',"attrs":' + attrs)
+        parts += (',"attrs":', attrs)
     if content is not None:
-        parts.append(',"content":' + content)
+        parts += (',"content":', content)
     if raw is not None:
-        parts.append(',"raw":' + raw)
+        parts += (',"raw":', raw)
     if unknown is not None and len(unknown) > 2:
         parts.append("," + unknown[1:-1])
     parts.append("}")
-    return "".join(parts)
+    return tuple(parts)
+
+
+def _tail(attrs: str, content: str | None, raw: str | None, unknown: str | None) -> str:
+    """`_tail_pieces` as one text."""
+    return "".join(_tail_pieces(attrs, content, raw, unknown))
 
 
 def check_storable(env: dict) -> None:

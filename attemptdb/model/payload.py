@@ -38,13 +38,17 @@ def content_text(content) -> tuple[str, list]:
     values again."""
     if not isinstance(content, dict) or not all(isinstance(k, str) for k in content):
         return fastjson.dumps(content), []
-    parts, values, pos = [], [], 1
+    parts, values, pos = ["{"], [], 1
     for k, v in content.items():
         kt, vt = fastjson.quote(k), fastjson.dumps(v)
-        parts.append(f"{kt}:{vt}")
+        parts += (kt, ":", vt, ",")
         values.append((pos + len(kt) + 1, vt))
         pos += len(kt) + len(vt) + 2
-    return "{" + ",".join(parts) + "}", values
+    if values:
+        parts[-1] = "}"  # in place of the last separator
+    else:
+        parts.append("}")
+    return "".join(parts), values  # one copy of each value (a prompt may be megabytes)
 
 
 def _find(hay: str, needle: str) -> int:

@@ -554,8 +554,7 @@ class Store:
                     last_hlc = hlc
             else:
                 hlc = last_hlc = hlc_next(last_hlc, now_ms)
-            row, line = p.finish(seq, hlc, now if p.ingested_at is None else p.ingested_at)
-            h = chain.hash_line(line, sha)
+            row, h = p.finish_hashed(seq, hlc, now if p.ingested_at is None else p.ingested_at, sha)
             prev = chain.link(prev, h, sha)
             rows.append(row + (h, prev))
             hashes.append(h)

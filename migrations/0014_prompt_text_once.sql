@@ -1,0 +1,9 @@
+-- 0014: a long prompt is not copied through the projection triggers (sql/20_apply.sql). Capturing
+-- one 10 MB prompt held ~200 MB inside SQLite: SQLite keeps every value a trigger statement
+-- reads in its registers until the outer INSERT ends, and the prompt text was read whole ten
+-- times or more (each of the five human-prompt tests extracted and trimmed it again; the queue
+-- row carried it as `objective` through its INSERT and UPDATE). Now project_input extracts it
+-- once and trims only its first 64 characters (the whole text only when those are blank), the
+-- queue's `objective` is NULL, and apply_prompt reads the objective off the events row. The
+-- projected rows are the same; this migration holds no change of its own (the views and
+-- triggers are re-installed).
