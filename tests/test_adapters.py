@@ -226,6 +226,25 @@ def test_test_counts(output, counts):
     assert signals.test_counts(output) == counts
 
 
+@pytest.mark.parametrize("output", ["test result: \u00b2 passed", "test result: 1\u0661 passed",
+                                    "12\u00b2 passing", "Failures: \u00b3, Tests: 4", "test result: " + "9" * 5000 + " passed",
+                                    "test result: 9999999999999 passed"])
+def test_test_counts_of_digits_int_does_not_take_are_no_summary(output):
+    """Hostile output: a character str.isdigit calls a digit that int() refuses (or reads as
+    another number), or a count too long to be one, is no count, never an error."""
+    got = signals.test_counts(output)
+    assert got is None or all(0 <= c < 2 ** 53 for c in got)
+    assert got != (1, 0, 0)
+
+
+def test_a_hook_whose_tool_output_holds_such_digits_is_captured_as_its_call():
+    """The hook's adapter reads the same summary: a Bash output ending `test result: ² passed`
+    is its tool call's end, not an adapter error."""
+    env = build("claude", claude("PostToolUse", tool_name="Bash", tool_use_id="t1", tool_input={"command": "cargo test"},
+                                 tool_response={"stdout": "test result: \u00b2 passed", "stderr": ""}))
+    assert env["kind"] == "tool_call_finished" and "capture_gap" not in env["attrs"], env
+
+
 def test_test_counts_scan_only_the_tail():
     head = "test result: ok. 99 passed; 0 failed; 0 ignored\n"
     assert signals.test_counts(head + "x" * 20000) is None

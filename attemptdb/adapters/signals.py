@@ -67,14 +67,24 @@ def _words(low: str) -> list:
     return low.split()
 
 
+MAX_DIGITS = 12
+"""A count is ASCII digits, at most this many (the output is hostile: `²` is a digit to
+str.isdigit that int() refuses, and a sum of a line's counts stays a number JSON keeps exact)."""
+
+
+def _number(text: str) -> int | None:
+    return int(text) if len(text) <= MAX_DIGITS and text.isascii() and text.isdigit() else None
+
+
 def _counts(low: str) -> dict:
     """`12 passed, 1 failed` → {"passed": 12, "failed": 1} (number before word)."""
     w = _words(low)
     out = {}
     for i in range(len(w) - 1):
-        if w[i].isdigit():
+        n = _number(w[i])
+        if n is not None:
             word = w[i + 1].strip(".:!")
-            out[word] = out.get(word, 0) + int(w[i])
+            out[word] = out.get(word, 0) + n
     return out
 
 
@@ -83,8 +93,9 @@ def _labelled(low: str) -> dict:
     w = _words(low)
     out = {}
     for i in range(len(w) - 1):
-        if w[i].endswith(":") and w[i + 1].rstrip(".").isdigit():
-            out[w[i][:-1]] = int(w[i + 1].rstrip("."))
+        n = _number(w[i + 1].rstrip(".")) if w[i].endswith(":") else None
+        if n is not None:
+            out[w[i][:-1]] = n
     return out
 
 
@@ -111,12 +122,12 @@ def _summary(low: str):
         return (c.get("passed", 0), c.get("failed", 0) + c.get("error", 0) + c.get("errors", 0),
                 c.get("skipped", 0))
     w = low.split()
-    if len(w) >= 2 and w[0].isdigit() and w[1] in ("passing", "failing", "pending"):  # mocha
-        n = int(w[0])
+    n = _number(w[0]) if len(w) >= 2 else None
+    if n is not None and w[1] in ("passing", "failing", "pending"):  # mocha
         return (n, 0, 0) if w[1] == "passing" else (0, n, 0) if w[1] == "failing" else (0, 0, n)
-    if len(w) >= 2 and w[0].isdigit() and w[1].startswith("example"):  # rspec
+    if n is not None and w[1].startswith("example"):  # rspec
         c = _counts(low)
-        examples = int(w[0])
+        examples = n
         failed = c.get("failures", 0) + c.get("failure", 0)
         pending = c.get("pending", 0)
         return max(examples - failed - pending, 0), failed, pending

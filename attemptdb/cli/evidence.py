@@ -220,6 +220,8 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
                     click.echo(f"{k:<12}{printable(v)}")
             return
         digest, n = hashlib.sha256(), 0
+        if not output and sys.stdout is None:  # the caller closed it (`>&-`)
+            raise AttemptError("artifact.unwritable", "cannot write stdout: it is closed")
         try:
             out = open(output, "xb") if output else sys.stdout.buffer
         except OSError as e:
@@ -227,25 +229,33 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
         # to a terminal the bytes are shown as text, controls as `?` (an artifact is hostile input:
         # an escape sequence in it must not reach the terminal); a file or a pipe gets them exact
         shown = None if output or not out.isatty() else codecs.getincrementaldecoder("utf-8")("replace")
-        changed = False
+        changed, done = False, False
         try:
             for chunk in artifacts.read_chunks(st.conn, meta["artifact_id"]):
                 digest.update(chunk)
                 n += len(chunk)
+                if n > meta["size_bytes"]:  # more than it holds (a decompression bomb): stop here
+                    break
                 if shown is None:
                     out.write(chunk)
                     continue
                 changed = _show(out, shown.decode(chunk)) or changed
+            if n > meta["size_bytes"] or digest.hexdigest() != meta["sha256"] or n != meta["size_bytes"]:
+                raise AttemptError("artifact.changed", "the stored bytes do not match the artifact's SHA-256",
+                                   exit_status=1)
             if shown is not None:
                 changed = _show(out, shown.decode(b"", final=True)) or changed
+            done = True
         finally:
             if output:
                 out.close()
+                if not done:  # bytes that are not the artifact's are not left behind as if they were
+                    try:
+                        os.unlink(output)
+                    except OSError:
+                        pass
             else:
                 out.flush()
-        if digest.hexdigest() != meta["sha256"] or n != meta["size_bytes"]:
-            raise AttemptError("artifact.changed", "the stored bytes do not match the artifact's SHA-256",
-                               exit_status=1)
         if changed:
             click.echo("note: shown for a terminal, with control characters and bytes that are not UTF-8 "
                        "as ? or \ufffd; -o FILE or a pipe gets the exact bytes", err=True)

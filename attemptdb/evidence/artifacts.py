@@ -217,9 +217,11 @@ def store(conn, out: Output, now_us: int | None = None) -> str:
             rowid = conn.last_insert_rowid()
         else:
             rowid = row[0]
-            if kept and not row[1]:
-                conn.execute("UPDATE artifacts SET encoding = 'zlib', stored_bytes = ?, content = zeroblob(?) "
-                             "WHERE rowid = ?", (out.compressed, out.compressed, rowid))
+            if kept and (not row[1] or not _intact(conn, rowid, digest, size)):
+                # no bytes yet, or bytes that do not verify (the file was edited): ours replace them
+                conn.execute("UPDATE artifacts SET artifact_id = ?, size_bytes = ?, encoding = 'zlib', "
+                             "stored_bytes = ?, content = zeroblob(?) WHERE rowid = ?",
+                             (aid, size, out.compressed, out.compressed, rowid))
             else:
                 kept = False  # the bytes are there already
         if kept:
@@ -243,46 +245,88 @@ def store(conn, out: Output, now_us: int | None = None) -> str:
     return aid
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _malformed(aid: str, column: str) -> AttemptError:
+    return AttemptError("artifact.malformed", f"{aid}: its row in this file is malformed ({column})", exit_status=1)
+
+
 def row(conn, aid: str) -> dict | None:
-    """The artifact's metadata (seed 001's object, plus whether its bytes are stored)."""
+    """The artifact's metadata (seed 001's object, plus whether its bytes are stored). The file
+    is hostile input: a column of the wrong type or shape, or a `sha256` whose first 32 hex
+    digits are not the id (other bytes passed off under the id the events name) is
+    `artifact.malformed`."""
     r = conn.execute("SELECT artifact_id, sha256, size_bytes, media_type, purpose, redacted, content IS NOT NULL "
                      "FROM artifacts WHERE artifact_id = ?", (aid,)).fetchone()
     if r is None:
         return None
-    return {"artifact_id": r[0], "sha256": r[1], "size_bytes": r[2], "media_type": r[3], "purpose": r[4],
-            "redacted": bool(r[5]), "stored": bool(r[6])}
+    shown = aid if is_artifact_id(aid) else "the artifact"
+    aid_, sha, size, media, purpose, redacted, stored = r
+    if not (isinstance(sha, str) and len(sha) == 64 and _HEX.issuperset(sha)):
+        raise _malformed(shown, "sha256")
+    if aid_ != artifact_id(sha):
+        raise _malformed(shown, "sha256 does not match artifact_id")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise _malformed(shown, "size_bytes")
+    for column, value in (("media_type", media), ("purpose", purpose)):
+        if not isinstance(value, str):
+            raise _malformed(shown, column)
+    if redacted not in (0, 1):
+        raise _malformed(shown, "redacted")
+    return {"artifact_id": aid_, "sha256": sha, "size_bytes": size, "media_type": media, "purpose": purpose,
+            "redacted": bool(redacted), "stored": bool(stored)}
 
 
 def read_chunks(conn, aid: str):
-    """The stored bytes of an artifact, decompressed a chunk at a time, each checked against
-    nothing yet: the caller hashes them (bundle export does, and refuses a mismatch)."""
-    r = conn.execute("SELECT rowid, encoding, stored_bytes FROM artifacts WHERE artifact_id = ? "
-                     "AND content IS NOT NULL", (aid,)).fetchone()
-    if r is None:
+    """The stored bytes of an artifact, decompressed a chunk at a time. The caller hashes them
+    (bundle export and `attempt artifact` do, and refuse a mismatch); what this checks, before
+    or while yielding: the row is well formed (`row`), the bytes are a zlib blob (an encoding
+    this version does not read, or content that is no blob, is `artifact.corrupt` before any
+    byte), the stream is whole (`artifact.corrupt`), and no more than `size_bytes` + 1 bytes
+    come out (a decompression bomb stops there: the caller sees one byte too many)."""
+    meta = row(conn, aid)
+    if meta is None or not meta["stored"]:
         raise AttemptError("artifact.not_stored", f"{aid}: its bytes are not stored in this file", exit_status=1)
-    rowid, encoding, n = r
+    r = conn.execute("SELECT rowid, encoding, typeof(content) FROM artifacts WHERE artifact_id = ?",
+                     (aid,)).fetchone()
+    yield from _inflate(conn, aid, r[0], r[1], r[2], meta["size_bytes"])
+
+
+def _intact(conn, rowid: int, digest: str, size: int) -> bool:
+    """Whether the bytes stored in row `rowid` decompress to `size` bytes of SHA-256 `digest`."""
+    encoding, kind = conn.execute("SELECT encoding, typeof(content) FROM artifacts WHERE rowid = ?",
+                                  (rowid,)).fetchone()
+    h, n = hashlib.sha256(), 0
+    try:
+        for data in _inflate(conn, artifact_id(digest), rowid, encoding, kind, size):
+            h.update(data)
+            n += len(data)
+    except AttemptError:
+        return False
+    return n == size and h.hexdigest() == digest
+
+
+def _inflate(conn, aid: str, rowid: int, encoding, kind, size: int):
+    if encoding != "zlib" or kind != "blob":
+        raise AttemptError("artifact.corrupt", f"{aid}: its stored bytes do not decompress (not a zlib blob)",
+                           exit_status=1)
     opener = getattr(conn, "blob_open", None) or conn.blobopen
     blob = opener("main", "artifacts", "content", rowid, False)
-    unzip = zlib.decompressobj() if encoding == "zlib" else None
+    unzip = zlib.decompressobj()
+    left = size + 1  # what may still come out: one byte past the size tells the caller
     try:
-        done = 0
-        while done < blob.length():
-            chunk = blob.read(CHUNK)
-            if not chunk:
+        while left > 0 and not unzip.eof:
+            chunk = unzip.unconsumed_tail or blob.read(CHUNK)
+            data = unzip.decompress(chunk, min(CHUNK, left))  # b"": what the stream still holds
+            if data:
+                left -= len(data)
+                yield data
+            elif not chunk:
                 break
-            done += len(chunk)
-            if unzip is None:
-                yield chunk
-                continue
-            while chunk:
-                data = unzip.decompress(chunk, CHUNK)
-                if data:
-                    yield data
-                chunk = unzip.unconsumed_tail
-        if unzip is not None:
-            rest = unzip.flush()
-            if rest:
-                yield rest
+        if not unzip.eof and left > 0:
+            raise AttemptError("artifact.corrupt", f"{aid}: its stored bytes do not decompress (the stream is cut "
+                               "short)", exit_status=1)
     except zlib.error:
         raise AttemptError("artifact.corrupt", f"{aid}: its stored bytes do not decompress", exit_status=1) from None
     finally:

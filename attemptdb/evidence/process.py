@@ -12,7 +12,11 @@ Invariants:
   (sigtimedwait) and the caller learns which arrived; the caller decides what to do after
   recording (attemptdb.evidence.record re-raises the child's fatal signal on itself).
 - After the command exits, its streams are drained until EOF, or until they stay silent for
-  DRAIN_IDLE_S (a background process the command left behind may hold them open forever).
+  DRAIN_IDLE_S (a background process the command left behind may hold them open forever), or
+  until a process left behind shows it is still writing: more bytes come from one stream than
+  its pipe can hold, or waiting for them adds up to DRAIN_MAX_S (what the command itself wrote
+  is all in the pipe when it exits: it never makes us wait, however slow our own reader is).
+  Then they are closed: the writer left behind gets SIGPIPE.
   When the reader of this process's stdout or stderr goes away, that pipe is closed, so the
   command gets the SIGPIPE it would have got without `attempt run` in between.
 """
@@ -29,6 +33,7 @@ from ..model import clock
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel (the terminal) sent
 DRAIN_IDLE_S = 0.5
+DRAIN_MAX_S = 2.0
 READ = 1 << 16
 
 
@@ -63,15 +68,33 @@ def _write_all(fd: int, data: bytes) -> bool:
         return False
 
 
+def _pipe_max() -> int:
+    """The most a pipe can hold (a program may grow its pipe up to this with F_SETPIPE_SZ)."""
+    try:
+        with open("/proc/sys/fs/pipe-max-size", "rb") as f:
+            return max(int(f.read().strip() or 0), 1 << 20)
+    except (OSError, ValueError):
+        return 1 << 20
+
+
 def _pump(streams, exited: threading.Event, echo: bool) -> None:
-    """Copy each pipe to its echo fd and its sink until EOF (or silence after the exit)."""
+    """Copy each pipe to its echo fd and its sink until EOF (or, after the exit, silence or a
+    writer left behind: module invariants)."""
     sel = selectors.DefaultSelector()
     for pipe, fd, sink in streams:
-        sel.register(pipe, selectors.EVENT_READ, [fd if echo else None, sink])
+        sel.register(pipe, selectors.EVENT_READ, [fd if echo else None, sink, 0])
     last = time.monotonic()
+    ended, waited, most = False, 0.0, _pipe_max()  # after the exit: time spent waiting for bytes
     while sel.get_map():
+        t = time.monotonic()
         ready = sel.select(0.1)
         now = time.monotonic()
+        if ended:
+            waited += now - t
+            if waited > DRAIN_MAX_S:
+                break  # a process left behind keeps writing, slowly
+        elif exited.is_set():
+            ended = True
         for key, _ in ready:
             try:
                 chunk = os.read(key.fd, READ)
@@ -81,9 +104,16 @@ def _pump(streams, exited: threading.Event, echo: bool) -> None:
                 sel.unregister(key.fileobj)
                 continue
             last = now
-            target, sink = key.data
+            target, sink = key.data[:2]
+            more = True
+            if ended:
+                key.data[2] += len(chunk)
+                if key.data[2] > most:  # more than its pipe held at the exit: a writer left behind
+                    chunk = chunk[:len(chunk) - (key.data[2] - most)]  # (the exit's backlog is in)
+                    sel.unregister(key.fileobj)
+                    more = False
             sink.feed(chunk)
-            if target is not None and not _write_all(target, chunk):
+            if target is not None and chunk and not _write_all(target, chunk) and more:
                 # our reader is gone (`attempt run -- yes | head`): let the command's next write
                 # fail as it would have without us (SIGPIPE), instead of draining it forever
                 sel.unregister(key.fileobj)

@@ -59,6 +59,11 @@ def session_name(store, text: str) -> str:
             raise AttemptError("session.foreign", f"{text} is a {row[0]} session; runs, notes and approvals go "
                                "into sessions of their own (provider attempt): pass a name instead")
         return row[1]
+    k = text.find("_") + 1
+    if k and text[:k] in ids.PREFIXES and text[k:] and not text[k:].strip("0123456789abcdef-"):
+        # an id (of another kind, or a ses_ id cut short) is a mistake, not a name for a new session
+        raise AttemptError("session.bad_name", f"{text[:k]}… is how ids are written, not a session name: pass a name, "
+                           "or the full ses_ id of an attempt session")
     if not 0 < len(text) <= MAX_NAME or not text.isprintable() or text.strip() != text:
         raise AttemptError("session.bad_name", f"a session name is 1-{MAX_NAME} printable characters without "
                            "leading or trailing blanks")
@@ -232,6 +237,21 @@ class Writer:
         self.written += ["ev_" + e["event_id"] for e in envs]
 
 
+def check_argv(argv, env=None) -> None:
+    """Refuse (`run.bad_argument`) what no process can be started with: a NUL byte in the
+    command, an argument or the environment, or an environment name holding `=`. Checked before
+    any event is written, so no command.started is left without its end."""
+    def text(x) -> str:
+        return os.fsdecode(x) if isinstance(x, (str, bytes)) else "\0"  # (not text: no process takes it)
+    bad = any("\0" in a for a in argv)
+    if env is not None:
+        bad = bad or any("\0" in text(k) or "=" in text(k) or not text(k) or "\0" in text(v)
+                         for k, v in env.items())
+    if bad:
+        raise AttemptError("run.bad_argument", "the command, an argument or its environment holds a NUL byte "
+                           "(or a name with =): no process can take it")
+
+
 def signal_name(ex) -> str | None:
     import signal
     if ex.signal is None:
@@ -277,6 +297,7 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
         shown = [a.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for a in argv]
     except UnicodeEncodeError:  # a lone surrogate (the Python API): no bytes to run
         raise AttemptError("input.not_utf8", "an argument of the command is not valid UTF-8 text") from None
+    check_argv(argv, env)
     res = RunResult()
     res.notes, res.artifacts = [], {}
     if shown != argv:
@@ -287,7 +308,8 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
         res.notes.append("output not kept: the capture mode is metadata_only (its hashes are recorded)")
     first = []
     if not writer.is_open():
-        first.append(writer.started(title or shlex.join(shown)))
+        line = shlex.join(shown)  # the default title: the command line, cut to what a title may hold
+        first.append(writer.started(title or (line if len(line) <= MAX_TEXT else line[:MAX_TEXT - 1] + "…")))
     if snapshots:
         first += _snapshot(writer, "run.start", res.notes)
     call_id = "cmd_" + ids.uuid7()
