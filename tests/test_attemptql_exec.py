@@ -338,6 +338,16 @@ def test_explain_shows_ast_sql_plan_and_indexes(db):
     assert "plan" in col(run(db, f"EXPLAIN TRACE {A1} CAUSES"), "step")
 
 
+def test_explain_of_sql_shows_the_plan_text(db):
+    """SQLite answers EXPLAIN QUERY PLAN with (id, parent, notused, detail): the detail column
+    is the plan's text, never the unused number."""
+    for r in (run(db, "EXPLAIN SELECT count(*) FROM events WHERE kind = 'tool_call_failed'"),
+              run(db, "SELECT count(*) FROM events", explain=True)):
+        assert r.kind == "explanation" and r.columns == ["id", "parent", "detail"]
+        assert all(len(row) == 3 for row in r.rows)
+        assert any(isinstance(d, str) and "events" in d for d in col(r, "detail")), r.rows
+
+
 # --- plain SQL, DESCRIBE, SHOW TABLES, table functions -------------------------------------------
 
 def test_sql_describe_tables(db):

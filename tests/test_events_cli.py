@@ -44,6 +44,9 @@ def test_unresolvable_scope_is_a_coded_error(tmp_path, home):
     for flags in (["--session", "ses_ffffffff"], ["--project", "nobody/nothing"]):
         r = run_attempt(["events", "--db", db, *flags])
         assert r.returncode == 2 and r.stderr.decode().startswith("error[scope.unresolved]"), r.stderr
+    r = run_attempt(["events", "--db", db, "--kind", "tool_call_failed,tool_call_fail"])
+    assert r.returncode == 2 and r.stderr.decode().startswith("error[usage.bad_value]"), r.stderr
+    assert "did you mean tool_call_failed?" in r.stderr.decode() and r.stdout == b""
 
 
 def test_table_output_is_one_line_per_event(tmp_path, home):

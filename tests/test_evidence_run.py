@@ -349,3 +349,15 @@ def test_a_reader_that_goes_away_stops_the_command_as_it_would_without_attempt(d
     assert p.wait(timeout=60) == 1  # Python reports its broken pipe with exit status 1
     finished = by_name(events(db), "command.finished")[0]
     assert finished["outcome"]["exit_code"] == 1 and finished["attrs"]["x_attempt_stdout_bytes"] > 0
+
+
+@pytest.mark.parametrize("args", [["--jsn", "--", "true"], ["--verbose", "--titel", "x", "--", "true"], ["-x", "true"]])
+def test_a_mistyped_option_is_a_usage_error_not_a_failed_command(db, repo, args):
+    """Before `--` (or the command's first word) a word starting with `-` that names no option of
+    `attempt run` is refused as one (exit 2): it is never run as the command and recorded as a
+    failed attempt. After `--` it is the command's."""
+    p = attempt("run", *args, db=db, ok=False, cwd=repo)
+    assert p.returncode == 2 and b"error[usage.unknown_option]" in p.stderr, p.stderr
+    assert not os.path.exists(db) or sql(db, "SELECT count(*) FROM events")[0][0] == 0
+    p = attempt("run", "--title=t", "-v", "--", sys.executable, "-c", "pass", db=db, cwd=repo)
+    assert [e["provider_event_name"] for e in events(db)].count("command.finished") == 1

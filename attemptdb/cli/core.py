@@ -347,6 +347,12 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
     where, params = scope_where(st.conn, session, project, since, until)
     if kind:
         kinds = [k.strip() for k in kind.split(",") if k.strip()]
+        unknown = [k for k in kinds if k not in ev.KINDS]
+        if unknown:
+            import difflib
+            near = difflib.get_close_matches(unknown[0], ev.KINDS, n=1)
+            raise AttemptError("usage.bad_value", f"--kind: {printable(unknown[0])} is no event kind"
+                               + (f" (did you mean {near[0]}?)" if near else "") + "; the kinds: " + ", ".join(ev.KINDS))
         where += f" AND kind IN ({','.join('?' * len(kinds))})"
         params += kinds
     order = "seq" if as_jsonl else "observed_at, seq"

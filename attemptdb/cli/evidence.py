@@ -56,7 +56,27 @@ def _record(db, session, title, source, make, as_json, what, extra=None):
     _finish(st, w, as_json, what, extra)
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+class _RunCommand(click.Command):
+    """`attempt run`'s own options end at `--` or at the command's first word; before that, a word
+    starting with `-` that names none of them is a mistyped option (usage.unknown_option), never a
+    command to run and record as failed (`attempt run --jsn -- true`)."""
+
+    def parse_args(self, ctx, args):
+        takes_value, flags = set(), set(ctx.help_option_names)
+        for p in self.params:
+            if isinstance(p, click.Option):
+                (flags if p.is_flag else takes_value).update(p.opts + p.secondary_opts)
+        i = 0
+        while i < len(args) and args[i].startswith("-") and args[i] != "--":
+            name = args[i].split("=", 1)[0]
+            if name not in flags and name not in takes_value:
+                raise click.NoSuchOption(name, possibilities=sorted(flags | takes_value), ctx=ctx)
+            i += 2 if name in takes_value and "=" not in args[i] else 1
+        return super().parse_args(ctx, args)
+
+
+@click.command("run", cls=_RunCommand,
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @session_option
 @click.option("--title", metavar="T", help="The session's title (content; default: the command line).")
 @click.option("--attach-output", is_flag=True,

@@ -140,9 +140,15 @@ def run_sql(ctx, text: str, *, explain: bool = False, gate=None) -> Result:
     cols, rows = fetch(ctx.conn, sql)
     if gate is not None and gate.refused:
         raise AQLError("AQL0506", f"read-only: {gate.refused} is refused on the query connection", source=text)
-    if sql.lstrip().upper().startswith("EXPLAIN QUERY PLAN"):
-        return Result(["id", "parent", "detail"], rows, notes, kind="explanation", language="sql")
+    if sql.lstrip().upper().startswith("EXPLAIN QUERY PLAN") and all(c in cols for c in PLAN_COLUMNS):
+        # SQLite answers (id, parent, notused, detail): the plan is what its named columns hold
+        at = [cols.index(c) for c in PLAN_COLUMNS]
+        return Result(list(PLAN_COLUMNS), [tuple(r[i] for i in at) for r in rows], notes, kind="explanation",
+                      language="sql")
     return Result(cols, rows, notes, language="sql")
+
+
+PLAN_COLUMNS = ("id", "parent", "detail")
 
 
 def _mentions_table_function(sql: str) -> bool:
