@@ -46,6 +46,19 @@ def test_round_trip_through_the_cli_is_exact(tmp_path, home):
     assert first["source_seq"] == 1 and first["hlc"] > 0 and "ingested_at" in first
 
 
+def test_an_import_that_creates_the_file_creates_its_key_and_signs(tmp_path, home):
+    """A file an import creates is made as `attempt init` makes one: its device's key exists, so
+    the import signs what it wrote (without a key a later `recover` could not vouch for it)."""
+    db = str(tmp_path / "new.db")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_stream(40))
+    assert run_attempt(["import", "jsonl", str(src), "--db", db]).returncode == 0
+    shown = run_attempt(["keys", "show", "--db", db])
+    assert shown.returncode == 0 and shown.stdout.startswith(b"id_"), shown.stderr
+    v = run_attempt(["verify", "--db", db, "--json"])
+    assert v.returncode == 0 and json.loads(v.stdout)["checkpoints"] >= 1, v.stdout
+
+
 def test_import_is_idempotent(tmp_path, home):
     db = str(tmp_path / "a.db")
     src = tmp_path / "in.jsonl"

@@ -42,7 +42,8 @@ def _finish(st, w, as_json, what, extra=None):
 def _record(db, session, title, source, make, as_json, what, extra=None):
     """Write the events `make(writer)` returns, opening (and, for its own session, closing)
     the session around them."""
-    st = open_store(db, create=True)
+    from .stores import write_store
+    st = write_store(db, create=True)
     try:
         w = _writer(st, session, source)
         envs = [] if w.is_open() else [w.started(title)]
@@ -95,7 +96,8 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     Ctrl-C and SIGTERM reach the command.
     """
     from ..evidence import process, record
-    st = open_store(db, create=True)
+    from .stores import write_store
+    st = write_store(db, create=True)
     try:
         w = _writer(st, session, "run")
         res = record.run(w, list(command), title=title, attach_output=attach_output)

@@ -1,8 +1,10 @@
 """How a command opens the file: reads ingest the spool and sign a grown head first
 (spec/checkpoint.md); writes are refused on a damaged file (attemptdb.integrity.damage)."""
 
+import os
+
 from ..errors import AttemptError
-from .common import err, open_store, printable
+from .common import db_path, err, open_store, printable
 
 
 def ensure_key(store):
@@ -64,9 +66,17 @@ def checkpoint_after_import(st) -> None:
 def write_store(db, *, create=False, read=False):
     """Open the database for a command that appends (imports, corrections, checkpoints):
     refused with `error[store.damaged]` when the file is damaged (attemptdb.integrity.damage), since
-    nothing may be written to it. `read`: a read_store (spool drained, head signed) first."""
+    nothing may be written to it. `read`: a read_store (spool drained, head signed) first. A file
+    this call creates gets its device's signing key (ensure_key), so what is written is signed."""
     from ..integrity import damage
+    new = create and not read and not os.path.exists(db_path(db))
     st = read_store(db) if read else open_store(db, create=create)
+    if new:  # a command that makes the file makes its device's key too, as `attempt init` does
+        try:
+            ensure_key(st)
+        except BaseException:
+            st.close()
+            raise
     why = None if st.readonly else damage.refusal(st, st.path)
     if why is not None:
         st.close()
