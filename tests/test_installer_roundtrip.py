@@ -4,6 +4,7 @@ goes, what the user had (even empty) stays, and what the user added meanwhile st
 
 import json
 import os
+import tomllib
 
 import pytest
 from test_installer import EXE, REAL, STYLES, make_home, styled
@@ -285,7 +286,7 @@ def test_a_record_that_cannot_be_trusted_is_no_record(home, tmp_path, planted):
 
 # --- `--mcp`: the MCP server's config ------------------------------------------------------------
 
-MCP_JSON = ["claude_code", "cursor", "gemini_cli"]  # Codex's config.toml: a marked block, see test_installer_mcp
+MCP_JSON = ["claude_code", "cursor", "gemini_cli"]  # Codex's config.toml: a marked block, see below
 THEIRS = {"command": "npx", "args": ["@playwright/mcp@latest"]}
 
 
@@ -459,3 +460,116 @@ def test_the_cli_round_trip_with_mcp_gives_back_gemini_and_cursor_configs(home, 
         else:
             assert _read(path) == (original if path == gemini else original.replace(b'  "hooks": {},\n', b""))
         assert _listing(path) == before[path]
+
+
+# --- Codex's config.toml: the hooks' feature flag and `--mcp`'s server table --------------------
+
+CODEX_ORIGINALS = {
+    "none": None,
+    "empty-file": b"",
+    "newline-only": b"\n",
+    "blank-lines-crlf": b"\r\n\r\n",
+    "settings": b'model = "gpt-5-codex"\n\n[projects."/home/u/app"]\ntrust_level = "trusted"\n',
+    "no-final-newline": b'model = "gpt-5-codex"',
+    "own-empty-features": b"[features]\n",
+    "own-features-crlf": b'model = "o3"\r\n\r\n[features]\r\nweb_search = true\r\n',
+    "own-mcp-servers": b'[mcp_servers]\n\n[mcp_servers.docs]\ncommand = "npx"\nargs = ["-y", "docs"]\n',
+}
+CODEX_INSTALLS = {"hooks": lambda: _install("codex"), "mcp": lambda: _register("codex")}
+CODEX_UNINSTALLS = {"hooks": lambda: _uninstall("codex"), "mcp": lambda: _register("codex", remove=True)}
+
+
+def _codex_toml():
+    return agents.AGENTS["codex"].settings_path()
+
+
+def _codex_ours(path):
+    """(our feature flag, our MCP server) in config.toml."""
+    text = _read(path).decode()
+    return "hooks = true  # added by attemptdb" in text, "[mcp_servers.attemptdb]" in text
+
+
+@pytest.mark.parametrize("order", ORDERS, ids=lambda o: "-".join(w[0] + w[1][0] for w in o))
+def test_codex_config_toml_comes_back_whatever_the_order(home, order):
+    """Both the hooks' install (`[features] hooks = true`) and `--mcp`'s (`[mcp_servers.attemptdb]`)
+    write config.toml: an empty or blank one came back deleted; whatever the order, each
+    uninstall takes back only its own lines, the file goes only when it did not exist and
+    neither left anything in it, and a `[features]` / `[mcp_servers]` of the user's stays."""
+    make_home(home, "codex")
+    path = _codex_toml()
+    assert _mcp_path("codex") == path
+    for name, original in CODEX_ORIGINALS.items():
+        if original is not None:
+            _write_at(path, original)
+        before = _listing(path)
+        live = set()
+        for step, which in order:
+            (CODEX_INSTALLS if step == "install" else CODEX_UNINSTALLS)[which]()
+            live.symmetric_difference_update({which})
+            if live:
+                assert _codex_ours(path) == ("hooks" in live, "mcp" in live), (name, order)
+        if original is None:
+            assert not os.path.exists(path), name
+        else:
+            assert _read(path) == original, name
+        assert _listing(path) == before, name  # no record left beside it
+        hooks_json = agents.AGENTS["codex"].config_path()
+        if os.path.exists(hooks_json):
+            os.unlink(hooks_json)
+        if original is not None:
+            os.unlink(path)
+
+
+@pytest.mark.parametrize("original", [b"", b"\n", b"  \n\n"])
+def test_codex_blank_config_toml_survives_each_install_alone(home, original):
+    """An existing empty or newline-only config.toml was deleted by install then uninstall."""
+    make_home(home, "codex")
+    path = _write_at(_codex_toml(), original)
+    _install("codex")
+    assert tomllib.loads(_read(path).decode())["features"]["hooks"] is True
+    a = _uninstall("codex")
+    assert a.settings["outcome"] == "changed"
+    assert _read(path) == original
+    _register("codex")
+    r = _register("codex", remove=True)
+    assert not any("install had created it" in n for n in r.notes)
+    assert _read(path) == original
+    assert _listing(path) == ["config.toml"]  # hooks.json install created is gone, and no record is left
+
+
+def test_codex_flags_and_tables_the_user_set_stay(home):
+    """What the user set in config.toml is theirs, even where it is what we would set: their own
+    `hooks = true` (or `codex_hooks`), an empty `[features]`, and a `[features]` or our key
+    they made their own after install (the marker taken off) stay through every uninstall, and
+    a config.toml install created that the user then wrote to stays with what they wrote."""
+    make_home(home, "codex")
+    path = _codex_toml()
+    for original in (b"[features]\nhooks = true\n", b"[features]\ncodex_hooks = true\n", b"[features]\n\n", b"\n"):
+        _write_at(path, original)
+        for step in ("install hooks", "install mcp", "uninstall hooks", "uninstall mcp"):
+            verb, which = step.split()
+            (CODEX_INSTALLS if verb == "install" else CODEX_UNINSTALLS)[which]()
+        assert _read(path) == original, original
+        os.unlink(path)
+    # install created the file; the user took our marker off the key: the key and file are theirs
+    _install("codex")
+    _write_at(path, _read(path).replace(b"hooks = true  # added by attemptdb", b"hooks = true"))
+    _register("codex")
+    _register("codex", remove=True)
+    _uninstall("codex")
+    assert tomllib.loads(_read(path).decode()) == {"features": {"hooks": True}}
+    os.unlink(path)
+    # install created the file, the user took our key out and left our header: a reinstall fills
+    # it again, and the file still goes with uninstall
+    _install("codex")
+    _write_at(path, _read(path).replace(b"hooks = true  # added by attemptdb\n", b""))
+    _install("codex")
+    _uninstall("codex")
+    assert not os.path.exists(path) and _listing(path) == []
+    # install created the file, the user wrote a setting into it: it stays, with that setting
+    _register("codex")
+    _write_at(path, b'model = "o3"\n' + _read(path))
+    _install("codex")
+    _uninstall("codex")
+    _register("codex", remove=True)
+    assert _read(path) == b'model = "o3"\n'

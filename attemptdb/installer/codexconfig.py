@@ -12,12 +12,17 @@ Invariants: when neither `hooks` nor `codex_hooks` is set we add `hooks = true` 
 `[features]`, each added line marked `# added by attemptdb` so uninstall removes exactly what
 we added; a value the user set is never changed (an explicit `false` is reported, not
 overridden); every edit is re-parsed and must change nothing but that key, else nothing is
-written; trust state is never written — only the user grants trust.
+written; trust state is never written — only the user grants trust. The marked lines are what
+uninstall takes back; the record beside config.toml (attemptdb.installer.record, shared with
+`--mcp`'s server table) says what the file was before, so a config.toml that was empty or blank
+comes back as it was and one install created goes once nothing else is in it.
 """
 
 import hashlib
 import json
 import tomllib
+
+from . import record
 
 MARK = "# added by attemptdb"
 KEY_LINE = "hooks = true  " + MARK
@@ -87,18 +92,26 @@ def _without(doc, added_table: bool):
     return out
 
 
+def ours(text: str | None) -> bool:
+    """Whether config.toml holds a line we added (our key, or our `[features]` header)."""
+    return text is not None and MARK in text and any(
+        ln.rstrip() in (KEY_LINE, HEADER_LINE) for ln in text.splitlines())
+
+
 class Plan:
-    """A config.toml change: `text` (None = unchanged; "" = the file we created is empty
-    again), `note` for the user, `state` of the feature afterwards."""
+    """A config.toml change: `text` (None = unchanged), `delete` (the file goes: install had
+    created it), `note` for the user, `state` of the feature afterwards; `created` is
+    record.Record's (none: our lines carry their mark)."""
 
-    __slots__ = ("text", "note", "state", "error")
+    __slots__ = ("text", "note", "state", "error", "delete", "created")
 
-    def __init__(self, text=None, note=None, state=None, error=None):
+    def __init__(self, text=None, note=None, state=None, error=None, delete=False):
         self.text, self.note, self.state, self.error = text, note, state, error
+        self.delete, self.created = delete, []
 
     @property
     def changed(self):
-        return self.text is not None
+        return self.text is not None or self.delete
 
 
 def plan_enable(text: str | None) -> Plan:
@@ -154,10 +167,11 @@ def plan_enable(text: str | None) -> Plan:
     return Plan(text=new, state=ENABLED)
 
 
-def plan_cleanup(text: str | None) -> Plan:
+def plan_cleanup(text: str | None, rec=None) -> Plan:
     """Remove exactly the lines we added (the key; our `[features]` header once its table
     is empty again, with the blank line we put before it). Anything else stays; the result
-    is re-parsed and must differ from the original only by what we added."""
+    is re-parsed and must differ from the original only by what we added. Then the file as it
+    was before install (`rec`: record.Record of config.toml; see `record.given_back`)."""
     if text is None or MARK not in text:
         return Plan()
     lines = text.splitlines(keepends=True)
@@ -192,7 +206,8 @@ def plan_cleanup(text: str | None) -> Plan:
         expect.pop("features")
     if err or err2 or after != expect:
         return Plan(note="config.toml changed in a way we do not recognise; left untouched")
-    return Plan(text=new)
+    new, delete = record.given_back(rec, record.HOOKS, new)
+    return Plan(delete=True) if delete else Plan(text=new)
 
 
 # --- trust (read only) ------------------------------------------------------------------------

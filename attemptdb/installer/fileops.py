@@ -291,20 +291,6 @@ def atomic_write(path: str, data: bytes, *, default_mode: int = 0o600, expect=AN
     return target
 
 
-def remove_file(path: str, *, expect=ANY) -> None:
-    """Remove `path` (used only for a config.toml we created and emptied again). A symlink is
-    kept and its target emptied instead, so a dotfiles link never dangles. `expect`: as for
-    `atomic_write`."""
-    if os.path.islink(path):
-        atomic_write(path, b"", expect=expect)
-        return
-    _still(path, path, expect)
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
 def remove_created(path: str, *, expect=ANY) -> str:
     """Remove the file `path` finally names (a config our install created and our uninstall
     emptied again); a link at `path` stays, naming no file, as it did before. `expect`: as for

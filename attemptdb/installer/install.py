@@ -11,8 +11,9 @@ both installs share (Gemini CLI's settings.json); a malformed config is
 reported as `failed` with a coded error and left untouched; `dry_run` computes everything
 and writes nothing (no lock file, no directory, no backup). Directories are created only
 for detected agents. For Codex, `config.toml` gets the minimal feature-flag edit of
-`codexconfig` (never trust state). After a real install each installed agent gets a capture
-test (see `capturetest`).
+`codexconfig` (never trust state), through the same `edit` and record (shared there with
+the MCP server's table). After a real install each installed agent gets a capture test (see
+`capturetest`).
 """
 
 import os
@@ -132,6 +133,12 @@ def present(agent, path, text) -> set:
     out = set()
     if text is None:
         return out
+    if agent.provider == "codex" and path == agent.settings_path():  # config.toml: marked lines
+        if codexconfig.ours(text):
+            out.add(record.HOOKS)
+        if mcpentry.registered(agent, text):
+            out.add(record.MCP)
+        return out
     if path == agent.config_path():
         try:
             root = merge.parse_config(agent, text)
@@ -199,25 +206,26 @@ def _plan_install(agent, path, command):
                      lambda res: not res.removed)
 
 
-def _codex_settings(agent, action, plan_fn, dry_run):
+def _codex_settings(agent, action, uninstalling, dry_run):
+    """Codex's config.toml: the feature flag on (`codexconfig.plan_enable`) or our lines out
+    again (`plan_cleanup`), recorded as the JSON configs' edits are (record.HOOKS)."""
     path = agent.settings_path()
     out = {"path": path, "outcome": "unchanged"}
+    if uninstalling:
+        plan, after, notes = unrecording(agent, path, record.HOOKS, codexconfig.plan_cleanup)
+    else:  # fresh: none of our lines was there (plan_enable never changes our key)
+        had = {}
+
+        def enable(text):
+            had["ours"] = codexconfig.ours(text)
+            return codexconfig.plan_enable(text)
+
+        plan, after, notes = recording(agent, path, record.HOOKS, enable, lambda res: not had["ours"])
     try:
-        if dry_run or not os.path.isdir(os.path.dirname(path)):
-            before, text = _read_text(path)
-            p = plan_fn(text)
-            bak = None
-        else:
-            with fileops.Lock(path):
-                before, text = _read_text(path)
-                p = plan_fn(text)
-                bak = None
-                if p.changed and not dry_run:
-                    if p.text == "" and before is not None:  # only our lines were in it
-                        bak = fileops.backup(path, before)
-                        fileops.remove_file(path, expect=before)
-                    else:
-                        bak = _write(path, before, p.text, False)
+        p, bak = edit(path, plan, dry_run or not os.path.isdir(os.path.dirname(path)), after)
+        action.notes.extend(notes)
+        if p.delete:
+            action.notes.append(f"{'would remove' if dry_run else 'removed'} {path}: install had created it")
         if p.changed:
             out["outcome"] = ("would change" if dry_run else "changed")
         if bak:
@@ -277,7 +285,7 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
         a.notes.extend(notes)
         a.removed, a.added = res.removed, (res.added if res.changed else [])
         if agent.provider == "codex":
-            _codex_settings(agent, a, codexconfig.plan_enable, dry_run)
+            _codex_settings(agent, a, False, dry_run)
             if res.changed:
                 a.notes.append("Codex runs new hooks only after you trust them: open Codex and "
                                "approve them with /hooks")
@@ -313,7 +321,7 @@ def uninstall(providers=None, *, dry_run=False) -> Report:
             notes.insert(0, f"{'would remove' if dry_run else 'removed'} {path}: install had created it")
         a.notes.extend(notes)
         if agent.provider == "codex":
-            _codex_settings(agent, a, codexconfig.plan_cleanup, dry_run)
+            _codex_settings(agent, a, True, dry_run)
             if res.changed:
                 a.notes.append("Codex's trust records for the removed hooks stay in "
                                "config.toml [hooks.state]; they are harmless")

@@ -22,7 +22,9 @@ is edited with the hooks' `install.edit` and what install created in it (`mcpSer
 itself) is recorded beside it (attemptdb.installer.record, under record.MCP: Gemini CLI's
 settings.json has one record for both installs, and each uninstall takes back only its own
 parts); a user's own `mcpServers`, even empty, stays, and a file install created goes once
-nothing else is in it. Codex's config.toml needs no record: our table is a marked block.
+nothing else is in it. Codex's config.toml goes the same way, in the record the hooks' feature
+flag shares there: our table is a marked block (its lines are what uninstall takes out), and
+the record keeps what the file was before (none, empty, blank) to give it back.
 """
 
 import json
@@ -35,11 +37,9 @@ from . import agents as agents_mod
 from . import codexconfig, fileops, install, jsonstyle, merge, record
 from .command import Executable, find_executable
 from .install import FAILED, SKIPPED, Action
-from .mcpentry import CREATED_SERVERS, NAME, config_path, is_ours, server_entry, servers_member
+from .mcpentry import CREATED_SERVERS, NAME, TOML_HEADER, TOML_MARK, config_path, is_ours, server_entry, servers_member
 from .merge import CURRENT, INSTALLED, NOT_INSTALLED, REMOVED, UPDATED, same_value
 
-TOML_MARK = "# added by attemptdb (mcp)"
-TOML_HEADER = f"[mcp_servers.{NAME}]  {TOML_MARK}"
 _OUR_KEY = re.compile(r"\s*(command|args)\s*=")
 
 
@@ -207,7 +207,9 @@ def plan_install_toml(text, entry: dict, *, where="config.toml") -> Plan:
     return Plan(_checked(doc, new, dict(current, **want), where), UPDATED)
 
 
-def plan_uninstall_toml(text, *, where="config.toml") -> Plan:
+def plan_uninstall_toml(text, *, where="config.toml", rec=None) -> Plan:
+    """Take our marked table out, then give the file back as it was before install (`rec`:
+    record.Record of config.toml; see `record.given_back`)."""
     if text is None or TOML_MARK not in text:
         return Plan(None, NOT_INSTALLED)
     doc = _toml(text, where)
@@ -223,7 +225,8 @@ def plan_uninstall_toml(text, *, where="config.toml") -> Plan:
     new = "".join(lines[:start] + lines[end:])
     if not text.endswith("\n") and new.endswith("\n") and end == len(lines):
         new = new[:-2] if new.endswith("\r\n") else new[:-1]
-    return Plan(_checked(doc, new, None, where), REMOVED)
+    new, delete = record.given_back(rec, record.MCP, _checked(doc, new, None, where))
+    return Plan(new, REMOVED, delete=delete)
 
 
 # --- applying -------------------------------------------------------------------------------
@@ -242,41 +245,18 @@ class Registration(Action):
 
 def _plan(agent, text, entry, where, rec=None):
     if agent.provider == "codex":
-        return plan_install_toml(text, entry, where=where) if entry else plan_uninstall_toml(text, where=where)
+        return plan_install_toml(text, entry, where=where) if entry else plan_uninstall_toml(text, where=where, rec=rec)
     comments = agent.allow_comments
     if entry:
         return plan_install_json(text, entry, allow_comments=comments, where=where)
     return plan_uninstall_json(text, allow_comments=comments, where=where, rec=rec)
 
 
-def _apply_toml(agent, path, entry, dry_run):
-    """Read, plan, write (under the lock unless dry-run); returns (plan, backup)."""
-    def read():
-        data = fileops.read_config(path)
-        return data, (None if data is None else jsonstyle.decode(data))
-
-    if dry_run:
-        _, text = read()
-        return _plan(agent, text, entry, path), None
-    with fileops.Lock(path):
-        before, text = read()
-        plan = _plan(agent, text, entry, path)
-        bak = None
-        if plan.changed:
-            bak = fileops.backup(path, before) if before is not None else None
-            if plan.text == "" and before is not None:  # only our table was in it: as before, no file
-                fileops.remove_file(path, expect=before)
-            else:
-                fileops.atomic_write(path, plan.text.encode("utf-8"), expect=before)
-    return plan, bak
-
-
 def _apply(agent, path, entry, dry_run, notes):
-    """Read, plan, write (under the lock unless dry-run); returns (plan, backup). A JSON config
-    is edited as the hooks' (attemptdb.installer.install.edit) and what install created in it
-    is recorded beside it, in the record the hooks' install shares (Gemini CLI)."""
-    if agent.provider == "codex":
-        return _apply_toml(agent, path, entry, dry_run)
+    """Read, plan, write (under the lock unless dry-run); returns (plan, backup). The config is
+    edited as the hooks' (attemptdb.installer.install.edit) and what install created in it is
+    recorded beside it, in the record the hooks' install shares (Gemini CLI's settings.json,
+    Codex's config.toml)."""
     if entry:
         plan, after, more = install.recording(agent, path, record.MCP, lambda text: _plan(agent, text, entry, path),
                                               lambda res: res.outcome == INSTALLED)

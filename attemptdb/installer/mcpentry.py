@@ -2,12 +2,15 @@
 runs, and whether a config's text holds it. Below both the MCP registration (mcpconfig) and the
 hooks' install (install.present: Gemini CLI's settings.json holds both).
 
+Codex's config.toml holds it as a marked table (`TOML_HEADER`: the block mcpconfig writes).
+
 Invariant: an entry is ours only when it runs `attempt … mcp` or `<python> -I …/attemptdb/__main__.py
 mcp` (`is_ours`); a config whose shape is not an object with an `mcpServers` object is refused
 (installer.config_shape), never guessed at.
 """
 
 import os
+import tomllib
 
 from ..errors import AttemptError
 from . import agents as agents_mod
@@ -15,6 +18,8 @@ from . import jsonstyle
 from .command import Executable, command_basename, is_python
 
 NAME = "attemptdb"
+TOML_MARK = "# added by attemptdb (mcp)"
+TOML_HEADER = f"[mcp_servers.{NAME}]  {TOML_MARK}"
 
 
 def config_path(agent) -> str:
@@ -68,8 +73,21 @@ def servers_member(text, allow_comments, where):
 CREATED_SERVERS = {"path": ["mcpServers"], "kind": "object"}
 
 
+def toml_registered(text) -> bool:
+    """Whether Codex's config.toml `text` holds our marked server table, as ours."""
+    if text is None or TOML_MARK not in text or not any(ln.rstrip() == TOML_HEADER for ln in text.splitlines()):
+        return False
+    try:
+        servers = tomllib.loads(text).get("mcp_servers")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(servers, dict) and is_ours(servers.get(NAME))
+
+
 def registered(agent, text) -> bool:
-    """Whether a JSON MCP config's `text` holds our server entry."""
+    """Whether an MCP config's `text` holds our server entry."""
+    if agent.provider == "codex":
+        return toml_registered(text)
     try:
         _, servers = servers_member(text, agent.allow_comments, "the config")
     except AttemptError:

@@ -326,11 +326,7 @@ def take_back(text, root, record, owner, allow_comments=False):
     back when it was not there (or blank) before and nothing else is left in it. Shared by the
     hooks and the MCP server (attemptdb.installer.mcpconfig)."""
     text, root = _take_back(text, root, record.parts(owner), allow_comments)
-    if record.file != record_mod.EXISTED and jsonstyle.empty_document(text, root):
-        if record.file == record_mod.ABSENT:
-            return None, True
-        return record.blank, False
-    return text, False
+    return record.give_back(text, jsonstyle.empty_document(text, root))
 
 
 def plan_uninstall(agent: Agent, text: str | None, record=None) -> Result:

@@ -19,6 +19,11 @@ when both installs made it, only the second uninstall removes it. A record that 
 unreadable, malformed or a symbolic link is no record, and an install it does not list was made
 by an older version: its uninstall then drops what its entries alone filled, as it always did.
 It holds key names and whitespace, never a value of the user's.
+
+Codex's config.toml has the same record (the hooks' feature flag and `--mcp`'s server table
+both write it), but what each install added there carries its own mark in the text (lines
+`# added by attemptdb`, see codexconfig and mcpconfig): its lists name no part, and the record
+keeps what only it can — the file's state before the first install (`given_back`).
 """
 
 import json
@@ -40,6 +45,11 @@ OWNERS = (HOOKS, MCP)
 EXISTED = "existed"      # a document: the file stays whatever uninstall leaves in it
 ABSENT = "absent"        # no file: uninstall removes it once nothing else is in it
 BLANK = "blank"          # only whitespace (`blank` holds it): written back once nothing else is in it
+
+
+def is_blank(text: str) -> bool:
+    """Whether a config's text holds only whitespace (and a BOM)."""
+    return not text.lstrip("\ufeff").strip()
 
 
 class Record:
@@ -79,7 +89,7 @@ class Record:
         """The record of a fresh install into a config whose text was `text` (None: no file)."""
         if text is None:
             return cls(ABSENT, None, {owner: created})
-        if not text.lstrip("\ufeff").strip():
+        if is_blank(text):
             return cls(BLANK, text, {owner: created})
         return cls(EXISTED, None, {owner: created})
 
@@ -90,6 +100,16 @@ class Record:
         """This record plus the parts a reinstall created (those it names already stay as they are)."""
         have = set(self.paths(owner))
         return self._with(owner, self.parts(owner) + [c for c in created if tuple(c["path"]) not in have])
+
+    def give_back(self, text, empty) -> tuple:
+        """(text, delete) for a config the listed installs' parts are out of, `empty` when
+        nothing else is left in it: the file goes when it did not exist before (ABSENT), gets
+        its whitespace back (BLANK), else stays as `text`."""
+        if self.file == EXISTED or not empty:
+            return text, False
+        if self.file == ABSENT:
+            return None, True
+        return self.blank, False
 
     def keeping(self, owners) -> "Record | None":
         """Only the lists of `owners` (the installs whose entries are still there), or None when
@@ -109,6 +129,15 @@ def after_install(prior, owner, text, created, fresh, present) -> "Record | None
     if prior is None or not prior.knows(owner):  # a reinstall over an older install's entries
         return None
     return prior.adding(owner, created)
+
+
+def given_back(prior, owner, text) -> tuple:
+    """(text, delete) once `owner`'s marked lines are out of a config (Codex's config.toml),
+    leaving `text`: as `Record.give_back` when `prior` lists `owner`'s install; else (an older
+    install's, or no record) the file goes once nothing at all is left in it, as it always did."""
+    if prior is not None and prior.knows(owner):
+        return prior.give_back(text, is_blank(text))
+    return (None, True) if text == "" else (text, False)
 
 
 def after_uninstall(prior, owner, present) -> "Record | None":
@@ -146,10 +175,10 @@ def _parse(data: bytes):
         return None
     if not all(isinstance(parts, list) and all(_valid_part(c) for c in parts) for parts in created.values()):
         return None
-    blank = doc.get("blank")
-    if file == BLANK and not (isinstance(blank, str) and not blank.lstrip("\ufeff").strip()):
+    ws = doc.get("blank")
+    if file == BLANK and not (isinstance(ws, str) and is_blank(ws)):
         return None
-    return Record(file, blank if file == BLANK else None, created)
+    return Record(file, ws if file == BLANK else None, created)
 
 
 def load(config_path: str) -> Record | None:
