@@ -230,5 +230,6 @@ CODES = {
     'usage.bad_value': (2, 'an option or argument has a value it does not take (click says which and why)'),
     'usage.missing': (2, 'a required argument or option is missing (click names it)'),
     'usage.no_db': (2, 'the command opens no database, so it takes no --db (the message says why)'),
+    'usage.unknown_command': (2, 'no such command (a near command name suggested if any)'),
     'usage.unknown_option': (2, 'no such option for this command (click names it, and a near match if any)'),
 }

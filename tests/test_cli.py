@@ -75,8 +75,8 @@ def test_missing_database_is_a_coded_error_not_a_traceback(tmp_path, home):
     (["query", "--bogus", "SELECT 1"], "usage.unknown_option", "No such option '--bogus' (`attempt query --help`"),
     (["events", "-n", "abc"], "usage.bad_value", "'abc' is not a valid integer range (`attempt events --help`"),
     (["query"], "usage.missing", "Missing argument 'STATEMENT' (`attempt query --help`"),
-    (["evnts"], "usage.bad_usage", "No such command 'evnts'; did you mean `events`? (`attempt --help`"),
-    (["zzzz"], "usage.bad_usage", "No such command 'zzzz' (`attempt --help`"),
+    (["evnts"], "usage.unknown_command", "No such command 'evnts'; did you mean `events`? (`attempt --help`"),
+    (["zzzz"], "usage.unknown_command", "No such command 'zzzz' (`attempt --help`"),
     (["query", "--json", "--csv", "SELECT 1"], "usage.bad_usage", "--json and --csv are exclusive"),
 ])
 def test_a_command_line_click_refuses_is_one_coded_line(tmp_path, home, args, code, says):

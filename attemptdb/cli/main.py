@@ -62,6 +62,10 @@ COMMANDS = {
 }
 
 
+class NoSuchCommand(click.UsageError):
+    """A command name `attempt` does not have (usage.unknown_command)."""
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(name for name in COMMANDS if self._load(name) is not None)
@@ -86,8 +90,8 @@ class LazyGroup(click.Group):
         if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
             import difflib
             near = difflib.get_close_matches(args[0], COMMANDS, n=1)
-            if near:
-                ctx.fail(f"No such command {args[0]!r}; did you mean `{near[0]}`?")
+            raise NoSuchCommand(f"No such command {args[0]!r}" + (f"; did you mean `{near[0]}`?" if near else ""),
+                                ctx=ctx)
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
@@ -162,6 +166,8 @@ def usage_error(e) -> AttemptError:
         message += f" (`{ctx.command_path} --help` lists what it takes)"
     if isinstance(e, click.NoSuchOption):
         return AttemptError("usage.unknown_option", message)
+    if isinstance(e, NoSuchCommand):
+        return AttemptError("usage.unknown_command", message)
     if isinstance(e, click.MissingParameter):
         return AttemptError("usage.missing", message)
     if isinstance(e, click.BadParameter):
