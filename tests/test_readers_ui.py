@@ -312,6 +312,12 @@ def test_timeline_and_evidence_pages(ui, scen):
     want = [r["event_id"] for r in cli_rows(scen[0], f"SHOW EVIDENCE FOR attempt {att}")]
     assert [r["cells"][col] for r in ev["rows"]] == want
     assert ui.request("/-/attemptdb/session/ses_nosuch")[0] == 404
+    # a short id, as the CLI prints it, is read back on both pages
+    status, body = ui.request(f"/-/attemptdb/session/{session[:12]}")
+    assert status == 200 and att in body
+    status, body = ui.request(f"/-/attemptdb/attempt/{att[:12]}")
+    assert status == 200 and want[0] in body
+    assert ui.request("/-/attemptdb/attempt/att_0000")[0] == 404  # too short to read back
     status, units = ui.request("/-/attemptdb/units")
     assert status == 200 and built.expand("{wu:g_p}") in units and built.expand("{wu:f_p}") in units
 

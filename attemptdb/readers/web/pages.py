@@ -74,10 +74,23 @@ def recent_sessions(conn, limit: int = 50) -> list[dict]:
                        "ORDER BY last_event_at DESC, session_id LIMIT ?", (limit,))
 
 
+def full_id(conn, kind: str, text: str) -> str:
+    """The whole id a (short) id in a page's address stands for, as the CLI reads it back
+    (query.resolve.resolve_id: at least 8 hex digits, one match); else `text` as it is (the page
+    then says no such row)."""
+    from ...query.errors import AQLError
+    from ...query.resolve import resolve_id
+    try:
+        return resolve_id(conn, kind, text, live=False)[1]
+    except AQLError:
+        return text
+
+
 def session_timeline(conn, session_id: str) -> dict | None:
     """The session, its turns (in order) → attempts → tool calls. An attempt's calls are its
     `tool_call_ids`; calls no attempt lists stay under their turn. Failed and superseded
-    attempts and failed calls are flagged (`failed`, `superseded`)."""
+    attempts and failed calls are flagged (`failed`, `superseded`). A short id is read back."""
+    session_id = full_id(conn, "session", session_id)
     found = _rows(conn, "SELECT * FROM sessions WHERE session_id = ?", (session_id,))
     if not found:
         return None
@@ -110,7 +123,9 @@ def session_timeline(conn, session_id: str) -> dict | None:
 
 
 def attempt_evidence(conn, attempt_id: str) -> dict | None:
-    """The attempt and the events its evidence names, in observation (then chain) order."""
+    """The attempt and the events its evidence names, in observation (then chain) order. A
+    short id is read back."""
+    attempt_id = full_id(conn, "attempt", attempt_id)
     found = _rows(conn, "SELECT * FROM attempts WHERE attempt_id = ?", (attempt_id,))
     if not found:
         return None
