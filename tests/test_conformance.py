@@ -144,7 +144,8 @@ def test_json_report_is_data(streams, capsys):
     assert [c["name"] for c in rep["checks"]] == CHECKS
     assert [c["rule"] for c in rep["checks"]] == [r for _, r in conformance.CHECKS]
     for c in rep["checks"]:
-        assert c == {"name": c["name"], "rule": c["rule"], "ok": True, "problem_count": 0, "problems": []}
+        assert c == {"name": c["name"], "rule": c["rule"], "ok": True, "checked": True, "problem_count": 0,
+                     "problems": []}
     assert isinstance(rep["notes"], list) and rep["notes"]
 
 
@@ -387,3 +388,19 @@ def test_unreadable_file_is_a_coded_error(tmp_path):
     p = run_attempt(["conformance", str(tmp_path / "missing.jsonl")])
     assert p.returncode == 2 and b"Traceback" not in p.stderr
     assert p.stderr.strip()
+
+
+def test_a_stream_with_no_readable_event_passes_no_check_it_could_not_run():
+    """Nothing read, nothing vouched for: the checks after Envelope show `-`, never ✓, and the
+    JSON says they were not checked (`checked: false`)."""
+    rep = conformance.check_stream(io.BytesIO(b'garbage\n{"x": 1}\n'))
+    shown = rep.render().splitlines()
+    assert "\u2713" not in rep.render() and not rep.compatible
+    assert all(line.split()[1] == "-" for line in shown if line.split()[:1] in (["Identity"], ["Temporal"],
+                                                                                 ["Causality"], ["Extensions"]))
+    checks = {c["name"]: c for c in rep.as_dict()["checks"]}
+    assert checks["Envelope"]["checked"] and not checks["Envelope"]["ok"]
+    assert not checks["Identity"]["checked"]
+    good = conformance.check_stream(io.BytesIO(b"".join(
+        (json.dumps(e) + "\n").encode() for e in synth.generate(3, seed=2))))
+    assert all(c["checked"] and c["ok"] for c in good.as_dict()["checks"])

@@ -52,7 +52,7 @@ class Report:
         return {
             "format": "AttemptDB Event v1", "events": self.events, "lines": self.lines,
             "compatible": self.compatible,
-            "checks": [{"name": n, "rule": r, "ok": self.counts[n] == 0,
+            "checks": [{"name": n, "rule": r, "ok": self.counts[n] == 0, "checked": self.events > 0 or self.counts[n] > 0,
                         "problem_count": self.counts[n], "problems": self.problems[n]}
                        for n, r in CHECKS],
             "notes": self.notes,
@@ -62,7 +62,9 @@ class Report:
         out = [f"AttemptDB Event v1 \u00b7 {self.events:,} event{'s' if self.events != 1 else ''}", ""]
         for name, rule in CHECKS:
             n = self.counts[name]
-            if n == 0:
+            if n == 0 and not self.events:  # no event to hold it to: neither passed nor failed
+                out.append(f"{name:<20}-   {rule} (no readable event to check)")
+            elif n == 0:
                 out.append(f"{name:<20}{color(chr(0x2713), True)}   {rule}")
             else:
                 first = self.problems[name][0]
