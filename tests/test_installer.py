@@ -532,6 +532,14 @@ def test_cli_dry_run_json(home):
     assert os.listdir(home / ".cursor") == []
 
 
+def test_cli_dry_run_says_what_would_change_in_codex_config_toml(home):
+    make_home(home, "codex")
+    p = run_attempt(["hook", "install", "-p", "codex", "--dry-run"], env={"HOME": str(home)})
+    assert p.returncode == 0, p.stderr
+    assert b"config.toml: would change (adds `hooks = true` under [features]" in p.stdout, p.stdout
+    assert not os.path.exists(home / ".codex" / "config.toml")
+
+
 def test_uninstall_leaves_other_hooks_and_missing_configs_alone(home):
     make_home(home, "claude_code")
     r = install.uninstall(None)

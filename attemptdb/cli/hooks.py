@@ -65,7 +65,8 @@ def _print_actions(report):
         if a.backup:
             click.echo(printable(f"  backup: {_short(a.backup)}"))
         if a.settings and a.settings.get("outcome") not in (None, "unchanged"):
-            click.echo(printable(f"  {_short(a.settings['path'])}: {a.settings['outcome']}"
+            change = f" ({a.settings['change']})" if a.settings.get("change") and report.dry_run else ""
+            click.echo(printable(f"  {_short(a.settings['path'])}: {a.settings['outcome']}{change}"
                                  + (f" (backup: {_short(a.settings['backup'])})" if a.settings.get("backup") else "")))
         for n in a.notes:
             click.echo(printable(f"  note: {n}"))

@@ -228,6 +228,9 @@ def _codex_settings(agent, action, uninstalling, dry_run):
             action.notes.append(f"{'would remove' if dry_run else 'removed'} {path}: install had created it")
         if p.changed:
             out["outcome"] = ("would change" if dry_run else "changed")
+            if not p.delete:  # (a removal is said in a note)
+                out["change"] = ("takes out the lines marked `# added by attemptdb`" if uninstalling
+                                 else "adds `hooks = true` under [features], marked `# added by attemptdb`")
         if bak:
             out["backup"] = bak
         if p.state:
