@@ -13,6 +13,7 @@ from conftest import ROOT, run_attempt
 
 from attemptdb.cli.main import cli
 from attemptdb.installer import capturetest
+from attemptdb.projections import catalog
 from attemptdb.query.execute import public_tables
 from attemptdb.store.database import Store
 
@@ -89,8 +90,12 @@ def test_describe_prints_sql_values_and_every_type(scen):
         rows = json.loads(attempt(["query", f"DESCRIBE {t}", "--json", "--db", scen]).stdout)
         assert rows and all(r["type"] not in ("", None) for r in rows), (t, [r for r in rows if not r["type"]])
         assert all(isinstance(r["primary_key"], bool) for r in rows)
+        documented = next((d for d in catalog.load_docs()["tables"] if d["name"] == t), {"columns": []})
+        for c in documented["columns"]:  # the catalog's word, as `attempt schema` says it
+            row = next((r for r in rows if r["column"] == c["name"]), None)
+            assert row is None or (row["type"], row["null"]) == (c["type"], "yes" if c["null"] else ""), (t, row, c)
     csv = attempt(["query", "DESCRIBE events", "--csv", "--db", scen]).stdout.decode()
-    assert "seq,integer,yes,true" in csv.replace("\r", "")
+    assert "seq,int64,,true" in csv.replace("\r", "")  # a primary key is never null
 
 
 @pytest.mark.parametrize("args", [["timeline"], ["failures"], ["events"], ["status"], ["needs-you"], ["handoffs"],

@@ -174,20 +174,27 @@ def describe(ctx, text: str) -> Result:
         names = ", ".join(public_tables(ctx.conn))
         raise AQLError("AQL0307", f"unknown table; the tables are {names} (`attempt schema` describes them)",
                        source=text, pos=k, end=j2, label="unknown table")
-    documented = _documented_types(name)
-    # a view's columns declare no type: the catalog's type says what they hold ("any" when not documented)
-    rows = [(r[1], (r[2] or "").lower() or documented.get(r[1], "any"), "" if r[3] else "yes", r[5] > 0)
-            for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})") if not r[6]]
+    documented = _documented_columns(name)
+    # the catalog's type and nullability where it documents the column (what `attempt schema`
+    # says: a view's columns declare no type or an affinity only); else what SQLite declares
+    rows = []
+    for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})"):
+        if r[6]:
+            continue
+        doc = documented.get(r[1])
+        kind = doc["type"] if doc else (r[2] or "").lower() or "any"
+        nullable = doc["null"] if doc and "null" in doc else not (r[3] or r[5])
+        rows.append((r[1], kind, "yes" if nullable else "", r[5] > 0))
     return Result(["column", "type", "null", "primary_key"], rows,
                   [f"{name}: {len(rows)} columns; `attempt schema {name}` says what they mean"], language="sql")
 
 
-def _documented_types(table: str) -> dict:
-    """{column: type} the table catalog (spec/) documents for `table`."""
+def _documented_columns(table: str) -> dict:
+    """{column: its catalog entry (type, null, …)} the table catalog (spec/) documents for `table`."""
     from ..projections import catalog
     for t in catalog.load_docs()["tables"]:
         if t["name"] == table:
-            return {c["name"]: c["type"] for c in t.get("columns", [])}
+            return {c["name"]: c for c in t.get("columns", [])}
     return {}
 
 
