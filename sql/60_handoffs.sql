@@ -1,8 +1,11 @@
 -- ---- handoffs (spec/projections.md) -------------------------------------------------------
 
 -- Turn spans that can give or receive: [turn start, last event attributed to the turn], from
--- sessions that are not retracted and had a prompt or a tool call. A session's first span
--- begins at the session's start when that is earlier.
+-- agents' sessions that are not retracted and had a prompt or a tool call. A session's first span
+-- begins at the session's start when that is earlier. Sessions of provider `attempt` (what
+-- people and CI record themselves: `attempt run`, `attempt note`, the Recorder) are no agent's:
+-- they neither give nor take, and the agents' spans around them are judged as if they were not
+-- there.
 CREATE VIEW handoff_spans AS
 SELECT t.turn_id AS turn_id, t.session_id AS session_id, s.provider AS provider, s.project_id AS project_id,
   t.started_at AS span_start,
@@ -13,7 +16,7 @@ SELECT t.turn_id AS turn_id, t.session_id AS session_id, s.provider AS provider,
        THEN s.first_event_id ELSE t.first_event_id END AS begin_event_id
 FROM turn_facts t
 JOIN session_facts s ON s.session_id = t.session_id
-WHERE (s.prompt_count > 0 OR s.call_seq > 0) AND s.retraction = 0;
+WHERE (s.prompt_count > 0 OR s.call_seq > 0) AND s.retraction = 0 AND s.provider <> 'attempt';
 
 -- Receivers on a quiet project, each with the one giver considered: the span whose end is the
 -- latest among those sorted before it (a window over the project's spans, then key lookups).

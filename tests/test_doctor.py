@@ -49,6 +49,16 @@ def agent(rep, provider):
     return next(a for a in rep["agents"] if a["provider"] == provider)
 
 
+def backdate_install(provider, days):
+    """Date the hooks' install `days` back (the record beside the config and the config)."""
+    from attemptdb.installer import record
+    path = agents.AGENTS[provider].config_path()
+    when = (clock.now_us() - days * DAY) / 1e6
+    for p in (record.record_path(path), path):
+        if os.path.exists(p):
+            os.utime(p, (when, when))
+
+
 def test_nothing_installed_is_ok(home, db, exe):
     rep = doctor.run(db, executable=exe)
     assert [a["state"] for a in rep["agents"]] == ["not_installed"] * 4
@@ -58,6 +68,8 @@ def test_nothing_installed_is_ok(home, db, exe):
 def test_installed_then_verified_then_delivering(home, db, exe):
     setup_agents(home, "claude_code", "cursor")
     install.install(["claude", "cursor"], executable=exe, verify=False)
+    backdate_install("claude_code", 10)
+    backdate_install("cursor", 10)
     rep = doctor.run(db, ["claude", "cursor"], executable=exe)
     assert agent(rep, "claude_code")["state"] == "installed"
     assert not rep["ok"]  # installed hooks, but no database yet

@@ -171,14 +171,36 @@ def handoffs_cmd(project, session, since, until, limit, between, evidence, as_js
     result = run_statement(db, stmt, as_json=as_json, evidence=evidence)
     if not result.rows and not as_json:
         from ..render.termtable import terminal_width, wrap
-        click.echo("\n".join(wrap(NO_HANDOFFS, terminal_width(), "  ")))
+        others = _other_handoffs(db, project, session, since, until) if between else 0
+        if others:
+            scoped = " in this scope" if (project or session or since or until) else ""
+            note = (f"note: none between these agents: no handoffs detected between {printable(between[0])} "
+                    f"and {printable(between[1])}, but {others} other handoff{'s' if others != 1 else ''}{scoped} "
+                    f"{'are' if others != 1 else 'is'} recorded between other agents "
+                    f"(`attempt handoffs` without --between lists {'them' if others != 1 else 'it'}).")
+        else:
+            note = NO_HANDOFFS
+        click.echo("\n".join(wrap(note, terminal_width(), "  ")))
 
 
+def _other_handoffs(db, project, session, since, until) -> int:
+    """How many handoffs the same scope holds without --between (up to OTHERS_CAP)."""
+    from ..query import execute
+    conn, gate = open_read(db)
+    try:
+        stmt = "SHOW HANDOFFS" + _clauses(project, session, since, until, OTHERS_CAP)
+        return len(execute.run(conn, stmt, cwd=os.getcwd(), gate=gate).rows)
+    finally:
+        conn.close()
+
+
+OTHERS_CAP = 100_000
 NO_HANDOFFS = (
     "note: no handoffs detected. One is inferred (the handoffs view) when, in one project, a turn of one "
     "agent begins after the last activity before it belongs to a different agent's session (no other work in "
     "between), and that agent wrote or edited a file the new turn then touches within 30 minutes, or the gap "
-    "is at most 5 minutes; only sessions with a prompt or a tool call, not retracted, count.")
+    "is at most 5 minutes; only agents' sessions with a prompt or a tool call, not retracted, count "
+    "(not what `attempt run` or `attempt note` record).")
 
 
 # --- status ------------------------------------------------------------------------------------

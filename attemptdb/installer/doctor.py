@@ -5,10 +5,14 @@ Invariants:
   config cannot be read, its entries are stale — another or a missing binary, missing,
   obsolete or duplicate events, a different shape — or hooks are switched off),
   `delivering` (a real capture — not `capture_test`, not `attrs.reconstructed` — from that
-  provider within the last 7 days, by `captured_at` in the `events` table), else
-  `installed` (configured, no recent real capture; `verified` says a capture test arrived).
-- Codex hooks not (or no longer) trusted by the user are a problem unless the agent is
-  demonstrably delivering.
+  provider within the last 7 days and since the hooks were installed, by `captured_at` in the
+  `events` table: captures made by hand before the install show nothing about the hooks), else
+  `installed` (configured, no such capture; `verified` says a capture test arrived). The install
+  is dated by the record the install writes beside the config (`record.record_path`), else by
+  the config file itself.
+- Codex hooks not (or no longer) trusted by the user are a problem (not ok, exit 1, with the
+  step that fixes it) unless the agent is demonstrably delivering: Codex captures arrived
+  since the hooks were installed.
 - The database is opened read-only and never created; its capture mode is the stored one,
   and an unreadable value is reported as failing closed to `metadata_only`.
 - `ok` is false (exit 1) on any problem; nothing printed echoes config or event content.
@@ -16,6 +20,7 @@ Invariants:
 
 import os
 import shutil
+import stat
 
 from ..model import clock, event
 from ..store import location
@@ -201,6 +206,23 @@ def daemon_state(path: str) -> tuple[dict, str | None]:
     return state, None
 
 
+def installed_at(config_path: str | None) -> str | None:
+    """When the hooks in `config_path` were last installed, as ISO text: the modification time
+    of the record the install writes beside the config (only installs write it), else of the
+    config file; None when neither can be read."""
+    from .record import record_path
+    if not config_path:
+        return None
+    for path, follow in ((record_path(config_path), False), (config_path, True)):  # a linked record is none
+        try:
+            st = os.stat(path, follow_symlinks=follow)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            return clock.iso(st.st_mtime_ns // 1000)
+    return None
+
+
 def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     """The full report (see the module docstring)."""
     exe = executable or find_hook_executable()
@@ -229,14 +251,17 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
         real, test = act.get(s.agent.provider, (None, None))
         a = s.to_json()
         a_problems = list(s.problems)
+        since = installed_at(s.config_path) if s.config_state != state_mod.NOT_INSTALLED else None
+        before_install = real is not None and since is not None and real < since
         if s.config_state == state_mod.BROKEN:
             st = BROKEN
         elif s.config_state == state_mod.NOT_INSTALLED:
             st = NOT_INSTALLED
-        elif real is not None and real >= cutoff:
+        elif real is not None and real >= cutoff and not before_install:
             st = DELIVERING
         else:
             st = INSTALLED
+        a["installed_at"] = since
         if s.trust is not None and s.trust != codexconfig.TRUSTED and st != NOT_INSTALLED:
             msg = ("Codex has not trusted these hooks yet" if s.trust == codexconfig.UNTRUSTED
                    else "Codex's trust records do not match these hooks (they changed since "
@@ -246,7 +271,10 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
                 a["notes"].append(msg)
             else:
                 a_problems.append(msg)
-        if st == INSTALLED and real is not None:
+        if st == INSTALLED and before_install:
+            a["notes"].append(f"no capture since the hooks were installed ({since}); the last one "
+                              f"({real}) came before, so it does not show the hooks deliver")
+        elif st == INSTALLED and real is not None:
             a["notes"].append("no capture in the last 7 days")
         a["state"] = st
         a["problems"] = a_problems

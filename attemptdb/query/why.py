@@ -1,7 +1,5 @@
 """WHY: the evidence chain behind an inference (attempt outcome, blocked unit, failed turn)."""
 
-
-
 from ..model import fastjson
 from . import fixed_sql as F
 from . import sqlgen as C
@@ -22,6 +20,73 @@ PLANNED_STATES = ("ACTIVE", "ABANDONED", "DONE", "COMPLETED", "WAITING_ON_HUMAN"
 
 def _why_row(**kw):
     return tuple(kw.get(c) for c in WHY_COLUMNS)
+
+
+# The applied corrections of an attempt, as their events hold them: when and from which device
+# each was written (provider `attemptdb`: `attempt correct`), what it set, its note.
+CORRECTIONS_SQL = (
+    "SELECT c.event_id, c.corrected_at, c.correction_type, c.outcome, c.failure_class, c.note, c.note_chars, "
+    "c.status, e.device_id FROM corrections c LEFT JOIN events e ON e.event_id = c.event_id "
+    "WHERE c.target = ? AND c.status = 'applied' ORDER BY c.corrected_at, c.event_id")
+INFERRED_SQL = "SELECT inferred_failure_class FROM attempts WHERE attempt_id = ?"
+NOTE_SHOWN = 120
+"""Characters of a correction's note quoted in a WHY claim."""
+
+
+def _corrections(ctx, ident: str, a: dict) -> tuple:
+    """(the correction that set the outcome, the one that set the note): the latest applied
+    correction of each kind, else the attempt's corrected_by alone."""
+    rows = ctx.dicts(C.Query("corrections", CORRECTIONS_SQL, (ident,)))
+    by = a.get("corrected_by")
+    if by not in {r["event_id"] for r in rows}:
+        rows = [{"event_id": by, "corrected_at": a.get("corrected_at"), "outcome": a.get("outcome")}]
+    outcome = next((r for r in reversed(rows) if r.get("outcome") or r.get("failure_class")), None)
+    note = next((r for r in reversed(rows) if r.get("note") or r.get("note_chars")), None)
+    return outcome, note
+
+
+def _who(c: dict) -> str:
+    where = f" from device {c['device_id']}" if c.get("device_id") else ""
+    when = f" at {c['corrected_at']}" if c.get("corrected_at") else ""
+    return f"({c['event_id']}, written with `attempt correct`{where}{when})"
+
+
+def _note_text(c: dict) -> str:
+    if c.get("note"):
+        note = c["note"] if len(c["note"]) <= NOTE_SHOWN else c["note"][:NOTE_SHOWN - 1] + "…"
+        return f"the note “{note}”"
+    return f"a note of {c['note_chars']} characters (its text is not stored)"
+
+
+def _correction_text(ctx, ident: str, a: dict, out_c, note_c) -> str:
+    """The sentence naming the human corrections an attempt carries: who wrote each (as its
+    event holds it), when, what it changed (inferred → now), its note; and what was inferred."""
+    inferred, now = a.get("inferred_outcome"), a.get("outcome")
+    parts = []
+    if out_c:
+        rows = ctx.dicts(C.Query("inferred class", INFERRED_SQL, (ident,)))
+        was_cls, now_cls = (rows[0]["inferred_failure_class"] if rows else None), a.get("failure_class")
+        changed = [f"outcome {inferred} → {now}"] if inferred and inferred != now else []
+        if was_cls != now_cls:
+            changed.append(f"failure class {was_cls or 'none'} → {now_cls or 'none'}")
+        text = f"A human correction {_who(out_c)} " + (
+            "changed " + " and ".join(changed) if changed else f"confirmed the inferred outcome {now}")
+        if note_c is out_c:
+            text += f", with {_note_text(note_c)}"
+        parts.append(text)
+    if note_c and note_c is not out_c:
+        parts.append(f"A human correction {_who(note_c)} added {_note_text(note_c)}"
+                     + ("" if out_c else ", leaving the outcome as inferred"))
+    return ". ".join(parts) + f"; the projection inferred {inferred or now}"
+
+
+def _evidence_note(ident: str, own: list, evidence: list) -> str:
+    """The note counting the row's evidence: the same number as the row's list."""
+    extra = [e for e in evidence if e not in own]
+    if extra:
+        return (f"{len(evidence)} evidence event(s) for attempt {ident}: its own {len(own)} (SHOW EVIDENCE FOR "
+                f"{ident} lists them) and the correction{'s' if len(extra) > 1 else ''} {', '.join(extra)}")
+    return f"{len(evidence)} evidence event(s) for attempt {ident}; SHOW EVIDENCE FOR {ident} lists them"
 
 
 class WhyHandler:
@@ -67,7 +132,9 @@ class WhyHandler:
         st, ident = cls._check(ctx, cmd)
         if st == "FAILED":
             return [C.Query("attempt", F.ATTEMPT_SQL, (ident,)),
-                    C.Query("failing event", F.FAILING_EVENT_SQL, ("[]",))]
+                    C.Query("failing event", F.FAILING_EVENT_SQL, ("[]",)),
+                    C.Query("corrections", CORRECTIONS_SQL, (ident,)),
+                    C.Query("inferred class", INFERRED_SQL, (ident,))]
         scope = scope_of(ctx, cmd.subject, "WHY")
         if st == "BLOCKED_UNIT":
             return [units_query(ctx, scope, ctx.now_us)]
@@ -129,17 +196,23 @@ class WhyHandler:
     @staticmethod
     def _failed(ctx, ident):
         a = ctx.dicts(C.Query("attempt", F.ATTEMPT_SQL, (ident,)))[0]
-        ev = loads_list(a["evidence"])
+        ev = dedup(loads_list(a["evidence"]))
         corrected = a.get("corrected_by")
+        out_c, note_c = _corrections(ctx, ident, a) if corrected else (None, None)
+        said = _correction_text(ctx, ident, a, out_c, note_c) if corrected else ""
+        evidence = dedup(ev + [c["event_id"] for c in (out_c, note_c) if c] + [corrected])
+        count = _evidence_note(ident, ev, evidence)
         if a["outcome"] not in FAILED:
             note = f"attempt {ident} holds outcome {a['outcome']}, not failed"
             if corrected:
-                note += f" (set by the correction {corrected})"
-            row = _why_row(subject_type="attempt", subject_id=ident, claim=f"attempt {ident} did not fail: "
-                           f"its outcome is {a['outcome']}", corrected_by=corrected,
-                           evidence=dedup(ev + [corrected]), uncertainty=uncertainty(a["confidence"], "state_mismatch", note))
-            return Result(WHY_COLUMNS, [row], [f"{len(ev)} evidence event(s) for attempt {ident}"],
-                          kind="explanation", display=WHY_DISPLAY)
+                note += f" (set by the correction {corrected}; inferred {a.get('inferred_outcome') or 'unknown'})"
+            claim = f"attempt {ident} did not fail: its outcome is {a['outcome']}"
+            if corrected:
+                claim += f". {said}"
+            row = _why_row(subject_type="attempt", subject_id=ident, claim=claim, corrected_by=corrected,
+                           at=a.get("corrected_at") if corrected else None, evidence=evidence,
+                           uncertainty=uncertainty(a["confidence"], "state_mismatch", note))
+            return Result(WHY_COLUMNS, [row], [count], kind="explanation", display=WHY_DISPLAY)
         fail = ctx.dicts(C.Query("failing event", F.FAILING_EVENT_SQL, (fastjson.dumps(ev),)))
         fe = fail[0] if fail else {}
         cls_text = a.get("failure_class") or "an unclassified failure"
@@ -150,16 +223,14 @@ class WhyHandler:
         if fe:
             claim += f". The failing event is {fe['event_id']} ({fe['kind']}{', ' + fe['tool_name'] if fe.get('tool_name') else ''})"
         if corrected:
-            claim += f". A human correction ({corrected}) set this outcome; the projection inferred {a.get('inferred_outcome')}"
+            claim += f". {said}"
         reason = "corrected" if corrected else ("deterministic" if (a["confidence"] or 0) >= 1.0 else "heuristic")
         row = _why_row(subject_type="attempt", subject_id=ident, inference_id=ident, edge_type="failed",
                        from_type="event" if fe else None, from_id=fe.get("event_id"), kind=fe.get("kind"),
                        at=fe.get("observed_at") or a.get("ended_at"), claim=claim, superseded_by=a.get("superseded_by"),
-                       corrected_by=corrected, evidence=dedup(ev + [corrected]),
+                       corrected_by=corrected, evidence=evidence,
                        uncertainty=uncertainty(a["confidence"], reason, f"outcome {a['outcome']}"))
-        return Result(WHY_COLUMNS, [row], [f"{len(ev)} evidence event(s) for attempt {ident}; "
-                                           f"SHOW EVIDENCE FOR {ident} lists them"], kind="explanation",
-                      display=WHY_DISPLAY)
+        return Result(WHY_COLUMNS, [row], [count], kind="explanation", display=WHY_DISPLAY)
 
     @staticmethod
     def _blocked(ctx, scope):

@@ -1,0 +1,7 @@
+-- 0015: handoffs are between agents (sql/60_handoffs.sql). Sessions of provider `attempt`
+-- (`attempt run`, `attempt note`, the Recorder: what people and CI record themselves) no longer
+-- give or take a handoff: an agent's session, then `attempt run` in the project, then another
+-- agent's prompt was read as two handoffs (agent → attempt → agent) and hid the one between the
+-- agents. Their spans now leave the handoff window, so the agents' handoff across them is found
+-- as if they were not there. This migration holds no change of its own (the views and triggers
+-- are re-installed).
