@@ -48,6 +48,7 @@ def test_schema_formats_and_one_table(home, tmp_path):
     cat = json.loads(p.stdout)
     assert [t["name"] for t in cat["tables"]] == ["events"]
     assert {"event_id", "observed_at", "retracted"} <= {c["name"] for c in cat["tables"][0]["columns"]}
+    assert run_attempt(["schema", "events", "--json", "--db", db]).stdout == p.stdout  # --json as everywhere
     p = run_attempt(["schema", "events", "--db", db])
     assert p.returncode == 0 and b"observed_at" in p.stdout and b"When the agent did the thing" in p.stdout
     p = run_attempt(["schema", "nope", "--db", db])

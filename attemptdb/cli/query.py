@@ -58,7 +58,7 @@ def _clauses(project=None, session=None, since=None, until=None, limit=None, fil
 def query_cmd(statement, as_json, as_csv, evidence, explain, limit, engine, from_dir, db):
     """Run one AttemptQL statement or one read-only SQL statement.
 
-    AttemptQL: SHOW, WHY, TRACE, STATE, DIFF, WHAT IS, EXPLAIN (RFC 0004). SQL: SELECT, WITH,
+    AttemptQL: SHOW, WHY, TRACE, STATE, DIFF, WHAT IS, EXPLAIN (grammar/attemptql.peg). SQL: SELECT, WITH,
     VALUES, EXPLAIN, DESCRIBE <table>, SHOW TABLES, and the table functions
     attempt_trace(id, depth, direction), state_at(ts), evidence(id). Writes are refused.
 
@@ -358,8 +358,9 @@ def ids_short(x) -> str:
 @click.argument("table", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
               help="text (default), markdown (the layout of spec/catalog.md) or json.")
+@json_option
 @db_option
-def schema_cmd(table, fmt, db):
+def schema_cmd(table, fmt, as_json, db):
     """The table catalog: every public table and column with its type, nullability and meaning,
     and the query recipes, generated from the live schema (the database, or the schema this
     version ships when there is none) plus the column documentation in spec/."""
@@ -374,6 +375,8 @@ def schema_cmd(table, fmt, db):
         conn.close()
     if table is not None and not cat["tables"]:
         raise AQLError("AQL0307", f"unknown table '{printable(table)[:80]}'; the tables are: {', '.join(known)}")
+    if as_json:  # --json, as every other command says it
+        fmt = "json"
     if fmt == "markdown":
         click.echo(catalog.render_markdown(cat), nl=False)
     elif fmt == "json":
