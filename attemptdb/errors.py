@@ -215,6 +215,7 @@ CODES = {
     'sync.not_a_directory': (1, '… is not a directory (a symlink or a file): refused'),
     'sync.not_a_folder': (2, 'the sync folder given is not a directory'),
     'sync.own_order': (1, 'two events of this device share source_seq …: `attempt verify` says more; nothing more was pushed'),
+    'sync.state_changed': (1, "the file's sync tables (pins, kept manifests) were edited outside AttemptDB: …"),
     'sync.unreadable': (2, 'cannot read …: …'),
     'sync.unwritable': (2, 'cannot create …: …'),
     'target.ambiguous': (2, '…… matches several: …'),

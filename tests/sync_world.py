@@ -108,3 +108,36 @@ def public_tables(db: str) -> dict:
         return out
     finally:
         st.close()
+
+
+def teammate_key(directory: str):
+    """A key of a teammate's machine (any Ed25519 key: pull pins the first one it sees)."""
+    from attemptdb.integrity import keys
+    return keys.create("00000000-0000-4000-8000-0000000000ff", directory)[0]
+
+
+def forge_segment(ddir: str, device: str, n: int, prev: str, lines, key, data: bytes | None = None, **fields) -> str:
+    """Write segment `n` of `device` under `ddir` as a teammate's machine would, whatever its
+    lines hold (bytes, no newline), signed by `key`; `fields` override manifest fields. Returns
+    the chain head."""
+    import hashlib
+
+    from attemptdb.integrity import chain
+    from attemptdb.integrity import segments as segment
+    from attemptdb.model import fastjson
+    data = b"".join(x + b"\n" for x in lines) if data is None else data
+    head = prev
+    for x in lines:
+        head = chain.link(head, hashlib.sha256(x).hexdigest(), hashlib.sha256)
+    body = {"schema_version": segment.SCHEMA_VERSION, "device_id": device, "segment": n,
+            "file": segment.data_name(n), "sha256": hashlib.sha256(data).hexdigest(), "size_bytes": len(data),
+            "events": len(lines), "first_source_seq": 1, "last_source_seq": max(len(lines), 1),
+            "chain": {"prev": prev, "head": head}, "content": False,
+            "created_at": "2026-01-01T00:00:00.000000Z", "producer": "a teammate"}
+    body.update(fields)
+    os.makedirs(ddir, exist_ok=True)
+    with open(os.path.join(ddir, segment.data_name(n)), "wb") as f:
+        f.write(data)
+    with open(os.path.join(ddir, segment.manifest_name(n)), "w", encoding="utf-8") as f:
+        f.write(fastjson.dumps(segment.sign(body, key)) + "\n")
+    return head

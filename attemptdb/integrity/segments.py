@@ -11,8 +11,8 @@ Invariants:
 - Leaves: the SHA-256 of each line (the event_hash a file stores for it). The device chain
   links them (`chain.link`) from `chain.prev` (the head of the segment before, GENESIS for the
   first) to `chain.head`: a segment continues exactly the one before it.
-- Reading is bounded by what the manifest declares; problems are coded, name the device
-  and the segment, never echo content.
+- Reading is bounded by what the manifest declares and streamed (memory holds one line, not a
+  segment); problems are coded, name the device and the segment, never echo content.
 """
 
 import base64
@@ -93,7 +93,8 @@ def check_manifest(data: bytes, device: str, n: int) -> dict:
     if not 0 < m["first_source_seq"] <= m["last_source_seq"] or m["last_source_seq"] - m["first_source_seq"] + 1 < m["events"]:
         raise bad("sync.bad_manifest", "its manifest's source_seq range cannot hold its events")
     if m["device_id"] != device or m["segment"] != n or m["file"] != data_name(n):
-        raise bad("sync.misplaced", f"its manifest describes {m['device_id'][:40]} segment {m['segment']}, not "
+        other = m["device_id"] if DEVICE_DIR.match(m["device_id"]) else "another device"  # never echoed
+        raise bad("sync.misplaced", f"its manifest describes {other} segment {m['segment']}, not "
                   "this one: segments were moved, renamed or reordered")
     if set(sig) != {"alg", "key_id", "public_key", "value"} or sig["alg"] != "Ed25519" \
             or not all(isinstance(v, str) for v in sig.values()):
@@ -110,10 +111,16 @@ def check_manifest(data: bytes, device: str, n: int) -> dict:
     return m
 
 
-def read_lines(path: str, m: dict, device: str):
-    """The segment's data file checked against its manifest `m`: [(envelope, line text, leaf)] in
-    order, every line a canonical event of `device`, source_seq strictly increasing within the
-    declared range, the chain of leaves from chain.prev to chain.head. Raises SegmentProblem."""
+READ_CHUNK = 1 << 20
+
+
+def iter_lines(path: str, m: dict, device: str):
+    """The segment's data file checked against its manifest `m`, streamed: yields (envelope, leaf,
+    line bytes) in order, every line a canonical event of `device`, source_seq strictly increasing within the
+    declared range; after the last line, the count, range and chain of leaves from chain.prev to
+    chain.head are checked (a SegmentProblem then, so a caller imports nothing before the
+    generator is exhausted and rolls back on a raise). The whole file is never held in memory:
+    one pass hashes it, a second reads it one line (at most MAX_LINE bytes) at a time."""
     from ..model.event import parse_line
     n = m["segment"]
 
@@ -132,47 +139,77 @@ def read_lines(path: str, m: dict, device: str):
         raise bad("sync.unreadable", "its data file is not a regular file") from None
     except OSError as e:
         raise bad("sync.unreadable", f"its data file cannot be read ({e.strerror})") from None
+    changed = "its data file differs from what was signed (SHA-256 or size)"
     with os.fdopen(fd, "rb") as f:
-        data = f.read(declared + 1)  # bounded by what was signed (check_manifest caps it)
-    # the bytes first: a changed file is reported as that, whatever its lines now say
-    if len(data) != declared or sha(data).hexdigest() != m["sha256"]:
-        raise bad("sync.file_changed", "its data file differs from what was signed (SHA-256 or size)")
-    out = []
-    lineno = 0
-    for raw in data.splitlines(keepends=True):
-        lineno += 1
-        if not raw.endswith(b"\n") or len(raw) > MAX_LINE:
-            raise bad("sync.bad_line", f"line {lineno} is not a complete line of at most {MAX_LINE:,} bytes")
-        text = raw[:-1]
         try:
-            env = parse_line(text, lineno)
-        except AttemptError as e:
-            raise bad("sync.bad_line", e.message) from None
-        if event.line(env).encode("utf-8") != text:
-            raise bad("sync.bad_line", f"line {lineno} is not a canonical Event v1 line")
-        if env["device_id"] != bare:
-            raise bad("sync.foreign_event", f"line {lineno} is an event of another device")
-        if not last_seq < env["source_seq"] <= m["last_source_seq"]:
-            raise bad("sync.order", f"line {lineno}: source_seq {env['source_seq']} is out of order or "
-                      "outside the signed range")
-        if not m["content"] and ("content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
-            raise bad("sync.bad_line", f"line {lineno} carries content, but the manifest says it was left out")
-        last_seq = env["source_seq"]
-        leaf = sha(text).hexdigest()
-        head = chain.link(head, leaf, sha)
-        out.append((env, leaf))
-    if len(out) != m["events"] or out[0][0]["source_seq"] != m["first_source_seq"] or last_seq != m["last_source_seq"]:
+            # the bytes first: a changed file is reported as that, whatever its lines now say
+            digest, size = sha(), 0
+            while size <= declared:  # bounded by what was signed (check_manifest caps it)
+                buf = f.read(min(READ_CHUNK, declared + 1 - size))
+                if not buf:
+                    break
+                digest.update(buf)
+                size += len(buf)
+            if size != declared or digest.hexdigest() != m["sha256"]:
+                raise bad("sync.file_changed", changed)
+            f.seek(0)
+            digest, size, lineno, first = sha(), 0, 0, None
+            while True:
+                raw = f.readline(MAX_LINE + 1)
+                if not raw:
+                    break
+                size += len(raw)
+                if size > declared:  # rewritten since the first pass
+                    raise bad("sync.file_changed", changed)
+                digest.update(raw)
+                lineno += 1
+                if not raw.endswith(b"\n") or len(raw) > MAX_LINE:
+                    raise bad("sync.bad_line", f"line {lineno} is not a complete line of at most {MAX_LINE:,} bytes")
+                text = raw[:-1]
+                try:
+                    env = parse_line(text, lineno)
+                except AttemptError as e:
+                    raise bad("sync.bad_line", e.message) from None
+                try:
+                    same = event.line(env).encode("utf-8") == text
+                except UnicodeEncodeError:  # a \ud800 escape: a lone surrogate is no Unicode text
+                    raise bad("sync.bad_line", f"line {lineno} holds a string that is not Unicode text "
+                              "(a lone surrogate)") from None
+                if not same:
+                    raise bad("sync.bad_line", f"line {lineno} is not a canonical Event v1 line")
+                if env["device_id"] != bare:
+                    raise bad("sync.foreign_event", f"line {lineno} is an event of another device")
+                if not last_seq < env["source_seq"] <= m["last_source_seq"]:
+                    raise bad("sync.order", f"line {lineno}: source_seq {env['source_seq']} is out of order or "
+                              "outside the signed range")
+                if not m["content"] and ("content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
+                    raise bad("sync.bad_line", f"line {lineno} carries content, but the manifest says it was left out")
+                if first is None:
+                    first = env["source_seq"]
+                last_seq = env["source_seq"]
+                leaf = sha(text).hexdigest()
+                head = chain.link(head, leaf, sha)
+                yield env, leaf, len(raw)
+        except OSError as e:  # an I/O error, or the file went away under a sync tool
+            raise bad("sync.unreadable", f"its data file cannot be read ({e.strerror})") from None
+    if size != declared or digest.hexdigest() != m["sha256"]:
+        raise bad("sync.file_changed", changed)
+    if lineno != m["events"] or first != m["first_source_seq"] or last_seq != m["last_source_seq"]:
         raise bad("sync.file_changed", "its data file does not hold the events its manifest counts")
     if head != m["chain"]["head"]:
         raise bad("sync.chain", "its events do not chain to the signed head")
-    return out
+
+
+def read_lines(path: str, m: dict, device: str):
+    """[(envelope, leaf)] of the whole segment (iter_lines, collected)."""
+    return [(env, leaf) for env, leaf, _ in iter_lines(path, m, device)]
 
 
 def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
     """(segment numbers that have a manifest, sorted; numbers with only a data file)."""
     try:
         names = os.listdir(device_dir)
-    except OSError:
+    except FileNotFoundError:  # (an OSError other than this is the caller's: never "no segments")
         return [], []
     manifests, data = set(), set()
     for name in names:

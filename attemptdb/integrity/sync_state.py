@@ -38,19 +38,37 @@ CREATE TABLE IF NOT EXISTS sync_segments (
 """
 
 
+COLUMNS = {"sync_keys": {"device_id", "key_id", "public_key", "how", "revoked", "pinned_at"},
+           "sync_segments": {"device_id", "segment", "manifest", "head", "first_source_seq", "last_source_seq",
+                             "events", "leaves", "imported_at"}}
+
+
+def tables(conn) -> set:
+    """Which of the two tables the file has; one of another shape (dropped and made again, a view
+    under its name) is `sync.state_changed`, never an SQL error."""
+    found = set()
+    for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE name IN ('sync_keys', 'sync_segments')"):
+        cols = {r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (name,))}
+        if kind != "table" or not COLUMNS[name] <= cols:
+            raise AttemptError("sync.state_changed", f"the table {name} of this file is not the one AttemptDB made: it "
+                               "was edited outside AttemptDB; `attempt recover` rebuilds a sound file", exit_status=1)
+        found.add(name)
+    return found
+
+
 def exists(conn) -> bool:
-    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sync_segments'").fetchall())
+    return "sync_segments" in tables(conn)
 
 
 def ensure(conn) -> None:
     """Create the tables (inside the caller's write transaction, or alone)."""
-    if not exists(conn) or not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sync_keys'").fetchall():
+    if len(tables(conn)) < 2:
         conn.execute(DDL)
 
 
 def pins(conn) -> dict:
     """device_id → {key_id, public_key, how, revoked, pinned_at}."""
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sync_keys'").fetchall():
+    if "sync_keys" not in tables(conn):
         return {}
     return {r[0]: {"key_id": r[1], "public_key": r[2], "how": r[3], "revoked": bool(r[4]), "pinned_at": r[5]}
             for r in conn.execute("SELECT device_id, key_id, public_key, how, revoked, pinned_at FROM sync_keys")}

@@ -5,15 +5,19 @@ Invariants:
   its manifest, each under a temporary name, synced and renamed into place: a published
   segment (one with a manifest) is never rewritten. Before writing, the device's own published
   segments are checked (its key, its chain): a folder someone else wrote under our name is
-  refused, not continued.
+  refused, not continued. Push holds the file's write lock (one push at a time); an OSError
+  writing is `sync.unwritable`, never a half-published segment.
 - Push publishes this device's own events (device_id = this file's) after the last published
   source_seq, each line checked against its stored event_hash first; content is left out
   (privacy.clamp_line) unless the user opts in.
 - Pull treats every other device folder as hostile: each new segment's manifest, signature,
   pinned key, place (number, no gap, continuing the previous head), data bytes and every line
-  are checked before anything of that device is imported; a device's new segments are
-  imported in one transaction with their manifests and leaves (all or nothing per device);
-  a problem is a coded SegmentProblem naming the device, and other devices go on.
+  are checked before anything of that device is committed; a device's new segments are
+  imported in one transaction with their manifests and leaves (all or nothing per device),
+  streamed a chunk at a time (memory holds a chunk, never a segment); what was checked against
+  the file's kept state is checked again under the write lock (another pull may have imported
+  the device meanwhile); a problem is a coded SegmentProblem naming the device, and other
+  devices go on.
 - The first key seen for a device is pinned (trust on first use) in the same transaction as
   its first import; a segment signed by another key is refused until `attempt keys trust`.
 """
@@ -36,6 +40,10 @@ _SELECT_OWN = (f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events 
                "WHERE device_id = ? AND source_seq > ? ORDER BY source_seq")
 _SRC = event.COLUMNS.index("source_seq")
 SEGMENT_BYTES = 64 << 20  # a segment closes at this size (UTF-8 may count a line up to 4x its len)
+TMP_PREFIX = ".attempt-sync-"
+IMPORT_CHUNK = 1000  # events appended at a time (in the device's one transaction): memory stays bounded
+IMPORT_BYTES = 8 << 20  # … or this many bytes of lines
+MAX_IGNORED_NOTES = 20  # notes about entries that are no device folder (a folder may hold millions)
 
 
 class SyncReport:
@@ -100,7 +108,10 @@ def check_folder(folder: str) -> None:
 def _own_published(ddir: str, device: str, key) -> tuple[int, str, int]:
     """(last segment number, its head, its last source_seq) of this device's own segments in
     the folder, every one checked: signed by our key, numbered without gaps, chained."""
-    nums, _ = segment.list_segments(ddir)
+    try:
+        nums, _ = segment.list_segments(ddir)
+    except OSError as e:  # never taken for "nothing published yet": that would write segment 1 again
+        raise AttemptError("sync.unreadable", f"cannot read {ddir}: {e.strerror}") from None
     n, head, last = 0, chain.GENESIS, 0
     for i in nums:
         if i != n + 1:
@@ -120,22 +131,41 @@ def _own_published(ddir: str, device: str, key) -> tuple[int, str, int]:
     return n, head, last
 
 
-def _write_atomic(ddir: str, name: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=ddir, prefix=".attempt-sync-", suffix=".tmp")
+def _write_atomic(ddir: str, name: str, data: bytes, *, replace: bool) -> None:
+    """`data` as `ddir/name`: written under a temporary name, synced, renamed into place. A name
+    that exists is refused unless `replace`; an OSError (a full disk, a folder where the file
+    goes, permissions) is `sync.unwritable`, the temporary file removed."""
+    target = os.path.join(ddir, name)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=ddir, prefix=TMP_PREFIX, suffix=".tmp")
+    except OSError as e:
+        raise AttemptError("sync.unwritable", f"cannot create a file in {ddir}: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
-        target = os.path.join(ddir, name)
-        if name.endswith(".manifest.json") and os.path.lexists(target):
+        if not replace and os.path.lexists(target):
             raise AttemptError("sync.exists", f"{target} exists: a published segment is never rewritten", exit_status=1)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise AttemptError("sync.unwritable", f"cannot write {name} in {ddir}: {e.strerror}; nothing of it "
+                               "was published (the next push writes it again)") from None
         raise
+
+
+def _clear_stale(ddir: str) -> None:
+    """Remove the temporary files a push that died (kill -9, power loss) left in our own folder:
+    they are not segments, but a sync tool would carry them to every device."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(ddir):
+            if name.startswith(TMP_PREFIX) and name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(ddir, name))  # never follows a symlink
 
 
 def push(store, folder: str, key, *, include_content: bool = False, rep: SyncReport | None = None,
@@ -146,10 +176,13 @@ def push(store, folder: str, key, *, include_content: bool = False, rep: SyncRep
     check_folder(folder)
     device = "dev_" + store.device_id
     ddir = _device_dir(folder, device, create=True)
-    n, head, last = _own_published(ddir, device, key)
     conn = store.conn
-    conn.execute("BEGIN")
+    # the write lock: one push of this file at a time (two would both write the next number, one
+    # replacing the other's data file under its signed manifest); hooks meanwhile spool
+    conn.execute("BEGIN IMMEDIATE")
     try:
+        n, head, last = _own_published(ddir, device, key)
+        _clear_stale(ddir)
         rows = conn.execute(_SELECT_OWN, (device, last))
         batch, prev_src, nbytes = [], last, 0
         for r in rows:
@@ -172,7 +205,8 @@ def push(store, folder: str, key, *, include_content: bool = False, rep: SyncRep
             rep.pushed_segments += 1
             rep.pushed_events += len(batch)
     finally:
-        conn.execute("COMMIT")
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")  # push writes nothing in the file
     return rep
 
 
@@ -189,8 +223,12 @@ def _write_segment(ddir, device, n, prev, batch, include_content, key, now_us):
             "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
             "producer": f"attemptdb {__version__}"}
     m = segment.sign(body, key)
-    _write_atomic(ddir, segment.data_name(n), data)
-    _write_atomic(ddir, segment.manifest_name(n), (fastjson.dumps(m) + "\n").encode("utf-8"))
+    if os.path.lexists(os.path.join(ddir, segment.manifest_name(n))):  # its data file is published too
+        raise AttemptError("sync.exists", f"{os.path.join(ddir, segment.manifest_name(n))} exists: a published "
+                           "segment is never rewritten", exit_status=1)
+    # a data file without its manifest is a push that died: replaced
+    _write_atomic(ddir, segment.data_name(n), data, replace=True)
+    _write_atomic(ddir, segment.manifest_name(n), (fastjson.dumps(m) + "\n").encode("utf-8"), replace=False)
     return n, head
 
 
@@ -198,6 +236,10 @@ def _write_segment(ddir, device, n, prev, batch, include_content, key, now_us):
 
 def _norm(m: dict) -> str:
     return fastjson.dumps(m, sort_keys=True)
+
+
+class _StateMoved(Exception):
+    """Another pull of this file imported the device between our checks and the write lock."""
 
 
 def pull(store, folder: str, *, rep: SyncReport | None = None) -> SyncReport:
@@ -209,17 +251,53 @@ def pull(store, folder: str, *, rep: SyncReport | None = None) -> SyncReport:
         names = sorted(os.listdir(folder))
     except OSError as e:
         raise AttemptError("sync.unreadable", f"cannot list {folder}: {e.strerror}") from None
+    ignored = 0
     for name in names:
         if name == own or name.startswith("."):
             continue
         if not segment.DEVICE_DIR.match(name):
-            rep.notes.append(f"ignored {name[:60]!r}: not a device folder (dev_<uuid>)")
+            ignored += 1
+            if ignored <= MAX_IGNORED_NOTES:
+                rep.notes.append(f"ignored {name[:60]!r}: not a device folder (dev_<uuid>)")
             continue
-        try:
-            _pull_device(store, folder, name, rep)
-        except SegmentProblem as p:
-            rep.problems.append(p)
+        for _ in range(3):
+            try:
+                _pull_device(store, folder, name, rep)
+            except _StateMoved:
+                continue  # checked again against what the other pull imported
+            except SegmentProblem as p:
+                rep.problems.append(p)
+            break
+        else:
+            rep.notes.append(f"{name}: another pull of this file kept importing it; it is left to the next sync")
+    if ignored > MAX_IGNORED_NOTES:
+        rep.notes.append(f"ignored {ignored - MAX_IGNORED_NOTES:,} more entries that are not device folders")
     return rep
+
+
+def _known(conn, device: str):
+    """(pin or None, {segment: kept manifest}) of `device` as this file keeps them, checked: a kept
+    state AttemptDB never writes (the sync tables edited by hand) is a SegmentProblem."""
+    def edited(n, what):
+        return SegmentProblem("sync.state_changed", device, n, f"{what}: the sync tables of this file were edited "
+                              "outside AttemptDB; nothing of this device was imported (`attempt verify` says more)")
+    try:
+        pin = state.pins(conn).get(device)
+        rows = state.stored_manifests(conn, device)
+    except UnicodeDecodeError:
+        raise edited(None, "what this file keeps of it is not UTF-8 text") from None
+    if pin is not None and not (isinstance(pin["key_id"], str)
+                                and (pin["public_key"] is None or isinstance(pin["public_key"], str))):
+        raise edited(None, "its key pin is not valid")
+    stored = {}
+    for n, text in rows.items():
+        if not isinstance(n, int) or n < 1 or not isinstance(text, str):
+            raise edited(None, "a segment kept for it has no valid number or manifest")
+        try:
+            stored[n] = _norm(fastjson.loads(text))
+        except (ValueError, RecursionError):
+            raise edited(n, "the manifest kept for it is not JSON") from None
+    return pin, stored
 
 
 def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
@@ -229,7 +307,10 @@ def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
     except AttemptError as e:
         raise SegmentProblem(e.code, device, None, "its folder is not a directory (a symlink or a file): "
                              "refused") from None
-    nums, pending = segment.list_segments(ddir)
+    try:
+        nums, pending = segment.list_segments(ddir)
+    except OSError as e:
+        raise SegmentProblem("sync.unreadable", device, None, f"its folder cannot be listed ({e.strerror})") from None
     if pending and (not nums or min(pending) <= max(nums)):
         raise SegmentProblem("sync.gap", device, min(pending), "a data file without its manifest sits among "
                              "published segments: a manifest was removed")
@@ -238,11 +319,10 @@ def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
         missing = next(i for i, (a, b) in enumerate(zip(nums, expected), 1) if a != b)
         raise SegmentProblem("sync.gap", device, missing, "this segment is missing from the folder while later ones "
                              "are there: nothing of this device was imported")
-    pin = state.pins(conn).get(device)
+    pin, stored = _known(conn, device)
     if pin is not None and pin["revoked"]:
         raise SegmentProblem("sync.key_revoked", device, None, f"its key {pin['key_id']} was revoked; nothing "
                              "imported (`attempt keys trust` pins a new one)")
-    stored = state.stored_manifests(conn, device)
     if stored and max(stored) > len(nums):
         raise SegmentProblem("sync.dropped", device, len(nums) + 1, "this segment was imported before and is no "
                              "longer in the folder: the device's history was cut or rolled back")
@@ -258,9 +338,11 @@ def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
         m = segment.check_manifest(data, device, n)
         sig = m["signature"]
         if n in stored:
-            if _norm(m) != _norm(fastjson.loads(stored[n])):
+            if _norm(m) != stored[n]:
                 raise SegmentProblem("sync.segment_changed", device, n, "differs from the segment imported before "
                                      "under this number: a published segment was rewritten")
+            if key_id is None:  # no pin (the table was emptied): the key of what was imported
+                key_id, public = sig["key_id"], sig["public_key"]
         else:
             if key_id is None:
                 key_id, public = sig["key_id"], sig["public_key"]
@@ -285,18 +367,25 @@ def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         state.ensure(conn)
+        # what was checked above still holds under the lock (another `attempt sync` may have
+        # imported this device meanwhile: then everything is checked again)
+        if _known(conn, device) != (pin, stored):
+            raise _StateMoved()
         for m in new:
-            items = segment.read_lines(os.path.join(ddir, m["file"]), m, device)
-            res = store.append_uncommitted([env for env, _ in items])
-            _check_stored(conn, device, m["segment"], items)
+            # streamed, appended a chunk at a time: a problem anywhere rolls all of it back
+            leaves = bytearray()
+            for items in _chunks(segment.iter_lines(os.path.join(ddir, m["file"]), m, device)):
+                res = store.append_uncommitted([env for env, _ in items])
+                _check_stored(conn, device, m["segment"], items)
+                leaves += segment.leaves_blob(h for _, h in items)
+                info["events"] += len(items)
+                info["accepted"] += len(res.accepted)
+                info["duplicates"] += len(res.duplicates)
             conn.execute("INSERT INTO sync_segments(device_id, segment, manifest, head, first_source_seq, "
                          "last_source_seq, events, leaves, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (device, m["segment"], fastjson.dumps(m), m["chain"]["head"], m["first_source_seq"],
-                          m["last_source_seq"], m["events"], segment.leaves_blob(h for _, h in items), now))
+                          m["last_source_seq"], m["events"], bytes(leaves), now))
             info["segments"] += 1
-            info["events"] += len(items)
-            info["accepted"] += len(res.accepted)
-            info["duplicates"] += len(res.duplicates)
         if pin is None:
             state.pin(conn, device, key_id, public, "first_use")
         elif pin["public_key"] is None:
@@ -311,6 +400,19 @@ def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
         rep.notes.append(f"pinned {key_id} for {device} (first use)")
 
 
+def _chunks(lines):
+    """[(envelope, leaf)] lists of at most IMPORT_CHUNK events or about IMPORT_BYTES of lines."""
+    items, size = [], 0
+    for env, leaf, n in lines:
+        items.append((env, leaf))
+        size += n
+        if len(items) >= IMPORT_CHUNK or size >= IMPORT_BYTES:
+            yield items
+            items, size = [], 0
+    if items:
+        yield items
+
+
 def _check_stored(conn, device: str, n: int, items) -> None:
     """Every event of the segment is stored with the bytes signed (a copy that arrived before,
     e.g. from a bundle, must be the same event)."""
@@ -318,12 +420,13 @@ def _check_stored(conn, device: str, n: int, items) -> None:
     ids = list(want)
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        for eid, h in conn.execute(f"SELECT event_id, event_hash FROM events WHERE event_id IN "
-                                   f"({','.join('?' * len(chunk))})", chunk):
+        for eid, h, holder in conn.execute(f"SELECT event_id, event_hash, device_id FROM events WHERE event_id IN "
+                                           f"({','.join('?' * len(chunk))})", chunk):
             if h != want[eid][0]:
+                whose = "" if holder == device else f" as an event of {holder}"
                 raise SegmentProblem("sync.conflict", device, n, f"its event source_seq={want[eid][1]} is already "
-                                     "stored here with other bytes (an earlier import): nothing of this device "
-                                     "was imported")
+                                     f"stored here with other bytes{whose} (an earlier import): nothing of this "
+                                     "device was imported")
 
 
 def sync(store, folder: str, key, *, include_content: bool = False, push_only=False, pull_only=False) -> SyncReport:
