@@ -143,10 +143,27 @@ def has_home_directory(s: str) -> bool:
     return False
 
 
+_ALLOWED: dict = {}
+"""value_allowed answers for short strings: attr values (tool names, event names, paths)
+recur on every event of a stream, and the answer is a pure function of the text (bounded)."""
+
+
 def value_allowed(s) -> bool:
     """Whether an attr string is content-free: ≤ 256 UTF-8 bytes, one line, valid Unicode, no
     email address, no home directory, no secret (secrets-v2, and more strictly than there any
     issuer-prefixed token such as `ghp_` + 8 token characters)."""
+    if type(s) is str and len(s) <= MAX_ATTR_STRING:
+        ok = _ALLOWED.get(s)
+        if ok is None:
+            ok = _value_allowed(s)
+            if len(_ALLOWED) >= 4096:
+                _ALLOWED.clear()
+            _ALLOWED[s] = ok
+        return ok
+    return _value_allowed(s)
+
+
+def _value_allowed(s) -> bool:
     if not isinstance(s, str):
         return False
     if s.isascii():
@@ -231,10 +248,21 @@ def _redacted(env: dict, out: dict, memo) -> None:
     counter = [0]
     if memo is None:
         memo = {}
+    redact_value = secrets.redact_value
     try:
-        for key in list(env):
-            if key == "content" or key == "raw" or (isinstance(key, str) and key.startswith("x_")):
-                out[key] = secrets.redact_value(env[key], counter, memo)
+        # values are independent (a pure function each, the memo only saves scans), so the
+        # order they are redacted in does not matter; `out` keeps its own key order
+        for key in ("content", "raw"):
+            if key in env:
+                out[key] = redact_value(env[key], counter, memo)
+        try:  # one C pass over the names rules out extension keys on most events
+            names = "\0".join(env)
+            extended = names.startswith("x_") or "\0x_" in names
+        except TypeError:  # a name that is not a string
+            extended = True
+        if extended:
+            for key in [k for k in env if isinstance(k, str) and k.startswith("x_")]:
+                out[key] = redact_value(env[key], counter, memo)
     finally:
         if isinstance(memo, secrets.RedactionMemo):
             memo.end_event()
