@@ -52,13 +52,18 @@ def test_unresolvable_scope_is_a_coded_error(tmp_path, home):
 def test_table_output_is_one_line_per_event(tmp_path, home):
     db = _demo(tmp_path)
     r = run_attempt(["events", "--db", db, "--kind", "tool_call_failed"], env={"NO_COLOR": "1", "COLUMNS": "200"})
-    lines = r.stdout.decode().splitlines()
+    head, rule, *lines = r.stdout.decode().splitlines()
+    assert head.split() == ["time", "session", "agent", "kind", "tool", "outcome", "path"] and set(rule) == {"-", " "}
     assert len(lines) == 2 and all("tool_call_failed" in ln and "claude_code" in ln for ln in lines)
-    assert any("string_mismatch" in ln for ln in lines)
-    # at 80 columns (the width when none is known) each line is cut to fit, never wrapped
+    assert any("failure/string_mismatch" in ln for ln in lines)
+    # at 80 columns (the width when none is known) each event is still one line: what cannot fit
+    # is left out and named, the time, session, kind and outcome are kept whole
     r = run_attempt(["events", "--db", db, "--kind", "tool_call_failed"], env={"NO_COLOR": "1", "COLUMNS": "80"})
-    narrow = r.stdout.decode().splitlines()
-    assert len(narrow) == 2 and all(len(ln) <= 80 and ln.startswith(w[:60]) for ln, w in zip(narrow, lines))
+    head, rule, *narrow = r.stdout.decode().splitlines()
+    note = narrow.pop()
+    assert head.split() == ["time", "session", "kind", "outcome"] and note.startswith("(not shown at 80 columns:")
+    assert len(narrow) == 2 and all(len(ln) <= 80 for ln in narrow)
+    assert [ln.split()[-1] for ln in narrow] == ["failure/nonzero_exit", "failure/string_mismatch"]
 
 
 def test_terminal_escapes_in_payloads_never_reach_the_terminal(tmp_path, home):

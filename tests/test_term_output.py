@@ -218,6 +218,7 @@ def test_the_other_read_views_fit_80_columns(scen):
     out = attempt(["needs-you"], scen)
     data = json.loads(attempt(["needs-you", "--json"], scen))
     full = {r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id") if r[k]}
+    full |= {i for r in data["needs_you"] for i in ID.findall(r["reason"])}  # a conflict names both units
     assert_ids_resolve(scen, out, full)
 
 

@@ -145,7 +145,7 @@ def _edit_attrs(r):
 
 def test_untouched_file_is_ok(chain, capsys):
     code, out, err = verify_cli(chain, capsys)
-    assert code == 0 and out == "ok: 150 events, 1 checkpoints\n", out + err
+    assert code == 0 and out == "ok: 150 events, 1 checkpoint\n", out + err
     code, out, _ = verify_cli(chain, capsys, "--json")
     rep = json.loads(out)
     assert code == 0
@@ -155,7 +155,7 @@ def test_untouched_file_is_ok(chain, capsys):
 
 def test_real_process_exit_status_and_no_traceback(chain):
     p = run_attempt(["verify", "--db", chain])
-    assert p.returncode == 0 and p.stdout == b"ok: 150 events, 1 checkpoints\n"
+    assert p.returncode == 0 and p.stdout == b"ok: 150 events, 1 checkpoint\n"
     if os.access(SQLITE3, os.X_OK):
         tamper(chain, "UPDATE events SET kind = 'unknown' WHERE seq = 7")
         p = run_attempt(["verify", "--db", chain])
@@ -474,7 +474,7 @@ def test_without_the_device_key_a_forged_checkpoint_is_only_a_note(chain, tmp_pa
                   f"UPDATE meta SET value = '{attacker.public_b64}' WHERE key = 'public_key'",
            triggers=CP_TRIGGERS)
     code, out, err = verify_cli(chain, capsys)
-    assert code == 0 and out.startswith("ok: 150 events, 1 checkpoints")
+    assert code == 0 and out.startswith("ok: 150 events, 1 checkpoint")
     assert "proves integrity only against accidents" in err
 
 

@@ -74,14 +74,16 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
                    "files": len(m["files"]), "artifacts": len(m.get("artifacts", ())),
                    "signer": m["signature"]["key_id"], "session_counts": counts})
     else:
-        arts = f"; {len(m['artifacts']):,} artifacts" if "artifacts" in m else ""
-        click.echo(f"exported {m['events']:,} events in {len(m['sessions']):,} sessions to {printable(out)} "
+        from ..render.termtable import plural
+        arts = f"; {plural(len(m['artifacts']), 'artifact', grouped=True)}" if "artifacts" in m else ""
+        click.echo(f"exported {plural(m['events'], 'event', grouped=True)} in "
+                   f"{plural(len(m['sessions']), 'session', grouped=True)} to {printable(out)} "
                    f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
                    f"{'included' if m['content'] else 'left out'}{arts}"
                    f"{'; local paths omitted' if m.get('paths_omitted') else ''}) {bar.rate(m['events'])}")
         why = sessioncount.explain(counts, len(m["sessions"]))
         if why:
-            click.echo(f"note: {len(m['sessions']):,} sessions in the bundle, {why}", err=True)
+            click.echo(f"note: {plural(len(m['sessions']), 'session', grouped=True)} in the bundle, {why}", err=True)
 
 
 def _show(rep, as_json):
@@ -138,7 +140,8 @@ def import_cmd(file, key, db, as_json):
     if as_json:
         echo_json({**rep.as_dict(), **imp.as_dict()})
     else:
-        click.echo(f"imported {imp.accepted:,} events ({imp.duplicates:,} already stored) from bundle "
+        from ..render.termtable import plural
+        click.echo(f"imported {plural(imp.accepted, 'event', grouped=True)} ({imp.duplicates:,} already stored) from bundle "
                    f"{rep.manifest['bundle_id']}, signed by {rep.signer}"
                    + ("" if rep.pinned else " (not pinned: pass --key to require a signer)")
                    + f" {bar.rate(imp.lines)}")

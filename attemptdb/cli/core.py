@@ -99,7 +99,8 @@ def verify_cmd(db, as_json):
         rep = verify(st)
     st.close()
     if rep.events:
-        tick.done(f"verified {rep.events:,} events {rate(rep.events, tick.seconds)}")
+        from ..render.termtable import plural
+        tick.done(f"verified {plural(rep.events, 'event', grouped=True)} {rate(rep.events, tick.seconds)}")
     if as_json:
         echo_json(rep.as_dict())
     else:
@@ -246,7 +247,7 @@ def import_jsonl(file, db, as_json):
         bar.close()
         st.close()
         if rep.lines:
-            raise AttemptError(e.code, f"{e.message} (stopped there: {rep.accepted:,} events of the "
+            raise AttemptError(e.code, f"{e.message} (stopped there: {rep.accepted:,} event{'' if rep.accepted == 1 else 's'} of the "
                                f"lines before its batch stored, {rep.duplicates:,} already were)",
                                exit_status=e.exit_status) from None
         raise e
@@ -256,7 +257,9 @@ def import_jsonl(file, db, as_json):
     if as_json:
         echo_json(rep.as_dict())
     else:
-        click.echo(f"imported {rep.accepted:,} events ({rep.duplicates:,} already stored) from {rep.lines:,} lines "
+        from ..render.termtable import plural
+        click.echo(f"imported {plural(rep.accepted, 'event', grouped=True)} ({rep.duplicates:,} already stored) from "
+                   f"{plural(rep.lines, 'line', grouped=True)} "
                    f"{bar.rate(rep.lines, 'events')}")
 
 
@@ -320,7 +323,7 @@ def _import_reconstructed(db, files, dry_run, as_json, reader, what):
         return
     from ..render.termtable import plural
     verb = "would import" if dry_run else "imported"
-    click.echo(f"{verb} {rep.accepted:,} events ({rep.duplicates:,} already stored, {rep.skipped_captured:,} "
+    click.echo(f"{verb} {plural(rep.accepted, 'event', grouped=True)} ({rep.duplicates:,} already stored, {rep.skipped_captured:,} "
                f"captured by hooks) from {plural(rep.files, what[:-1], what)}, {plural(len(rep.sessions), 'session')} "
                f"{bar.rate(rep.events, 'events')}"
                + (f"; {plural(rep.skipped_lines, 'unreadable line')} skipped ({_where(rep)})" if rep.skipped_lines else "")
@@ -406,22 +409,48 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             first = False
         out.write("]\n")
     else:
-        from ..render.termtable import clip, terminal_width
-        width = terminal_width()
-        n = 0
-        for row in rows:
-            n += 1
-            r = dict(zip(ev.COLUMNS, row))
-            tool = r["tool_name"] or ""
-            outcome = r["outcome_status"] or ""
-            if r["outcome_class"]:
-                outcome += "/" + r["outcome_class"]
-            path = r["path_relative"] or r["path_logical"] or ""
-            line = (f"{r['observed_at'][:19].replace('T', ' ')}  {ids.short(r['session_id']):<12}  "
-                    f"{r['provider']:<11}  {r['kind']:<20}  {tool:<14}  {outcome:<24}  {path}")
-            out.write(clip(printable(line).rstrip(), width) + "\n")  # time and session first: never cut
-        if n == 0:
-            err("no events in this scope")
+        _print_event_table(rows, out)
+
+
+EVENT_HEADERS = ["time", "session", "agent", "kind", "tool", "outcome", "path"]
+BATCH = 500
+"""The table is fitted to the first BATCH events; the rest follow in the same columns (a
+history of a million events is printed as it is read, never held whole)."""
+
+
+def _print_event_table(rows, out):
+    """One line per event under a header, fitted to the terminal: the time, the session, the
+    kind and the outcome (`failure/nonzero_exit`) are kept whole; the agent (its session says
+    which), then the path, then the tool give way first, named in a note."""
+    import itertools
+
+    from ..model import event as ev
+    from ..render import termtable
+    width = termtable.terminal_width()
+
+    def cells(row):
+        r = dict(zip(ev.COLUMNS, row))
+        outcome = r["outcome_status"] or ""
+        if r["outcome_class"]:
+            outcome += "/" + r["outcome_class"]
+        return [printable(x) for x in (r["observed_at"][:19].replace("T", " "), ids.short(r["session_id"]),
+                                       r["provider"], r["kind"], r["tool_name"] or "", outcome,
+                                       r["path_relative"] or r["path_logical"] or "")]
+    first = [cells(r) for r in itertools.islice(rows, BATCH)]
+    if not first:
+        err("no events in this scope")
+        return
+    lines, hidden = termtable.fit(EVENT_HEADERS, first, width, fixed=("kind", "outcome"),
+                                   drop_order=["agent", "path", "tool"])
+    out.write("\n".join(lines) + "\n")
+    keep = [k for k, h in enumerate(EVENT_HEADERS) if h not in hidden]
+    widths = [len(x) for x in lines[1].split("  ")]
+    for row in rows:
+        c = cells(row)
+        out.write("  ".join(termtable.pad(termtable.clip(c[k], w), w) for k, w in zip(keep, widths)).rstrip() + "\n")
+    note = termtable.hidden_note(hidden, width)
+    if note:
+        out.write("\n".join(note) + "\n")
 
 
 def _seq(st, event_id):

@@ -23,7 +23,9 @@ def export_dataset(directory, include_content, db, as_json):
         click.echo(f"dataset {printable(directory)}: nothing new since generation {m['generation']}")
         return
     rows = sum(f["rows"] for f in m["files"])
+    from ..render.termtable import plural
     click.echo(f"dataset {printable(directory)}: generation {m['generation']} of {m['device_id']}: "
-               f"{len(m['files'])} new files, {rows:,} rows (events through source_seq {m['events_through']:,}"
+               f"{plural(len(m['files']), 'new file')}, {plural(rows, 'row', grouped=True)} (events through source_seq "
+               f"{m['events_through']:,}"
                f"{', projections snapshot ' + m['snapshot'] if m['snapshot'] else ''}); content "
                f"{'included' if m['content'] else 'left out (null)'}")

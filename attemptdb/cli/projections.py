@@ -118,6 +118,7 @@ def print_timeline(db, session=None, project=None, since=None, until=None, limit
             data = read.timeline(st.conn, cond, params, limit=10 if limit is None else limit,
                                  show_all=show_all, tools=tools, turns=max_turns)
         shorts = {} if as_json else shortids.shorten(st.conn, _printed_ids(data))
+        runs = {} if as_json else _run_texts(st.conn, data)
     finally:
         st.close()
     if as_json:
@@ -126,12 +127,54 @@ def print_timeline(db, session=None, project=None, since=None, until=None, limit
     from ..render.termtable import terminal_width
     width = terminal_width()
     if by_unit:
-        _render_units(data, tools, shorts, width)
+        _render_units(data, tools, shorts, width, runs)
     else:
-        _render_timeline(data, tools, shorts, width)
+        _render_timeline(data, tools, shorts, width, runs)
 
 
-def _render_units(data: dict, tools: bool, shorts: dict, width: int):
+RUN_PROVIDER = "attempt"
+"""The provider of the sessions `attempt run` records (spec/evidence.md)."""
+
+
+def _content(row, key: str) -> str | None:
+    """A text the event's content kept (a run's title, its command line), or None: nothing
+    under metadata_only, where no content is stored."""
+    if not row or not row[0] or row[1] == "metadata_only":
+        return None
+    try:
+        v = fastjson.loads(row[0]).get(key)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return v if isinstance(v, str) and v.strip() else None
+
+
+def _run_texts(conn, data: dict) -> dict:
+    """{session_id: title, turn_id: command} of what `attempt run` recorded in the sessions and
+    turns listed (their turns have no prompt: the command is what was tried)."""
+    out = {}
+    sessions = data.get("sessions") or []
+    for s in sessions:
+        if s.get("provider") == RUN_PROVIDER and s.get("start_event_id"):
+            title = _content(conn.execute("SELECT content_json, capture_mode FROM events WHERE event_id = ?",
+                                          (s["start_event_id"],)).fetchone(), "title")
+            if title:
+                out[s["session_id"]] = title
+    turns = [t for s in sessions for t in s.get("turns", [])]
+    turns += [t for u in data.get("work_units") or [] for t in u.get("turns", [])]
+    for t in turns:
+        if t.get("provider") != RUN_PROVIDER or t.get("objective") or t.get("prompt_event_id"):
+            continue
+        calls = fastjson.loads(t.get("tool_call_ids") or "[]")
+        if calls:
+            command = _content(conn.execute(
+                "SELECT e.content_json, e.capture_mode FROM tool_calls c JOIN events e ON e.event_id = c.start_event_id "
+                "WHERE c.tool_call_id = ?", (calls[0],)).fetchone(), "command")
+            if command:
+                out[t["turn_id"]] = command
+    return out
+
+
+def _render_units(data: dict, tools: bool, shorts: dict, width: int, runs: dict):
     from ..query.read import clean, local_time
     from ..render.termtable import join_fit, plural, segments_fit, wrap
     c = data["counts"]
@@ -160,7 +203,7 @@ def _render_units(data: dict, tools: bool, shorts: dict, width: int):
         out.append(clip_line(f"  status: {clean(u['status_reason'])}", width))
         for t in u["turns"]:
             who = f"{PROVIDERS.get(t['provider'], clean(t['provider'], 20))} {_short(t['session_id'], shorts)} "
-            out.append(_turn_line(t, width, who, t.get("session_state")))
+            out.append(_turn_line(t, width, who, t.get("session_state"), runs.get(t["turn_id"])))
             out += _attempt_lines(t, tools, shorts, width)
     if data["more_units"]:
         out.append("")
@@ -174,15 +217,20 @@ def clip_line(text: str, width: int) -> str:
     return clip(text, width)
 
 
-def _turn_line(t: dict, width: int, who: str = "", session_state: str | None = None) -> str:
+def _turn_line(t: dict, width: int, who: str = "", session_state: str | None = None,
+               command: str | None = None) -> str:
     from ..query.read import clean, local_time
     from ..render.termtable import clip
     if t["objective"]:
         what = clean(t["objective"])
+    elif command:  # a turn `attempt run` recorded: the command it ran
+        what = "$ " + clean(command)
     elif t["prompt_event_id"] and t["prompt_chars"] is not None:
         what = f"(prompt, {t['prompt_chars']} chars, content not captured)"
     elif t["prompt_event_id"]:
         what = "(prompt)"
+    elif t.get("provider") == RUN_PROVIDER and t.get("tool_call_count"):
+        what = "(a command, its text not captured)"
     else:
         what = "(activity before the first prompt)"
     status = t["status"]
@@ -202,7 +250,12 @@ def _attempt_lines(t: dict, tools: bool, shorts: dict, width: int) -> list:
         paths = fastjson.loads(a["paths"] or "[]")
         sid = _short(a["attempt_id"], shorts)
         verdict = mark + " " + a["outcome"].replace("_", " ")
-        head = f"    {sid} {verdict}" + (f" [{clean(a['failure_class'], 24)}]" if a["failure_class"] else "") + " "
+        if a.get("corrected_by"):  # a person's correction, not the inference: say so
+            was = a.get("inferred_outcome")
+            fixed = " (corrected" + (f" from {clean(was, 16).replace('_', ' ')})" if was and was != a["outcome"] else ")")
+        else:
+            fixed = ""
+        head = f"    {sid} {verdict}{fixed}" + (f" [{clean(a['failure_class'], 24)}]" if a["failure_class"] else "") + " "
         tail = f"  ({plural(len(paths), 'path')})"
         dur = duration_text(a["started_at"], a["ended_at"])
         if dur:
@@ -236,7 +289,7 @@ def _attempt_lines(t: dict, tools: bool, shorts: dict, width: int) -> list:
     return out
 
 
-def _render_timeline(data: dict, tools: bool, shorts: dict, width: int):
+def _render_timeline(data: dict, tools: bool, shorts: dict, width: int, runs: dict):
     from ..query.read import clean, local_time
     from ..render.termtable import join_fit, plural, segments_fit, wrap
     out = []
@@ -263,11 +316,15 @@ def _render_timeline(data: dict, tools: bool, shorts: dict, width: int):
         out += join_fit([f"{s['coverage']} coverage", plural(s["turn_count"], "turn"),
                          plural(s["tool_call_count"], "tool call"), plural(s["failure_count"], "failure")],
                         width, first="  ", indent="  ")
+        title = runs.get(s["session_id"])
+        commands = {runs.get(t["turn_id"]) for t in s["turns"]}
+        if title and commands != {title}:  # a --title, or a named session of several runs
+            out.append(clip_line(f"  title: {clean(title)}", width))
         if s.get("more_turns"):
             out.append(clip_line(f"  … {plural(s['more_turns'], 'earlier turn')} not shown (--turns N shows more)",
                                  width))
         for t in s["turns"]:
-            out.append(_turn_line(t, width, session_state=s["state"]))
+            out.append(_turn_line(t, width, session_state=s["state"], command=runs.get(t["turn_id"])))
             out += _attempt_lines(t, tools, shorts, width)
     if data["more_sessions"]:
         out.append("")
@@ -429,15 +486,17 @@ def retract_cmd(session, attempt, event_id, reason, note, yes, dry_run, db, as_j
 
 def _render_retraction(res, final: bool):
     from ..query.read import clean, local_time
+    from ..render.termtable import plural
     d = res["description"]
     if res["target_type"] == "session":
         what = (f"session {res['target']}: {PROVIDERS.get(d.get('provider'), clean(d.get('provider'), 20))}, "
-                f"{clean(d.get('project_name'), 40)}, {d.get('event_count', 0)} events, {d.get('turn_count', 0)} "
-                f"turns, {d.get('attempts', 0)} attempts, {local_time(d.get('started_at'))} → "
+                f"{clean(d.get('project_name'), 40)}, {plural(d.get('event_count') or 0, 'event')}, "
+                f"{plural(d.get('turn_count') or 0, 'turn')}, {plural(d.get('attempts') or 0, 'attempt')}, "
+                f"{local_time(d.get('started_at'))} → "
                 f"{local_time(d.get('ended_at')) if d.get('ended_at') else d.get('state', 'open')}")
     elif res["target_type"] == "attempt":
         what = (f"attempt {res['target']}: turn {d.get('turn_index')} #{d.get('attempt_index')}, "
-                f"{d.get('outcome')}, {clean(d.get('approach'), 60)}, {d.get('tool_call_count')} tool calls")
+                f"{d.get('outcome')}, {clean(d.get('approach'), 60)}, {plural(d.get('tool_call_count') or 0, 'tool call')}")
     else:
         what = (f"event {res['target']}: {clean(d.get('provider'), 20)} {d.get('kind')} "
                 f"{clean(d.get('tool_name') or '', 20)} at {local_time(d.get('observed_at'), '%Y-%m-%d %H:%M:%S')}")
@@ -480,8 +539,10 @@ def reproject_cmd(check, db, as_json):
         echo_json(d)
     else:
         verb = "checked" if check else "rebuilt"
+        from ..render.termtable import plural
         from .progress import rate
-        click.echo(f"{verb} projections from {rep.events:,} events ({rep.sessions:,} sessions) "
+        click.echo(f"{verb} projections from {plural(rep.events, 'event', grouped=True)} "
+                   f"({plural(rep.sessions, 'session', grouped=True)}) "
                    f"{rate(rep.events, rep.seconds)}")
         for what in rep.restored:
             click.echo(f"schema{' (rolled back)' if check else ''}: {printable(what)}")

@@ -106,6 +106,33 @@ NEEDS_KIND = {"permission_gate": "permission", "input_request": "input", "repeat
               "work_conflict": "conflict"}
 
 
+def _since(iso: str | None) -> str:
+    """When a need began, short: `09:58` today, `12-06 17:40` earlier (local time, as the
+    other summaries print it; --json has the stored value)."""
+    from ..query import read
+    if not iso:
+        return "-"
+    import time
+    day = read.local_time(iso, "%Y-%m-%d")
+    return read.local_time(iso, "%H:%M" if day == time.strftime("%Y-%m-%d") else "%m-%d %H:%M")
+
+
+_PUNCT = str.maketrans("(),;:[]", "       ")
+
+
+def _words(text: str | None) -> list:
+    """The words of a reason, punctuation around them left out (the ids it names)."""
+    return (text or "").translate(_PUNCT).split()
+
+
+def _shortened(text: str, shorts: dict) -> str:
+    """A reason with the ids it names in their short forms (each resolves back to its row)."""
+    for w in set(_words(text)):
+        if w in shorts:
+            text = text.replace(w, printable(shorts[w]))
+    return text
+
+
 def needs_you(project, evidence, as_json, db) -> None:
     """`attempt needs-you`: the needs_you view judged now, as JSON or a table that fits."""
     from ..query import read, resolve
@@ -130,7 +157,9 @@ def needs_you(project, evidence, as_json, db) -> None:
         shorts = {}
         if not as_json:
             from ..query import shortids
-            shorts = shortids.shorten(conn, [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id")])
+            named = [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id")]
+            named += [w for r in data["needs_you"] for w in _words(r["reason"]) if shortids.is_id(w)]
+            shorts = shortids.shorten(conn, named)
     finally:
         conn.close()
     data["project"] = label
@@ -150,19 +179,19 @@ def needs_you(project, evidence, as_json, db) -> None:
     table = []
     for r in rows:
         ev = r["evidence"]
-        table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
-                      read.local_time(r["since"], "%Y-%m-%d %H:%M:%S"), read.clean(r["provider"] or "", 16),
-                      r["session_id"] or "-", r["work_unit_id"] or "-", read.clean(r["reason"], 90),
-                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else str(len(ev))])
+        table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)), _since(r["since"]),
+                      read.clean(r["provider"] or "", 16), r["session_id"] or "-", r["work_unit_id"] or "-",
+                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else str(len(ev)),
+                      _shortened(read.clean(r["reason"]), shorts)])
     echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
                                   f"you{where} ({looked}):", width)))
-    headers = ["rank", "kind", "since", "agent", "session", "work unit", "reason", "conf", "evidence"]
+    headers = ["rank", "kind", "since", "agent", "session", "work unit", "conf", "evidence", "reason"]
     if evidence:  # the ids are the point: printed whole, not fitted
-        lines = termtable.fit(headers, table, 10 ** 6, rule="-")[0]
-    else:
+        lines = termtable.fit(headers, table, 10 ** 6)[0]
+    else:  # the reason is the point: whole, wrapped, beside what fits of the rest
         lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
-                                      rule="-", fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank"],
-                                      text_min=12)
+                                      fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank", "since"],
+                                      text_min=12, wrap="reason", wrap_min=28)
         lines += termtable.hidden_note(hidden, width)
     echo("\n".join(lines))
     echo("note: inferences with their evidence; `attempt why <id>` explains a session or work unit, "

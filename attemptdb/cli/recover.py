@@ -32,7 +32,8 @@ def recover_cmd(out, db, as_json):
         click.echo(f"recovered {rep.kept:,} events into {printable(rep.out)} ({rep.from_sqlite:,} read through "
                    f"SQLite, {rep.from_pages:,} from the pages of the damaged file)")
         if rep.lost:
-            click.echo(f"lost {rep.lost_rows():,} rows:")
+            from ..render.termtable import plural
+            click.echo(f"lost {plural(rep.lost_rows(), 'row', grouped=True)}:")
             for r in rep.lost:
                 span = f"seq {r['from']}" if r["from"] == r["to"] else f"seq {r['from']}..{r['to']}"
                 click.echo(printable(f"  {span}: {r['why']}"))

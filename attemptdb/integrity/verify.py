@@ -70,7 +70,8 @@ class Report:
 
     def line(self) -> str:
         if self.ok:
-            return f"ok: {self.events} events, {self.checkpoints} checkpoints"
+            # `events` stays as it is: scripts and tests read `ok: N events` (N = 1 included)
+            return f"ok: {self.events} events, {self.checkpoints} checkpoint{'' if self.checkpoints == 1 else 's'}"
         return f"problem: {self.problems[0]['message']}"
 
 

@@ -41,7 +41,7 @@ class ShowHandler:
         if not rows:
             notes.append(f"no {target.name.lower()} matched")
         elif len(rows) == plan.limit:
-            notes.append(f"showing the first {plan.limit} rows (LIMIT {plan.limit}); add LIMIT "
+            notes.append(f"showing the first {plan.limit} row{'' if plan.limit == 1 else 's'} (LIMIT {plan.limit}); add LIMIT "
                          f"{min(C.MAX_LIMIT, plan.limit * 10)} for more")
         if target.table == "attempts" and rows and "objective" in cols:
             i = cols.index("objective")

@@ -2,7 +2,7 @@
 
 Invariants: the table and vertical forms collapse evidence to a count ("3 events") unless
 asked for the ids, show uncertainty as "<confidence> <reason>", never emit control characters
-from cell values or column names (they are replaced), and truncate long cells with "…"; JSON
+from cell values or column names (they show as `?`, errors.printable, as everywhere else), and truncate long cells with "…" (widths in display columns: a wide character takes two); JSON
 prints every column of every row as objects (repeated names made unique, infinities as text), on a
 terminal with C1 controls and disguising characters written as \\u escapes (the same values to a
 parser, none raw there); CSV is RFC 4180 with formula-looking cells and names neutralised (a leading `'` unless a
@@ -19,10 +19,16 @@ MAX_CELL = 60
 
 
 def _clean(text: str) -> str:
-    """Every unprintable character (controls, escapes) becomes one space: the length stays."""
+    """The rule of every terminal line (errors.printable): each control character (ESC and
+    its sequences included) and each disguising one shows as `?`; any other unprintable
+    character (a private-use or unassigned one, an odd space) as `?` too, a space as a space.
+    One character for one: the length stays."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else " " for c in text)
+    text = printable(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else (" " if c.isspace() else "?") for c in text)
 
 
 def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CELL) -> str:
@@ -46,7 +52,8 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
     else:
         text = str(value)
     if width and len(text) > width:  # cut first: cleaning keeps lengths, and cells can be long
-        text = text[: width - 1] + "…"
+        from .termtable import clip
+        text = clip(text, width)
     return _clean(text)
 
 
@@ -65,11 +72,13 @@ def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, te
         from . import termtable
         lines, hidden = termtable.fit(heads, cells, term_width, shorten=shorten)
         return "\n".join(lines + termtable.hidden_note(hidden, term_width))
-    widths = [max([len(c)] + [len(row[k]) for row in cells]) for k, c in enumerate(heads)]
-    lines = ["  ".join(c.ljust(widths[k]) for k, c in enumerate(heads)).rstrip(),
-             "  ".join("─" * widths[k] for k in range(len(cols)))]
+    from .termtable import cols as _cols
+    from .termtable import pad
+    widths = [max([_cols(c)] + [_cols(row[k]) for row in cells]) for k, c in enumerate(heads)]
+    lines = ["  ".join(pad(c, widths[k]) for k, c in enumerate(heads)).rstrip(),
+             "  ".join("-" * widths[k] for k in range(len(cols)))]
     for row in cells:
-        lines.append("  ".join(v.ljust(widths[k]) for k, v in enumerate(row)).rstrip())
+        lines.append("  ".join(pad(v, widths[k]) for k, v in enumerate(row)).rstrip())
     return "\n".join(lines)
 
 
@@ -86,8 +95,8 @@ def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None,
         for c, i in zip(cols, index):
             v = cell(c, r[i], evidence_ids=evidence_ids, width=0 if c in ("claim", "detail") else 200)
             v = v if v != "" else "—"
-            if term_width and w + 1 + len(v) > term_width and term_width - w - 1 >= 20:
-                from . import termtable
+            from . import termtable
+            if term_width and w + 1 + termtable.cols(v) > term_width and term_width - w - 1 >= 20:
                 parts = termtable.lines_of(v, term_width - w - 1, break_long_words=False) or [v]
                 v = ("\n" + " " * (w + 1)).join(parts)
             lines.append(f"{_clean(str(c)):<{w}} {v}")

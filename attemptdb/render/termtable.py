@@ -1,11 +1,15 @@
 """Tables that fit the terminal.
 
-Invariants: no line is longer than the width (`COLUMNS`, else the terminal's, else 80); id
-cells are printed whole or as the short form the caller vouches for (attemptdb.query.shortids: it
-resolves back to the same row), never cut; timestamp cells are never cut (when space runs
-out an ISO time loses its fractional seconds, a whole value still); numbers are never cut;
-only text columns shrink, with "…"; headers and the rule line up with the cells; columns that
-cannot fit even then are left out, named in a note. No third-party imports.
+Invariants: no line is longer than the width (`COLUMNS`, else the terminal's, else 80),
+measured in display columns (`cols`: East Asian wide characters and most emoji take two,
+combining marks none; a wide character is never cut in half); id cells are printed whole or
+as the short form the caller vouches for (attemptdb.query.shortids: it resolves back to the
+same row), never cut; timestamp cells are never cut (when space runs out an ISO time loses
+its fractional seconds, a whole value still); numbers and vocabulary values (an outcome, a
+failure class) are never cut; only free-text columns shrink, with "…"; headers and the rule
+(`-`, the one rule of every table) line up with the cells; columns that cannot fit even then
+are left out, empty ones first, named in a note. No third-party imports; `unicodedata` only
+for text that is not ASCII.
 """
 
 import os
@@ -81,11 +85,56 @@ def terminal_width(stream=None) -> int:
     return DEFAULT_WIDTH
 
 
+_COLS: dict = dict.fromkeys("…→←↻⇄▌◆▶✓✗⎇─—", 1)
+"""Display columns of each non-ASCII character met so far (unicodedata is imported for the
+first one that is not among the marks the commands draw themselves)."""
+
+
+def _char_cols(c: str) -> int:
+    n = _COLS.get(c)
+    if n is None:
+        import unicodedata  # only for text that is not ASCII: a cold ASCII read never imports it
+        if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+            n = 0
+        elif unicodedata.east_asian_width(c) in ("W", "F"):
+            n = 2
+        else:
+            n = 1
+        _COLS[c] = n
+    return n
+
+
+def cols(text: str) -> int:
+    """The columns `text` takes on a terminal: East Asian wide and fullwidth characters (CJK,
+    most emoji) 2, combining marks and zero-width characters 0, the others 1."""
+    if text.isascii():
+        return len(text)
+    return sum(1 if c < "\u0300" else _char_cols(c) for c in text)
+
+
+def cut(text: str, width: int) -> str:
+    """The longest start of `text` that takes at most `width` columns (a wide character is never
+    cut in half; combining marks stay with the character before them)."""
+    if text.isascii():
+        return text[:max(width, 0)]
+    n = 0
+    for i, c in enumerate(text):
+        n += 1 if c < "\u0300" else _char_cols(c)
+        if n > width:
+            return text[:i]
+    return text
+
+
+def pad(text: str, width: int) -> str:
+    """`text` followed by spaces up to `width` columns."""
+    return text + " " * (width - cols(text))
+
+
 def clip(text: str, width: int) -> str:
-    """`text` cut to `width` characters with an ellipsis."""
+    """`text` cut to `width` columns with an ellipsis."""
     if width <= 0:
         return ""
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if cols(text) <= width else cut(text, width - 1) + "…"
 
 
 def wrap(text: str, width: int, indent: str = "") -> list[str]:
@@ -99,7 +148,9 @@ _SPACES = str.maketrans("\t\n\x0b\x0c\r", "     ")
 def lines_of(text: str, width: int, *, indent: str = "", break_long_words: bool = True) -> list[str]:
     """`textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False,
     break_long_words=…)`, line for line (tests hold the two equal), without importing
-    `textwrap` and `re` into a cold read: words are what ASCII whitespace separates."""
+    `textwrap` and `re` into a cold read: words are what ASCII whitespace separates. Widths
+    are display columns (`cols`): wide characters count 2, and a long word is broken between
+    characters."""
     if width <= 0:
         raise ValueError(f"invalid width {width!r} (must be > 0)")
     chunks, spaces = [], 0
@@ -117,17 +168,20 @@ def lines_of(text: str, width: int, *, indent: str = "", break_long_words: bool 
     while chunks:
         line, size = [], 0
         lead = indent if lines else ""
-        room = width - len(lead)
+        room = width - cols(lead)
         if chunks[-1].strip() == "" and lines:
             del chunks[-1]
-        while chunks and size + len(chunks[-1]) <= room:
-            size += len(chunks[-1])
+        while chunks and size + cols(chunks[-1]) <= room:
+            size += cols(chunks[-1])
             line.append(chunks.pop())
-        if chunks and len(chunks[-1]) > room:  # a word longer than a whole line
+        if chunks and cols(chunks[-1]) > room:  # a word longer than a whole line
             if break_long_words:
-                cut = 1 if room < 1 else room - size
-                line.append(chunks[-1][:cut])
-                chunks[-1] = chunks[-1][cut:]
+                piece = cut(chunks[-1], 1 if room < 1 else room - size)
+                if not piece and not line:  # one wide character on a line of one column
+                    piece = chunks[-1][:1]
+                if piece or cols(chunks[-1]) == len(chunks[-1]):  # (textwrap's own empty piece)
+                    line.append(piece)
+                chunks[-1] = chunks[-1][len(piece):]
             elif not line:
                 line.append(chunks.pop())
         if line and line[-1].strip() == "":
@@ -137,16 +191,27 @@ def lines_of(text: str, width: int, *, indent: str = "", break_long_words: bool 
     return lines
 
 
+_TOKEN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def is_token(v: str) -> bool:
+    """A value of a fixed vocabulary (an outcome, a failure class, a provider): lowercase ASCII
+    letters, digits and `_`, at most 32 characters."""
+    return 0 < len(v) <= 32 and all(c in _TOKEN for c in v)
+
+
 def _kind(values) -> str:
     vals = [v for v in values if v not in ("", "-")]  # "-" stands for no value
     if not vals:
-        return "text"
+        return "empty"
     if all(is_id_like(v) for v in vals):
         return "id"
     if all(is_time(v) for v in vals):
         return "time"
     if all(is_number(v) for v in vals):
         return "number"
+    if all(is_token(v) for v in vals):
+        return "token"
     return "text"
 
 
@@ -156,45 +221,61 @@ def compact_time(v: str) -> str:
 
 
 def fit(headers: list, rows: list, width: int, *, shorten: dict | None = None, drop_order=None,
-        rule: str = "─", fixed=(), text_min: int = TEXT_MIN) -> tuple[list[str], list[str]]:
-    """(lines, hidden column names) of a table of string cells fitted to `width`.
+        rule: str = "-", fixed=(), text_min: int = TEXT_MIN, wrap: str | None = None,
+        wrap_min: int = 24) -> tuple[list[str], list[str]]:
+    """(lines, hidden column names) of a table of string cells fitted to `width` display columns
+    (`cols`: a wide character takes two).
 
     Steps, each only when the previous one left the table too wide: ids in their short form
-    (from `shorten`, full id → short id); ISO times without fractional seconds; text columns
-    cut, down to `text_min` characters at most (8 by default), room given back evenly; then whole columns left out, in `drop_order`
-    (names), then columns with no value, then from the right, the first column last. Columns
-    named in `fixed` are never cut (short enumerations such as an outcome)."""
+    (from `shorten`, full id → short id); ISO times without fractional seconds; columns with no
+    value left out; text columns cut, down to `text_min` characters at most (8 by default),
+    room given back evenly (short columns whole first); then whole columns left out, in
+    `drop_order` (names), then from the right, the first column last. Values of a vocabulary
+    (`is_token`: an outcome, a failure class) are not cut, only their header, nor are those of
+    the columns named in `fixed` (short enumerations such as `failure/nonzero_exit`). The column named `wrap` (the point
+    of the table, e.g. a reason) is never cut nor left out: it comes last and its cells wrap
+    onto more lines, the other columns fitted beside it with at least `wrap_min` columns left
+    for it (on a terminal too narrow for that, each cell goes under its row, indented)."""
+    if wrap is not None and wrap in headers:
+        return _fit_wrapping(headers, rows, width, wrap, wrap_min, shorten=shorten, drop_order=drop_order,
+                             rule=rule, fixed=fixed, text_min=text_min)
     n = len(headers)
-    cols = [[r[k] for r in rows] for k in range(n)]
-    kinds = ["fixed" if headers[k] in fixed else _kind(c) for k, c in enumerate(cols)]
+    cells = [[r[k] for r in rows] for k in range(n)]
+    kinds = ["fixed" if headers[k] in fixed else _kind(c) for k, c in enumerate(cells)]
+    heads = [cols(h) for h in headers]
 
     def natural(cs):
-        return [max([len(headers[k])] + [len(v) for v in cs[k]]) for k in range(n)]
+        return [max([heads[k]] + [cols(v) for v in cs[k]]) for k in range(n)]
 
     def total(ws, keep):
         return sum(ws[k] for k in keep) + GAP * (len(keep) - 1)
 
     keep = list(range(n))
-    widths = natural(cols)
+    widths = natural(cells)
     if total(widths, keep) > width and shorten:
-        cols = [[shorten.get(v, v) for v in c] if kinds[k] == "id" else c for k, c in enumerate(cols)]
-        widths = natural(cols)
+        cells = [[shorten.get(v, v) for v in c] if kinds[k] == "id" else c for k, c in enumerate(cells)]
+        widths = natural(cells)
     if total(widths, keep) > width:
-        cols = [[compact_time(v) for v in c] if kinds[k] == "time" else c for k, c in enumerate(cols)]
-        widths = natural(cols)
+        cells = [[compact_time(v) for v in c] if kinds[k] == "time" else c for k, c in enumerate(cells)]
+        widths = natural(cells)
     hidden = []
-    if total(widths, keep) > width:
-        # shrinking: a text column's header counts only up to TEXT_MIN characters
-        widths = [max([min(len(headers[k]), text_min)] + [len(v) for v in cols[k]]) if kinds[k] == "text"
-                  else widths[k] for k in range(n)]
-        mins = [min(widths[k], text_min) if kinds[k] == "text" else widths[k] for k in range(n)]
-        order = [headers.index(h) for h in (drop_order or []) if h in headers]
-        order += [k for k in range(n - 1, 0, -1) if k not in order and not any(cols[k])]  # empty ones
-        order += [k for k in range(n - 1, 0, -1) if k not in order]
-        while total(mins, keep) > width and len(keep) > 1:
-            k = next(k for k in order if k in keep)
+    for k in range(n - 1, 0, -1):  # a column with no value: only its name is lost
+        if kinds[k] == "empty" and total(widths, keep) > width:
             keep.remove(k)
             hidden.append(headers[k])
+    if total(widths, keep) > width:
+        # shrinking: a text or vocabulary column's header counts only up to text_min characters
+        shrinks = ("text", "token", "empty")
+        widths = [max([min(heads[k], text_min)] + [cols(v) for v in cells[k]]) if kinds[k] in shrinks
+                  else widths[k] for k in range(n)]
+        mins = [min(widths[k], text_min) if kinds[k] in ("text", "empty") else widths[k] for k in range(n)]
+
+        def drop(order):
+            while total(mins, keep) > width and len(keep) > 1:
+                k = next(k for k in order if k in keep)
+                keep.remove(k)
+                hidden.append(headers[k])
+        drop([headers.index(h) for h in (drop_order or []) if h in headers] + list(range(n - 1, 0, -1)))
         spare = width - total(mins, keep)
         target = list(mins)
         growable = [k for k in keep if target[k] < widths[k]]
@@ -212,11 +293,44 @@ def fit(headers: list, rows: list, width: int, *, shorten: dict | None = None, d
         widths = target
         if len(keep) == 1:
             widths[keep[0]] = min(widths[keep[0]], width)
-    lines = ["  ".join(clip(headers[k], widths[k]).ljust(widths[k]) for k in keep).rstrip(),
+    lines = ["  ".join(pad(clip(headers[k], widths[k]), widths[k]) for k in keep).rstrip(),
              "  ".join(rule * widths[k] for k in keep)]
     for i in range(len(rows)):
-        lines.append("  ".join(clip(cols[k][i], widths[k]).ljust(widths[k]) for k in keep).rstrip())
+        lines.append("  ".join(pad(clip(cells[k][i], widths[k]), widths[k]) for k in keep).rstrip())
     return lines, hidden
+
+
+def _fit_wrapping(headers, rows, width, wrap, wrap_min, **how):
+    """`fit` with the column `wrap` last, whole, its cells wrapped (see fit)."""
+    w = headers.index(wrap)
+    others = [h for k, h in enumerate(headers) if k != w]
+    rest = [[v for k, v in enumerate(r) if k != w] for r in rows]
+    texts = [r[w] for r in rows]
+    need = min(max([cols(wrap)] + [cols(t) for t in texts]), wrap_min)
+    room = width - GAP - need
+    if not others or room >= TEXT_MIN + 4:
+        if others:
+            lines, hidden = fit(others, rest, room, **how)
+            used = cols(lines[1])
+            lead = used + GAP
+        else:
+            lines, hidden, used, lead = ["", ""] + [""] * len(rows), [], 0, 0
+        tw = width - lead
+        natural = max([cols(wrap)] + [cols(line) for t in texts for line in lines_of(t, tw) or [""]])
+        out = [(pad(lines[0], used) + "  " if others else "") + clip(wrap, tw),
+               (lines[1] + "  " if others else "") + how.get("rule", "-") * min(tw, natural)]
+        for i, t in enumerate(texts):
+            parts = lines_of(t, tw) or [""]
+            out.append(((pad(lines[2 + i], used) + "  ") if others else "") + parts[0])
+            out += [" " * lead + p for p in parts[1:]]
+        return [x.rstrip() for x in out], hidden
+    # too narrow to have it beside the others: under each row, indented
+    lines, hidden = fit(others, rest, width, **how)
+    out = lines[:2]
+    for i, t in enumerate(texts):
+        out.append(lines[2 + i])
+        out += ["    " + p for p in lines_of(t, max(width - 4, 1))]
+    return out, hidden
 
 
 def hidden_note(hidden: list, width: int) -> list[str]:
@@ -225,9 +339,10 @@ def hidden_note(hidden: list, width: int) -> list[str]:
     return wrap(f"(not shown at {width} columns: {', '.join(hidden)}; --json prints every column)", width)
 
 
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """`1 turn`, `2 turns` (`words` for irregular plurals)."""
-    return f"{n} {word if n == 1 else (words or word + 's')}"
+def plural(n: int, word: str, words: str | None = None, *, grouped: bool = False) -> str:
+    """`1 turn`, `2 turns` (`words` for irregular plurals); `grouped`: `1,234 turns`."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}" if grouped else \
+        f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def size_text(n: int) -> str:
@@ -244,14 +359,14 @@ def size_text(n: int) -> str:
 def segments_fit(head: str, text: str, tail: str, width: int, *, min_text: int = 12,
                  indent: str = "      ") -> list[tuple[str, str, str]]:
     """One line `head + text + tail` fitted to `width` as [(head, text, tail)] pieces: only
-    `text` is cut; when that would leave it fewer than `min_text` characters, `tail` moves to a
+    `text` is cut; when that would leave it fewer than `min_text` columns, `tail` moves to a
     second line under `indent` (and is itself cut only if it alone is too wide)."""
-    room = width - len(head) - len(tail)
-    if room >= min(min_text, len(text)):
+    room = width - cols(head) - cols(tail)
+    if room >= min(min_text, cols(text)):
         return [(head, clip(text, room), tail)]
-    if len(head) >= width:  # a narrow terminal: the head itself is cut (ids come first in it)
-        return [(clip(head.rstrip(), width), "", ""), (indent, "", clip(tail.lstrip(), width - len(indent)))]
-    return [(head, clip(text, width - len(head)), ""), (indent, "", clip(tail.lstrip(), width - len(indent)))]
+    if cols(head) >= width:  # a narrow terminal: the head itself is cut (ids come first in it)
+        return [(clip(head.rstrip(), width), "", ""), (indent, "", clip(tail.lstrip(), width - cols(indent)))]
+    return [(head, clip(text, width - cols(head)), ""), (indent, "", clip(tail.lstrip(), width - cols(indent)))]
 
 
 def join_fit(parts: list, width: int, *, sep: str = " · ", first: str = "", indent: str = "  ") -> list[str]:
@@ -260,7 +375,7 @@ def join_fit(parts: list, width: int, *, sep: str = " · ", first: str = "", ind
     lines, cur, fresh = [], first, True
     for p in parts:
         piece = p if fresh else sep + p
-        if fresh or len(cur) + len(piece) <= width:
+        if fresh or cols(cur) + cols(piece) <= width:
             cur, fresh = cur + piece, False
             continue
         lines.append(cur)
