@@ -259,3 +259,12 @@ def test_doctor_is_not_ok_when_codex_has_not_trusted_hooks_captured_by_hand_befo
     rep = json.loads(run_attempt(["doctor", "-p", "codex", "--json", "--db", db]).stdout)
     assert rep["agents"][0]["state"] == "delivering" and rep["ok"] is True
     assert any("/hooks" in n for n in rep["agents"][0]["notes"])
+
+
+def test_a_blocking_signal_is_named_as_a_noun():
+    """`waiting on a permission requested raised at …` read wrong: the event kind is named as
+    what it is in a sentence."""
+    from attemptdb.query.state import block_of
+    r = {"signal_event_id": "ev_1", "signal_kind": "permission_requested", "signal_raised_at": "2026-01-01T00:00:00Z"}
+    assert block_of(r)[1].startswith("waiting on a permission request raised at 2026-01-01T00:00:00Z")
+    assert block_of(dict(r, signal_kind="notification"))[1].startswith("waiting on a notification raised at")

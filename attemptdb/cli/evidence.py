@@ -8,6 +8,7 @@ import sys
 import click
 
 from ..errors import AttemptError
+from ..render.termtable import plural
 from .common import db_option, echo_json, err, json_option, no_db_option, open_store, printable, style
 
 _SESSION_HELP = ("Record into this session: a name (it is opened by its first event and stays open until "
@@ -31,7 +32,8 @@ def _finish(st, w, as_json, what, extra=None):
     checkpoint_after_import(st)
     st.close()
     if w.spooled:
-        err(f"note: the database could not be written; {w.spooled} events wait in the spool")
+        err(f"note: the database could not be written; {plural(w.spooled, 'event')} "
+            + ("waits" if w.spooled == 1 else "wait") + " in the spool")
     out = {"session_id": "ses_" + w.session_id, "session": w.psid, "events": w.written, **(extra or {})}
     if as_json:
         echo_json(out)
@@ -113,7 +115,8 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     for n in res.notes:
         err(f"note: {printable(n)}")
     if w.spooled:
-        err(f"note: the database could not be written; {w.spooled} events wait in the spool")
+        err(f"note: the database could not be written; {plural(w.spooled, 'event')} "
+            + ("waits" if w.spooled == 1 else "wait") + " in the spool")
     if verbose:
         arts = ", ".join(f"{k} {v}" for k, v in res.artifacts.items()) or "no output"
         err(f"attempt: recorded in ses_{w.session_id}: exit {res.exit_status}, {arts}")

@@ -2,6 +2,7 @@
 
 import click
 
+from ..render.termtable import plural
 from .common import db_option, echo_json, json_option, open_store, printable
 
 
@@ -47,6 +48,7 @@ def export_cmd(directory, dataset_dir, fmt, include_content, force, db, as_json)
         echo_json({"directory": directory, **m})
         return
     rows = sum(t["rows"] for t in m["tables"])
-    click.echo(f"exported {len(m['tables'])} tables ({rows:,} rows, chain size {m['chain']['size']:,}) to "
+    click.echo(f"exported {plural(len(m['tables']), 'table')} ({plural(rows, 'row', grouped=True)}, chain size "
+               f"{m['chain']['size']:,}) to "
                f"{printable(directory)} as {fmt}; content {'included' if m['content'] else 'left out (null)'} "
                f"{bar.rate(rows, 'rows')}")

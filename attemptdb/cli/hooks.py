@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from ..render.termtable import plural
 from .common import db_option, echo_json, json_option, no_db_option, printable, style
 from .readers import mcp_option, mcp_registrations, print_mcp, report_json
 
@@ -162,7 +163,7 @@ def _print_agents(rep, *, full):
         d = rep["database"]
         if d.get("reachable"):
             mode = d["capture_mode"] + (" (FAIL-CLOSED)" if d.get("fail_closed") else "")
-            click.echo(printable(f"database     {_short(d['path'])}: {d['events']} events, schema "
+            click.echo(printable(f"database     {_short(d['path'])}: {plural(d['events'], 'event')}, schema "
                                  f"{d['schema']}, capture mode {mode}"))
         else:
             click.echo(f"database     {printable(_short(d['path']))}: "

@@ -5,6 +5,7 @@ import sys
 import click
 
 from ..errors import AttemptError
+from ..render.termtable import plural
 from .common import db_option, echo_json, json_option, printable, style
 
 
@@ -42,8 +43,9 @@ def sync_cmd(folder, include_content, push_only, pull_only, db, as_json):
         echo_json(rep.as_dict())
     else:
         pulled = sum(d["segments"] for d in rep.devices.values())
-        click.echo(f"sync {printable(folder)}: pushed {rep.pushed_events:,} events in {rep.pushed_segments} segments; "
-                   f"pulled {pulled} segments from {len(rep.devices)} devices, {rep.imported:,} new events")
+        click.echo(f"sync {printable(folder)}: pushed {plural(rep.pushed_events, 'event', grouped=True)} in "
+                   f"{plural(rep.pushed_segments, 'segment')}; pulled {plural(pulled, 'segment')} from "
+                   f"{plural(len(rep.devices), 'device')}, {plural(rep.imported, 'new event', grouped=True)}")
         for p in rep.problems:
             click.echo(style(printable(f"problem[{p.code}]: {p.message}"), fg="red"))
         for n in rep.notes:
@@ -130,8 +132,8 @@ def keys_list(db, as_json):
         click.echo("no other device is pinned yet (`attempt sync DIR` pins each on first use)")
     for r in rows:
         flag = "REVOKED" if r["revoked"] else (r["how"] or "-")
-        click.echo(f"{r['device_id']}  {r['key_id'] or '-'}  {flag}  {r['segments']} segments, "
-                   f"{r['events'] or 0:,} events")
+        click.echo(f"{r['device_id']}  {r['key_id'] or '-'}  {flag}  {plural(r['segments'], 'segment')}, "
+                   f"{plural(r['events'] or 0, 'event', grouped=True)}")
 
 
 @click.command("revoke")

@@ -35,6 +35,7 @@ from ..ingest import privacy
 from ..integrity import keys
 from ..model import clock, event, fastjson, ids
 from ..model.event import MAX_LINE
+from ..render.termtable import plural
 from ..store import plainfile
 
 SCHEMA_VERSION = "attestack.bundle.v1"
@@ -345,13 +346,14 @@ class Report:
         how = "the key you named" if self.pinned else "not pinned: pass --key to require a signer"
         extra = ""
         if m.get("artifacts"):
-            extra += f", {len(m['artifacts']):,} artifacts"
+            extra += ", " + plural(len(m["artifacts"]), "artifact", grouped=True)
         if m.get("paths_omitted"):
             extra += ", local paths omitted"
         if self.consistent_from is not None:
             extra += (f", its log of {self.checkpoint.size:,} events proven to extend the checkpoint of "
                       f"{self.consistent_from.size:,}")
-        return (f"ok: bundle {m['bundle_id']}: {m['events']:,} events in {len(m['sessions']):,} sessions, "
+        return (f"ok: bundle {m['bundle_id']}: {plural(m['events'], 'event', grouped=True)} in "
+                f"{plural(len(m['sessions']), 'session', grouped=True)}, "
                 f"content {'included' if m['content'] else 'left out'}{extra}, signed by {self.signer} ({how})")
 
     def as_dict(self) -> dict:

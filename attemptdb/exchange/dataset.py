@@ -34,6 +34,7 @@ from .. import __version__
 from ..errors import AttemptError
 from ..integrity import keys
 from ..model import clock, fastjson
+from ..render.termtable import plural
 from ..store import plainfile
 from . import arrow_export as export_arrow
 
@@ -367,7 +368,7 @@ class View:
                                          table_partition_cols=[("device", pa.string()), ("date", pa.string())])
             elif name in self.snapshot_files:
                 ctx.register_parquet(name, os.path.join(self.directory, self.snapshot_files[name]))
-        return [f"team dataset in {self.directory}: {len(self.devices)} devices, latest snapshot "
+        return [f"team dataset in {self.directory}: {plural(len(self.devices), 'device')}, latest snapshot "
                 f"{self.snapshot or 'none'}"]
 
     def tables(self) -> list[str]:

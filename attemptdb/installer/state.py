@@ -179,4 +179,4 @@ def _codex(agent, st):
     else:
         st.trust = codexconfig.UNTRUSTED
     n_ok = statuses.count(codexconfig.TRUSTED)
-    st.trust_detail = f"{n_ok}/{len(statuses)} hooks trusted"
+    st.trust_detail = f"{n_ok}/{len(statuses)} hook{'' if len(statuses) == 1 else 's'} trusted"

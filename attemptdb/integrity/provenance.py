@@ -8,6 +8,7 @@ already recomputed from the row) to one of those leaves, and every leaf is a sto
 failure is a problem naming the device and the row's seq. Read-only.
 """
 
+from ..render.termtable import plural
 from . import segments as segment
 from . import sync_state as state
 
@@ -40,15 +41,17 @@ def check(conn, problem, notes: list) -> int:
             seen += 1
             leaves.discard(raw)
         if leaves:
-            problem("provenance", f"device {dev}: {len(leaves):,} events its signed segments hold are missing "
-                    "from this file")
+            problem("provenance", f"device {dev}: {plural(len(leaves), 'event', grouped=True)} its signed segments "
+                    "hold " + ("is" if len(leaves) == 1 else "are") + " missing from this file")
         proven += seen
         beyond = conn.execute("SELECT count(*) FROM events WHERE device_id = ? AND source_seq > ?",
                               (dev, last_src)).fetchone()[0]
         if beyond:
-            notes.append(f"{beyond:,} events of {dev} are newer than its last signed segment (not synced from it)")
+            notes.append(f"{plural(beyond, 'event', grouped=True)} of {dev} " + ("is" if beyond == 1 else "are")
+                         + " newer than its last signed segment (not synced from it)")
     if proven:
-        notes.append(f"{proven:,} events of {len(devices)} other devices proven against their signed sync segments")
+        notes.append(f"{plural(proven, 'event', grouped=True)} of {plural(len(devices), 'other device')} proven "
+                     "against their signed sync segments")
     return proven
 
 

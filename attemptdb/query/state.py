@@ -105,10 +105,15 @@ STATE_DISPLAY = ("subject_type", "subject_id", "provider", "status", "phase", "t
                  "blocked", "attempts", "failed", "last_activity_at", "evidence", "uncertainty")
 
 
+SIGNAL_NOUNS = {"permission_requested": "permission request", "notification": "notification"}
+"""What a blocking signal of each event kind is called in a sentence (sql/20_apply.sql raises
+signals from these two kinds)."""
+
+
 def block_of(r: dict):
     """('signal'|'repeat', reason text, confidence, evidence) when the session was blocked, else None."""
     if r.get("signal_event_id"):
-        kind = (r.get("signal_kind") or "signal").replace("_", " ")
+        kind = SIGNAL_NOUNS.get(r.get("signal_kind"), "signal")
         conf = r.get("signal_confidence")
         ev = loads_list(r.get("signal_evidence")) or [r["signal_event_id"]]
         return ("signal", f"waiting on a {kind} raised at {r['signal_raised_at']} with no later progress observed",
