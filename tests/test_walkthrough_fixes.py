@@ -268,3 +268,13 @@ def test_a_blocking_signal_is_named_as_a_noun():
     r = {"signal_event_id": "ev_1", "signal_kind": "permission_requested", "signal_raised_at": "2026-01-01T00:00:00Z"}
     assert block_of(r)[1].startswith("waiting on a permission request raised at 2026-01-01T00:00:00Z")
     assert block_of(dict(r, signal_kind="notification"))[1].startswith("waiting on a notification raised at")
+
+
+def test_an_empty_objective_before_any_prompt_is_not_blamed_on_the_capture_mode(tmp_path):
+    """`attempt run -- false` fails in turn 0 of its session: no prompt, so no objective. The note
+    says so, instead of guessing metadata_only."""
+    db = str(tmp_path / "r.db")
+    assert run_attempt(["run", "--db", db, "--", "false"], cwd=tmp_path).returncode == 1
+    p = run_attempt(["query", "SHOW FAILED ATTEMPTS", "--db", db], env={"COLUMNS": "200"})
+    err = (p.stdout + p.stderr).decode()  # notes follow the table on a pipe
+    assert p.returncode == 0 and "came before any prompt (turn 0)" in err and "metadata_only" not in err, err

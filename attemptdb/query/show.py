@@ -46,6 +46,17 @@ class ShowHandler:
         if target.table == "attempts" and rows and "objective" in cols:
             i = cols.index("objective")
             if all(r[i] is None for r in rows):
-                notes.append("objective text is unavailable (no prompt content captured; metadata_only mode?)")
+                notes.append(_no_objective(cols, rows))
         return Result(cols, decode_rows(cols, rows, lists=False), notes, display=plan.display,
                       encoded=list_columns(cols))
+
+
+def _no_objective(cols, rows) -> str:
+    """Why every listed attempt's objective is empty: attempts in turn 0 came before any prompt
+    (there is no ask to show); the others' prompts were stored without their text."""
+    before = sum(1 for r in rows if r[cols.index("turn_index")] == 0) if "turn_index" in cols else 0
+    if before == len(rows):
+        return "objective is empty: these attempts came before any prompt (turn 0), so there is no ask to show"
+    why = "objective text is unavailable (no prompt content captured; metadata_only mode?)"
+    return why if not before else f"{why}; {before} of them came before any prompt (turn 0)"
+
