@@ -37,14 +37,14 @@ def world(tmp_path, monkeypatch, capsys):
 
 def _lines(ddir, device, *, pad=0, count=None):
     """The laptop's published lines as another device's own: fresh event ids, `device`'s id,
-    source_seq 1.. (a `pad`-character cwd in attrs makes lines as long as wanted)."""
+    source_seq 1.. (`pad` characters of x_ attrs make lines as long as wanted)."""
     out = []
     tmpl = open(os.path.join(ddir, segment.data_name(1)), "rb").read().splitlines()
     for i in range(count or len(tmpl)):
         env = json.loads(tmpl[i % len(tmpl)])
         env.update(device_id=device[4:], event_id=str(uuid.UUID(int=i + 1, version=4)), source_seq=i + 1)
-        if pad:
-            env["attrs"]["cwd"] = "/w/" + "a" * pad
+        if pad:  # in x_ attrs of at most 200 bytes each (an attrs string holds at most 256)
+            env["attrs"].update({f"x_pad{k:03d}": "a" * min(200, pad - 200 * k) for k in range(-(-pad // 200))})
         out.append(json.dumps(env, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     return out
 

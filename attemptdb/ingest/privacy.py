@@ -11,11 +11,15 @@ Invariants (reference/capture.md §2.10, §2.12, §3.4, §4.1–§4.2):
   `attrs.x_attemptdb_redaction_failed` is set.
 - `attrs` only keeps allowlisted keys (or `x_<provider>_<name>`) with content-free values:
   strings ≤ 256 UTF-8 bytes, single-line, without an email address, a home directory or a
-  secret; arrays of such scalars; an object only under `provider`, with scalar members whose
-  keys are attr-shaped. Every drop is counted into the integer `attrs.redactions`.
+  secret; integers within signed 64 bits; arrays of such scalars; an object only under
+  `provider`, with scalar members whose keys are attr-shaped. Keys are ≤ 64 bytes, and the
+  whole object ≤ 16 KiB as compact JSON (the largest entries dropped first until it fits):
+  the bounds `attemptdb.model.event.attrs_problem` refuses an imported line for, so a captured
+  event always passes them. Every drop is counted into the integer `attrs.redactions`.
 - The input envelope is never mutated. No `re`/`json` import: this module is on the hook path.
 """
 
+from ..model.event import ATTR_INT_MAX, ATTR_INT_MIN, MAX_ATTR_KEY, MAX_ATTR_STRING, MAX_ATTRS_BYTES, json_bytes
 from . import redaction as secrets
 
 _MODE_ALIASES = {
@@ -26,9 +30,10 @@ _MODE_ALIASES = {
 
 REDACTIONS_KEY = "redactions"
 REDACTION_FAILED_KEY = "x_attemptdb_redaction_failed"
-MAX_ATTR_STRING = 256
-"""Longest attr string in UTF-8 bytes: metadata is short, anything longer is text in disguise."""
-MAX_PROVIDER_KEY = 64
+# MAX_ATTR_STRING (256): the longest attr string in UTF-8 bytes: metadata is short, anything
+# longer is text in disguise. The attrs bounds live with the event model (parse_line refuses
+# an imported line that breaks one); this module drops what breaks one from a captured event.
+MAX_PROVIDER_KEY = MAX_ATTR_KEY
 _MAX_COUNT = 2**53
 
 ALLOWED_ATTR_KEYS = frozenset((
@@ -189,24 +194,79 @@ def _scalar_ok(v) -> bool:
         return value_allowed(v)
     if isinstance(v, float):
         return v == v and v not in (float("inf"), float("-inf"))
-    return isinstance(v, (int, bool, type(None)))
+    if v is None or isinstance(v, bool):
+        return True
+    return isinstance(v, int) and ATTR_INT_MIN <= v <= ATTR_INT_MAX
 
 
 def _count_ok(v) -> bool:
     return type(v) is int and 0 <= v <= _MAX_COUNT
 
 
+def _room(v) -> int:
+    """An upper bound of the JSON bytes of a kept attrs value (scalars, arrays of scalars, an
+    object of scalars under attr-shaped keys) and its comma: 6 bytes a character at most."""
+    t = type(v)
+    if t is str:
+        return 6 * len(v) + 3
+    if t is list:
+        return 3 + sum(6 * len(x) + 3 if type(x) is str else 26 for x in v)
+    if t is dict:
+        return 3 + sum(len(k) + 4 + (6 * len(x) + 3 if type(x) is str else 26) for k, x in v.items())
+    return 26  # an int64 is 20 bytes, a float 24
+
+
+def _fit(out: dict, drops: int) -> int:
+    """Drop the largest entries of `out` (the later first among equals; never `redactions`)
+    until it, `redactions` grown by every drop, is at most MAX_ATTRS_BYTES as JSON. Returns
+    the drops, this pass's included."""
+    prior = out.get(REDACTIONS_KEY)
+    # each entry `"k":v` with the "," or "}" after it; the object is "{" and those
+    sizes = sorted(((json_bytes({k: v}) - 1, i, k) for i, (k, v) in enumerate(out.items())
+                   if k != REDACTIONS_KEY), reverse=True)
+    kept = sum(n for n, _, _ in sizes)
+    for n, _, k in sizes:
+        count = min((prior or 0) + drops, _MAX_COUNT)
+        counter = len(f'"{REDACTIONS_KEY}":{count}') + 1 if drops or prior is not None else 0
+        if 1 + kept + counter <= MAX_ATTRS_BYTES:
+            break
+        del out[k]
+        kept -= n
+        drops += 1
+    return drops
+
+
 def sanitise_attrs(attrs) -> tuple:
-    """(a copy of `attrs` holding only content-free allowlisted entries, in their order;
-    the number of entries dropped by this pass). When anything was dropped the integer
-    `redactions` grows by that number (appended if absent). Idempotent."""
+    """(a copy of `attrs` holding only content-free allowlisted entries within the bounds, in
+    their order; the number of entries dropped by this pass). When anything was dropped the
+    integer `redactions` grows by that number (appended if absent). Idempotent."""
     if not isinstance(attrs, dict):
         return {REDACTIONS_KEY: 1}, 1
     out = {}
     drops = 0
+    # an upper bound of the output's JSON bytes, kept as it is built (6 bytes a character at
+    # most): "{", 32 for a `redactions` entry still to come, each entry with its quotes,
+    # colon and comma; most objects are far below the bound, known without serialising them
+    room = 33
+    allowed, known = ALLOWED_ATTR_KEYS, _ALLOWED
     for key, v in attrs.items():
-        if not key_allowed(key):
+        # the common cases first, without a call: an allowlisted key (all short), a string
+        # whose answer is known, an integer
+        if key not in allowed and (not key_allowed(key) or len(key) > MAX_ATTR_KEY):
             drops += 1
+            continue
+        t = type(v)
+        if t is str and key != REDACTIONS_KEY:
+            ok = known.get(v) if len(v) <= MAX_ATTR_STRING else False  # never hash a long text
+            if ok or (ok is None and value_allowed(v)):
+                out[key] = v
+                room += len(key) + 6 * len(v) + 6
+            else:
+                drops += 1
+            continue
+        if t is int and key != REDACTIONS_KEY and -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+            out[key] = v
+            room += len(key) + 29
             continue
         if key == REDACTIONS_KEY:
             if _count_ok(v):
@@ -226,15 +286,20 @@ def sanitise_attrs(attrs) -> tuple:
                 else:
                     drops += 1
             out[key] = inner
+            room += len(key) + 3 + _room(inner)
         elif isinstance(v, list):
             if all(isinstance(x, _SCALARS) and _scalar_ok(x) for x in v):
                 out[key] = v
+                room += len(key) + 3 + _room(v)
             else:
                 drops += 1
         elif _scalar_ok(v):
             out[key] = v
+            room += len(key) + (6 * len(v) + 6 if type(v) is str else 29)
         else:
             drops += 1
+    if room > MAX_ATTRS_BYTES:  # the bound on the whole
+        drops = _fit(out, drops)
     if drops:
         prior = out.get(REDACTIONS_KEY, 0)
         out[REDACTIONS_KEY] = min(prior + drops, _MAX_COUNT)

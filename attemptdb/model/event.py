@@ -6,6 +6,10 @@ Invariants:
 - `canonical` orders keys as the Event v1 codec does (FIELD_ORDER; nested blocks in their own
   order; `attrs`, `content`, `raw` and `x_*` keys keep the writer's order), omits empty
   `attrs`/`paths`, writes `source_seq`/`hlc` always and `agent` always.
+- `parse_line` (every imported line: `import jsonl`, bundles, sync segments, proofs) also holds
+  `attrs` to their bounds (`attrs_problem`: strings ≤ 256 UTF-8 bytes, keys ≤ 64, int64,
+  one level of nesting, ≤ 16 KiB as JSON), stricter than the schema: a line that breaks one is
+  refused, never rewritten (spec/canonical-event.md "Bounds on attrs").
 - The canonical line is compact JSON (`,`/`:`, non-ASCII kept) of the canonical form. It is
   what `attempt events --jsonl` prints and what `event_hash` is the SHA-256 of; it is assembled
   from a stored row by `line_from_row`, the one function both append and verify use.
@@ -46,6 +50,14 @@ _KNOWN = frozenset(FIELD_ORDER)
 MAX_LINE = 64 << 20  # bytes: the longest canonical line a reader takes in (longer is read past)
 _I64 = 2**63 - 1
 _CLOCK_MAX = 2**62
+# bounds on attrs (spec/canonical-event.md "Bounds on attrs"; attrs_problem below)
+MAX_ATTR_STRING = 256
+"""Longest attrs string in UTF-8 bytes (the original's rule; reference capture.md §2.10)."""
+MAX_ATTR_KEY = 64
+"""Longest attrs key, and key of a member of an attrs object, in UTF-8 bytes."""
+MAX_ATTRS_BYTES = 16 << 10
+"""Largest `attrs` as compact JSON (its text in the canonical line), in UTF-8 bytes."""
+ATTR_INT_MIN, ATTR_INT_MAX = -2**63, 2**63 - 1
 
 
 class EventError(AttemptError, ValueError):
@@ -82,6 +94,10 @@ def _is_x_key(k: str) -> bool:
 
 def _is_attr_key(k: str) -> bool:
     return bool(k) and "a" <= k[0] <= "z" and not k.strip(_KEY_CHARS)
+
+
+_ATTR_KEYS_SEEN: set = set()
+"""attrs keys `validate` found attr-shaped (and no longer than MAX_ATTR_KEY), a bounded memo."""
 
 
 def _need_str(obj, key, path, min_len=0):
@@ -190,11 +206,16 @@ def validate(env) -> None:
     if "outcome" in env:
         _block(env["outcome"], "$.outcome", OUTCOME_ORDER, ("status",), _check_outcome)
     if "attrs" in env:
-        if not isinstance(env["attrs"], dict):
+        attrs = env["attrs"]
+        if not isinstance(attrs, dict):
             raise EventError("$.attrs", "must be an object")
-        for k in env["attrs"]:
-            if not _is_attr_key(k):
-                raise EventError("$.attrs", "keys must match ^[a-z][a-z0-9_]*$")
+        if not _ATTR_KEYS_SEEN.issuperset(attrs):  # the same few keys recur on every event
+            for k in attrs:
+                if not _is_attr_key(k):
+                    raise EventError("$.attrs", "keys must match ^[a-z][a-z0-9_]*$")
+            if len(_ATTR_KEYS_SEEN) > 4096:
+                _ATTR_KEYS_SEEN.clear()
+            _ATTR_KEYS_SEEN.update(k for k in attrs if len(k) <= MAX_ATTR_KEY)
     if "content" in env:
         c = env["content"]
         if not isinstance(c, dict):
@@ -575,8 +596,85 @@ def check_storable(env: dict) -> None:
         raise EventError("$.outcome.exit_code", "does not fit a signed 64-bit integer")
 
 
+# --- bounds on attrs (spec/canonical-event.md "Bounds on attrs") --------------------------------
+
+_SCALAR_ROOM = 26  # bytes a non-string scalar and its comma can take: an int64 is 20, a float 24
+
+
+def json_bytes(value) -> int:
+    """UTF-8 bytes of `value` as compact JSON (the canonical line's serialisation)."""
+    text = fastjson.dumps(value)
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _utf8_over(s: str, limit: int) -> bool:
+    n = len(s)
+    if n <= limit >> 2:  # four bytes a character at most
+        return False
+    if n > limit:
+        return True
+    return not s.isascii() and len(s.encode("utf-8", "surrogatepass")) > limit
+
+
+def _scalar_problem(v) -> str | None:
+    """Why an attrs scalar breaks a bound, or None (a container is not a scalar)."""
+    t = type(v)
+    if t is str:
+        return f"a string longer than {MAX_ATTR_STRING} bytes" if _utf8_over(v, MAX_ATTR_STRING) else None
+    if t is int:
+        return None if ATTR_INT_MIN <= v <= ATTR_INT_MAX else "an integer outside signed 64 bits"
+    if isinstance(v, (list, dict)):
+        return "an array or object inside an array or object (attrs nest one level at most)"
+    return None
+
+
+def _container_room(v) -> int:
+    """An upper bound of the JSON bytes of an array or object of scalars within the bounds."""
+    if type(v) is list:
+        return 2 + sum(6 * len(x) + 3 if type(x) is str else _SCALAR_ROOM for x in v)
+    return 2 + sum(6 * len(k) + 4 + (6 * len(x) + 3 if type(x) is str else _SCALAR_ROOM) for k, x in v.items())
+
+
+def attrs_problem(attrs: dict) -> tuple | None:
+    """(JSON path, what) of the first bound `attrs` (an object with attr-shaped keys, as
+    `validate` leaves it) breaks, else None. Never quotes a value or an over-long key."""
+    # attr keys are ASCII ([a-z0-9_]): characters are bytes; the keys validate saw are short
+    if not _ATTR_KEYS_SEEN.issuperset(attrs) and max(map(len, attrs)) > MAX_ATTR_KEY:
+        return "$.attrs", f"a key longer than {MAX_ATTR_KEY} bytes"
+    # a sound upper bound of json_bytes(attrs), 6 bytes a character at most (\u001f): "{}",
+    # per entry its key (<= 64), quotes, colon, comma and a non-string scalar, plus 6 a
+    # character of each string value and the room of each array or object
+    chars = room = 0
+    for k, v in attrs.items():
+        t = type(v)
+        if t is str:
+            n = len(v)
+            if n > 64 and _utf8_over(v, MAX_ATTR_STRING):  # 64 characters are <= 256 bytes
+                return f"$.attrs.{k}", f"a string longer than {MAX_ATTR_STRING} bytes"
+            chars += n
+        elif t is int:
+            if not -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:  # ATTR_INT_MIN, ATTR_INT_MAX
+                return f"$.attrs.{k}", "an integer outside signed 64 bits"
+        elif t is list or t is dict:
+            items = v if t is list else v.values()
+            if t is dict:
+                for kk in v:
+                    if _utf8_over(kk, MAX_ATTR_KEY):
+                        return f"$.attrs.{k}", f"a member key longer than {MAX_ATTR_KEY} bytes"
+            for x in items:
+                why = _scalar_problem(x)
+                if why:
+                    return f"$.attrs.{k}", why
+            room += _container_room(v)
+    room += 2 + len(attrs) * (MAX_ATTR_KEY + 4 + _SCALAR_ROOM) + 6 * chars
+    if room > MAX_ATTRS_BYTES and json_bytes(attrs) > MAX_ATTRS_BYTES:
+        return "$.attrs", f"longer than {MAX_ATTRS_BYTES:,} bytes as JSON"
+    return None
+
+
 def parse_line(raw: bytes, lineno: int) -> dict:
-    """One JSONL line → a valid canonical envelope, or AttemptError naming the line."""
+    """One JSONL line → a valid canonical envelope within the attrs bounds, or AttemptError
+    (`import.bad_line`) naming the line."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -591,6 +689,11 @@ def parse_line(raw: bytes, lineno: int) -> dict:
         validate(obj)
         env = canonical(obj)
         check_storable(env)
+        attrs = env.get("attrs")
+        if attrs:  # the attrs bounds (stricter than the schema): refused, never rewritten
+            problem = attrs_problem(attrs)
+            if problem is not None:
+                raise EventError(*problem)
     except EventError as e:
         raise AttemptError("import.bad_line", f"line {lineno}: {e}") from None
     return env
