@@ -5,23 +5,21 @@ compact JSON. Each way an event arrives keeps the bound: a hook capture drops wh
 (counted in `attrs.redactions`, the capture never fails); `import jsonl`, a bundle and a sync
 pull refuse the line with a code, never rewriting an imported event."""
 
-import hashlib
 import json
 import os
 import uuid
-import zipfile
 
 import pytest
 from conftest import run_attempt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sync_world import Device, events_by_device, forge_segment, teammate_key
+from test_hostile_bundles_datasets import resigned
 
 from attemptdb.devtools import synth
 from attemptdb.errors import AttemptError
-from attemptdb.exchange import bundle
 from attemptdb.ingest import privacy
-from attemptdb.integrity import chain, keys
+from attemptdb.integrity import chain
 from attemptdb.integrity import segments as segment
 from attemptdb.model import event, fastjson
 from attemptdb.store.database import Store
@@ -244,33 +242,6 @@ def test_a_sync_pull_refuses_a_segment_line_whose_attrs_break_a_bound(tmp_path, 
 
 # --- bundle import ----------------------------------------------------------------------------------
 
-def _resigned(src: str, dst: str, edit) -> None:
-    """`src`'s bundle with `edit(env)` applied to every line, signed by a fresh key."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    priv = Ed25519PrivateKey.generate()
-    pub = priv.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    key = keys.DeviceKey(pub, priv)
-    with zipfile.ZipFile(src) as zf:
-        files = {n: zf.read(n) for n in zf.namelist()}
-    m = json.loads(files.pop(bundle.MANIFEST))
-    m.pop("checkpoint", None)
-    m.pop("consistency", None)
-    for f in m["files"]:
-        lines = []
-        for text in files[f["path"]].decode().splitlines():
-            env = json.loads(text)
-            edit(env)
-            lines.append(event.line(event.canonical(env)))
-        data = ("\n".join(lines) + "\n").encode()
-        files[f["path"]] = data
-        f["sha256"], f["size_bytes"] = hashlib.sha256(data).hexdigest(), len(data)
-    files[bundle.MANIFEST] = (fastjson.dumps(bundle.sign_manifest(m, key)) + "\n").encode()
-    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zf:
-        for n, d in files.items():
-            zf.writestr(n, d)
-
-
 def test_a_bundle_whose_event_attrs_break_a_bound_is_refused_and_nothing_is_imported(tmp_path, home):
     src_db, dst_db = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
     jl = tmp_path / "in.jsonl"
@@ -282,7 +253,7 @@ def test_a_bundle_whose_event_attrs_break_a_bound_is_refused_and_nothing_is_impo
 
     def edit(env):
         env.setdefault("attrs", {})["path_extensions"] = [SECRET] * 3000
-    _resigned(exported, forged, edit)
+    resigned(exported, forged, edit)
     r = run_attempt(["bundle", "import", forged, "--db", dst_db])
     out = r.stdout.decode() + r.stderr.decode()
     assert r.returncode == 1, out

@@ -34,9 +34,9 @@ def count_events(db):
     return len(out.splitlines())
 
 
-def stranger_bundle(src, dst, device, shift=1000):
-    """`src`'s events re-issued as events of `device` (new ids, source_seq `shift` ahead),
-    signed by a key nobody pinned: what anyone can make."""
+def resigned(src, dst, edit):
+    """`src`'s bundle with `edit(env)` applied to every line, signed by a key nobody pinned:
+    what anyone can make."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     priv = Ed25519PrivateKey.generate()
@@ -51,8 +51,7 @@ def stranger_bundle(src, dst, device, shift=1000):
         lines = []
         for text in files[f["path"]].decode().splitlines():
             env = json.loads(text)
-            env["device_id"], env["event_id"] = device, str(uuid.uuid4())
-            env["source_seq"] += shift
+            edit(env)
             lines.append(event.line(event.canonical(env)))
         data = ("\n".join(lines) + "\n").encode()
         files[f["path"]] = data
@@ -61,6 +60,15 @@ def stranger_bundle(src, dst, device, shift=1000):
     with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zf:
         for n, d in files.items():
             zf.writestr(n, d)
+
+
+def stranger_bundle(src, dst, device, shift=1000):
+    """`src`'s events re-issued as events of `device` (new ids, source_seq `shift` ahead),
+    signed by a key nobody pinned."""
+    def reissue(env):
+        env["device_id"], env["event_id"] = device, str(uuid.uuid4())
+        env["source_seq"] += shift
+    resigned(src, dst, reissue)
 
 
 def test_a_bundle_signed_by_anyone_does_not_add_events_as_this_devices_own(tmp_path, home):

@@ -178,9 +178,8 @@ def test_a_sync_table_of_another_shape_is_coded_for_sync_and_verify(world, monke
         assert code == 1 and "error[sync.state_changed]" in err, (args, out + err)
 
 
-def test_an_unlistable_device_folder_is_unreadable_not_a_rollback(world, monkeypatch, capsys):
-    folder, lap, ci, ddir = world
-    assert _pull(ci, monkeypatch, capsys, folder)[0] == 0
+def _unlistable(monkeypatch, ddir):
+    """os.listdir of `ddir` refused (EACCES: the sandbox runs as root); returns the real one."""
     real = os.listdir
 
     def listdir(path="."):
@@ -188,6 +187,13 @@ def test_an_unlistable_device_folder_is_unreadable_not_a_rollback(world, monkeyp
             raise PermissionError(errno.EACCES, "Permission denied")
         return real(path)
     monkeypatch.setattr(os, "listdir", listdir)
+    return real
+
+
+def test_an_unlistable_device_folder_is_unreadable_not_a_rollback(world, monkeypatch, capsys):
+    folder, lap, ci, ddir = world
+    assert _pull(ci, monkeypatch, capsys, folder)[0] == 0
+    _unlistable(monkeypatch, ddir)
     code, rep, _ = _pull(ci, monkeypatch, capsys, folder)
     # was: sync.dropped ("the device's history was cut or rolled back"), or nothing at all
     assert code == 1 and [p["code"] for p in rep["problems"]] == ["sync.unreadable"]
@@ -229,13 +235,7 @@ def test_push_never_rewrites_a_published_data_file_when_its_folder_cannot_be_lis
     folder, lap, ci, ddir = world
     _more(lap)
     published = {n: open(os.path.join(ddir, n), "rb").read() for n in os.listdir(ddir)}
-    real = os.listdir
-
-    def listdir(path="."):
-        if isinstance(path, str) and os.path.abspath(path) == os.path.abspath(ddir):
-            raise PermissionError(errno.EACCES, "Permission denied")
-        return real(path)
-    monkeypatch.setattr(os, "listdir", listdir)
+    real = _unlistable(monkeypatch, ddir)
     code, out, err = lap.cli(monkeypatch, capsys, "sync", folder, "--push-only")
     monkeypatch.setattr(os, "listdir", real)
     assert code == 2 and "error[sync.unreadable]" in err, out + err

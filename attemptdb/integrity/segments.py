@@ -200,11 +200,6 @@ def iter_lines(path: str, m: dict, device: str):
         raise bad("sync.chain", "its events do not chain to the signed head")
 
 
-def read_lines(path: str, m: dict, device: str):
-    """[(envelope, leaf)] of the whole segment (iter_lines, collected)."""
-    return [(env, leaf) for env, leaf, _ in iter_lines(path, m, device)]
-
-
 def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
     """(segment numbers that have a manifest, sorted; numbers with only a data file)."""
     try:
