@@ -28,7 +28,8 @@ def state_queries(ctx, scope: Scope, t_us: int, pick_open: bool) -> list:
             C.Query("signals", F.STATE_SIGNALS_SQL, {"t": t, "sessions": "[]"}),
             C.Query("turns", F.STATE_TURNS_SQL, {"t": t, "sessions": "[]"}),
             C.Query("in-flight tool calls", F.STATE_IN_FLIGHT_SQL, {"t": t, "turns": "[]"})] + (
-        [units_query(ctx, scope, t_us, pick_open)] if table_exists(ctx.conn, "unit_index") else [])
+        [units_query(ctx, scope, t_us, pick_open, open_only=lists_open(scope, pick_open))]
+        if table_exists(ctx.conn, "unit_index") else [])
 
 
 def _group(rows, key="session_id"):
@@ -171,25 +172,37 @@ NO_UNITS_NOTE = "this file holds no work-unit tables (written before they existe
 
 # ... work units at t (the rules of the work_units view, judged as of t: attemptql/units.py)
 
-def units_query(ctx, scope: Scope, t_us: int, pick_open: bool = True, ids=None) -> C.Query:
+def units_query(ctx, scope: Scope, t_us: int, pick_open: bool = True, ids=None, open_only: bool = False) -> C.Query:
     """The work units of `scope` judged as of t: with `pick_open`, only units with member activity
     in the 12 h before t (a unit silent longer is completed, abandoned or stale); `ids` judges
-    exactly these units."""
+    exactly these units; `open_only` leaves out the rows of those closed (completed or abandoned)
+    by t."""
     from . import units
     params = dict(scope.params)
     params.update(t=ctx.iso(t_us), t_wait=ctx.iso(t_us - units.WAIT_WINDOW_US))
     if ids is not None:
         params["unit_ids"] = fastjson.dumps(list(ids))
-        units_sql = units.candidates_sql(" AND m.work_unit_id IN (SELECT value FROM json_each(:unit_ids))",
-                                         window=False)
-    else:
-        window = pick_open and scope.single is None and scope.unit_single is None
-        units_sql = units.candidates_sql(scope.units, window=window)
     return C.Query(f"work units at {ctx.iso(t_us)}",
-                   units.state_sql(ctx.conn, units_sql, params, now=t_us >= ctx.now_us), params)
+                   units.state_sql(ctx.conn, units_sql(scope, pick_open, ids), params, now=t_us >= ctx.now_us,
+                                   open_only=open_only), params)
+
+
+def units_sql(scope: Scope, pick_open: bool, ids=None) -> str:
+    """The SELECT of the units units_query judges (named parameters :t, :t_wait and the scope's;
+    with `ids`, :unit_ids)."""
+    from . import units
+    if ids is not None:
+        return units.candidates_sql(" AND m.work_unit_id IN (SELECT value FROM json_each(:unit_ids))", window=False)
+    return units.candidates_sql(scope.units, window=lists_open(scope, pick_open))
 
 
 UNITS_STARTED_SQL = ("SELECT count(DISTINCT m.work_unit_id) FROM unit_turns m WHERE m.started_at <= :t{cond}")
+
+
+def lists_open(scope: Scope, pick_open: bool) -> bool:
+    """Whether units_at lists only the units open at t (else every one judged: a single session
+    or unit is shown whatever its status)."""
+    return pick_open and scope.single is None and scope.unit_single is None
 
 
 def units_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
@@ -199,16 +212,19 @@ def units_at(ctx, scope: Scope, t_us: int, pick_open: bool = True):
     and an empty summary when the file holds no work units."""
     if not table_exists(ctx.conn, "unit_index"):
         return None, {}
+    open_only = lists_open(scope, pick_open)
     with lifted(ctx.conn):  # the units program is the package's text (query/units.py)
-        rows = ctx.dicts(units_query(ctx, scope, t_us, pick_open))
-    closed = sum(1 for r in rows if r["status"] in ("completed", "abandoned"))
+        q = units_query(ctx, scope, t_us, pick_open, open_only=open_only)
+        rows = ctx.dicts(q)
+        judged = len(rows)
+        if open_only:  # the closed ones were judged, and counted, but their rows not built
+            judged = rows[0]["judged_units"] if rows else ctx.conn.execute(
+                f"SELECT count(*) FROM ({units_sql(scope, pick_open)})", q.params).fetchone()[0]
     params = dict(scope.params)
     params["t"] = ctx.iso(t_us)
     started = ctx.conn.execute(UNITS_STARTED_SQL.format(cond=scope.units), params).fetchone()[0]
-    summary = {"judged": len(rows), "closed": closed, "started": started}
-    if pick_open and scope.single is None and scope.unit_single is None:
-        rows = [r for r in rows if r["status"] not in ("completed", "abandoned")]
-    return rows, summary
+    closed = judged - len(rows) if open_only else sum(1 for r in rows if r["status"] in ("completed", "abandoned"))
+    return rows, {"judged": judged, "closed": closed, "started": started}
 
 
 def units_note(scope: Scope, t_iso: str, units, summary: dict) -> str:

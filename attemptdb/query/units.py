@@ -420,7 +420,7 @@ LAST_KEYS = """last_keys AS MATERIALIZED (
       AND (a.started_at, m.order_key, a.attempt_index) <= (x.started_at, mx.order_key, x.attempt_index)
     ORDER BY a.started_at DESC, m.order_key DESC, a.attempt_index DESC LIMIT 1) AS previous_key
   FROM unit_base b CROSS JOIN attempt_facts x ON x.group_key = b.last_attempt_key
-  CROSS JOIN unit_turns mx ON mx.turn_id = x.turn_id)"""
+  CROSS JOIN unit_turns mx ON mx.turn_id = x.turn_id/*only*/)"""
 """Each unit's attempt before its last (in the order of the last: start, turn, index), found once
 per unit, among the turns active since a bound read off its three members most recently active
 by :t (the instant STATE judges)."""
@@ -444,7 +444,7 @@ STATE_SQL = """SELECT w.work_unit_id, w.project_id, w.project_name, w.objective_
 FROM work_units w JOIN unit_base b ON b.work_unit_id = w.work_unit_id
 LEFT JOIN attempt_facts l ON l.group_key = b.last_attempt_key
 LEFT JOIN last_keys k ON k.work_unit_id = w.work_unit_id
-LEFT JOIN attempt_facts p ON p.group_key = k.previous_key
+LEFT JOIN attempt_facts p ON p.group_key = k.previous_key/*only*/
 ORDER BY w.updated_at DESC, w.work_unit_id"""
 """One row per unit of the program, as STATE shows it: the work_units columns, its last turn
 (status as of the program's instant), calls in flight, and its last two attempts (outcomes as of
@@ -457,18 +457,36 @@ def _bind(params: dict, prefix: str, values: list) -> str:
     return "(" + ", ".join(f":{prefix}_{i}" for i in range(len(values))) + ")"
 
 
-def state_sql(conn, units_sql: str, params: dict, *, now: bool = False) -> str:
+_OPEN = "IN (SELECT v.work_unit_id FROM unit_verdicts v WHERE substr(v.status_x, 1, 9) NOT IN ('completed', 'abandoned'))"
+"""The units not closed (completed or abandoned) as of the program's instant, read off their
+verdicts (computed before the columns STATE shows)."""
+
+
+def state_select(open_only: bool) -> tuple[str, str]:
+    """(LAST_KEYS, STATE_SQL), with `open_only` both restricted to the units not closed at the
+    program's instant: a closed unit's row is never built (STATE … AT lists only the open ones);
+    each row then tells how many units were judged in all (`judged_units`)."""
+    if not open_only:
+        return LAST_KEYS.replace("/*only*/", ""), STATE_SQL.replace("/*only*/", "")
+    select = STATE_SQL.replace("/*only*/", f"\nWHERE w.work_unit_id {_OPEN}")
+    select = select.replace("SELECT w.work_unit_id,", "SELECT (SELECT count(*) FROM unit_index) AS judged_units, w.work_unit_id,", 1)
+    return LAST_KEYS.replace("/*only*/", f"\n  WHERE b.work_unit_id {_OPEN}"), select
+
+
+def state_sql(conn, units_sql: str, params: dict, *, now: bool = False, open_only: bool = False) -> str:
     """The statement judging the units `units_sql` selects as of :t (named parameters :t and
     whatever units_sql names); reads their members as of t into `params` (:members_at). With
     `now` (t is the reading's own now), the stored state is what there is: the views' text with
-    their clock at :t, nothing shadowed."""
+    their clock at :t, nothing shadowed. With `open_only`, the rows of the units not closed at
+    t only (state_select)."""
+    last_keys, select = state_select(open_only)
     if now:
-        return program(conn, units_sql, at=False, clock=":t", extra=(LAST_KEYS,)) + STATE_SQL
+        return program(conn, units_sql, at=False, clock=":t", extra=(last_keys,)) + select
     ids = [r[0] for r in conn.execute(f"SELECT x.work_unit_id FROM ({units_sql}) x", params)]
     unit_in = _bind(params, "unit", ids)
     changed = members_at(conn, unit_in, params)
     params["members_at"] = changed
     changed_in = _bind(params, "changed", list(fastjson.loads(changed)))
-    kw = dict(at=True, unit_in=unit_in, changed_in=changed_in, reads=STATE_SQL)
+    kw = dict(at=True, unit_in=unit_in, changed_in=changed_in, reads=select)
     given = bind_views(conn, units_sql, params, (("unit_state",), ("unit_base", "unit_verdicts")), **kw)
-    return program(conn, units_sql, extra=(LAST_KEYS,), given=given, **kw) + STATE_SQL
+    return program(conn, units_sql, extra=(last_keys,), given=given, **kw) + select
