@@ -254,7 +254,9 @@ CROSS JOIN unit_turns p ON p.turn_id = (SELECT x.turn_id FROM unit_turns x WHERE
 WHERE p.ended_at IS NOT NULL AND @us(t.started_at) - @us(p.ended_at) <= {ADJACENT_US}""",
     # ... and a handoff's receiving turn to its giver (sql/60_handoffs.sql's rule: the giver of
     # another session and provider ended by the receiver's begin; within 30 min with an edited
-    # path the receiving session touches from its begin on, or within 5 min without one)
+    # path the receiving session touches from its begin on, or within 5 min without one). Only
+    # agents give and take: a turn of provider `attempt` (`attempt run`, `attempt note`, the
+    # Recorder) has no giver, and its span is not among those a giver is sought in
     "givers_bulk": """
 UPDATE unit_turns SET (giver_turn_id, giver_session_id) = (
   SELECT x.giver, x.gs FROM (
@@ -264,9 +266,9 @@ UPDATE unit_turns SET (giver_turn_id, giver_session_id) = (
     FROM temp.unit_priors p JOIN unit_turns g ON g.turn_id = substr(p.prior, 29)
     WHERE p.turn_id = unit_turns.turn_id) x
   WHERE x.ge <= unit_turns.begins AND x.gs <> unit_turns.session_id AND x.gp <> unit_turns.provider
-    AND @us(unit_turns.begins) - @us(x.giver_last) BETWEEN 0 AND 1800000000)
+    AND unit_turns.provider <> 'attempt' AND @us(unit_turns.begins) - @us(x.giver_last) BETWEEN 0 AND 1800000000)
 WHERE turn_id IN (SELECT turn_id FROM temp.unit_w)""",
-    # the latest-ending span sorted before each turn of the projects of many re-linked turns
+    # the latest-ending agent span sorted before each agent turn of the projects of many re-linked turns
     "priors": """
 INSERT INTO temp.unit_priors (turn_id, prior)
 SELECT turn_id, prior FROM (
@@ -274,7 +276,7 @@ SELECT turn_id, prior FROM (
            PARTITION BY sp.project_id ORDER BY sp.begins, sp.session_id, sp.started_at, sp.turn_id
            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
   FROM unit_turns sp
-  WHERE sp.project_id IN (SELECT DISTINCT t.project_id FROM temp.unit_w w CROSS JOIN unit_turns t ON t.turn_id = w.turn_id))
+  WHERE sp.provider <> 'attempt' AND sp.project_id IN (SELECT DISTINCT t.project_id FROM temp.unit_w w CROSS JOIN unit_turns t ON t.turn_id = w.turn_id))
 WHERE prior IS NOT NULL AND turn_id IN (SELECT turn_id FROM temp.unit_w)""",
     "givers": """
 UPDATE unit_turns SET (giver_turn_id, giver_session_id) = (
@@ -283,12 +285,12 @@ UPDATE unit_turns SET (giver_turn_id, giver_session_id) = (
       max(g.span_end, coalesce((SELECT s.ended_at FROM session_facts s WHERE s.session_id = g.session_id
                                 AND s.ended_at <= unit_turns.begins), '')) AS giver_last
     FROM unit_turns g INDEXED BY unit_turns_span_end  -- newest end first: the first span sorted before wins
-    WHERE g.project_id = unit_turns.project_id
+    WHERE g.project_id = unit_turns.project_id AND g.provider <> 'attempt'
       AND (g.begins, g.session_id, g.started_at, g.turn_id)
           < (unit_turns.begins, unit_turns.session_id, unit_turns.started_at, unit_turns.turn_id)
     ORDER BY g.span_end DESC, g.turn_id DESC LIMIT 1) x
   WHERE x.ge <= unit_turns.begins AND x.gs <> unit_turns.session_id AND x.gp <> unit_turns.provider
-    AND @us(unit_turns.begins) - @us(x.giver_last) BETWEEN 0 AND 1800000000)
+    AND unit_turns.provider <> 'attempt' AND @us(unit_turns.begins) - @us(x.giver_last) BETWEEN 0 AND 1800000000)
 WHERE turn_id IN (SELECT turn_id FROM temp.unit_w)""",
     "handoff_links": f"""
 INSERT INTO unit_links (turn_id, kind, path, target_turn_id)
