@@ -294,6 +294,110 @@ def test_ctrl_c_at_a_terminal_reaches_the_command_once(db, repo):
     assert finished["outcome"]["exit_code"] == 11
 
 
+def _counting(signame, leave_group=False):
+    """A command that counts each delivery of `signame` to it (into the file argv[1]) and ends
+    on its own a second after the first, exiting 10 + the count. A second Ctrl-C is many
+    programs' "force quit". (`leave_group`: it first moves to a process group of its own.)
+
+    Two sends of a signal merge into one while the first is still pending, and a Python
+    handler runs once for two deliveries close together: the command counts at the C level
+    (one byte per delivery through the wakeup fd) and stays on the CPU (no sleeping call), so
+    it usually takes each signal before a second send could merge into it. Usually: on a busy
+    machine the two sends can still merge, which is why the tests also count the sends."""
+    return ("import os, signal, sys, time\n"
+            + ("os.setpgid(0, 0)\n" if leave_group else "")
+            + "r, w = os.pipe()\nos.set_blocking(r, False)\nos.set_blocking(w, False)\n"
+            f"signal.signal(signal.{signame}, lambda *a: None)\n"
+            "signal.set_wakeup_fd(w, warn_on_full_buffer=False)\n"
+            "print('ready', flush=True)\nn, end, stop = 0, None, time.monotonic() + 60\n"
+            "while (end is None or time.monotonic() < end) and time.monotonic() < stop:\n"
+            "    try:\n        got = len(os.read(r, 64))\n    except BlockingIOError:\n        continue\n"
+            "    n += got\n"
+            "    open(sys.argv[1], 'w').write(str(n))\n"
+            "    end = end or time.monotonic() + 1.0\n"
+            "sys.exit(10 + n)\n")
+
+
+# `attempt run` itself (attemptdb.launcher, as bin/attempt runs it), with each signal it sends
+# to another process logged first (argv[1]: the log): what it forwarded, counted exactly
+_LOGGED_ATTEMPT = ("import os, sys\n"
+                   "log, real, me = sys.argv.pop(1), os.kill, os.getpid()\n"
+                   "def kill(pid, sig):\n"
+                   "    if pid != me and sig != 9:\n"
+                   "        with open(log, 'a') as f:\n"
+                   "            f.write(f'{int(sig)}\\n')\n"
+                   "    return real(pid, sig)\n"
+                   "os.kill = kill\n"
+                   "from attemptdb.launcher import main\n"
+                   "sys.exit(main())\n")
+
+
+def _start_counting(db, cwd, tmp_path, signame="SIGINT", leave_group=False):
+    """`attempt run` of the counting command, as the leader of its own process group (what a
+    shell with job control makes of a foreground job): the test can signal it alone, or its
+    whole group as a terminal or a supervisor does. Returns (process, count file, sends log)."""
+    out, log = tmp_path / "count", tmp_path / "sent"
+    env = dict(os.environ, PYTHONPATH=ROOT)
+
+    def own_group():
+        _default_sigint()
+        os.setpgid(0, 0)
+
+    p = subprocess.Popen([PY, "-c", _LOGGED_ATTEMPT, str(log), "run", "--db", db, "--", PY, "-c",
+                          _counting(signame, leave_group), str(out)],
+                         stdout=subprocess.PIPE, env=env, cwd=cwd, preexec_fn=own_group)
+    assert p.stdout.readline() == b"ready\n"
+    assert os.getpgid(p.pid) == p.pid
+    return p, out, log
+
+
+def _sent(log):
+    return log.read_text().split() if log.exists() else []
+
+
+@pytest.mark.parametrize("how", ["group", "alone", "group-then-alone", "alone-then-group"])
+def test_sigint_reaches_the_command_once_whether_sent_to_the_group_or_to_attempt_alone(db, repo, tmp_path, how):
+    """SIGINT sent to the whole process group (`kill -INT -PGID`, as a terminal's Ctrl-C, a
+    supervisor or a CI runner's cancel do) already reached the command: `attempt run` forwarded
+    it again, and the command could see two (its "force quit"). One sent to `attempt run`
+    alone (`kill -INT PID`) reaches the command once, through `attempt run`."""
+    p, out, log = _start_counting(db, repo, tmp_path)
+    for i, step in enumerate(how.split("-then-")):
+        if i:  # the command has taken the first: wait a little, as a person would
+            deadline = time.monotonic() + 10
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)
+        if step == "group":
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            os.kill(p.pid, signal.SIGINT)
+    want = how.count("group") + how.count("alone")
+    assert p.wait(timeout=30) == 10 + want  # the command's own exit status: it counted `want`
+    assert out.read_text() == str(want)
+    assert _sent(log) == [str(int(signal.SIGINT))] * how.count("alone")
+    finished = by_name(events(db), "command.finished")[0]
+    assert finished["outcome"]["exit_code"] == 10 + want
+
+
+def test_sigterm_sent_to_the_group_reaches_the_command_once(db, repo, tmp_path):
+    """Every signal we forward: a SIGTERM to the group (a supervisor stopping a job) is not
+    sent again either, and `attempt run` exits as the command did."""
+    p, out, log = _start_counting(db, repo, tmp_path, "SIGTERM")
+    os.killpg(p.pid, signal.SIGTERM)
+    assert p.wait(timeout=30) == 11
+    assert out.read_text() == "1" and _sent(log) == []
+
+
+def test_a_group_signal_is_forwarded_to_a_command_that_left_the_group(db, repo, tmp_path):
+    """A command that moved to a process group of its own (a shell with job control does) did
+    not get what was sent to ours: `attempt run` sends it on, once."""
+    p, out, log = _start_counting(db, repo, tmp_path, leave_group=True)
+    os.killpg(p.pid, signal.SIGINT)
+    assert p.wait(timeout=30) == 11
+    assert out.read_text() == "1" and _sent(log) == [str(int(signal.SIGINT))]
+
+
 def test_git_snapshots_do_not_run_what_the_repository_configures(db, repo, tmp_path, home):
     """fsmonitor, filter drivers and external diff named by a repository's own config never run."""
     pwned = tmp_path / "pwned"

@@ -573,3 +573,104 @@ def test_codex_flags_and_tables_the_user_set_stay(home):
     _uninstall("codex")
     _register("codex", remove=True)
     assert _read(path) == b'model = "o3"\n'
+
+
+# --- whitespace inside an empty container the user had -------------------------------------------
+
+def _ws_hooks_originals(provider):
+    """The agent's hooks config with empty containers of the user's written with whitespace
+    inside: the document, `hooks`, event arrays we subscribe (Gemini: `mcpServers` too)."""
+    events = agents.AGENTS[provider].events
+    version = '"version": 1, ' if provider == "cursor" else ""
+    arrays = ",\n".join(f'    "{ev}": [\n    ]' for ev in events)
+    out = {
+        "document-newline": "{\n}\n",
+        "document-space": "{ }",
+        "document-crlf-tab": "{\r\n\t\r\n}\r\n",
+        "hooks-newline": "{\n  " + version + '"model": "x",\n  "hooks": {\n  }\n}\n',
+        "hooks-crlf-no-final": "{\r\n\t" + version + '"hooks": {\r\n\t}\r\n}',
+        "event-space": "{" + version + '"hooks": {"' + events[0] + '": [ ]}}\n',
+        "every-event-newline": "{\n  " + version + '"hooks": {\n' + arrays + "\n  }\n}\n",
+        "mixed": "{" + version + '"hooks": {\n}, "mcpServers": {\n  }, "x": [ ], "y": {\t}}',
+    }
+    return {k: v.encode() for k, v in out.items()}
+
+
+WS_MCP_ORIGINALS = [b"{\n}\n", b'{"numStartups": 3, "mcpServers": {\n  }}\n',
+                    b'{\r\n  "mcpServers": { }\r\n}\r\n', b'{"mcpServers": {\n\n}, "projects": {\n}}']
+
+
+@pytest.mark.parametrize("order", ORDERS, ids=lambda o: "-".join(w[0] + w[1][0] for w in o))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_whitespace_in_an_empty_container_the_user_had_comes_back(home, provider, order):
+    """A user's own empty object or array written with whitespace inside (`"hooks": {\\n}`,
+    `"PreToolUse": [ ]`, `{"mcpServers": {\\n  }}`, the document `{\\n}`) came back as `{}` /
+    `[]` once install had put something into it: removing the last child always leaves the
+    brackets alone. The record keeps that whitespace and uninstall writes it back, for the
+    hooks' config and the MCP server's of every agent, in every order of the two installs and
+    uninstalls (Gemini CLI: one settings.json holds both; Codex: MCP goes to config.toml)."""
+    make_home(home, provider)
+    hooks_path = agents.AGENTS[provider].config_path()
+    mcp_path = _mcp_path(provider)
+    installs = {"hooks": lambda: _install(provider), "mcp": lambda: _register(provider)}
+    uninstalls = {"hooks": lambda: _uninstall(provider), "mcp": lambda: _register(provider, remove=True)}
+    for i, (name, original) in enumerate(_ws_hooks_originals(provider).items()):
+        files = {hooks_path: original}
+        if mcp_path != hooks_path and provider != "codex":
+            files[mcp_path] = WS_MCP_ORIGINALS[i % len(WS_MCP_ORIGINALS)]
+        for path, data in files.items():
+            _write_at(path, data)
+        before = {path: _listing(path) for path in files}
+        for step, which in order:
+            (installs if step == "install" else uninstalls)[which]()
+            if step == "install" and which == "hooks":
+                assert _ours(provider, hooks_path)[0], name
+        for path, data in files.items():
+            assert _read(path) == data, (name, path)
+            assert _listing(path) == before[path], (name, path)  # no record left beside it
+        for path in list(files) + ([_codex_toml()] if provider == "codex" else []):
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+def test_whitespace_comes_back_across_a_reinstall_and_only_where_it_was(home):
+    """An update (moved executable) empties the user's array and fills it again: the whitespace
+    the first install found is what uninstall writes back; an empty container install filled
+    that the user fills too keeps what they put in; the record holds only whitespace."""
+    make_home(home, "claude_code")
+    original = b'{\n  "hooks": {\n    "PreToolUse": [ ],\n    "Stop": [\n    ]\n  }\n}\n'
+    path = _write("claude_code", original)
+    _install("claude_code")
+    rec = json.loads(open(path + ".attemptdb.created", "rb").read())
+    assert rec["filled"] == [{"path": ["hooks", "PreToolUse"], "inner": " "},
+                             {"path": ["hooks", "Stop"], "inner": "\n    "}]
+    moved = type(EXE)(["/opt/attemptdb2/bin/attempt"], "test")
+    assert _install("claude_code", moved).outcome == merge.UPDATED
+    _uninstall("claude_code")
+    assert _read(path) == original
+    # the user adds a hook of their own to an array install filled: it is theirs, and stays
+    _install("claude_code")
+    doc = json.loads(_read(path))
+    doc["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "say done"}]})
+    _write("claude_code", json.dumps(doc, indent=2).encode())
+    _uninstall("claude_code")
+    assert json.loads(_read(path))["hooks"] == {"PreToolUse": [], "Stop": [
+        {"hooks": [{"type": "command", "command": "say done"}]}]}
+    assert b'"PreToolUse": [ ]' in _read(path)
+
+
+@pytest.mark.parametrize("inner", ["x", "", " // c ", 5])
+def test_a_record_whose_filled_entry_is_not_whitespace_is_no_record(home, inner):
+    """A `filled` entry that would write anything but whitespace into the user's file makes
+    the record untrusted (as every malformed record is)."""
+    from attemptdb.installer import record
+    make_home(home, "claude_code")
+    path = _write("claude_code", b'{"hooks": {\n}}')
+    _install("claude_code")
+    rec_path = path + ".attemptdb.created"
+    rec = json.loads(open(rec_path, "rb").read())
+    assert record.load(path) is not None and rec["filled"] == [{"path": ["hooks"], "inner": "\n"}]
+    rec["filled"][0]["inner"] = inner
+    with open(rec_path, "w") as f:
+        json.dump(rec, f)
+    assert record.load(path) is None

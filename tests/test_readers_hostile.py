@@ -150,7 +150,7 @@ def _headers(u, path, *, cookie=True, query=""):
     from test_readers_ui import NoRedirect
     req = urllib.request.Request(u.base(path) + query)
     if cookie:
-        req.add_header("Cookie", f"attemptdb_ui_{u.port}={u.token}")
+        req.add_header("Cookie", u.cookie)
     try:
         with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as r:
             return r.status, {k.lower(): v for k, v in r.headers.items()}

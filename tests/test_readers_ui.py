@@ -6,6 +6,7 @@ import html
 import html.parser
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -36,9 +37,9 @@ def _free_port() -> int:
 class UI:
     """A running `attempt ui`: its port, token and process."""
 
-    def __init__(self, db, home, *args):
+    def __init__(self, db, home, *args, port=None):
         self.db = db
-        self.port = _free_port()
+        self.port = port or _free_port()
         env = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / ".local" / "share"),
                    XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CONFIG_HOME=str(home / ".config"),
                    PYTHONPATH=ROOT, ATTEMPTDB_NO_DAEMON="1")
@@ -56,6 +57,21 @@ class UI:
             except OSError:
                 assert time.monotonic() < deadline and self.proc.poll() is None, self.proc.stderr.read()
                 time.sleep(0.1)
+        self.set_cookies = self.sign_in()
+        self.cookie = self.set_cookies[0].split(";", 1)[0]  # `name=value`, as a browser sends it back
+
+    def sign_in(self, cookie=None) -> list:
+        """The Set-Cookie values of the token's redirect (ours first), as a browser opening the
+        printed address gets them (`cookie`: what it already holds for this host)."""
+        req = urllib.request.Request(self.base(f"/-/attemptdb?token={self.token}"))
+        if cookie:
+            req.add_header("Cookie", cookie)
+        try:
+            urllib.request.build_opener(NoRedirect).open(req, timeout=30)
+        except urllib.error.HTTPError as e:
+            assert e.code == 302, e.code
+            return e.headers.get_all("Set-Cookie")
+        raise AssertionError("the token's address did not redirect")
 
     def base(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
@@ -64,7 +80,7 @@ class UI:
         """(status, body) of one request, without following redirects."""
         req = urllib.request.Request(self.base(path), method=method, data=data, headers=dict(headers or {}))
         if cookie:
-            req.add_header("Cookie", f"attemptdb_ui_{self.port}={self.token}")
+            req.add_header("Cookie", self.cookie if cookie is True else cookie)
         opener = urllib.request.build_opener(NoRedirect)
         try:
             with opener.open(req, timeout=30) as r:
@@ -337,6 +353,10 @@ def test_content_is_hidden_unless_asked(ui, scen, tmp_path):
 
 def test_the_token_and_the_host_are_checked(ui):
     assert ui.request("/-/attemptdb/needs-you", cookie=False)[0] == 403
+    # the printed token is not the cookie's value, nor is the cookie of the old name accepted
+    name = ui.cookie.split("=", 1)[0]
+    assert ui.request("/-/attemptdb/needs-you", cookie=f"{name}={ui.token}")[0] == 403
+    assert ui.request("/-/attemptdb/needs-you", cookie=f"attemptdb_ui_{ui.port}={ui.token}")[0] == 403
     assert ui.request("/-/attemptdb/needs-you?token=wrong", cookie=False)[0] == 403
     status, _ = ui.request(f"/-/attemptdb/needs-you?token={ui.token}", cookie=False)
     assert status == 302
@@ -434,3 +454,90 @@ def test_without_datasette_a_coded_error_says_how_to_install_it(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert p.returncode == 2 and "error[ui.needs_datasette]" in p.stderr and serve.INSTALL_UI in p.stderr
+
+
+# --- the cookie: this server instance's own --------------------------------------------------------
+
+def test_the_cookie_is_this_instances_own_and_as_documented(scen, tmp_path):
+    """Cookies are not port-scoped: a browser sends every cookie of 127.0.0.1 to each of its
+    ports. The cookie was `attemptdb_ui_<port>=<the printed token>`: any other local web app
+    the browser opened got the token itself, a cookie another app set could collide, and a
+    server on another port (or a new run on the same one) was one name away. Now its name holds
+    the port and a random server id, its value is a session secret of that run only, and two
+    servers do not accept each other's cookie, whichever way it is named."""
+    a, b = UI(scen[0], tmp_path), UI(scen[0], tmp_path)
+    try:
+        for u in (a, b):
+            name, value = u.cookie.split("=", 1)
+            assert re.fullmatch(rf"attemptdb_ui_{u.port}_[0-9a-f]{{16}}", name), name
+            assert value and value != u.token and u.token not in u.set_cookies[0]
+            attrs = [x.strip() for x in u.set_cookies[0].split(";")[1:]]
+            assert sorted(attrs) == ["HttpOnly", "Path=/", "SameSite=Strict"]  # host-only, session
+            assert u.request("/-/attemptdb/needs-you")[0] == 200
+        assert a.cookie.split("=")[0] != b.cookie.split("=")[0]
+        # what the browser sends each of them: both cookies of the host; each takes its own only
+        both = f"{a.cookie}; {b.cookie}"
+        assert a.request("/-/attemptdb/needs-you", cookie=both)[0] == 200
+        assert b.request("/-/attemptdb/needs-you", cookie=both)[0] == 200
+        assert a.request("/-/attemptdb/needs-you", cookie=b.cookie)[0] == 403
+        assert b.request("/-/attemptdb/needs-you", cookie=a.cookie)[0] == 403
+        # nor the other's value under one's own name
+        a_name, b_value = a.cookie.split("=")[0], b.cookie.split("=", 1)[1]
+        assert a.request("/-/attemptdb/needs-you", cookie=f"{a_name}={b_value}")[0] == 403
+        # signing in again keeps the same cookie; an earlier run's on this port is expired
+        stale = f"attemptdb_ui_{a.port}_0123456789abcdef=x; attemptdb_ui_{a.port}=old; {b.cookie}"
+        again = a.sign_in(stale)
+        assert again[0].split(";", 1)[0] == a.cookie
+        assert sorted(c.split("=", 1)[0] for c in again[1:]) == [f"attemptdb_ui_{a.port}",
+                                                                  f"attemptdb_ui_{a.port}_0123456789abcdef"]
+        assert all("Max-Age=0" in c for c in again[1:])  # b's, a live server's, is left alone
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_new_run_on_the_same_port_does_not_take_an_earlier_runs_cookie(scen, tmp_path):
+    first = UI(scen[0], tmp_path)
+    old, port = first.cookie, first.port
+    first.stop()
+    second = UI(scen[0], tmp_path, port=port)
+    try:
+        assert second.port == port and second.cookie != old
+        assert second.request("/-/attemptdb/needs-you", cookie=old)[0] == 403
+        assert second.request("/-/attemptdb/needs-you")[0] == 200
+    finally:
+        second.stop()
+
+
+def test_datasette_never_sees_the_cookie():
+    """The guard takes its cookie out of the request: what lies behind it (Datasette and its
+    plugins, which may echo or log headers) never holds the credential; other cookies pass."""
+    import asyncio
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(dict(scope["headers"]).get(b"cookie"))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    guard = serve.Guard(app, "tok", 8123, ["127.0.0.1"], server_id="00ff")
+    assert guard.cookie == "attemptdb_ui_8123_00ff"
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    def get(query=b"", cookie=None):
+        headers = [(b"host", b"127.0.0.1:8123")] + ([(b"cookie", cookie.encode())] if cookie else [])
+        scope = {"type": "http", "method": "GET", "path": "/x", "query_string": query, "headers": headers}
+        sent.clear()
+        asyncio.run(guard(scope, None, send))
+        return sent[0]["status"], [v.decode() for k, v in sent[0]["headers"] if k == b"set-cookie"]
+
+    status, cookies = get(b"token=tok")
+    assert status == 302 and cookies == [guard.set_cookie()]
+    ours = cookies[0].split(";", 1)[0]
+    assert get(cookie=f"ds_csrftoken=c; {ours}; theme=dark")[0] == 200
+    assert seen[-1] == b"ds_csrftoken=c; theme=dark"
+    assert get(cookie=ours)[0] == 200 and seen[-1] is None
+    assert get(cookie="attemptdb_ui_8123_00ff=tok")[0] == 403  # the token is not the value

@@ -95,7 +95,8 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     (a command killed by a signal kills this process with the same signal). Records
     command.started / command.finished (exit code, duration, output hashes and artifacts) and
     git snapshots before and after, in a session of provider `attempt` (spec/evidence.md).
-    Ctrl-C and SIGTERM reach the command.
+    Ctrl-C and SIGTERM reach the command once: sent to this process alone they are
+    forwarded, sent to its process group (a terminal's Ctrl-C) they are not sent again.
     """
     from ..evidence import process, record
     from .stores import write_store

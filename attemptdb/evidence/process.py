@@ -5,12 +5,24 @@ Invariants:
 - stdin is the command's own (inherited); stdout and stderr reach this process's stdout and
   stderr as they arrive (`echo`), and every byte also goes to that stream's sink; nothing is
   held beyond one 64 KiB read.
-- Signals reach the child: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to this process with
-  kill(2) are forwarded; the ones the terminal sends (Ctrl-C, Ctrl-\\) already went to the
-  whole foreground process group, child included, so they are not sent twice (siginfo's
-  si_code tells them apart). While the command runs those signals are taken synchronously
-  (sigtimedwait) and the caller learns which arrived; the caller decides what to do after
-  recording (attemptdb.evidence.record re-raises the child's fatal signal on itself).
+- Signals reach the child exactly once: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to this
+  process alone (`kill PID`, a CI's timeout) are forwarded to it; one sent to the whole
+  process group — the terminal's Ctrl-C and Ctrl-\\ (to the foreground group), `kill -INT
+  -PGID`, a supervisor or CI runner stopping a job, kill(-1) — already reached the child,
+  which stays in our group, so it is not sent again. siginfo cannot tell the two apart
+  (`kill(pid)` and `kill(-pgid)` give the same si_code and si_pid; only a terminal's are
+  SI_KERNEL), so a witness tells: a small idle process (`_Witness`, `python -I -S`, started
+  in our group with those signals blocked) in which a group signal stays pending, where
+  /proc/<pid>/status (`ShdPnd`) shows it; one sent to us alone never reaches it. A witness
+  that showed a signal is replaced (a signal pending stays so). A signal is forwarded
+  whenever the child has left our process group (a group signal did not reach it then).
+  Without a witness (no /proc, it could not start, it died) the terminal's SI_KERNEL signals
+  are the ones not forwarded, as before. Limit: a second group signal of the same kind in
+  the few milliseconds it takes to replace the witness is taken for one sent to us alone.
+  While the command runs those signals are taken synchronously (sigtimedwait) and the caller
+  learns which arrived (`Exit.signals`) and which were forwarded (`Exit.forwarded`); the
+  caller decides what to do after recording (attemptdb.evidence.record re-raises the child's
+  fatal signal on itself).
 - After the command exits, its streams are drained until EOF, or until they stay silent for
   DRAIN_IDLE_S (a background process the command left behind may hold them open forever), or
   until a process left behind shows it is still writing: more bytes come from one stream than
@@ -25,6 +37,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -32,6 +45,10 @@ from ..model import clock
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel (the terminal) sent
+# when a signal came, how long to wait before each look at the witness (a group signal reaches
+# every member in one kill(2), the newest first: the witness before us; these cover the rest)
+WITNESS_LOOKS_S = (0.0, 0.002, 0.01)
+_WITNESS = "import os\nos.read(0, 1)\n"  # until our end closes its stdin (even a SIGKILL's)
 DRAIN_IDLE_S = 0.5
 DRAIN_MAX_S = 2.0
 READ = 1 << 16
@@ -42,12 +59,14 @@ class Exit:
     process received while it ran (names), start/end times (µs), `duration_ms`, and `error`
     (the OSError text when it could not be started: returncode 127 or 126 then)."""
 
-    __slots__ = ("returncode", "signals", "started_us", "ended_us", "duration_ms", "error", "pid", "mask")
+    __slots__ = ("returncode", "signals", "forwarded", "started_us", "ended_us", "duration_ms", "error",
+                 "pid", "mask")
 
     def __init__(self):
         self.mask = None  # the signal mask to restore once the run is recorded (restore_signals)
         self.returncode = None
         self.signals: list = []
+        self.forwarded: list = []  # the ones of `signals` sent on to the command (names)
         self.started_us = self.ended_us = self.duration_ms = None
         self.error = None
         self.pid = None
@@ -55,6 +74,83 @@ class Exit:
     @property
     def signal(self) -> int | None:
         return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+
+class _Witness:
+    """A process in our process group that blocks the forwarded signals (inherited: it starts
+    while they are blocked here) and does nothing until we go: a signal sent to the whole
+    group stays pending in it, one sent to us alone never reaches it (module invariants)."""
+
+    def __init__(self):
+        self.proc = None
+        self._start()
+
+    def _start(self):
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WITNESS], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", env={})
+        except (OSError, ValueError, subprocess.SubprocessError):
+            self.proc = None
+
+    def pending(self) -> int | None:
+        """The witness's pending process-wide signals (bit n-1 for signal n); None when there is
+        no live witness to ask."""
+        if self.proc is None:
+            return None
+        mask = None
+        try:
+            with open(f"/proc/{self.proc.pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"State:") and line.split()[1:2] in ([b"Z"], [b"X"]):
+                        return None  # it died: what it shows is nothing
+                    if line.startswith(b"ShdPnd:"):
+                        mask = int(line.split()[1], 16)
+        except (OSError, ValueError, IndexError):
+            return None
+        return mask
+
+    def saw(self, signo: int) -> bool | None:
+        """Whether `signo` was sent to our whole process group (None: no witness to tell). A
+        witness that saw it is replaced: it would show that signal pending for good."""
+        for delay in WITNESS_LOOKS_S:
+            if delay:
+                time.sleep(delay)
+            mask = self.pending()
+            if mask is None:
+                return None
+            if mask >> (signo - 1) & 1:
+                old = self.proc
+                self._start()  # before the old one goes: a group signal from now on has a witness
+                _end(old)
+                return True
+        return False
+
+    def close(self):
+        _end(self.proc)
+        self.proc = None
+
+
+def _end(proc) -> None:
+    if proc is None:
+        return
+    try:
+        proc.kill()
+        proc.stdin.close()
+        proc.wait()
+    except OSError:
+        pass
+
+
+def reached_child(info, child_pid: int, witness: "_Witness | None") -> bool:
+    """Whether the signal `info` (sigtimedwait's) already reached the command: it was sent to
+    our whole process group and the command is still in it (module invariants)."""
+    try:
+        if os.getpgid(child_pid) != os.getpgrp():
+            return False  # it left our group: what was sent to the group missed it
+    except OSError:
+        return False
+    seen = witness.saw(info.si_signo) if witness is not None else None
+    return info.si_code == SI_KERNEL if seen is None else seen
 
 
 def _write_all(fd: int, data: bytes) -> bool:
@@ -138,8 +234,10 @@ def execute(argv, sinks: dict, *, cwd=None, env=None, echo=True) -> Exit:
         ex.returncode = 126 if isinstance(e, PermissionError) else 127
         return ex
     ex.pid = child.pid
+    witness = None
     if main:
         ex.mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
+        witness = _Witness()  # after the block: it starts with those signals blocked
     exited = threading.Event()
     pump = threading.Thread(target=_pump, name="attempt-run-tee", daemon=True, args=(
         [(child.stdout, 1, sinks["stdout"]), (child.stderr, 2, sinks["stderr"])], exited, echo))
@@ -150,15 +248,19 @@ def execute(argv, sinks: dict, *, cwd=None, env=None, echo=True) -> Exit:
                 info = signal.sigtimedwait(FORWARDED + (signal.SIGCHLD,), 0.2)
                 if info is None or info.si_signo == signal.SIGCHLD:
                     continue
-                ex.signals.append(signal.Signals(info.si_signo).name)
-                if info.si_code != SI_KERNEL:
+                name = signal.Signals(info.si_signo).name
+                ex.signals.append(name)
+                if not reached_child(info, child.pid, witness):
                     try:
                         child.send_signal(info.si_signo)
+                        ex.forwarded.append(name)
                     except OSError:
                         pass
         else:
             child.wait()
     finally:
+        if witness is not None:
+            witness.close()
         ex.ended_us = clock.now_us()
         ex.duration_ms = max(0, int((time.monotonic() - t0) * 1000))
         exited.set()

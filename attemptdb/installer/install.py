@@ -3,8 +3,9 @@
 Invariants: per agent, the config is read, merged and written under its lock; nothing is
 written when the merge changes nothing (no write, no backup — a second install is a no-op);
 a change is backed up and written atomically through symlinks; what install created is
-recorded beside the config after the write (see `record`) and uninstall takes back exactly
-that, so install then uninstall gives back the bytes before (a file install created is
+recorded beside the config after the write (see `record`: with the whitespace of each empty
+container of the user's it filled) and uninstall takes back exactly that, so install then
+uninstall gives back the bytes before (a file install created is
 removed, after a backup, once nothing else is in it); `recording` / `unrecording` do the same
 for the MCP server's JSON configs (attemptdb.installer.mcpconfig), in the one record per file
 both installs share (Gemini CLI's settings.json); a malformed config is
@@ -172,7 +173,7 @@ def recording(agent, path, owner, plan_fn, fresh_fn):
             return
         prior = seen["prior"]
         new = record.after_install(prior, owner, seen["text"], res.created, fresh_fn(res),
-                                   present(agent, path, _now(res, seen["text"])))
+                                   present(agent, path, _now(res, seen["text"])), getattr(res, "filled", ()))
         if new is not None and new != prior:
             record.save_quietly(path, new, notes)
 
@@ -192,7 +193,11 @@ def unrecording(agent, path, owner, plan_fn):
 
     def after(res):  # our entries are out (or were gone): nothing of ours left to take back
         prior = seen["prior"]
-        new = record.after_uninstall(prior, owner, present(agent, path, _now(res, seen["text"])))
+        now = _now(res, seen["text"])
+        new = record.after_uninstall(prior, owner, present(agent, path, now))
+        if new is not None and new.filled:  # those written back (or gone) are done with
+            kept = merge.still_filled(now, new.filled, agent.allow_comments)
+            new = new.pending(lambda p: p in [f["path"] for f in kept])
         if (new is None and os.path.lexists(record.record_path(path))) or (new is not None and new != prior):
             record.save_quietly(path, new, notes)
 

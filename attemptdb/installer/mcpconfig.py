@@ -21,7 +21,8 @@ re-parsed to prove nothing else moved); a malformed config is failed and untouch
 is edited with the hooks' `install.edit` and what install created in it (`mcpServers`, the file
 itself) is recorded beside it (attemptdb.installer.record, under record.MCP: Gemini CLI's
 settings.json has one record for both installs, and each uninstall takes back only its own
-parts); a user's own `mcpServers`, even empty, stays, and a file install created goes once
+parts); a user's own `mcpServers`, even empty, stays (with the whitespace it held: the record
+names an empty container install filled, see record), and a file install created goes once
 nothing else is in it. Codex's config.toml goes the same way, in the record the hooks' feature
 flag shares there: our table is a marked block (its lines are what uninstall takes out), and
 the record keeps what the file was before (none, empty, blank) to give it back.
@@ -52,14 +53,16 @@ class NameTaken(AttemptError):
 
 
 class Plan:
-    """`text` (None = unchanged), `outcome`, the parts install `created` (record.Record's, JSON
-    only) and `delete`: the file goes (uninstall of a JSON config install created)."""
+    """`text` (None = unchanged), `outcome`, the parts install `created` and the user's empty
+    containers it `filled` (record.Record's, JSON only) and `delete`: the file goes (uninstall
+    of a JSON config install created)."""
 
-    __slots__ = ("text", "outcome", "created", "delete")
+    __slots__ = ("text", "outcome", "created", "filled", "delete")
 
-    def __init__(self, text, outcome, created=(), delete=False):
+    def __init__(self, text, outcome, created=(), delete=False, filled=()):
         self.text, self.outcome = text, outcome
         self.created, self.delete = list(created), delete
+        self.filled = [f for f in filled if f is not None]
 
     @property
     def changed(self):
@@ -77,11 +80,12 @@ def plan_install_json(text, entry: dict, *, allow_comments=False, where="the con
     style = jsonstyle.detect_style(text, root)
     if servers is None:
         return Plan(jsonstyle.insert_member(text, root, None, "mcpServers", {NAME: entry}, style), INSTALLED,
-                    created=[CREATED_SERVERS])
+                    created=[CREATED_SERVERS], filled=[merge.filled_part(text, root, [])])
     obj = servers.value
     names = [m.key for m in obj.members]
     if NAME not in names:
-        return Plan(jsonstyle.insert_member(text, obj, None, NAME, entry, style), INSTALLED)
+        return Plan(jsonstyle.insert_member(text, obj, None, NAME, entry, style), INSTALLED,
+                    filled=[merge.filled_part(text, obj, ["mcpServers"])])
     current = obj.get(NAME).value.to_python()
     if not is_ours(current):
         raise NameTaken(where)
@@ -107,6 +111,9 @@ def plan_uninstall_json(text, *, allow_comments=False, where="the config", rec=N
         return Plan(text, REMOVED, delete=delete)
     if not servers.value.members:
         text = jsonstyle.remove_member(text, root, "mcpServers")
+        root = jsonstyle.parse(text, allow_comments=allow_comments)
+    if rec is not None:  # the hooks' record: a document they filled, emptied now
+        text, root = merge.restore_filled(text, root, rec.filled, allow_comments)
     return Plan(text, REMOVED)
 
 

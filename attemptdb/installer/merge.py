@@ -17,6 +17,11 @@ Invariants (pure functions, no I/O):
   our removal emptied is dropped, and an emptied `hooks` object — never one holding a comment
   (JSONC: the user's text). Install always drops an array of an event it does not subscribe
   that held only entries of ours (a repair), on the same terms.
+- A container of the user's that install puts the first child into while it holds only
+  whitespace (`"hooks": {\n}`, `"PreToolUse": [ ]`, the document `{\n}`) is named in
+  `Result.filled` with that whitespace (see `filled_part`); uninstall (with the record) writes
+  the whitespace back into each one it leaves empty (`restore_filled`), since removing the last
+  child of a container always leaves `{}` / `[]`.
 - A config that already holds exactly the wanted subscriptions is left byte-for-byte alone;
   otherwise only the spliced parts change (see jsonstyle).
 """
@@ -154,17 +159,19 @@ def is_current(agent: Agent, root, command: str) -> bool:
 
 class Result:
     """What a merge would do: `text` (None = unchanged), `outcome`, the events whose entries
-    were removed / added, the parts install `created` (record.Record.created), and `delete`:
-    the file goes (uninstall of a config install created)."""
+    were removed / added, the parts install `created` (record.Record.created), the user's empty
+    containers it `filled` (record.Record.filled), and `delete`: the file goes (uninstall of a
+    config install created)."""
 
-    __slots__ = ("text", "outcome", "removed", "added", "created", "delete")
+    __slots__ = ("text", "outcome", "removed", "added", "created", "filled", "delete")
 
-    def __init__(self, text, outcome, removed=(), added=(), created=(), delete=False):
+    def __init__(self, text, outcome, removed=(), added=(), created=(), delete=False, filled=()):
         self.text = text
         self.outcome = outcome
         self.removed = list(removed)
         self.added = list(added)
         self.created = list(created)
+        self.filled = list(filled)
         self.delete = delete
 
     @property
@@ -241,13 +248,68 @@ def written_command(agent: Agent, root, command: str) -> str:
     return command if mode is None else command_mod.with_capture_mode(command, mode)
 
 
+def filled_part(text: str, node, path) -> dict | None:
+    """The record's `filled` entry for inserting the first child into container `node` (at
+    `path`: its keys from the document, [] for the document itself), when it holds only
+    whitespace, and some (else None: `{}` comes back as `{}`, and a comment stays by itself)."""
+    if node.kind not in ("object", "array") or node.end - node.start <= 2 or not jsonstyle.bare(text, node):
+        return None
+    return {"path": list(path), "inner": text[node.start + 1:node.end - 1]}
+
+
+def container_at(root, path):
+    """The object or array at `path` (keys from the document; [] = the document), or None."""
+    node = root
+    for key in path:
+        m = node.get(key) if node is not None and node.kind == "object" else None
+        if m is None:
+            return None
+        node = m.value
+    return node if node is not None and node.kind in ("object", "array") else None
+
+
+def restore_filled(text, root, filled, allow_comments=False):
+    """(text, root) with the whitespace of each filled container written back into it, where it
+    is empty again exactly as removing its last child leaves it (`{}` / `[]`)."""
+    for part in filled:
+        node = container_at(root, part["path"])
+        if node is None or node.end - node.start != 2:
+            continue
+        text = text[:node.start + 1] + part["inner"] + text[node.end - 1:]
+        root = jsonstyle.parse(text, allow_comments=allow_comments)
+    return text, root
+
+
+def still_filled(text, filled, allow_comments=False):
+    """The entries of `filled` whose container `text` still holds, with something in it (the
+    others were written back, or are gone): what a later uninstall may still give back."""
+    if not filled or text is None or not text.lstrip(jsonstyle.BOM).strip():
+        return []
+    try:
+        root = jsonstyle.parse(text, allow_comments=allow_comments)
+    except jsonstyle.JSONStyleError:
+        return []
+    out = []
+    for part in filled:
+        node = container_at(root, part["path"])
+        if node is not None and (node.members if node.kind == "object" else node.items):
+            out.append(part)
+    return out
+
+
 def plan_install(agent: Agent, text: str | None, command: str) -> Result:
     """Merge our subscriptions (`command`, with `written_command`) into a config's text."""
     root = parse_config(agent, text)
     command = written_command(agent, root, command)
     if root is not None and is_current(agent, root, command):
         return Result(None, CURRENT)
-    created = []
+    created, filled = [], []
+
+    def filling(node, path):
+        part = filled_part(text, node, path)
+        if part is not None:
+            filled.append(part)
+
     if root is None:
         style = jsonstyle.Style()
         prefix = jsonstyle.BOM if text and text.startswith(jsonstyle.BOM) else ""
@@ -261,10 +323,12 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
     text, root = _drop_emptied(agent, text, root, found, keep=agent.events)
     for k, v in agent.base_document().items():  # Cursor: "version": 1 first if absent
         if root.get(k) is None:
+            filling(root, [])
             text = jsonstyle.insert_member(text, root, 0, k, v, style)
             root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
             created.append({"path": [k], "value": v})
     if root.get("hooks") is None:
+        filling(root, [])
         text = jsonstyle.insert_member(text, root, None, "hooks", {}, style)
         root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
         created.append({"path": ["hooks"], "kind": "object"})
@@ -273,16 +337,18 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
         unit = agent.unit(ev, command)
         m = hooks.get(ev)
         if m is None:
+            filling(hooks, ["hooks"])
             text = jsonstyle.insert_member(text, hooks, None, ev, [unit], style)
             created.append({"path": ["hooks", ev], "kind": "array"})
         else:
             f = found.get(ev)
+            filling(m.value, ["hooks", ev])
             text = jsonstyle.insert_item(text, m.value, f.first if f else None, unit, style)
         root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
     if text == original:
         return Result(None, CURRENT)
     outcome = UPDATED if found else INSTALLED
-    return Result(text, outcome, removed=list(found), added=list(agent.events), created=created)
+    return Result(text, outcome, removed=list(found), added=list(agent.events), created=created, filled=filled)
 
 
 def _member_at(root, path):
@@ -322,10 +388,12 @@ def _take_back(text, root, created, allow_comments):
 
 def take_back(text, root, record, owner, allow_comments=False):
     """(text, delete) once the parts `owner`'s install created (`record`) are taken back from a
-    document its entries are already out of: the file goes (`delete`) or gets its whitespace
-    back when it was not there (or blank) before and nothing else is left in it. Shared by the
-    hooks and the MCP server (attemptdb.installer.mcpconfig)."""
+    document its entries are already out of, and the whitespace of the user's containers the
+    installs filled is back in those left empty: the file goes (`delete`) or gets its
+    whitespace back when it was not there (or blank) before and nothing else is left in it.
+    Shared by the hooks and the MCP server (attemptdb.installer.mcpconfig)."""
     text, root = _take_back(text, root, record.parts(owner), allow_comments)
+    text, root = restore_filled(text, root, record.filled, allow_comments)
     return record.give_back(text, jsonstyle.empty_document(text, root))
 
 
@@ -346,6 +414,9 @@ def plan_uninstall(agent: Agent, text: str | None, record=None) -> Result:
         if (hooks is not None and hooks.value.kind == "object" and not hooks.value.members
                 and jsonstyle.bare(text, hooks.value)):
             text = jsonstyle.remove_member(text, root, "hooks")
+            root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
+        if record is not None:  # the other install's record: a document it filled, emptied now
+            text, root = restore_filled(text, root, record.filled, agent.allow_comments)
         return Result(text, REMOVED, removed=list(found))
     text, delete = take_back(text, root, record, record_mod.HOOKS, agent.allow_comments)
     return Result(text, REMOVED, removed=list(found), delete=delete)

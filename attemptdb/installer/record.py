@@ -18,6 +18,14 @@ install's entries are left). The file goes only when the uninstall leaves nothin
 when both installs made it, only the second uninstall removes it. A record that is missing,
 unreadable, malformed or a symbolic link is no record, and an install it does not list was made
 by an older version: its uninstall then drops what its entries alone filled, as it always did.
+
+It also names each container of the user's that was empty with whitespace inside (`{\n}`,
+`[ ]`, a whole document `{\n}`) when an install put the first child into it (`filled`: its
+path and that whitespace, one list for the file, since the document itself may be filled by
+one install and emptied by the other's uninstall): an uninstall that leaves such a container
+empty (`{}`, as removing the last child always does) writes the whitespace back, so the user's
+bytes come back; a filled container that is still holding something stays listed until it is
+emptied (see `pending`).
 It holds key names and whitespace, never a value of the user's.
 
 Codex's config.toml has the same record (the hooks' feature flag and `--mcp`'s server table
@@ -47,28 +55,48 @@ ABSENT = "absent"        # no file: uninstall removes it once nothing else is in
 BLANK = "blank"          # only whitespace (`blank` holds it): written back once nothing else is in it
 
 
+_WS = " \t\r\n"
+MAX_INNER = 4096    # the whitespace kept for one filled container
+
+
 def is_blank(text: str) -> bool:
     """Whether a config's text holds only whitespace (and a BOM)."""
     return not text.lstrip("\ufeff").strip()
+
+
+def _merge_filled(have, more) -> list:
+    """`have` plus the fills of `more` at paths `have` does not name (the first install's
+    whitespace is the user's; a reinstall only ever finds `{}` where it was)."""
+    paths = {tuple(f["path"]) for f in have}
+    out = [dict(f) for f in have]
+    for f in more or ():
+        if tuple(f["path"]) not in paths:
+            paths.add(tuple(f["path"]))
+            out.append(dict(f))
+    return out
 
 
 class Record:
     """`created`: {install (HOOKS, MCP): [{"path": [key, …], "kind": "object"|"array"} or
     {"path": [...], "value": v}], outermost first}, an install listed (even with no part) being
     one whose entries this record knows; `file` (EXISTED, ABSENT, BLANK) and `blank` (the text,
-    for BLANK)."""
+    for BLANK); `filled`: [{"path": [key, …] ([] = the document), "inner": whitespace}], the
+    user's empty containers an install put something into, with the whitespace they held."""
 
-    __slots__ = ("file", "blank", "created")
+    __slots__ = ("file", "blank", "created", "filled")
 
-    def __init__(self, file=EXISTED, blank=None, created=None):
+    def __init__(self, file=EXISTED, blank=None, created=None, filled=None):
         self.file = file
         self.blank = blank
         self.created = {o: [dict(c) for c in parts] for o, parts in (created or {}).items()}
+        self.filled = _merge_filled([], filled)
 
     def to_json(self):
         out = {"format": FORMAT, "file": self.file, "created": self.created}
         if self.file == BLANK:
             out["blank"] = self.blank
+        if self.filled:
+            out["filled"] = self.filled
         return out
 
     def __eq__(self, other):
@@ -85,21 +113,29 @@ class Record:
         return [tuple(c["path"]) for c in self.parts(owner)]
 
     @classmethod
-    def before(cls, text, owner, created):
+    def before(cls, text, owner, created, filled=()):
         """The record of a fresh install into a config whose text was `text` (None: no file)."""
         if text is None:
-            return cls(ABSENT, None, {owner: created})
+            return cls(ABSENT, None, {owner: created})  # (nothing of the user's to fill)
         if is_blank(text):
             return cls(BLANK, text, {owner: created})
-        return cls(EXISTED, None, {owner: created})
+        return cls(EXISTED, None, {owner: created}, filled)
 
-    def _with(self, owner, parts) -> "Record":
-        return Record(self.file, self.blank, dict(self.created, **{owner: parts}))
+    def _with(self, owner, parts, filled=()) -> "Record":
+        return Record(self.file, self.blank, dict(self.created, **{owner: parts}),
+                      _merge_filled(self.filled, filled))
 
-    def adding(self, owner, created) -> "Record":
+    def adding(self, owner, created, filled=()) -> "Record":
         """This record plus the parts a reinstall created (those it names already stay as they are)."""
         have = set(self.paths(owner))
-        return self._with(owner, self.parts(owner) + [c for c in created if tuple(c["path"]) not in have])
+        return self._with(owner, self.parts(owner) + [c for c in created if tuple(c["path"]) not in have],
+                          filled)
+
+    def pending(self, still_filled) -> "Record":
+        """This record keeping only the fills `still_filled(path)` says hold something yet (the
+        others were written back, or their container is gone)."""
+        return Record(self.file, self.blank, self.created,
+                      [f for f in self.filled if still_filled(f["path"])])
 
     def give_back(self, text, empty) -> tuple:
         """(text, delete) for a config the listed installs' parts are out of, `empty` when
@@ -115,20 +151,23 @@ class Record:
         """Only the lists of `owners` (the installs whose entries are still there), or None when
         that is none: a record of nothing."""
         kept = {o: p for o, p in self.created.items() if o in owners}
-        return Record(self.file, self.blank, kept) if kept else None
+        return Record(self.file, self.blank, kept, self.filled) if kept else None
 
 
-def after_install(prior, owner, text, created, fresh, present) -> "Record | None":
+def after_install(prior, owner, text, created, fresh, present, filled=()) -> "Record | None":
     """The record once `owner`'s install changed a config: `prior` (or None) the record it
     found, `text` what the config held before (None: no file), `created` the parts it made,
-    `fresh` whether none of its entries was there, `present` the installs whose entries the
-    config holds now. None: leave the record as it is."""
+    `filled` the user's empty containers it put something into, `fresh` whether none of its
+    entries was there, `present` the installs whose entries the config holds now. None: leave
+    the record as it is."""
     if fresh:  # what is there is the user's, and what the other install (still there) made
         others = prior.keeping(set(present) - {owner}) if prior is not None else None
-        return others._with(owner, created) if others is not None else Record.before(text, owner, created)
+        if others is not None:
+            return others._with(owner, created, filled)
+        return Record.before(text, owner, created, filled)
     if prior is None or not prior.knows(owner):  # a reinstall over an older install's entries
         return None
-    return prior.adding(owner, created)
+    return prior.adding(owner, created, filled)
 
 
 def given_back(prior, owner, text) -> tuple:
@@ -161,6 +200,14 @@ def _valid_part(c) -> bool:
     return set(c) == {"path", "kind"} and c["kind"] in ("object", "array")
 
 
+def is_fill(f) -> bool:
+    """A well-formed `filled` entry: a path of key names (empty: the document) and the
+    whitespace (only JSON whitespace, not none) its container held."""
+    return (isinstance(f, dict) and set(f) == {"path", "inner"} and isinstance(f["path"], list)
+            and all(isinstance(k, str) for k in f["path"]) and isinstance(f["inner"], str)
+            and 0 < len(f["inner"]) <= MAX_INNER and not f["inner"].strip(_WS))
+
+
 def _parse(data: bytes):
     try:
         doc = json.loads(data.decode("utf-8"))
@@ -178,7 +225,10 @@ def _parse(data: bytes):
     ws = doc.get("blank")
     if file == BLANK and not (isinstance(ws, str) and is_blank(ws)):
         return None
-    return Record(file, ws if file == BLANK else None, created)
+    filled = doc.get("filled", [])
+    if not isinstance(filled, list) or not all(is_fill(f) for f in filled):
+        return None
+    return Record(file, ws if file == BLANK else None, created, filled)
 
 
 def load(config_path: str) -> Record | None:

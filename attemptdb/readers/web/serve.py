@@ -14,6 +14,16 @@ Invariants:
   accounts on the machine, and web pages that rebind a name to 127.0.0.1, read nothing. On
   loopback the Host header must name the loopback address too (`name` or `name:port`, nothing
   else after the colon).
+- The cookie is this server instance's own (Guard): its name holds the port and a random
+  server id (`attemptdb_ui_<port>_<id>`), its value is a random session secret of this
+  instance (never the printed token), `Path=/; HttpOnly; SameSite=Strict`, no Domain (host-only)
+  and no Expires (gone with the browser session; useless once this server stops). Another
+  instance's cookie (another port, an earlier run on this one) is never accepted, and the
+  redirect that sets ours expires the cookies of earlier runs on this port. It is taken out of
+  the request before Datasette sees it. Cookies are not port-scoped (RFC 6265 §8.5): the
+  browser sends it to every port of the same host name, so a web app on another port of
+  127.0.0.1 that the user opens in the same browser receives it (and can set or delete
+  cookies of that name): spec/readers.md says what this does and does not protect.
 - Every response, uvicorn's own 400 for a request it cannot read too (http_protocol), says:
   never framed (`frame-ancestors 'none'`, X-Frame-Options), never sniffed (nosniff), no
   referrer, nothing loaded from or sent to another origin (CSP). The
@@ -156,6 +166,22 @@ def _with_security_headers(headers) -> list:
     return headers + extra
 
 
+COOKIE_PREFIX = "attemptdb_ui_"
+
+
+def cookie_name(port: int, server_id: str) -> str:
+    """The name of one server instance's cookie: unique per port and per run."""
+    return f"{COOKIE_PREFIX}{port}_{server_id}"
+
+
+def _cookies(header: str):
+    """(name, value) of each cookie in a Cookie header."""
+    for part in header.split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep and name:
+            yield name, value
+
+
 def host_name(header: str) -> str | None:
     """The name a Host header gives (`name`, `name:port`, `[v6]`, `[v6]:port`), lowercase, or None
     when it is not one of those forms (so `localhost:1.evil.example` names nothing)."""
@@ -175,11 +201,29 @@ class Guard:
     """ASGI middleware in front of Datasette: methods, Host, the access token, and the security
     headers of every response (SECURITY_HEADERS, CSP)."""
 
-    def __init__(self, app, token: str, port: int, hosts=None):
+    def __init__(self, app, token: str, port: int, hosts=None, server_id: str | None = None):
         self.app = app
         self.token = token
-        self.cookie = f"attemptdb_ui_{port}"
+        self.port = port
+        self.server_id = server_id or secrets.token_hex(8)
+        self.cookie = cookie_name(port, self.server_id)
+        self.session = secrets.token_urlsafe(32)  # the cookie's value: not the printed token
         self.hosts = None if hosts is None else {h.lower() for h in hosts}
+
+    def set_cookie(self) -> str:
+        """The Set-Cookie value the token's redirect sends (module invariants)."""
+        return f"{self.cookie}={self.session}; Path=/; HttpOnly; SameSite=Strict"
+
+    def _stale(self, scope) -> list:
+        """Set-Cookie values expiring the cookies of earlier runs on this port that the request
+        carries (only one server listens on a port: those are dead), so restarts do not pile up
+        cookies that every request to this host then carries."""
+        out = []
+        for name in dict.fromkeys(n for n, _ in _cookies(self._header(scope, b"cookie"))):
+            if name != self.cookie and (name == COOKIE_PREFIX + str(self.port)
+                                        or name.startswith(f"{COOKIE_PREFIX}{self.port}_")):
+                out.append(f"{name}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict")
+        return out
 
     async def _reply(self, send, status, text, headers=()):
         body = text.encode("utf-8")
@@ -204,11 +248,22 @@ class Guard:
         return ""
 
     def _has_cookie(self, scope) -> bool:
-        for part in self._header(scope, b"cookie").split(";"):
-            k, _, v = part.strip().partition("=")
-            if k == self.cookie and hmac.compare_digest(v.encode(), self.token.encode()):
-                return True
-        return False
+        return any(k == self.cookie and hmac.compare_digest(v.encode("latin-1"), self.session.encode())
+                   for k, v in _cookies(self._header(scope, b"cookie")))
+
+    def _without_cookie(self, scope):
+        """`scope` with our cookie taken out of its Cookie header(s): what lies behind the guard
+        (Datasette, its plugins) never holds it."""
+        headers = []
+        for k, v in scope.get("headers") or ():
+            if k.lower() == b"cookie":
+                kept = [part for part in v.decode("latin-1").split(";")
+                        if part.strip().partition("=")[0] != self.cookie]
+                if not any(part.strip() for part in kept):
+                    continue
+                v = ";".join(kept).strip().encode("latin-1")
+            headers.append((k, v))
+        return dict(scope, headers=headers)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -229,13 +284,13 @@ class Guard:
             rest = urllib.parse.urlencode([(k, v) for k, v in query if k != "token"])
             # a path of this server only: `//host/…` would be another site's address
             target = "/" + urllib.parse.quote(scope["path"]).lstrip("/\\") + ("?" + rest if rest else "")
-            cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
-            return await self._reply(send, 302, "", [(b"location", target.encode("latin-1")),
-                                                     (b"set-cookie", cookie.encode("latin-1"))])
+            cookies = [self.set_cookie(), *self._stale(scope)]
+            return await self._reply(send, 302, "", [(b"location", target.encode("latin-1"))]
+                                     + [(b"set-cookie", c.encode("latin-1")) for c in cookies])
         if not self._has_cookie(scope):
             return await self._reply(send, 403, "this AttemptDB UI needs its access token: open the address "
                                                 "`attempt ui` printed (it ends in ?token=…)\n")
-        return await self.app(scope, receive, self._secured(send))
+        return await self.app(self._without_cookie(scope), receive, self._secured(send))
 
 
 def http_protocol():
