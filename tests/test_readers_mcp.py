@@ -123,7 +123,7 @@ def test_every_tool_answers_over_stdio_and_refusals_never_end_the_session(scen, 
     assert [r["event_id"] for r in evidence.structured_content["rows"]][-1] == built.expand("{ev:f_t2e}")
     assert schema.structured_content["catalog"]["tables"][0]["name"] == "needs_you"
     for r, code in ((unknown, "AQL0301"), (both, "mcp.bad_arguments"), (notool, "mcp.unknown_tool"),
-                    (notext, "AQL0203"), (depth, "mcp.bad_arguments")):
+                    (notext, "mcp.bad_arguments"), (depth, "mcp.bad_arguments")):
         assert r.is_error and r.structured_content["error"]["code"] == code, (code, r.structured_content)
     assert not still.is_error and still.structured_content["rows"] == [{"n": len(built.events)}]
 
@@ -217,6 +217,33 @@ def test_a_sqlite_error_names_the_statement_as_written(scen, home):
         mcp_server.Reader(db).call("query", {"statement": "SELECT nosuch FROM attempts"})
     payload = mcp_server.error_payload(e.value)
     assert payload["code"] == "AQL0505" and "nosuch" in payload["message"] and "LIMIT" not in payload["message"]
+
+
+def test_query_refuses_a_missing_or_non_string_statement_as_the_other_tools_refuse_their_arguments(scen, home):
+    """`query` with no `statement`, or one that is no string, is mcp.bad_arguments naming the
+    argument, as `why` and `trace` answer the same mistake; an empty or blank statement is the
+    engine's AQL0203, what `attempt query ""` says."""
+    db, _ = scen
+    r = mcp_server.Reader(db)
+    for args, says in (({}, "`statement` is required"), ({"statement": None}, "`statement` is required"),
+                       ({"statement": 5}, "`statement` must be a string"),
+                       ({"statement": ["SELECT 1"]}, "`statement` must be a string")):
+        with pytest.raises(mcp_server.BadArguments) as e:
+            r.call("query", args)
+        payload = mcp_server.error_payload(e.value)
+        assert payload["code"] == "mcp.bad_arguments" and payload["message"].startswith(says), (args, payload)
+    for tool in ("why", "trace"):  # the same mistake, the same code
+        with pytest.raises(mcp_server.BadArguments) as e:
+            r.call(tool, {})
+        assert "`subject`" in e.value.message
+    cli = run_attempt(["query", "--db", db, ""], env=_env(home))
+    assert cli.returncode == 2 and b"error[AQL0203]: empty statement" in cli.stderr
+    for blank in ("", "   "):
+        with pytest.raises(Exception) as e:
+            r.call("query", {"statement": blank})
+        payload = mcp_server.error_payload(e.value)
+        assert payload["code"] == "AQL0203" and payload["message"].startswith("empty statement"), payload
+    r.close()
 
 
 def test_a_missing_database_is_a_coded_error_of_the_call(tmp_path, home):

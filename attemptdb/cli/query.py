@@ -321,12 +321,13 @@ def status_cmd(project, session, since, until, limit, as_json, db):
                + (" (the WAL's space is reused)" if rep["wal_bytes"] > rep["size_bytes"] else ""))
     for p in rep["providers"]:
         from ..render.termtable import compact_time
-        click.echo(f"  {clean(p['provider'], 24):<12} {p['events']:>9} events  {p['sessions']:>5} sessions  "
-                   f"last {compact_time(clean(p['last_event_at'], 32))}")
+        click.echo(f"  {clean(p['provider'], 24):<12} {plural(p['events'], 'event'):>16}  "
+                   f"{plural(p['sessions'], 'session'):>14}  last {compact_time(clean(p['last_event_at'], 32))}")
     if rep["projects"]:
         click.echo("projects")
         for p in rep["projects"]:
-            click.echo(f"  {clean(p['project_name'], 40):<40} {p['events']:>9} events  {p['sessions']:>5} sessions")
+            click.echo(f"  {clean(p['project_name'], 40):<40} {plural(p['events'], 'event'):>16}  "
+                       f"{plural(p['sessions'], 'session'):>14}")
     for w in rep["warnings"]:
         click.echo(printable(f"warning: {w}"), err=True)
 

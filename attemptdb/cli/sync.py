@@ -142,13 +142,21 @@ def keys_list(db, as_json):
 @json_option
 def keys_revoke(device, db, as_json):
     """Stop trusting DEVICE's pinned key: its segments are refused until `attempt keys trust`
-    pins another. What was imported stays (verify keeps checking it against its signatures)."""
+    pins another. What was imported stays (verify keeps checking it against its signatures).
+    A DEVICE with no pinned key is bad usage (exit 2): there is nothing to revoke, and saying
+    ok would claim its segments are refused when its first sync would pin its key."""
     from ..integrity import sync_state as state
     from .stores import write_store
     dev = _device(device)
     st = write_store(db)
     try:
         _in_transaction(st, lambda c: state.revoke(c, dev))
+    except AttemptError as e:
+        if e.code != "keys.not_pinned":
+            raise
+        raise AttemptError("usage.bad_value", f"DEVICE {dev}: no key is pinned for it, so there is nothing "
+                           "to revoke (`attempt keys list` shows the pinned devices; `attempt keys trust` pins "
+                           "one before its first sync)") from None
     finally:
         st.close()
     if as_json:

@@ -46,17 +46,30 @@ class ShowHandler:
         if target.table == "attempts" and rows and "objective" in cols:
             i = cols.index("objective")
             if all(r[i] is None for r in rows):
-                notes.append(_no_objective(cols, rows))
+                notes.append(_no_objective(ctx, cols, rows))
         return Result(cols, decode_rows(cols, rows, lists=False), notes, display=plan.display,
                       encoded=list_columns(cols))
 
 
-def _no_objective(cols, rows) -> str:
+def _no_objective(ctx, cols, rows) -> str:
     """Why every listed attempt's objective is empty: attempts in turn 0 came before any prompt
-    (there is no ask to show); the others' prompts were stored without their text."""
-    before = sum(1 for r in rows if r[cols.index("turn_index")] == 0) if "turn_index" in cols else 0
-    if before == len(rows):
+    (there is no ask to show); the others' prompt text is withheld by this reader (`attempt mcp`
+    or `attempt ui` without --include-content, whose authorizer reads it as NULL: readers.content)
+    or was never stored (metadata_only). Told apart by the data: a turn's text is stored iff it
+    has a turn_prompts row, whose objective is NOT NULL in the table, so a row that reads NULL
+    is one this connection withholds."""
+    ti = cols.index("turn_index") if "turn_index" in cols else None
+    asked = [r for r in rows if ti is None or r[ti] != 0]
+    before = len(rows) - len(asked)
+    if not asked:
         return "objective is empty: these attempts came before any prompt (turn 0), so there is no ask to show"
-    why = "objective text is unavailable (no prompt content captured; metadata_only mode?)"
+    from ..model import fastjson
+    if "turn_id" in cols:
+        turns = fastjson.dumps(sorted({r[cols.index("turn_id")] for r in asked}))
+        withheld = ctx.conn.execute("SELECT EXISTS (SELECT 1 FROM turn_prompts WHERE turn_id IN "
+                                    "(SELECT value FROM json_each(?)) AND objective IS NULL)", (turns,)).fetchone()[0]
+    else:
+        withheld = ctx.conn.execute("SELECT EXISTS (SELECT 1 FROM turn_prompts WHERE objective IS NULL)").fetchone()[0]
+    why = ("objective text is withheld by this reader (start it with --include-content to show it)" if withheld
+           else "objective text is unavailable (no prompt content captured; metadata_only mode?)")
     return why if not before else f"{why}; {before} of them came before any prompt (turn 0)"
-

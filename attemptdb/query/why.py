@@ -82,11 +82,13 @@ def _correction_text(ctx, ident: str, a: dict, out_c, note_c) -> str:
 
 def _evidence_note(ident: str, own: list, evidence: list) -> str:
     """The note counting the row's evidence: the same number as the row's list."""
+    from ..render.termtable import plural
     extra = [e for e in evidence if e not in own]
+    counted = plural(len(evidence), "evidence event")
     if extra:
-        return (f"{len(evidence)} evidence event(s) for attempt {ident}: its own {len(own)} (SHOW EVIDENCE FOR "
+        return (f"{counted} for attempt {ident}: its own {len(own)} (SHOW EVIDENCE FOR "
                 f"{ident} lists them) and the correction{'s' if len(extra) > 1 else ''} {', '.join(extra)}")
-    return f"{len(evidence)} evidence event(s) for attempt {ident}; SHOW EVIDENCE FOR {ident} lists them"
+    return f"{counted} for attempt {ident}; SHOW EVIDENCE FOR {ident} lists them"
 
 
 class WhyHandler:

@@ -20,9 +20,14 @@ Invariants:
   id — is a tool error (`isError`) carrying the coded error (`AQL0506`, `AQL0204`, …) as
   JSON; an unexpected failure is the coded `internal` error naming only its type. Nothing
   the server does ends the session: the process stops when the client closes stdin.
+- Every line that carries an `id` gets exactly one reply: a line the SDK cannot read (not JSON,
+  a request of the wrong shape, an `id` of the wrong type, a batch, a line over
+  MAX_REQUEST_BYTES) is answered here with a JSON-RPC error (-32700, -32600) instead of being
+  dropped; a notification or a response is never answered (screen()).
 """
 
 import os
+import re
 import threading
 import time
 
@@ -178,9 +183,13 @@ class Reader:
     # --- the tools ------------------------------------------------------------------------
 
     def tool_query(self, args):
+        # a missing or non-string `statement` is a mistake in the call (as for every tool); an
+        # empty or blank one is the engine's AQL0203, what `attempt query ""` says
         statement = args.get("statement")
+        if statement is None:
+            raise BadArguments("`statement` is required")
         if not isinstance(statement, str):
-            raise AQLError("AQL0203", "empty statement; expected one AttemptQL or SQL statement in `statement`")
+            raise BadArguments("`statement` must be a string (one AttemptQL or SQL statement)")
         return self._run(statement)
 
     def tool_schema(self, args):
@@ -332,25 +341,272 @@ def build_server(reader: Reader):
                   instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def unreadable_reply(exc: Exception, write_stream) -> None:
-    """A JSON-RPC error (-32700 malformed JSON, -32600 not a request) for a line the SDK could
-    not read, sent when the line still names the request's id (else nothing can be answered)."""
+# --- the wire ------------------------------------------------------------------------------------
+#
+# The SDK's stdio transport reads a line, validates it and drops what it cannot read without a
+# word (a request whose `params` is not an object, a `method` that is no string, a batch, a lone
+# surrogate), and reads a request whose `id` is an object, an array, a bool, a fraction or null as
+# a notification it does not answer: its client would wait for ever. So the server reads the
+# lines itself, bounded, and hands the SDK only the lines it will answer; every other line that
+# carries an `id` is answered here with exactly one JSON-RPC error (spec/readers.md).
+
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""The longest request line read (a `query` statement is at most 65,536 characters, ≤ 400 KB as
+escaped JSON); the rest of a longer line is read and dropped, never held."""
+
+MAX_BATCH = 1000
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+_NOT_JSON = "malformed JSON (not JSON text, or a string holding a lone surrogate or an invalid escape)"
+_TOO_DEEP = "JSON nested too deeply to read"
+_NO_BATCH = "batches are not supported (MCP has none since 2025-06-18): send one request per line"
+
+_WS = re.compile(r"[ \t\n\r]*")
+_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?|true|false|null")
+_RUN = re.compile(r'[\[{]+|[\]}]+|[^\[\]{}"]+')
+_OBJECT, _ARRAY = object(), object()  # a member whose value is an object / an array (not read)
+
+
+def _skip_nested(text: str, i: int) -> int:
+    """Where the object or array starting at text[i] ends, found without recursion (one pass, so
+    a value nested a million deep costs what a flat one does); len(text) when it never ends."""
+    from json.decoder import scanstring
+    depth, n = 0, len(text)
+    while i < n:
+        if text[i] == '"':
+            i = scanstring(text, i + 1, False)[1]
+            continue
+        run = _RUN.match(text, i).group()
+        if run[0] in "[{":
+            depth += len(run)
+        elif run[0] in "]}":
+            if len(run) >= depth:
+                return i + depth
+            depth -= len(run)
+        i += len(run)
+    return n
+
+
+def _value(text: str, i: int):
+    """(value, end) of the JSON value at text[i]: scalars read, objects and arrays skipped."""
+    from json.decoder import scanstring
+    if text.startswith('"', i):
+        return scanstring(text, i + 1, False)
+    if text.startswith(("[", "{"), i):
+        return (_ARRAY if text[i] == "[" else _OBJECT), _skip_nested(text, i)
+    m = _SCALAR.match(text, i)
+    if m is None:
+        raise ValueError("not JSON")
+    word = m.group()
+    if word in ("true", "false", "null"):
+        return {"true": True, "false": False, "null": None}[word], m.end()
+    return (float(word) if m.group(1) or m.group(2) else int(word)), m.end()  # int: ValueError past 4,300 digits
+
+
+def top_level(text: str) -> tuple[str, dict, bool]:
+    """The top level of one line: its kind (`object`, `array`, `other`, or `` when blank), an
+    object's members read up to the first thing that is not JSON (scalars as values, objects and
+    arrays as markers, so what names a request's `id` is found in a malformed, cut or deeply
+    nested line), and whether the object was read whole."""
+    i = _WS.match(text).end()
+    if i == len(text):
+        return "", {}, True
+    if text[i] != "{":
+        return ("array" if text[i] == "[" else "other"), {}, False
+    members = {}
+    try:
+        i = _WS.match(text, i + 1).end()
+        if text.startswith("}", i):
+            return "object", members, _WS.match(text, i + 1).end() == len(text)
+        while text.startswith('"', i):
+            key, i = _value(text, i)
+            i = _WS.match(text, i).end()
+            if not text.startswith(":", i):
+                break
+            members[key], i = _value(text, _WS.match(text, i + 1).end())
+            i = _WS.match(text, i).end()
+            if text.startswith("}", i):
+                return "object", members, _WS.match(text, i + 1).end() == len(text)
+            if not text.startswith(",", i):
+                break
+            i = _WS.match(text, i + 1).end()
+    except ValueError:
+        pass
+    return "object", members, False
+
+
+def _usable_id(value) -> bool:
+    """A request id MCP answers: a string (that UTF-8 can carry back: no lone surrogate) or an
+    integer (never a bool, a fraction, null, an object or an array)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _error(ident, code: int, message: str) -> dict:
+    """One JSON-RPC error: for `ident` when it is a usable id, else for null (JSON-RPC: the id
+    of a request whose id cannot be read)."""
+    return {"jsonrpc": "2.0", "id": ident if _usable_id(ident) else None,
+            "error": {"code": code, "message": message}}
+
+
+def _what_is_wrong(m: dict) -> str:
+    """Why an object that names an `id` is no request (never echoing what it holds)."""
+    if not _usable_id(m["id"]):
+        return "`id` must be a string or an integer"
+    if m.get("jsonrpc") != "2.0":
+        return '`jsonrpc` must be "2.0"'
+    if "method" not in m:
+        return "a request needs a `method`"
+    if not isinstance(m["method"], str):
+        return "`method` must be a string"
+    if m.get("params") not in (None, _OBJECT):
+        return "`params` must be an object"
+    return "not a valid JSON-RPC request"
+
+
+def _is_response(m: dict) -> bool:
+    return "method" not in m and ("result" in m or "error" in m)
+
+
+def _batch_reply(line: str, code: int, message: str):
+    """A batch (a JSON array) is refused whole, as JSON-RPC 2.0 answers a batch: an array with
+    one -32600 error per element that is a request (its id, or null when unusable), nothing for
+    notifications and responses; an empty or unreadable array, or one of more than MAX_BATCH
+    elements (whose answer would be many times the request), is one error for null."""
+    try:
+        items = fastjson.loads(line)
+    except (ValueError, RecursionError):
+        items = None
+    if items is None:
+        return _error(None, code, message)
+    if not items or len(items) > MAX_BATCH:
+        return _error(None, INVALID_REQUEST, _NO_BATCH)
+    out = [_error(e.get("id") if isinstance(e, dict) else None, INVALID_REQUEST, _NO_BATCH) for e in items
+           if not isinstance(e, dict) or ("id" in e and not _is_response(e))]
+    return out or None
+
+
+def _refusal(line: str, code: int, message: str | None = None):
+    """The reply to a line the SDK cannot read: one error for the `id` the line names (for null
+    when it names none and is not an object read whole); nothing for a notification or a
+    response. `message` None: a -32600 that says what is wrong with the request."""
+    kind, m, whole = top_level(line)
+    if kind == "array":
+        return _batch_reply(line, code, message or "not a valid JSON-RPC request")
+    if kind == "object":
+        if _is_response(m):
+            return None  # a response is never answered
+        if "id" in m:
+            return _error(m["id"], code, message or _what_is_wrong(m))
+        if whole:
+            return None  # read whole and no `id`: a notification
+    return _error(None, code, message or "not a valid JSON-RPC request")
+
+
+def screen(line: str, *, cut: bool = False) -> tuple[bool, object]:
+    """What becomes of one line from the client: (True, None) hands it to the SDK, which reads
+    and answers it; (False, reply) keeps it back, `reply` being the JSON-RPC error (a dict, or a
+    list for a batch) to send, or None when there is nothing to answer (a blank line, a
+    notification, a response). `cut`: the line was longer than MAX_REQUEST_BYTES (this is its
+    start)."""
+    import mcp.types as types
+    from pydantic import ValidationError
+    if not line.strip():
+        return False, None
+    if cut:
+        return False, _refusal(line, INVALID_REQUEST, f"a request longer than {MAX_REQUEST_BYTES >> 20} MiB")
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as e:
+        unreadable = [x for x in e.errors() if x.get("type") == "json_invalid"]
+        if not unreadable:
+            return False, _refusal(line, INVALID_REQUEST)
+        deep = any("recursion limit" in str(x.get("msg", "")) for x in unreadable)
+        return False, _refusal(line, PARSE_ERROR, _TOO_DEEP if deep else _NOT_JSON)
+    if isinstance(message, types.JSONRPCNotification) and "id" in top_level(line)[1]:
+        # the SDK drops an `id` it cannot use and reads the rest as a notification
+        return False, _error(None, INVALID_REQUEST, "`id` must be a string or an integer")
+    return True, None
+
+
+def _read_line(wire) -> tuple[bytes | None, bool]:
+    """(the next line, whether it was cut): at most MAX_REQUEST_BYTES of it is held, the rest
+    read and dropped; (None, False) at the end of input."""
+    line = wire.readline(MAX_REQUEST_BYTES + 1)
+    if not line:
+        return None, False
+    if len(line) <= MAX_REQUEST_BYTES or line.endswith(b"\n"):
+        return line, False
+    while True:
+        rest = wire.readline(1 << 16)
+        if not rest or rest.endswith(b"\n"):
+            return line[:MAX_REQUEST_BYTES], True
+
+
+class _Requests:
+    """The lines the SDK's stdio transport reads (its `stdin`): the client's lines that screen()
+    hands on; the replies to those it keeps back go to `replies`."""
+
+    def __init__(self, wire, replies):
+        self.wire = wire
+        self.replies = replies
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+        while True:
+            raw, cut = await anyio.to_thread.run_sync(_read_line, self.wire)
+            if raw is None:
+                self.replies.close()
+                raise StopAsyncIteration
+            line = raw.decode("utf-8", "replace")  # as the SDK decodes
+            forward, reply = screen(line, cut=cut)
+            if forward:
+                return line
+            if reply is not None:
+                await self.replies.send(reply)
+
+
+def _wire_message(reply):
+    """A reply as the SDK's writer sends it (a batch's array included)."""
     import mcp.types as types
     from mcp.shared.message import SessionMessage
-    errors = getattr(exc, "errors", None)
-    errors = errors() if callable(errors) else []
-    line = next((e.get("input") for e in errors if isinstance(e.get("input"), str)), None)
-    try:
-        ident = fastjson.loads(line).get("id") if line is not None else None
-    except (ValueError, AttributeError, RecursionError):
-        ident = None
-    if isinstance(ident, bool) or not isinstance(ident, (int, str)):
-        return
-    parse = any(e.get("type") == "json_invalid" for e in errors)
-    message = ("malformed JSON (a string holds a lone surrogate or invalid escape)" if parse
-               else "not a valid JSON-RPC request")
-    error = types.ErrorData(code=types.PARSE_ERROR if parse else types.INVALID_REQUEST, message=message)
-    await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=error)))
+    from pydantic import RootModel
+    if isinstance(reply, list):
+        return SessionMessage(RootModel[list[types.JSONRPCError]]([types.JSONRPCError.model_validate(r)
+                                                                   for r in reply]))
+    return SessionMessage(types.JSONRPCError.model_validate(reply))
+
+
+class _ClaimedStdin:
+    """The client's end of stdin, read from a private duplicate while fd 0 itself points at the
+    null device (what the SDK does when it reads stdin), so nothing a tool runs reads a request."""
+
+    def __enter__(self):
+        import sys
+        self.fd = None
+        try:
+            import fcntl
+            self.fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        except (ImportError, OSError):
+            return sys.stdin.buffer
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+        # never closed: a worker thread may still be blocked reading it when the server stops
+        return os.fdopen(self.fd, "rb", closefd=False)
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.dup2(self.fd, 0)
 
 
 def serve(reader: Reader) -> None:
@@ -361,23 +617,19 @@ def serve(reader: Reader) -> None:
     server = build_server(reader)
 
     async def main():
-        async with stdio_server() as (read_stream, write_stream):
-            sent, received = anyio.create_memory_object_stream(0)
+        replies, kept_back = anyio.create_memory_object_stream(0)
+        with _ClaimedStdin() as wire:
+            async with stdio_server(stdin=_Requests(wire, replies)) as (read_stream, write_stream):
 
-            async def answer_unreadable():
-                # the SDK drops a line it cannot read (a lone surrogate `\ud800` in a string, a
-                # request of the wrong shape) without a word, so its client would wait forever
-                async with sent:
-                    async for item in read_stream:
-                        if isinstance(item, Exception):
-                            await unreadable_reply(item, write_stream)
-                        else:
-                            await sent.send(item)
+                async def answer_kept_back():
+                    async with kept_back:
+                        async for reply in kept_back:
+                            await write_stream.send(_wire_message(reply))
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(answer_unreadable)
-                await server.run(received, write_stream, server.create_initialization_options())
-                tg.cancel_scope.cancel()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(answer_kept_back)
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+                    tg.cancel_scope.cancel()
 
     try:
         anyio.run(main)
