@@ -47,9 +47,13 @@ def init_cmd(local, capture_mode, db, as_json):
     existed = os.path.exists(path)
     from ..store.database import Store
     st = Store.open(path, create=True, capture_mode=mode)
+    try:  # a lost key refuses the whole command before anything is written (keys.lost)
+        key, _ = ensure_key(st)
+    except BaseException:
+        st.close()
+        raise
     if existed and mode and st.capture_mode != mode:
         st.set_meta("capture_mode", mode)
-    key, _ = ensure_key(st)
     if local:  # a database put in its place later (a `git pull` of an ignored path) is refused
         location.remember_local(path, "dev_" + st.device_id)
     from ..capture import spool
@@ -90,7 +94,8 @@ def verify_cmd(db, as_json):
 
     Also checks the schema against the migrations that wrote it (a view or trigger rewritten,
     dropped or added on AttemptDB's tables). Prints `ok: N events, M checkpoints` (exit 0) or
-    `problem: …` naming the first bad row (exit 1).
+    `problem: …` naming the first bad row (exit 1). A finding that leaves the chain intact (stored
+    attrs outside today's bounds) is a `warning[kind]: …` line on stderr (exit 0).
     """
     from ..integrity.verify import verify
     from .progress import Ticker, rate
@@ -107,6 +112,8 @@ def verify_cmd(db, as_json):
         click.echo(style(printable(rep.line()), fg="green" if rep.ok else "red"))
         for p in rep.problems[1:6]:
             click.echo(printable(f"problem: {p['message']}"))
+        for w in rep.warnings:
+            click.echo(printable(f"warning[{w['kind']}]: {w['message']}"), err=True)
         for n in rep.notes:
             click.echo(printable(f"note: {n}"), err=True)
     sys.exit(0 if rep.ok else 1)
@@ -133,15 +140,19 @@ def checkpoint_cmd(adopt, db, as_json):
             raise AttemptError("checkpoint.unverified", f"nothing was signed: {other[0]['message']}",
                                exit_status=1)
     cp = checkpoint.create(st, adopt=adopt)
+    # nothing new to sign: an adopted file's newest checkpoint is the copy beside the key again
+    restored = checkpoint.restore_outside(st) if adopt and cp is None else None
     last = checkpoint.latest(st)
     st.close()
     if cp is None:
-        out = {"created": False, "size": last[0] if last else 0}
+        out = {"created": False, "size": last[0] if last else 0, "restored_outside": restored is not None}
         if as_json:
             echo_json(out)
         else:
             click.echo(f"checkpoint: unchanged (the chain has not grown since size {out['size']})"
                        if last else "checkpoint: nothing to sign (no events yet)")
+            if restored is not None:
+                click.echo(f"checkpoint: the copy beside the key is the newest checkpoint again (size {restored.size})")
         return
     if as_json:
         echo_json({"created": True, **cp.as_dict()})
@@ -156,19 +167,57 @@ def keys_group():
 
 
 @keys_group.command("init")
+@click.option("--replace-lost", "replace_lost", is_flag=True,
+              help="The database's key file is truly gone (no backup): make a new key and record in the "
+                   "file that it replaced the lost one (its old checkpoints keep verifying). Other devices "
+                   "must then `attempt keys trust` the new key.")
 @db_option
 @json_option
-def keys_init(db, as_json):
-    """Create the device's signing key if it has none (never replaces one)."""
+def keys_init(replace_lost, db, as_json):
+    """Create the device's signing key if the database never had one (never replaces one).
+
+    A database whose key file is missing is refused (`keys.lost`): restore the file from a
+    backup; only when it is truly gone, `--replace-lost` starts a new identity.
+    """
     from ..integrity import keys
     st = open_store(db, create=True)
-    key, created = ensure_key(st)
-    path = keys.key_path(st.device_id)
-    st.close()
+    replaced = None
+    try:
+        try:
+            key, created = ensure_key(st)
+        except AttemptError as e:
+            if e.code != "keys.lost" or not replace_lost:
+                raise
+            key, replaced = keys.replace_lost(st)
+            created = True
+        device = st.device_id
+        signed = st.conn.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is not None
+    finally:
+        st.close()
+    path = keys.key_path(device)
+    from ..integrity import checkpoint
+    outside_gone = signed and not os.path.exists(checkpoint.outside_path(device))
     if as_json:
-        echo_json({"key_id": key.identity, "public_key": key.public_b64, "created": created, "path": path})
-    else:
+        out = {"key_id": key.identity, "public_key": key.public_b64, "created": created, "path": path}
+        if replaced is not None:
+            out["replaced"] = {"key_ids": [k for k, _ in replaced.old], "time": replaced.time,
+                               "upto": replaced.upto, "device_id": "dev_" + device,
+                               "checkpoint_adopt_needed": outside_gone}
+        echo_json(out)
+        return
+    if replaced is None:
         click.echo(f"{'created' if created else 'exists'}: {key.identity} ({path}, mode 0600)")
+        return
+    olds = ", ".join(k for k, _ in replaced.old) or "a key whose id the file did not record"
+    click.echo(f"replaced: {key.identity} ({path}, mode 0600) is this database's signing key from now on; "
+               f"it replaces the lost key {olds}")
+    click.echo(f"  recorded in the file and beside the key ({keys.replaced_path(device)}): checkpoints the old "
+               f"key signed over the first {replaced.upto:,} rows still verify against its recorded public key")
+    if outside_gone:
+        click.echo("  next: `attempt checkpoint --adopt` verifies the whole file and signs it with the new key "
+                   "(the checkpoint copy kept beside the key is gone too)")
+    click.echo(f"  other devices that sync with this one refuse its new segments until you run there: "
+               f"attempt keys trust dev_{device} {key.identity}")
 
 
 def _sync_keys():
@@ -184,17 +233,23 @@ def keys_show(db, as_json):
     """Print the public part of the device's key."""
     from ..integrity import keys
     st = open_store(db, readonly=True)
-    key = keys.load(st.device_id)
-    device = st.device_id
-    st.close()
+    try:  # a lost or wrong key file is reported with the way back, never `keys init`
+        key, _ = keys.signing_key(st)
+        device = st.device_id
+    finally:
+        st.close()
     if key is None:
         raise AttemptError("keys.missing", "this device has no signing key yet (run `attempt keys init`)", exit_status=1)
     out = {"key_id": key.identity, "algorithm": "Ed25519", "public_key": key.public_b64,
-           "device_id": "dev_" + device, "path": keys.key_path(device)}
+           "device_id": "dev_" + device, "path": keys.key_path(device),
+           "replaced": [{"key_id": k.identity, "time": k.replaced_at, "upto": k.upto} for k in key.previous]}
     if as_json:
         echo_json(out)
     else:
         click.echo(f"{key.identity}\nEd25519 {key.public_b64}\ndevice dev_{device}")
+        for k in out["replaced"]:
+            click.echo(f"replaces {k['key_id']} (lost; replaced {printable(k['time'])}, its checkpoints count up to "
+                       f"{k['upto']:,} rows)")
 
 
 @click.command("conformance")

@@ -8,11 +8,13 @@ from .common import db_path, err, open_store, printable
 
 
 def ensure_key(store):
+    """(the key a command signs this file with, whether it was just made), recorded in the file.
+    A key is made only for a file that never had one: a lost key (`keys.lost`) or another key
+    in its place (`keys.mismatch`) is refused before anything is written
+    (attemptdb.integrity.keys.signing_key)."""
     from ..integrity import keys
-    key, created = keys.create(store.device_id)
-    if store.meta("public_key") != key.public_b64:
-        store.set_meta("public_key", key.public_b64)
-        store.set_meta("key_id", key.identity)
+    key, created = keys.signing_key(store, create=True)
+    keys.record(store, key)
     return key, created
 
 

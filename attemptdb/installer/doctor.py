@@ -100,6 +100,10 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
     if not valid:
         problems.append("the stored capture mode is not valid: capture fails closed to metadata_only "
                         "(set it with `attempt init --capture-mode`)")
+    from ..integrity import keys
+    key_problem = keys.health(store)  # a lost or wrong signing key (keys.lost / keys.mismatch)
+    if key_problem:
+        problems.append(key_problem)
     return out, problems, store
 
 

@@ -96,11 +96,14 @@ def parse(note: str) -> Checkpoint:
 
 
 def check_signature(cp: Checkpoint, key: keys.DeviceKey) -> bool:
-    if cp.signature is None or cp.signer != key.identity:
+    """The note is signed by `key`, or by a key `key` replaced (`attempt keys init
+    --replace-lost`) over no more rows than the file had when it was replaced."""
+    if cp.signature is None:
         return False
-    if cp.key_hash != key.note_hash:
+    by = key.vouches(cp.signer, cp.size)
+    if by is None or cp.key_hash != by.note_hash:
         return False
-    return key.verify(cp.signature, cp.body.encode("utf-8"))
+    return by.verify(cp.signature, cp.body.encode("utf-8"))
 
 
 def outside_path(device_id: str) -> str:
@@ -278,7 +281,7 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
     `adopt`: the whole chain is verified instead)."""
     from . import keys
     device = store.device_id
-    key = key or keys.load(device)
+    key, _ = keys.signing_key(store, key)  # the file's own key: never a lost one's stand-in
     if key is None:
         raise AttemptError("keys.missing", "this device has no signing key yet (run `attempt keys init`)", exit_status=1)
     stamp = clock.iso(clock.now_us() if now_us is None else now_us)
@@ -325,6 +328,31 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
     return parse(note)
 
 
+def restore_outside(store, key: keys.DeviceKey | None = None) -> Checkpoint | None:
+    """`attempt checkpoint --adopt` on a chain that has not grown since its newest checkpoint
+    (so there is nothing new to sign): when the copy beside the key is gone, that checkpoint,
+    which the caller's full verify has just checked, becomes the copy again, if it is this
+    file's, signed by the file's key (or a key it replaced) and still ends the chain. None when
+    nothing was restored."""
+    from . import keys
+    device = store.device_id
+    key, _ = keys.signing_key(store, key)
+    if key is None:
+        return None
+    with _OutsideLock(device):
+        if read_outside(device) is not None:
+            return None
+        row = store.conn.execute("SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        cp = parse(row[0])
+        head = store.conn.execute("SELECT chain_hash FROM events WHERE seq = ?", (cp.size,)).fetchone()
+        if cp.origin != ORIGIN_PREFIX + device or not check_signature(cp, key) or head is None or head[0] != cp.head:
+            return None
+        _write_outside(device, row[0])
+    return cp
+
+
 def recovered(conn) -> bool:
     """A file `attempt recover` rebuilt: its seq has the gaps a recovery note declares, and the
     Merkle tree (leaf i = row seq i) is not kept for it (spec/recover.md)."""
@@ -361,8 +389,9 @@ def signable(conn) -> bool:
 def maybe_checkpoint(store, *, quiet: bool = False) -> Checkpoint | None:
     """Called by imports, read commands and the capture daemon: sign when due and a key
     exists; never fails the caller (a read-only or locked file simply skips). A chain that
-    cannot be signed (rows removed, a row that does not verify) is one `note:` line on stderr
-    unless `quiet`; `attempt verify` says what is wrong."""
+    cannot be signed (rows removed, a row that does not verify, the file's key lost or another
+    key in its place: keys.signing_key) is one `note:` line on stderr unless `quiet`; `attempt
+    verify` says what is wrong. It never makes a key."""
     try:
         if store.readonly or not due(store.conn):
             return None
@@ -370,7 +399,7 @@ def maybe_checkpoint(store, *, quiet: bool = False) -> Checkpoint | None:
         return None
     from . import keys
     try:
-        key = keys.load(store.device_id)
+        key, _ = keys.signing_key(store)  # a lost or wrong key: a note, and nothing signed
         if key is None:
             return None
         return create(store, key)

@@ -102,7 +102,7 @@ def prove(store, ref: str, *, include_content: bool = False) -> dict:
                                exit_status=1) from None
     finally:
         conn.execute("COMMIT")
-    key = keys.load(store.device_id)
+    key, _ = keys.signing_key(store)  # a lost or wrong key file: keys.lost / keys.mismatch
     if key is None:
         raise AttemptError("keys.missing", "this device has no signing key (run `attempt keys init`)", exit_status=1)
     disclosed = line if include_content else privacy.clamp_line(line)
