@@ -84,7 +84,7 @@ def verify_ok(db, events: int):
     """`attempt verify` (the CLI) says ok for exactly `events` events."""
     p = run_attempt(["verify", "--db", str(db)])
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert p.stdout.startswith(f"ok: {events} events".encode()), p.stdout
+    assert p.stdout.startswith(f"ok: {events} {'event' if events == 1 else 'events'},".encode()), p.stdout
 
 
 def spool_files(db, home=None) -> list:

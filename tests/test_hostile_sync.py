@@ -3,6 +3,7 @@
 nothing already stored, never hangs or crashes, and memory stays bounded by a line, not a segment."""
 
 import errno
+import hashlib
 import json
 import os
 import tracemalloc
@@ -13,6 +14,8 @@ from sync_world import Device, events_by_device, forge_segment, teammate_key
 
 from attemptdb.integrity import chain
 from attemptdb.integrity import segments as segment
+from attemptdb.model import event
+from attemptdb.store import plainfile
 from attemptdb.store.database import Store
 from attemptdb.sync import folder as sync_folder
 
@@ -43,8 +46,8 @@ def _lines(ddir, device, *, pad=0, count=None):
     for i in range(count or len(tmpl)):
         env = json.loads(tmpl[i % len(tmpl)])
         env.update(device_id=device[4:], event_id=str(uuid.UUID(int=i + 1, version=4)), source_seq=i + 1)
-        if pad:  # in x_ attrs of at most 200 bytes each (an attrs string holds at most 256)
-            env["attrs"].update({f"x_pad{k:03d}": "a" * min(200, pad - 200 * k) for k in range(-(-pad // 200))})
+        if pad:  # in x_ attrs of at most 200 bytes each (an attrs string holds at most 256; x_<provider>_<name>)
+            env["attrs"].update({f"x_test_pad{k:03d}": "a" * min(200, pad - 200 * k) for k in range(-(-pad // 200))})
         out.append(json.dumps(env, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     return out
 
@@ -71,6 +74,61 @@ def test_a_lone_surrogate_in_a_line_is_a_bad_line_and_the_other_devices_still_pu
     assert "line 2" in rep["problems"][0]["message"]
     assert ci.count("device_id = ?", (FORGED,)) == 0
     assert ci.count("device_id = ?", (lap.device_id(),)) == 10  # the devices after it were pulled
+
+
+CONTENT = "zq9PROMPTzq9"  # a marker no message may echo
+
+
+@pytest.mark.parametrize("attrs,where", [
+    ({"prompt_text": f"please fix the {CONTENT} bug"}, "$.attrs.prompt_text"),  # a key off the allowlist
+    ({"x_zz_prompt": "line one\nline two " + CONTENT}, "$.attrs.x_zz_prompt"),  # text, not a fact
+    ({"cwd": f"/home/alice/{CONTENT}"}, "$.attrs.cwd"),  # a home directory
+    ({"model": f"{CONTENT}@example.com"}, "$.attrs.model"),  # an email address
+    ({"reason": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"}, "$.attrs.reason"),  # a secret
+    ({"provider": {"note": f"{CONTENT}\n"}}, "$.attrs.provider"),
+], ids=["key", "multiline", "home", "email", "secret", "provider_member"])
+def test_a_line_whose_attrs_carry_content_is_a_bad_line_and_the_other_devices_still_pull(world, tmp_path,
+                                                                                        monkeypatch, capsys,
+                                                                                        attrs, where):
+    """A teammate's line is checked as an imported line is: attrs hold only allowlisted,
+    content-free values (DESIGN.md invariant 5). An import drops such an entry; a signed line
+    cannot be rewritten, so the device's segment is refused (it had been stored as signed)."""
+    folder, lap, ci, ddir = world
+    lines = _lines(ddir, FORGED)
+    env = json.loads(lines[2])
+    env["attrs"].update(attrs)
+    lines[2] = event.line(event.canonical(env)).encode("utf-8")
+    event.parse_line(lines[2], 3)  # within the bounds: only the content-free rules refuse it
+    forge_segment(os.path.join(folder, FORGED), FORGED, 1, chain.GENESIS, lines, teammate_key(str(tmp_path)),
+                  last_source_seq=len(lines))
+    before = ci.count()
+    code, rep, err = _pull(ci, monkeypatch, capsys, folder)
+    assert code == 1, err
+    assert [(p["code"], p["device"], p["segment"]) for p in rep["problems"]] == [("sync.bad_line", FORGED, 1)]
+    assert f"line 3: {where}: " in rep["problems"][0]["message"]
+    assert CONTENT not in json.dumps(rep) + err
+    assert ci.count("device_id = ?", (FORGED,)) == 0  # was: all 10 stored, the content with them
+    assert ci.count("device_id = ?", (lap.device_id(),)) == 10  # the other devices still pulled
+    assert ci.count() == before + 10  # nothing already stored was lost
+    assert not ci.rows("SELECT 1 FROM events WHERE attrs_json LIKE ?", (f"%{CONTENT}%",))
+
+
+def test_a_teammates_content_free_attrs_still_pull_byte_for_byte(world, tmp_path, monkeypatch, capsys):
+    """What the contract keeps passes: allowlisted and x_<provider>_<name> keys, counts, flags,
+    logical paths, a provider object of scalars, a redactions count."""
+    folder, lap, ci, ddir = world
+    lines = _lines(ddir, FORGED)
+    env = json.loads(lines[2])
+    env["attrs"].update({"x_cursor_loop_count": 3, "cwd_logical": "~/proj", "file_is_test": True,
+                         "path_extensions": ["py", "md"], "provider": {"status": "ok", "loop_count": 2},
+                         "redactions": 2})
+    lines[2] = event.line(event.canonical(env)).encode("utf-8")
+    forge_segment(os.path.join(folder, FORGED), FORGED, 1, chain.GENESIS, lines, teammate_key(str(tmp_path)),
+                  last_source_seq=len(lines))
+    code, rep, err = _pull(ci, monkeypatch, capsys, folder)
+    assert code == 0 and rep["imported"] == 20, (rep, err)
+    stored = ci.rows("SELECT event_hash FROM events WHERE event_id = ?", ("ev_" + env["event_id"],))
+    assert stored == [(hashlib.sha256(lines[2]).hexdigest(),)]
 
 
 def test_a_large_segment_is_streamed_not_read_whole(world, tmp_path, monkeypatch):
@@ -179,11 +237,16 @@ def test_a_sync_table_of_another_shape_is_coded_for_sync_and_verify(world, monke
 
 
 def _unlistable(monkeypatch, ddir):
-    """os.listdir of `ddir` refused (EACCES: the sandbox runs as root); returns the real one."""
+    """os.listdir of `ddir` (by its path or a descriptor of it) refused (EACCES: the sandbox runs
+    as root); returns the real one."""
     real = os.listdir
 
     def listdir(path="."):
-        if isinstance(path, str) and os.path.abspath(path) == os.path.abspath(ddir):
+        if isinstance(path, int):
+            hit = os.path.samestat(os.fstat(path), os.stat(ddir))
+        else:
+            hit = isinstance(path, str) and os.path.abspath(path) == os.path.abspath(ddir)
+        if hit:
             raise PermissionError(errno.EACCES, "Permission denied")
         return real(path)
     monkeypatch.setattr(os, "listdir", listdir)
@@ -310,3 +373,131 @@ def test_push_holds_the_write_lock_so_two_pushes_never_write_one_number(world, m
         holder.conn.execute("ROLLBACK")
         holder.close()
         st.close()
+
+
+# --- a folder swapped for a symlink while sync works in it ------------------------------------
+
+def _relabelled(lines, first_id: int):
+    """`lines` with fresh event ids (first_id, first_id + 1, …)."""
+    out = []
+    for i, raw in enumerate(lines):
+        env = json.loads(raw)
+        env["event_id"] = str(uuid.UUID(int=first_id + i, version=4))
+        out.append(event.line(event.canonical(env)).encode("utf-8"))
+    return out
+
+
+def _swap_for_symlink(folder: str, name: str, target: str) -> None:
+    """`folder/name` (a directory) moved aside, inside the folder under a name pull ignores, and a
+    symlink to `target` put in its place: what a teammate (or a sync tool) can do at any moment."""
+    os.rename(os.path.join(folder, name), os.path.join(folder, ".aside-" + name))
+    os.symlink(target, os.path.join(folder, name))
+
+
+@pytest.fixture
+def forged_and_outside(world, tmp_path):
+    """A teammate's device FORGED with one segment in the sync folder (event ids 1..10), and a
+    directory outside the sync folder holding another segment 1 of FORGED signed by the same key
+    (event ids 1001..1010): what pull would import if it followed a swapped symlink."""
+    folder, lap, ci, ddir = world
+    key = teammate_key(str(tmp_path))
+    lines = _lines(ddir, FORGED)
+    forge_segment(os.path.join(folder, FORGED), FORGED, 1, chain.GENESIS, lines, key, last_source_seq=len(lines))
+    outside = str(tmp_path / "outside")
+    forge_segment(outside, FORGED, 1, chain.GENESIS, _relabelled(lines, 1001), key, last_source_seq=len(lines))
+    assert sorted(os.listdir(folder))[0] == FORGED  # pulled first
+    return folder, lap, ci, outside
+
+
+def _pull_in_process(dev, folder):
+    st = Store.open(dev.db)
+    try:
+        return sync_folder.pull(st, folder)
+    finally:
+        st.close()
+
+
+OUTSIDE_IDS = tuple(f"ev_{uuid.UUID(int=1001 + i, version=4)}" for i in range(10))
+
+
+@pytest.mark.parametrize("step", ["listing", "opening"])
+def test_a_device_folder_swapped_for_a_symlink_after_it_was_opened_is_never_read_through(forged_and_outside,
+                                                                                      monkeypatch, step):
+    """The device folder is checked, then swapped for a symlink to a directory outside the sync
+    folder just before its segments are listed (or its first manifest opened). Pull had listed
+    and opened through the symlink and imported the outside segment; it now reads everything
+    relative to the folder it opened (O_DIRECTORY | O_NOFOLLOW): only what was in the folder."""
+    folder, lap, ci, outside = forged_and_outside
+    swapped = []
+
+    def swap():
+        if not swapped:
+            swapped.append(1)
+            _swap_for_symlink(folder, FORGED, outside)
+
+    if step == "listing":
+        real = segment.list_segments
+
+        def list_segments(device_dir):
+            swap()
+            return real(device_dir)
+        monkeypatch.setattr(segment, "list_segments", list_segments)
+    else:
+        real = plainfile.open_regular
+
+        def open_regular(path, *args, **kwargs):
+            if path.endswith(".manifest.json"):
+                swap()
+            return real(path, *args, **kwargs)
+        monkeypatch.setattr(plainfile, "open_regular", open_regular)
+    rep = _pull_in_process(ci, folder)
+    assert swapped
+    assert ci.count(f"event_id IN ({','.join('?' * 10)})", OUTSIDE_IDS) == 0  # was: 10, read from outside
+    assert rep.ok, [(p.code, p.message) for p in rep.problems]
+    assert ci.count("device_id = ?", (FORGED,)) == 10 and ci.count("device_id = ?", (lap.device_id(),)) == 10
+
+
+def test_a_device_folder_swapped_for_a_symlink_before_it_is_opened_is_refused_with_a_code(forged_and_outside,
+                                                                                         monkeypatch):
+    """Swapped between the listing of the sync folder and the opening of the device folder: the
+    open refuses the symlink (sync.not_a_directory for that device); the others still pull."""
+    folder, lap, ci, outside = forged_and_outside
+    real = os.listdir
+
+    def listdir(path="."):
+        names = real(path)
+        top = os.path.samestat(os.fstat(path), os.stat(folder)) if isinstance(path, int) \
+            else isinstance(path, str) and os.path.abspath(path) == os.path.abspath(folder)
+        if top and FORGED in names and not os.path.islink(os.path.join(folder, FORGED)):
+            _swap_for_symlink(folder, FORGED, outside)
+        return names
+    monkeypatch.setattr(os, "listdir", listdir)
+    rep = _pull_in_process(ci, folder)
+    assert [(p.code, p.device) for p in rep.problems] == [("sync.not_a_directory", FORGED)]
+    assert ci.count("device_id = ?", (FORGED,)) == 0
+    assert ci.count("device_id = ?", (lap.device_id(),)) == 10
+
+
+def test_push_never_writes_through_its_own_folder_swapped_for_a_symlink(world, tmp_path, monkeypatch, capsys):
+    """This device's own folder is swapped for a symlink to a directory outside the sync folder
+    once push has checked it: push had written the new segment (and cleared temporary files)
+    through the symlink; it writes only in the folder it opened."""
+    folder, lap, ci, ddir = world
+    _more(lap)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / ".attempt-sync-keep.tmp").write_bytes(b"not ours")
+    real = segment.list_segments
+    swapped = []
+
+    def list_segments(device_dir):
+        if not swapped:
+            swapped.append(1)
+            _swap_for_symlink(folder, lap.device_id(), str(outside))
+        return real(device_dir)
+    monkeypatch.setattr(segment, "list_segments", list_segments)
+    code, out, err = lap.cli(monkeypatch, capsys, "sync", folder, "--push-only")
+    assert swapped
+    assert sorted(os.listdir(outside)) == [".attempt-sync-keep.tmp"], (code, out, err)  # was: segment 1 written there
+    aside = os.path.join(folder, ".aside-" + lap.device_id())
+    assert code == 0 and os.path.exists(os.path.join(aside, segment.manifest_name(2))), out + err

@@ -183,7 +183,9 @@ def test_verify_counts_one_checkpoint_and_show_limit_one_row(tmp_path):
     from attemptdb.integrity.verify import Report
     rep = Report()
     rep.events, rep.checkpoints = 1, 1
-    assert rep.line() == "ok: 1 events, 1 checkpoint"  # `ok: N events` is what scripts match
+    assert rep.line() == "ok: 1 event, 1 checkpoint"  # singular, as every other count
+    rep.events, rep.checkpoints = 0, 0
+    assert rep.line() == "ok: 0 events, 0 checkpoints"
     rep.events, rep.checkpoints = 150, 2
     assert rep.line() == "ok: 150 events, 2 checkpoints"
     db = str(tmp_path / "d.db")

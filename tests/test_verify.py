@@ -149,7 +149,7 @@ def test_untouched_file_is_ok(chain, capsys):
     code, out, _ = verify_cli(chain, capsys, "--json")
     rep = json.loads(out)
     assert code == 0
-    assert rep == {"ok": True, "events": 150, "checkpoints": 1, "problems": [], "notes": rep["notes"]}
+    assert rep == {"ok": True, "events": 150, "checkpoints": 1, "problems": [], "warnings": [], "notes": rep["notes"]}
     assert isinstance(rep["notes"], list)
 
 
@@ -534,7 +534,7 @@ def test_json_output_shape(chain, capsys):
     code, out, _ = verify_cli(chain, capsys, "--json")
     rep = json.loads(out)
     assert code == 1
-    assert set(rep) == {"ok", "events", "checkpoints", "problems", "notes"}
+    assert set(rep) == {"ok", "events", "checkpoints", "problems", "warnings", "notes"}
     assert rep["ok"] is False and rep["events"] == 150 and rep["checkpoints"] == 1
     for p in rep["problems"]:
         assert set(p) == {"kind", "message", "seq", "event_id"}

@@ -22,10 +22,13 @@ Invariants:
   which names the first problem exactly as before: the report does not depend on this path.
 - Reads only; a worker opens the file read-only with memory-mapped I/O (no copy through the
   page cache), its own connection per range.
+- With `bounds` (attrs_bounds.Findings), every row's stored attrs are also held to their bounds,
+  from the bytes this pass reads anyway (a range it does not pass is read again by
+  attrs_bounds.scan): a warning's count, never a problem.
 """
 
 from ..model import clock, fastjson, payload
-from . import chain
+from . import attrs_bounds, chain
 
 MIN_ROWS = 2048
 """Below this many sequence numbers a range goes straight to chain.check_rows (the larger
@@ -170,9 +173,10 @@ def _memo(table: dict, key, render):
     return got
 
 
-def _fast(conn, lo: int, hi: int):
+def _fast(conn, lo: int, hi: int, bounds=None):
     """(rows, [event hash digests]) when every row with lo <= seq < hi verifies; None at the
-    first one that does not (or anything unusual): the caller then checks the range row by row."""
+    first one that does not (or anything unusual): the caller then checks the range row by row.
+    `bounds` (attrs_bounds.Findings) hears of each row's attrs (the caller's to drop on None)."""
     sha = chain.bulk_sha256()
     link = chain.link_digest
     follow = chain.paths_follow
@@ -186,6 +190,8 @@ def _fast(conn, lo: int, hi: int):
     digests, suspects = [], []
     keyed = chain.key_search(bytes)
     keep = digests.append
+    passed = attrs_bounds.PASSED
+    judge = bounds.row if bounds is not None else None
     for r in conn.execute(SELECT, (lo, hi)):
         seq = r[0]
         if seq != prev_seq + 1:
@@ -239,6 +245,8 @@ def _fast(conn, lo: int, hi: int):
         if prev.hex() != r[48]:
             return None
         keep(d)
+        if judge is not None and r[44] not in passed:  # most attrs texts recur: one set lookup
+            judge(seq, r[1], r[44])
     if suspects and not all(ok for (ok,) in conn.executemany(chain.ONE_VALUE, suspects)):
         return None
     return len(digests), digests
@@ -299,16 +307,20 @@ def _line(r, s, e, a, minutes):
             f'{s[2]}{e[1]}{span}{a}{tool}{paths}{e[3]}{duration}').encode()
 
 
-def check_rows(conn, lo: int, hi: int, leaves=None, gaps=None) -> tuple[int, dict | None]:
+def check_rows(conn, lo: int, hi: int, leaves=None, gaps=None, bounds=None) -> tuple[int, dict | None]:
     """chain.check_rows, through the bulk check first (see the module invariants); the same
     result either way. `leaves` hears of every row's event hash, in order, as check_rows says
-    (an object with `add_digests` takes them as raw digests in one call)."""
+    (an object with `add_digests` takes them as raw digests in one call). `bounds`
+    (attrs_bounds.Findings) takes in the range's rows whose attrs break a bound."""
     if hi - lo >= MIN_ROWS and not gaps:
+        found = attrs_bounds.Findings() if bounds is not None else None
         try:
-            got = _fast(conn, lo, hi)
+            got = _fast(conn, lo, hi, found)
         except Exception:  # damage, text that is not UTF-8, an unusual value: the row-by-row check says
             got = None
         if got is not None:
+            if bounds is not None:
+                bounds.add(found.result())
             n, digests = got
             if leaves is not None:
                 if hasattr(leaves, "add_digests"):
@@ -317,6 +329,8 @@ def check_rows(conn, lo: int, hi: int, leaves=None, gaps=None) -> tuple[int, dic
                     for d in digests:
                         leaves.add(d.hex())
             return n, None
+    if bounds is not None:
+        attrs_bounds.scan(conn, lo, hi, bounds)
     return chain.check_rows(conn, lo, hi, leaves, gaps)
 
 
@@ -337,12 +351,13 @@ def check_range(path: str, lo: int, hi: int, gaps=None, cuts=None) -> tuple:
     """A worker process's task: `check_rows` of lo <= seq < hi on the file at `path` through a
     connection of its own. With `cuts` (the checkpoint sizes that sign a Merkle head; [] for
     none) the rows' Merkle tree is built too (merkle.Accumulator). Returns (rows, first problem
-    or None, Accumulator.result() or None)."""
+    or None, Accumulator.result() or None, attrs_bounds.Findings.result() of the range)."""
     from . import merkle
     acc = merkle.Accumulator(lo - 1, cuts) if cuts is not None else None
+    bounds = attrs_bounds.Findings()
     conn = connect(path)
     try:
-        n, found = check_rows(conn, lo, hi, acc, gaps)
-        return n, found, acc.result() if acc is not None and found is None else None
+        n, found = check_rows(conn, lo, hi, acc, gaps, bounds)
+        return n, found, acc.result() if acc is not None and found is None else None, bounds.result()
     finally:
         conn.close()

@@ -114,9 +114,11 @@ def check_manifest(data: bytes, device: str, n: int) -> dict:
 READ_CHUNK = 1 << 20
 
 
-def iter_lines(path: str, m: dict, device: str):
-    """The segment's data file checked against its manifest `m`, streamed: yields (envelope, leaf,
-    line bytes) in order, every line a canonical event of `device`, source_seq strictly increasing within the
+def iter_lines(path: str, m: dict, device: str, dir_fd: int | None = None):
+    """The segment's data file (`path`, relative to the device folder's descriptor `dir_fd` when
+    given) checked against its manifest `m`, streamed: yields (envelope, leaf, line bytes) in
+    order, every line a canonical event of `device` whose attrs hold only what the ingestion
+    contract keeps (content_free_attrs), source_seq strictly increasing within the
     declared range; after the last line, the count, range and chain of leaves from chain.prev to
     chain.head are checked (a SegmentProblem then, so a caller imports nothing before the
     generator is exhausted and rolls back on a raise). The whole file is never held in memory:
@@ -132,7 +134,7 @@ def iter_lines(path: str, m: dict, device: str):
     last_seq = m["first_source_seq"] - 1
     bare = device[4:]
     try:
-        fd = plainfile.open_regular(path)
+        fd = plainfile.open_regular(path, dir_fd=dir_fd)
     except FileNotFoundError:
         raise bad("sync.missing_data", f"its data file {data_name(n)} is missing") from None
     except plainfile.NotRegular:
@@ -184,6 +186,10 @@ def iter_lines(path: str, m: dict, device: str):
                               "outside the signed range")
                 if not m["content"] and ("content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
                     raise bad("sync.bad_line", f"line {lineno} carries content, but the manifest says it was left out")
+                if "attrs" in env:
+                    why = content_free_attrs(env["attrs"])
+                    if why is not None:
+                        raise bad("sync.bad_line", f"line {lineno}: {why[0]}: {why[1]}")
                 if first is None:
                     first = env["source_seq"]
                 last_seq = env["source_seq"]
@@ -200,8 +206,29 @@ def iter_lines(path: str, m: dict, device: str):
         raise bad("sync.chain", "its events do not chain to the signed head")
 
 
-def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
-    """(segment numbers that have a manifest, sorted; numbers with only a data file)."""
+def content_free_attrs(attrs: dict):
+    """(JSON path, what) of the first entry of a line's `attrs` that the ingestion contract
+    would drop (privacy.sanitise_attrs: a key off the allowlist, a value that is not
+    content-free), else None. An imported line loses such an entry (counted in
+    `attrs.redactions`); a signed segment's line cannot be rewritten, so pull refuses it. Names
+    the key (attr-shaped: `validate` passed), never the value."""
+    from ..ingest import privacy
+    if not privacy.sanitise_attrs(attrs)[1]:
+        return None
+    rule = "attrs keep only allowlisted, content-free entries"
+    for k, v in attrs.items():
+        if not privacy.sanitise_attrs({k: v})[1]:
+            continue
+        if not privacy.key_allowed(k):
+            return f"$.attrs.{k}", f"a key off the attrs allowlist ({rule})"
+        return f"$.attrs.{k}", (f"a value that is not content-free: text, an email address, a home directory "
+                                f"or a secret ({rule})")
+    return "$.attrs", f"entries the ingestion contract drops ({rule})"
+
+
+def list_segments(device_dir) -> tuple[list[int], list[int]]:
+    """(segment numbers that have a manifest, sorted; numbers with only a data file) of a device
+    folder: its path, or a descriptor of it (plainfile.open_directory)."""
     try:
         names = os.listdir(device_dir)
     except FileNotFoundError:  # (an OSError other than this is the caller's: never "no segments")
@@ -216,8 +243,10 @@ def list_segments(device_dir: str) -> tuple[list[int], list[int]]:
     return sorted(manifests), sorted(data - manifests)
 
 
-def read_manifest_bytes(path: str) -> bytes:
-    fd = plainfile.open_regular(path)
+def read_manifest_bytes(path: str, dir_fd: int | None = None) -> bytes:
+    """At most MAX_MANIFEST + 1 bytes of the manifest at `path` (relative to `dir_fd` when
+    given): a regular file, never followed through a symlink. OSError."""
+    fd = plainfile.open_regular(path, dir_fd=dir_fd)
     with os.fdopen(fd, "rb") as f:
         return f.read(MAX_MANIFEST + 1)
 

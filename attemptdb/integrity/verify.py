@@ -14,13 +14,16 @@ seen: a note says so.
 A large file's rows are checked by worker processes on every core, in ranges
 (attemptdb.integrity.bulkcheck, which leaves naming any problem to chain.check_rows), with
 SQLite's integrity check as one more of their tasks, while this process does the other checks.
+Findings that leave the chain intact are warnings (exit 0): stored attrs that break the bounds
+every arrival path keeps now (attemptdb.integrity.attrs_bounds, in the same per-row pass).
 """
 
 import os
 
 from ..model import event, ids
+from ..render.termtable import plural
 from ..store import schema, schema_integrity
-from . import bulkcheck, chain, checkpoint, keys, merkle
+from . import attrs_bounds, bulkcheck, chain, checkpoint, keys, merkle
 
 _TRIGGERS = ("events_no_update", "events_no_delete")
 
@@ -55,6 +58,7 @@ class Report:
         self.recovery = None
         self.checkpoints = 0
         self.problems: list[dict] = []
+        self.warnings: list[dict] = []
         self.notes: list[str] = []
 
     @property
@@ -64,14 +68,17 @@ class Report:
     def problem(self, kind: str, message: str, seq=None, event_id=None):
         self.problems.append(chain.problem(kind, message, seq, event_id))
 
+    def warning(self, kind: str, message: str, **details):
+        """A finding that leaves the file sound (exit 0): `kind` is its code."""
+        self.warnings.append({"kind": kind, "message": message, **details})
+
     def as_dict(self):
         return {"ok": self.ok, "events": self.events, "checkpoints": self.checkpoints,
-                "problems": self.problems, "notes": self.notes}
+                "problems": self.problems, "warnings": self.warnings, "notes": self.notes}
 
     def line(self) -> str:
         if self.ok:
-            # `events` stays as it is: scripts and tests read `ok: N events` (N = 1 included)
-            return f"ok: {self.events} events, {self.checkpoints} checkpoint{'' if self.checkpoints == 1 else 's'}"
+            return f"ok: {plural(self.events, 'event')}, {plural(self.checkpoints, 'checkpoint')}"
         return f"problem: {self.problems[0]['message']}"
 
 
@@ -167,11 +174,14 @@ class _Chain:
             if self.with_integrity:
                 _damaged(rep, integrity(st.conn))
             acc = merkle.Accumulator(self.first - 1, self.want) if self.tree else None
-            results = [bulkcheck.check_rows(st.conn, self.first, last + 1, acc, rep.gaps) + (acc and acc.result(),)]
+            bounds = attrs_bounds.Findings()
+            results = [bulkcheck.check_rows(st.conn, self.first, last + 1, acc, rep.gaps, bounds)
+                       + (acc and acc.result(), bounds.result())]
         else:
             results = [f.result() for f in self.ranges]
             if self.checked is not None:
                 _damaged(rep, self.checked.result())
+        _attrs_bounds(rep, attrs_bounds.merged(r[3] for r in results))
         found = [r[1] for r in results if r[1]]
         if found:
             rep.problems.append(min(found, key=lambda p: p["seq"] if p["seq"] is not None else last + 1))
@@ -186,6 +196,22 @@ class _Chain:
         heads, nodes = merkle.join([r[2] for r in results])
         _merkle_nodes(st, rep, nodes, last)
         return heads
+
+
+def _attrs_bounds(rep: Report, found: attrs_bounds.Findings) -> None:
+    """Stored events whose attrs break the bounds every arrival path keeps now: a warning (the
+    chain is intact), naming how many and the first few, never a value."""
+    if not found.count:
+        return
+    seq, eid, path, what = found.first[0]
+    ids_ = ", ".join(f[1] for f in found.first) + (", …" if found.count > len(found.first) else "")
+    rep.warning("attrs_bounds", f"{plural(found.count, 'stored event')} {'has' if found.count == 1 else 'have'} "
+                f"attrs outside the bounds every arrival path keeps now (strings <= 256 UTF-8 bytes, keys <= 64, "
+                f"int64, one level of nesting, <= 16 KiB; spec/canonical-event.md \"Bounds on attrs\"): {ids_}; "
+                f"the first, seq={seq}, at {path}: {what}. The chain is intact, but such an event would be refused "
+                "if re-imported (`import jsonl` of its line, a bundle or a sync segment holding it)",
+                count=found.count, event_ids=[f[1] for f in found.first],
+                first={"seq": seq, "event_id": eid, "path": path, "problem": what})
 
 
 def _chain(st, rep: Report, cuts=(), workers: int | None = None, with_integrity: bool = False) -> dict:

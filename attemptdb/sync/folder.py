@@ -20,12 +20,16 @@ Invariants:
   devices go on.
 - The first key seen for a device is pinned (trust on first use) in the same transaction as
   its first import; a segment signed by another key is refused until `attempt keys trust`.
+- A device folder is opened once, without following a symlink (plainfile.open_directory,
+  relative to the sync folder's descriptor), and every file in it is listed, opened, written,
+  renamed and removed relative to that descriptor: a folder swapped for a symlink after it was
+  checked never makes push write, or pull read, anywhere but the folder that was opened.
 """
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 
 from .. import __version__
 from ..errors import AttemptError
@@ -35,6 +39,7 @@ from ..integrity import segments as segment
 from ..integrity import sync_state as state
 from ..integrity.segments import SegmentProblem
 from ..model import clock, event, fastjson
+from ..store import plainfile
 
 _SELECT_OWN = (f"SELECT {', '.join(event.COLUMNS)}, seq, event_hash FROM events "
                "WHERE device_id = ? AND source_seq > ? ORDER BY source_seq")
@@ -72,24 +77,55 @@ class SyncReport:
                 "notes": self.notes}
 
 
-def _device_dir(folder: str, device: str, create: bool) -> str:
-    path = os.path.join(folder, device)
+class _Folder:
+    """An open folder: `fd` (a directory descriptor every file operation is relative to) and
+    `path` (for messages only). A context manager closing the descriptor."""
+
+    def __init__(self, fd: int, path: str):
+        self.fd, self.path = fd, path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def _open_folder(folder: str) -> _Folder:
+    """The sync folder the user named (a symlink to it is the user's own choice), opened."""
     try:
-        st = os.lstat(path)
+        return _Folder(plainfile.open_directory(folder, follow_links=True), folder)
     except FileNotFoundError:
-        if not create:
-            return path
+        raise AttemptError("sync.no_folder", f"{folder} does not exist (create the shared folder first)") from None
+    except plainfile.NotDirectory:
+        raise AttemptError("sync.not_a_folder", f"{folder} is not a directory") from None
+    except OSError as e:
+        raise AttemptError("sync.unreadable", f"cannot read {folder}: {e.strerror}") from None
+
+
+def _device_dir(top: _Folder, device: str, create: bool) -> _Folder | None:
+    """The device folder `device` inside the open sync folder `top`, opened without following a
+    symlink (None when it does not exist and not `create`). A symlink or a file under its name,
+    now or swapped in between a check and the open, is `sync.not_a_directory`."""
+    path = os.path.join(top.path, device)
+    if create:
         try:
-            os.makedirs(path, mode=0o755, exist_ok=True)
+            os.mkdir(device, 0o755, dir_fd=top.fd)  # never follows a symlink in its name
+        except FileExistsError:
+            pass
         except OSError as e:
             raise AttemptError("sync.unwritable", f"cannot create {path}: {e.strerror}") from None
-        return path
+    try:
+        return _Folder(plainfile.open_directory(device, dir_fd=top.fd), path)
+    except FileNotFoundError:
+        if create:
+            raise AttemptError("sync.unwritable", f"cannot create {path}: it went away as it was made") from None
+        return None
+    except plainfile.NotDirectory:
+        raise AttemptError("sync.not_a_directory", f"{path} is not a directory (a symlink or a file): "
+                           "refused", exit_status=1) from None
     except OSError as e:
         raise AttemptError("sync.unreadable", f"cannot read {path}: {e.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise AttemptError("sync.not_a_directory", f"{path} is not a directory (a symlink or a file): "
-                           "refused", exit_status=1)
-    return path
 
 
 def check_folder(folder: str) -> None:
@@ -105,21 +141,20 @@ def check_folder(folder: str) -> None:
 
 # --- push -----------------------------------------------------------------------------------
 
-def _own_published(ddir: str, device: str, key) -> tuple[int, str, int]:
+def _own_published(ddir: _Folder, device: str, key) -> tuple[int, str, int]:
     """(last segment number, its head, its last source_seq) of this device's own segments in
     the folder, every one checked: signed by our key, numbered without gaps, chained."""
     try:
-        nums, _ = segment.list_segments(ddir)
+        nums, _ = segment.list_segments(ddir.fd)
     except OSError as e:  # never taken for "nothing published yet": that would write segment 1 again
-        raise AttemptError("sync.unreadable", f"cannot read {ddir}: {e.strerror}") from None
+        raise AttemptError("sync.unreadable", f"cannot read {ddir.path}: {e.strerror}") from None
     n, head, last = 0, chain.GENESIS, 0
     for i in nums:
         if i != n + 1:
             raise SegmentProblem("sync.gap", device, n + 1, "this device's own segment is missing from the folder; "
                                  "nothing was pushed (restore it, or sync to a new folder)")
         try:
-            m = segment.check_manifest(segment.read_manifest_bytes(os.path.join(ddir, segment.manifest_name(i))),
-                                       device, i)
+            m = segment.check_manifest(segment.read_manifest_bytes(segment.manifest_name(i), ddir.fd), device, i)
         except OSError as e:
             raise SegmentProblem("sync.unreadable", device, i, f"its manifest cannot be read ({e.strerror})") from None
         if m["signature"]["key_id"] != key.identity:
@@ -131,51 +166,73 @@ def _own_published(ddir: str, device: str, key) -> tuple[int, str, int]:
     return n, head, last
 
 
-def _write_atomic(ddir: str, name: str, data: bytes, *, replace: bool) -> None:
-    """`data` as `ddir/name`: written under a temporary name, synced, renamed into place. A name
-    that exists is refused unless `replace`; an OSError (a full disk, a folder where the file
-    goes, permissions) is `sync.unwritable`, the temporary file removed."""
-    target = os.path.join(ddir, name)
+def _exists(ddir: _Folder, name: str) -> bool:
     try:
-        fd, tmp = tempfile.mkstemp(dir=ddir, prefix=TMP_PREFIX, suffix=".tmp")
-    except OSError as e:
-        raise AttemptError("sync.unwritable", f"cannot create a file in {ddir}: {e.strerror}") from None
+        os.stat(name, dir_fd=ddir.fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _write_atomic(ddir: _Folder, name: str, data: bytes, *, replace: bool) -> None:
+    """`data` as `name` in `ddir`: written under a temporary name, synced, renamed into place
+    (relative to the folder's descriptor). A name that exists is refused unless `replace`; an
+    OSError (a full disk, a folder where the file goes, permissions) is `sync.unwritable`, the
+    temporary file removed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = f"{TMP_PREFIX}{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=ddir.fd)
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise AttemptError("sync.unwritable", f"cannot create a file in {ddir.path}: {e.strerror}") from None
+    else:
+        raise AttemptError("sync.unwritable", f"cannot create a file in {ddir.path}: every temporary name is taken")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        if not replace and os.path.lexists(target):
-            raise AttemptError("sync.exists", f"{target} exists: a published segment is never rewritten", exit_status=1)
-        os.replace(tmp, target)
+            os.fchmod(f.fileno(), 0o644)
+        if not replace and _exists(ddir, name):
+            raise AttemptError("sync.exists", f"{os.path.join(ddir.path, name)} exists: a published segment is "
+                               "never rewritten", exit_status=1)
+        os.replace(tmp, name, src_dir_fd=ddir.fd, dst_dir_fd=ddir.fd)
     except BaseException as e:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=ddir.fd)
         if isinstance(e, OSError):
-            raise AttemptError("sync.unwritable", f"cannot write {name} in {ddir}: {e.strerror}; nothing of it "
+            raise AttemptError("sync.unwritable", f"cannot write {name} in {ddir.path}: {e.strerror}; nothing of it "
                                "was published (the next push writes it again)") from None
         raise
 
 
-def _clear_stale(ddir: str) -> None:
+def _clear_stale(ddir: _Folder) -> None:
     """Remove the temporary files a push that died (kill -9, power loss) left in our own folder:
     they are not segments, but a sync tool would carry them to every device."""
     with contextlib.suppress(OSError):
-        for name in os.listdir(ddir):
+        for name in os.listdir(ddir.fd):
             if name.startswith(TMP_PREFIX) and name.endswith(".tmp"):
                 with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(ddir, name))  # never follows a symlink
+                    os.unlink(name, dir_fd=ddir.fd)  # never follows a symlink
 
 
 def push(store, folder: str, key, *, include_content: bool = False, rep: SyncReport | None = None,
          segment_events: int = segment.MAX_SEGMENT_EVENTS, now_us: int | None = None) -> SyncReport:
     """Append this device's events not yet in the folder as new signed segments."""
-    from ..exchange.bundle import stored_line
     rep = rep or SyncReport(folder)
     check_folder(folder)
     device = "dev_" + store.device_id
-    ddir = _device_dir(folder, device, create=True)
+    with _open_folder(folder) as top, _device_dir(top, device, create=True) as ddir:
+        return _push(store, ddir, device, key, include_content, rep, segment_events, now_us)
+
+
+def _push(store, ddir: _Folder, device: str, key, include_content: bool, rep: SyncReport, segment_events: int,
+          now_us) -> SyncReport:
+    from ..exchange.bundle import stored_line
     conn = store.conn
     # the write lock: one push of this file at a time (two would both write the next number, one
     # replacing the other's data file under its signed manifest); hooks meanwhile spool
@@ -223,8 +280,8 @@ def _write_segment(ddir, device, n, prev, batch, include_content, key, now_us):
             "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
             "producer": f"attemptdb {__version__}"}
     m = segment.sign(body, key)
-    if os.path.lexists(os.path.join(ddir, segment.manifest_name(n))):  # its data file is published too
-        raise AttemptError("sync.exists", f"{os.path.join(ddir, segment.manifest_name(n))} exists: a published "
+    if _exists(ddir, segment.manifest_name(n)):  # its data file is published too
+        raise AttemptError("sync.exists", f"{os.path.join(ddir.path, segment.manifest_name(n))} exists: a published "
                            "segment is never rewritten", exit_status=1)
     # a data file without its manifest is a push that died: replaced
     _write_atomic(ddir, segment.data_name(n), data, replace=True)
@@ -246,11 +303,16 @@ def pull(store, folder: str, *, rep: SyncReport | None = None) -> SyncReport:
     """Verify and import every other device's new segments."""
     rep = rep or SyncReport(folder)
     check_folder(folder)
+    with _open_folder(folder) as top:
+        return _pull(store, top, rep)
+
+
+def _pull(store, top: _Folder, rep: SyncReport) -> SyncReport:
     own = "dev_" + store.device_id
     try:
-        names = sorted(os.listdir(folder))
+        names = sorted(os.listdir(top.fd))
     except OSError as e:
-        raise AttemptError("sync.unreadable", f"cannot list {folder}: {e.strerror}") from None
+        raise AttemptError("sync.unreadable", f"cannot list {top.path}: {e.strerror}") from None
     ignored = 0
     for name in names:
         if name == own or name.startswith("."):
@@ -262,7 +324,7 @@ def pull(store, folder: str, *, rep: SyncReport | None = None) -> SyncReport:
             continue
         for _ in range(3):
             try:
-                _pull_device(store, folder, name, rep)
+                _pull_device(store, top, name, rep)
             except _StateMoved:
                 continue  # checked again against what the other pull imported
             except SegmentProblem as p:
@@ -300,15 +362,22 @@ def _known(conn, device: str):
     return pin, stored
 
 
-def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
+def _pull_device(store, top: _Folder, device: str, rep: SyncReport) -> None:
+    try:
+        ddir = _device_dir(top, device, create=False)
+    except AttemptError as e:
+        raise SegmentProblem(e.code, device, None, "its folder is not a directory (a symlink or a file): refused"
+                             if e.code == "sync.not_a_directory" else "its folder cannot be opened") from None
+    if ddir is None:  # gone since the listing: no segments (sync.dropped if some were imported)
+        return _pull_segments(store, None, device, rep)
+    with ddir:
+        return _pull_segments(store, ddir, device, rep)
+
+
+def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) -> None:
     conn = store.conn
     try:
-        ddir = _device_dir(folder, device, create=False)
-    except AttemptError as e:
-        raise SegmentProblem(e.code, device, None, "its folder is not a directory (a symlink or a file): "
-                             "refused") from None
-    try:
-        nums, pending = segment.list_segments(ddir)
+        nums, pending = segment.list_segments(ddir.fd) if ddir is not None else ([], [])
     except OSError as e:
         raise SegmentProblem("sync.unreadable", device, None, f"its folder cannot be listed ({e.strerror})") from None
     if pending and (not nums or min(pending) <= max(nums)):
@@ -332,7 +401,7 @@ def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
     new = []
     for n in nums:
         try:
-            data = segment.read_manifest_bytes(os.path.join(ddir, segment.manifest_name(n)))
+            data = segment.read_manifest_bytes(segment.manifest_name(n), ddir.fd)
         except OSError as e:
             raise SegmentProblem("sync.unreadable", device, n, f"its manifest cannot be read ({e.strerror})") from None
         m = segment.check_manifest(data, device, n)
@@ -374,7 +443,7 @@ def _pull_device(store, folder: str, device: str, rep: SyncReport) -> None:
         for m in new:
             # streamed, appended a chunk at a time: a problem anywhere rolls all of it back
             leaves = bytearray()
-            for items in _chunks(segment.iter_lines(os.path.join(ddir, m["file"]), m, device)):
+            for items in _chunks(segment.iter_lines(m["file"], m, device, ddir.fd)):
                 res = store.append_uncommitted([env for env, _ in items])
                 _check_stored(conn, device, m["segment"], items)
                 leaves += segment.leaves_blob(h for _, h in items)
