@@ -495,8 +495,9 @@ def uncertainty_sql(table: str, q: str, columns: set) -> str:
         note = (f"CASE WHEN {q}.corrected_by IS NOT NULL THEN 'set by a human correction (' || {q}.corrected_by || ')' "
                 f"ELSE {note} END")
     if table in ("attempts", "turns"):
-        note = (f"CASE WHEN ({reason}) = 'content_unavailable' THEN 'objective not captured: the capture mode "
-                f"kept content out' ELSE {note} END")
+        note = (f"CASE WHEN ({reason}) = 'content_unavailable' THEN 'objective text unavailable: the capture "
+                f"mode kept it out, or this reader withholds it (attempt mcp or attempt ui without "
+                f"--include-content)' ELSE {note} END")
     return f"json_object('confidence', {q}.confidence, 'reason', {reason}, 'note', {note})"
 
 
