@@ -104,8 +104,15 @@ def other_key(tmp_path):
     return k
 
 
+def unwrapped(text: str) -> str:
+    """A command's messages one to a line again: they are wrapped to the terminal (continuation
+    lines indented by two spaces, termtable.prose)."""
+    return text.replace("\n  ", " ")
+
+
 def verify_cli(capsys, path, *extra):
-    return cli(capsys, "bundle", "verify", path, *extra)
+    code, out, err = cli(capsys, "bundle", "verify", path, *extra)
+    return code, unwrapped(out), unwrapped(err)
 
 
 def expect_problem(capsys, path, fragment, *extra):

@@ -148,6 +148,7 @@ def test_a_bundle_signed_by_anyone_does_not_add_events_of_a_device_pinned_by_syn
     before, segments = ci.count(), ci.rows("SELECT * FROM sync_segments")
     code, out, err = ci.cli(monkeypatch, capsys, "bundle", "import", forged)
     assert code == 1, (out, err)
+    out = out.replace("\n  ", " ")  # wrapped to the terminal: one line again
     assert out.startswith(f"problem[bundle.device_key]: it holds 10 events of {lap_id} ") and "pinned" in out
     assert "Traceback" not in err
     code, out, _ = ci.cli(monkeypatch, capsys, "bundle", "import", forged, "--json")
@@ -183,6 +184,7 @@ def test_a_key_pinned_with_keys_trust_guards_bundle_import_too(tmp_path, monkeyp
     lap.capture([dict(e, event_id=e["event_id"][:-4] + "beef") for e in events_by_device()["workstation"][:2]])
     assert lap.cli(monkeypatch, capsys, "bundle", "export", own, "--force")[0] == 0
     code, out, _ = ci.cli(monkeypatch, capsys, "bundle", "import", own)
+    out = out.replace("\n  ", " ")  # wrapped to the terminal: one line again
     assert code == 1 and out.startswith(f"problem[bundle.device_key]: it holds 2 events of {lap_id} ") \
         and "revoked" in out, out
     assert ci.count("device_id = ?", (lap_id,)) == 10

@@ -124,9 +124,9 @@ def test_bundle_export_and_status_agree_on_session_counts(scen, tmp_path):
     p = attempt(["bundle", "export", str(tmp_path / "b.zip"), "--db", db])
     assert p.returncode == 0, p.stderr.decode()
     total = status["sessions"] + 1
-    assert f" in {total} sessions to " in p.stdout.decode()
+    assert f" in {total} sessions to " in p.stdout.decode().replace("\n  ", " ")  # wrapped to the terminal: one line again
     assert (f"note: {total} sessions in the bundle, {status['sessions']} as `attempt status` counts them; "
-            "not counted there: 1 capture-test session") in p.stderr.decode()
+            "not counted there: 1 capture-test session") in p.stderr.decode().replace("\n  ", " ")
     data = json.loads(attempt(["bundle", "export", str(tmp_path / "b2.zip"), "--json", "--db", db]).stdout)
     assert data["session_counts"]["counted"] == status["sessions"] and data["session_counts"]["capture_test"] == 1
     # a retracted session: status leaves it out, and the bundle says so

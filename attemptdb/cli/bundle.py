@@ -76,25 +76,36 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
     else:
         from ..render.termtable import plural
         arts = f"; {plural(len(m['artifacts']), 'artifact', grouped=True)}" if "artifacts" in m else ""
-        click.echo(f"exported {plural(m['events'], 'event', grouped=True)} in "
-                   f"{plural(len(m['sessions']), 'session', grouped=True)} to {printable(out)} "
-                   f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
-                   f"{'included' if m['content'] else 'left out'}{arts}"
-                   f"{'; local paths omitted' if m.get('paths_omitted') else ''}) {bar.rate(m['events'])}")
+        _say(f"exported {plural(m['events'], 'event', grouped=True)} in "
+             f"{plural(len(m['sessions']), 'session', grouped=True)} to {printable(out)} "
+             f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
+             f"{'included' if m['content'] else 'left out'}{arts}"
+             f"{'; local paths omitted' if m.get('paths_omitted') else ''}) {bar.rate(m['events'])}",
+             paths=(printable(out),))
         why = sessioncount.explain(counts, len(m["sessions"]))
         if why:
-            click.echo(f"note: {plural(len(m['sessions']), 'session', grouped=True)} in the bundle, {why}", err=True)
+            _say(f"note: {plural(len(m['sessions']), 'session', grouped=True)} in the bundle, {why}", err=True)
 
 
-def _show(rep, as_json):
+def _say(text: str, *, err: bool = False, fg: str | None = None, paths=()) -> None:
+    """One message (terminal-safe text) as lines that fit the terminal of its stream
+    (termtable.prose: broken at spaces only, so ids, `paths` and commands stay whole to copy)."""
+    from ..render import termtable
+    width = termtable.terminal_width(sys.stderr if err else sys.stdout)
+    lines = "\n".join(termtable.prose(printable(text), width, "  ", whole=paths))
+    click.echo(style(lines, fg=fg) if fg else lines, err=err)
+
+
+def _show(rep, as_json, file):
     if as_json:
         echo_json(rep.as_dict())
         return
-    click.echo(style(printable(rep.line()), fg="green" if rep.ok else "red"))
+    paths = (printable(file),)
+    _say(rep.line(), fg="green" if rep.ok else "red", paths=paths)
     for p in rep.problems[1:6]:
-        click.echo(printable(f"problem: {p}"))
+        _say(f"problem: {p}", paths=paths)
     for n in rep.notes:
-        click.echo(printable(f"note: {n}"), err=True)
+        _say(f"note: {n}", err=True, paths=paths)
 
 
 @bundle_group.command("verify")
@@ -110,7 +121,7 @@ def verify_cmd(file, key, as_json):
     """
     from ..exchange import bundle
     rep = bundle.verify(file, key=key)
-    _show(rep, as_json)
+    _show(rep, as_json, file)
     sys.exit(0 if rep.ok else 1)
 
 
@@ -135,15 +146,15 @@ def import_cmd(file, key, db, as_json):
         bar.close()
         st.close()
     if imp is None:
-        _show(rep, as_json)
+        _show(rep, as_json, file)
         sys.exit(1)
     if as_json:
         echo_json({**rep.as_dict(), **imp.as_dict()})
     else:
         from ..render.termtable import plural
-        click.echo(f"imported {plural(imp.accepted, 'event', grouped=True)} ({imp.duplicates:,} already stored) from bundle "
-                   f"{rep.manifest['bundle_id']}, signed by {rep.signer}"
-                   + ("" if rep.pinned else " (not pinned: pass --key to require a signer)")
-                   + f" {bar.rate(imp.lines)}")
+        _say(f"imported {plural(imp.accepted, 'event', grouped=True)} ({imp.duplicates:,} already stored) from bundle "
+             f"{rep.manifest['bundle_id']}, signed by {rep.signer}"
+             + ("" if rep.pinned else " (not pinned: pass --key to require a signer)")
+             + f" {bar.rate(imp.lines)}")
         for n in rep.notes:
-            click.echo(printable(f"note: {n}"), err=True)
+            _say(f"note: {n}", err=True)

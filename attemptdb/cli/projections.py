@@ -378,8 +378,9 @@ def failures_cmd(session, project, since, until, limit, db, as_json):
                                   drop_order=["provider", "project", "conf", "superseded_by"], rule="-",
                                   fixed=("outcome",), text_min=12)
     click.echo("\n".join(lines + termtable.hidden_note(hidden, width)))
-    err("attempts are Tier 1 inferences; run `attempt trace <att_id>` or `attempt why <att_id>` "
-        "for the evidence")
+    err("\n".join(termtable.prose("attempts are Tier 1 inferences; run `attempt trace <att_id>` or "
+                                   "`attempt why <att_id>` for the evidence",
+                                   termtable.terminal_width(sys.stderr), "  ")))
 
 
 # --- correct / retract ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ common.echo (what click.echo prints). An AttemptQL statement is parsed while its
 """
 
 import os
+import sys
 
 from .common import OPENED, db_path, echo, echo_json, printable
 
@@ -194,5 +195,6 @@ def needs_you(project, evidence, as_json, db) -> None:
                                       text_min=12, wrap="reason", wrap_min=28)
         lines += termtable.hidden_note(hidden, width)
     echo("\n".join(lines))
-    echo("note: inferences with their evidence; `attempt why <id>` explains a session or work unit, "
-         "`attempt query \"SHOW EVIDENCE FOR <id>\"` opens it", err=True)
+    echo("\n".join(termtable.prose("note: inferences with their evidence; `attempt why <id>` explains a session "
+                                    "or work unit, `attempt query \"SHOW EVIDENCE FOR <id>\"` opens it",
+                                    termtable.terminal_width(sys.stderr), "  ")), err=True)

@@ -135,7 +135,7 @@ def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, ter
     for n in result.notes:
         if term_width:
             from . import termtable
-            out.extend(termtable.wrap(note(n), term_width, "  "))
+            out.extend(termtable.prose(note(n), term_width, "  "))
         else:
             out.append(note(n))
     return "\n".join(out)

@@ -191,6 +191,31 @@ def lines_of(text: str, width: int, *, indent: str = "", break_long_words: bool 
     return lines
 
 
+_GLUE = "\x00"  # joins the words of a span kept whole: one column, like the space it stands for,
+#                 and never in the text of a message (errors.printable shows NUL as `?`)
+
+
+def prose(text: str, width: int, indent: str = "", *, whole=()) -> list[str]:
+    """A message (a status line, a note, a hint) as lines of at most `width` columns, broken
+    only at spaces, never inside a word: an id, a path or a number stays whole to copy (a word
+    wider than a line gets a line of its own and runs past it). Nor is any string of `whole`
+    (a path with spaces) broken at its spaces, nor a span in backticks (a command to copy)
+    that fits on a line."""
+    width, glued = max(width, 10), _GLUE not in text
+    if glued:
+        if "`" in text:
+            parts, room = text.split("`"), width - cols(indent) - 2
+            for i in range(1, len(parts) - 1, 2):  # inside a pair of backticks
+                if cols(parts[i]) <= room:
+                    parts[i] = parts[i].replace(" ", _GLUE)
+            text = "`".join(parts)
+        for w in whole:
+            if w and " " in w:
+                text = text.replace(w, w.replace(" ", _GLUE))
+    lines = lines_of(text, width, indent=indent, break_long_words=False) or [""]
+    return [line.replace(_GLUE, " ") for line in lines] if glued else lines
+
+
 _TOKEN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 

@@ -7,10 +7,11 @@ Invariants: a hook does nothing for a Datasette instance `serve.build` did not c
 database (read-only, content hidden unless asked: serve.ReadOnlyDatabase) or, for a recipe
 Datasette cannot run, through the engine of `attempt query` on an apsw read-only connection
 with the same content rule and the same bounds (limits: AQL0502 past them, a 400 on the plugin's
-pages); every value reaches the page through Jinja's autoescaping or the
-DOM's textContent, never as markup; the pages run no inline script of their own (Needs You's
-is served as `needs-you.js`) under a Content-Security-Policy that allows none (PAGE_CSP); an
-unknown id or recipe is a 404, never an exception.
+pages); a request's own mistake on Datasette's pages is a 400, never a 500 (mistakes); every
+value reaches the page through Jinja's autoescaping or the DOM's textContent, never as markup;
+the pages run no inline script of their own (Needs You's is served as `needs-you.js`) under a
+Content-Security-Policy that allows none (PAGE_CSP); an unknown id or recipe is a 404, never
+an exception.
 """
 
 import asyncio
@@ -27,7 +28,7 @@ from datasette.utils.asgi import BadRequest, NotFound, Response
 from ...errors import AttemptError
 from ...query.errors import AQLError
 from .. import bounded, content
-from . import limits, metadata, pages, policy
+from . import limits, metadata, mistakes, pages, policy
 
 PREFIX = "/-/attemptdb"
 _ID = r"(?P<ident>[A-Za-z0-9_-]{1,80})"
@@ -224,6 +225,32 @@ def render_cell(value, datasette):
         return None
     from markupsafe import escape
     return escape(text)
+
+
+@hookimpl(wrapper=True)
+def handle_exception(datasette, request, exception):
+    """A request's own mistake answers 400, with no traceback on stderr (mistakes): only this
+    answer is sent, so Datasette's handler, which would print one, never runs."""
+    responses = yield
+    if _config(datasette) is None:
+        return responses
+    mistake = mistakes.client_mistake(request, exception)
+    if mistake is None:
+        return responses
+    return [mistakes.answer(datasette, request, mistake)]
+
+
+@hookimpl
+def filters_from_request(request, database, table, datasette):
+    """No filter of its own: refuses the parameters Datasette would ignore (mistakes)."""
+    if _config(datasette) is None:
+        return None
+
+    async def inner():
+        await mistakes.refuse_ignored(request, database, table, datasette)
+        return None
+
+    return inner
 
 
 @hookimpl
