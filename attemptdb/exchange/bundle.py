@@ -786,9 +786,12 @@ def import_bundle(store, path: str, *, key: str | None = None, progress=None):
         _check_known_devices(store, staged, rep)
         if not rep.ok:
             return rep, None
+        from .bundle_conflicts import sync_conflict_notes
+        conflicts = sync_conflict_notes(store, staged, rep.manifest, rep.devices)
         if progress is not None:
             progress(0, total=rep.manifest.get("events"))
         imported = import_file(store, staged, progress=progress)
+        rep.notes.extend(conflicts)
         from ..evidence import artifacts
         keep = store.capture_mode != "metadata_only"
         for entry in rep.manifest.get("artifacts", []):

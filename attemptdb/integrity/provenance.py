@@ -22,7 +22,7 @@ def check(conn, problem, notes: list) -> int:
     proven = 0
     devices = [r[0] for r in conn.execute("SELECT DISTINCT device_id FROM sync_segments ORDER BY device_id")]
     for dev in devices:
-        leaves, last_src, ok = _segments(conn, dev, pins.get(dev), problem)
+        leaves, last_src, ok = check_segments(conn, dev, pins.get(dev), problem)
         if not ok:
             continue
         seen = 0
@@ -55,7 +55,7 @@ def check(conn, problem, notes: list) -> int:
     return proven
 
 
-def _segments(conn, dev: str, pin, problem):
+def check_segments(conn, dev: str, pin, problem):
     """(set of leaves, last signed source_seq, ok)."""
     leaves: set = set()
     head, last_src, expect, prev_key = "0" * 64, 0, 1, None

@@ -15,8 +15,13 @@ Invariants:
   checkpoint of the rows kept still holds. Lost rows leave gaps that a recovery note signed
   with the device key declares (attemptdb.integrity.recovery); the report says where the recovered chain
   stops matching the device's last signed checkpoint when it does.
-- The new file has the same device id, capture mode and public key; the outside checkpoint copy
-  is never rewritten by recover; the projections are rebuilt from the kept events.
+- The new file has the same device id, capture mode, public key and key replacement notes; the
+  outside checkpoint copy is never rewritten by recover; the projections are rebuilt from the
+  kept events. The recovery note is signed only with the file's own key (keys.signing_key).
+- Sync trust is never lost silently: the pins (revocations included) and kept manifests SQLite
+  reads are carried over, each checked (spec/sync.md "Trust"); pins that cannot be read whole
+  make the new file refuse first-use pinning (sync_state.PINS_UNCONFIRMED), with a coded
+  warning in the report.
 - The output must not exist; it is written beside its final name and renamed into place last.
 """
 
@@ -32,12 +37,12 @@ import apsw
 
 from ..errors import AttemptError
 from ..model import clock, event
-from . import chain, recovery
+from . import chain, recover_sync, recovery
 
 RANGE = 512  # rows read per b-tree query before a failing range is narrowed
 COPY_CHUNK = 1 << 20
 _ROW_COLS = ("seq",) + tuple(event.COLUMNS) + ("content_ref", "raw_ref", "event_hash", "chain_hash")
-META_KEYS = ("device_id", "capture_mode", "public_key", "key_id", "created_at", "last_hlc")
+META_KEYS = ("device_id", "capture_mode", "public_key", "key_id", "created_at", "last_hlc", "key_replaced")
 
 
 class Report:
@@ -57,6 +62,12 @@ class Report:
         self.verify_line = None
         self.verify_ok = None
         self.note_signed = False
+        self.sync = {"pins": 0, "revoked": 0, "segments": 0, "pins_unreadable": False}
+        self.warnings: list[dict] = []  # coded findings the user must act on (the new file is still sound)
+
+    def warn(self, code: str, message: str) -> None:
+        self.warnings.append({"code": code, "message": message})
+        self.notes.append(f"warning[{code}]: {message}")
 
     def lost_rows(self) -> int:
         return sum(r["to"] - r["from"] + 1 for r in self.lost)
@@ -68,7 +79,7 @@ class Report:
                 "unreadable_bytes": self.unreadable_bytes, "signed_checkpoint": self.signed,
                 "checkpoints_kept": self.checkpoints_kept, "checkpoints_dropped": self.checkpoints_dropped,
                 "recovery_note_signed": self.note_signed, "verify": self.verify_line,
-                "verify_ok": self.verify_ok, "notes": self.notes}
+                "verify_ok": self.verify_ok, "sync": self.sync, "warnings": self.warnings, "notes": self.notes}
 
 
 class _Rows:
@@ -465,6 +476,7 @@ def _recover_rows(copy: str, dst: str, work: str, rep: Report, sink: _Rows, now_
     meta: dict = {}
     cps: list = []
     clocks: dict = {}
+    sync = None
     top = 0
     columns = None
     try:
@@ -481,10 +493,14 @@ def _recover_rows(copy: str, dst: str, work: str, rep: Report, sink: _Rows, now_
             _sqlite_rows(conn, max(top, 1), sink)
             cps = _checkpoint_rows(conn)
             clocks = _device_clock(conn)
+            sync = recover_sync.read_tables(conn)
         finally:
             conn.close()
     except apsw.Error:
         rep.notes.append("SQLite could not open the copy at all: every row was read from its pages")
+    if sync is None:  # whether the file had pins cannot be told from SQLite: from its bytes
+        sync = recover_sync.SyncRead()
+        sync.unreadable = rep.unreadable_bytes > 0 or recover_sync.mentions(copy, b"sync_keys")
     columns = columns or _events_columns(None)
     rep.from_sqlite = len(sink.seqs)
     page_top, page_meta, page_cps = _scan_pages(copy, columns, sink)
@@ -534,7 +550,7 @@ def _recover_rows(copy: str, dst: str, work: str, rep: Report, sink: _Rows, now_
         lost.append((lo, hi, None if nxt is None else (hi + 1, nxt[0], nxt[1])))
     rep.kept = len(kept)
     _describe_signed(rep, signed, head, lost)
-    _build(dst, work, rep, device, meta, sink, kept, fixed, head, cps, clocks, lost, signed, now_us)
+    _build(dst, work, rep, device, meta, sink, kept, fixed, head, cps, clocks, lost, signed, sync, now_us)
     return rep
 
 
@@ -587,7 +603,7 @@ def _describe_signed(rep: Report, signed, head_of, lost: list) -> None:
                          "lost or no longer verify")
 
 
-def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks, lost, signed, now_us) -> None:
+def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks, lost, signed, sync, now_us) -> None:
     from ..projections import rebuild
     from ..store.database import Store
     from . import keys
@@ -597,7 +613,8 @@ def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks
     try:
         c.execute("BEGIN IMMEDIATE")
         st.set_meta("device_id", device)
-        for k in ("capture_mode", "public_key", "key_id", "created_at"):
+        st._device_id = None  # the identity just set, not the one the new file was made with
+        for k in ("capture_mode", "public_key", "key_id", "created_at", keys.REPLACED_META):
             if meta.get(k):
                 st.set_meta(k, meta[k])
         rebuild.pause(c)
@@ -635,13 +652,14 @@ def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks
                 rep.checkpoints_kept += 1
             else:
                 rep.checkpoints_dropped.append(size)
+        stamp = clock.iso(clock.now_us() if now_us is None else now_us)
+        recover_sync.carry(st, rep, sync, device, stamp)
         if lost:
             key = None
             try:
-                key = keys.load(device)
+                key, _ = keys.signing_key(st)  # never a key that is not this file's (keys.mismatch)
             except AttemptError as e:
-                rep.notes.append(f"the device key cannot be loaded ({e.code})")
-            stamp = clock.iso(clock.now_us() if now_us is None else now_us)
+                rep.notes.append(f"the recovery note could not be signed: error[{e.code}]: {e.message}")
             s_size, s_head = signed if signed else (0, None)
             if key is not None:
                 text = recovery.sign(key, device, s_size, s_head, lost, stamp)
@@ -649,7 +667,7 @@ def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks
             else:
                 text = recovery.body_text(device, s_size, s_head, lost, stamp) + "\n"
                 rep.notes.append("no signing key for this device here: the recovery note is unsigned, so `attempt "
-                                 "verify` reports the gaps it declares")
+                                 "verify` reports the gaps it declares (restore the key, then recover again)")
             st.set_meta(recovery.META_KEY, text)
             floor = max(hi for _lo, hi, _p in lost)
             top_kept = max(kept) if kept else 0

@@ -38,6 +38,12 @@ CREATE TABLE IF NOT EXISTS sync_segments (
 """
 
 
+PINS_UNCONFIRMED = "sync_pins_unconfirmed"
+"""meta key: set by `attempt recover` when the damaged file's pins could not all be read (a
+revocation may be among those lost): pull then pins no device on first use; each device without
+a pin is refused (`sync.pin_unconfirmed`) until `attempt keys trust` pins it."""
+
+
 COLUMNS = {"sync_keys": {"device_id", "key_id", "public_key", "how", "revoked", "pinned_at"},
            "sync_segments": {"device_id", "segment", "manifest", "head", "first_source_seq", "last_source_seq",
                              "events", "leaves", "imported_at"}}

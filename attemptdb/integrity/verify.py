@@ -56,6 +56,7 @@ class Report:
         self.last_seq = 0
         self.gaps = {}
         self.recovery = None
+        self.recorded_key = None  # the key the file records, when the key file holds another one
         self.checkpoints = 0
         self.problems: list[dict] = []
         self.warnings: list[dict] = []
@@ -266,16 +267,22 @@ def _recovery(st, rep: Report, key, device: str) -> None:
 
 
 def _trusted_key(st, rep: Report):
-    k = keys.load(st.device_id)
-    if k is not None:
-        return k
-    recorded = st.meta("public_key")
-    if recorded:
-        rep.notes.append("no local signing key for this device: checkpoints were checked against "
-                         "the public key recorded in the file, which proves integrity only "
-                         "against accidents, not against someone who could rewrite the file")
-        return keys.from_public_b64(recorded)
-    return None
+    """(the key checkpoints are checked against, the key the file records when the key file holds
+    another one, else None). keys.verifying_key: the device key file when it is this file's,
+    knowing the keys it replaced; else the public key the file records (a note says what that
+    proves). A key file holding another key is a `key_mismatch` problem, reported as that; the
+    checkpoints are still checked against the key file's key (the only key trusted,
+    spec/checkpoint.md: a file rewritten with an attacker's key records the attacker's), and one
+    that only the recorded key verifies says so instead of "not made with this device's key"."""
+    key, notes, problems = keys.verifying_key(st)
+    rep.notes += notes
+    for p in problems:
+        rep.problem("key_mismatch", p)
+    if problems:
+        own = keys.load(st.device_id)
+        if own is not None:
+            return keys.with_history(st, own), key
+    return key, None
 
 
 def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, device: str,
@@ -291,8 +298,15 @@ def _check_cp(cp: checkpoint.Checkpoint, where: str, key, st, rep: Report, devic
         rep.problem("checkpoint_origin", f"checkpoint of size {cp.size} ({where}) is for another database")
         return False
     if not checkpoint.check_signature(cp, key):
-        rep.problem("checkpoint_signature", f"checkpoint of size {cp.size} ({where}) has a bad "
-                    "signature: it was not made with this device's key")
+        other = rep.recorded_key
+        if other is not None and checkpoint.check_signature(cp, other):
+            rep.problem("checkpoint_signature", f"checkpoint of size {cp.size} ({where}) is signed by {cp.signer}, "
+                        f"the key the file records, not by the key file's {key.identity} (see the key_mismatch "
+                        "problem: either the key file is not this database's, or the file was rewritten with "
+                        "another key)")
+        else:
+            rep.problem("checkpoint_signature", f"checkpoint of size {cp.size} ({where}) has a bad "
+                        "signature: it was not made with this device's key")
         return False
     n = rep.last_seq
     if rep.recovery is not None and rep.recovery.covers(cp.size) and not st.conn.execute(
@@ -415,7 +429,7 @@ def _verify(st) -> Report:
     key, cuts = None, ()
     early = Report()  # what the key and a recovery note say: reported after the schema's findings
     if identified:
-        key = _trusted_key(st, early)
+        key, rep.recorded_key = _trusted_key(st, early)
         _recovery(st, early, key, device)
         rep.gaps, rep.recovery = early.gaps, early.recovery
         cuts = _merkle_sizes(st)

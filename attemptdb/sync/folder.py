@@ -4,8 +4,10 @@ Invariants:
 - Push writes only under `DIR/dev_<own uuid>/`, only new segment numbers, each data file then
   its manifest, each under a temporary name, synced and renamed into place: a published
   segment (one with a manifest) is never rewritten. Before writing, the device's own published
-  segments are checked (its key, its chain): a folder someone else wrote under our name is
-  refused, not continued. Push holds the file's write lock (one push at a time); an OSError
+  segments are checked (its key, or a key it replaced within what that key vouches for; its
+  chain): a folder someone else wrote under our name is refused, not continued; and the file
+  must still hold, byte for byte as push renders them, the events of its last published
+  segment (`sync.own_diverged`: another copy of this device, or an older copy of the file). Push holds the file's write lock (one push at a time); an OSError
   writing is `sync.unwritable`, never a half-published segment.
 - Push publishes this device's own events (device_id = this file's) after the last published
   source_seq, each line checked against its stored event_hash first; content is left out
@@ -19,7 +21,10 @@ Invariants:
   the device meanwhile); a problem is a coded SegmentProblem naming the device, and other
   devices go on.
 - The first key seen for a device is pinned (trust on first use) in the same transaction as
-  its first import; a segment signed by another key is refused until `attempt keys trust`.
+  its first import; a segment signed by another key is refused until `attempt keys trust`
+  (whose key then vouches, through the chain, for earlier-key segments before its own). A file
+  `attempt recover` made without reading all its pins pins nothing on first use
+  (`sync.pin_unconfirmed`).
 - A device folder is opened once, without following a symlink (plainfile.open_directory,
   relative to the sync folder's descriptor), and every file in it is listed, opened, written,
   renamed and removed relative to that descriptor: a folder swapped for a symlink after it was
@@ -141,14 +146,16 @@ def check_folder(folder: str) -> None:
 
 # --- push -----------------------------------------------------------------------------------
 
-def _own_published(ddir: _Folder, device: str, key) -> tuple[int, str, int]:
-    """(last segment number, its head, its last source_seq) of this device's own segments in
-    the folder, every one checked: signed by our key, numbered without gaps, chained."""
+def _own_published(ddir: _Folder, device: str, key, conn=None) -> tuple[int, str, int, dict | None]:
+    """(last segment number, its head, its last source_seq, its manifest or None) of this
+    device's own segments in the folder, every one checked: signed by our key (or by a key it
+    replaced, `attempt keys init --replace-lost`, for events the file held when it was replaced),
+    numbered without gaps, chained."""
     try:
         nums, _ = segment.list_segments(ddir.fd)
     except OSError as e:  # never taken for "nothing published yet": that would write segment 1 again
         raise AttemptError("sync.unreadable", f"cannot read {ddir.path}: {e.strerror}") from None
-    n, head, last = 0, chain.GENESIS, 0
+    n, head, last, manifest = 0, chain.GENESIS, 0, None
     for i in nums:
         if i != n + 1:
             raise SegmentProblem("sync.gap", device, n + 1, "this device's own segment is missing from the folder; "
@@ -157,13 +164,78 @@ def _own_published(ddir: _Folder, device: str, key) -> tuple[int, str, int]:
             m = segment.check_manifest(segment.read_manifest_bytes(segment.manifest_name(i), ddir.fd), device, i)
         except OSError as e:
             raise SegmentProblem("sync.unreadable", device, i, f"its manifest cannot be read ({e.strerror})") from None
-        if m["signature"]["key_id"] != key.identity:
-            raise SegmentProblem("sync.key_mismatch", device, i, f"signed by {m['signature']['key_id']}, not by this "
-                                 f"device's key {key.identity}: someone else wrote under our name; nothing was pushed")
+        _own_signer(m, device, key, conn)
         if m["chain"]["prev"] != head:
             raise SegmentProblem("sync.chain", device, i, "does not continue the segment before it; nothing was pushed")
-        n, head, last = i, m["chain"]["head"], m["last_source_seq"]
-    return n, head, last
+        n, head, last, manifest = i, m["chain"]["head"], m["last_source_seq"], m
+    return n, head, last, manifest
+
+
+def _own_signer(m: dict, device: str, key, conn) -> None:
+    """Our own segment `m` is signed by our key, or by a key ours replaced (keys.vouches) over
+    events the file held when it was replaced: the local seq of its last event is at most the
+    chain size the replacement note names (a lost key may have been stolen: what it signs
+    beyond that is refused)."""
+    signer = m["signature"]["key_id"]
+    if signer == key.identity:
+        return
+    replaced = key.vouches(signer)
+    if replaced is not None and conn is not None:
+        row = conn.execute("SELECT max(seq) FROM events WHERE device_id = ? AND source_seq = ?",
+                           (device, m["last_source_seq"])).fetchone()
+        if row[0] is not None and key.vouches(signer, row[0]) is not None:
+            return
+        raise SegmentProblem("sync.key_mismatch", device, m["segment"], f"signed by {signer}, the key this device's "
+                             f"key {key.identity} replaced, over events it does not vouch for (only the first "
+                             f"{replaced.upto:,} rows of this file): someone who holds the lost key wrote under our "
+                             "name; nothing was pushed")
+    raise SegmentProblem("sync.key_mismatch", device, m["segment"], f"signed by {signer}, not by this device's key "
+                         f"{key.identity}: someone else wrote under our name; nothing was pushed")
+
+
+def _check_own_last(conn, ddir: _Folder, device: str, m: dict) -> None:
+    """The file still holds, byte for byte as push renders them, the events of the device's last
+    published segment `m` (one segment read, bounded by its signed size): else another copy of
+    this device's history published under its name, or this file is an older copy of it, and
+    pushing on would skip the file's own events or reuse published source_seqs
+    (`sync.own_diverged`, nothing pushed). Published events the file lost to damage (declared
+    by `attempt recover`'s note) are not a divergence."""
+    import hashlib
+
+    from ..exchange.bundle import stored_line
+    from ..integrity import recovery
+    rows = conn.execute(_SELECT_OWN.replace("source_seq > ?", "source_seq BETWEEN ? AND ?"),
+                        (device, m["first_source_seq"], m["last_source_seq"]))
+    mine = {}
+    for r in rows:
+        if r[_SRC] in mine:
+            raise AttemptError("sync.own_order", f"two events of this device share source_seq {r[_SRC]}: "
+                               "`attempt verify` says more; nothing more was pushed", exit_status=1)
+        text = stored_line(r)
+        mine[r[_SRC]] = hashlib.sha256((text if m["content"] else privacy.clamp_line(text)).encode("utf-8")).hexdigest()
+    note = recovery.read(conn)
+    lost = note is not None and bool(note.lost)
+    where = f"segment {m['segment']} of {ddir.path}"
+
+    def diverged(src, what):
+        return AttemptError("sync.own_diverged", f"{where} publishes source_seq {src} of this device, but {what}: "
+                            "another copy of this device's history (the same device id and key: a copied home "
+                            "directory, database or key) published under its name, or this file was restored from "
+                            "an older copy. Nothing was pushed: pushing on would leave this file's own events out "
+                            "or publish two events under one source_seq. If this file is an older copy, put the "
+                            "newest one back; if another machine uses this device's identity, give one of them "
+                            "its own (move its database and key aside, then `attempt init`)", exit_status=1)
+    for env, leaf, _ in segment.iter_lines(m["file"], m, device, ddir.fd):
+        src = env["source_seq"]
+        have = mine.pop(src, None)
+        if have is None:
+            if lost:
+                continue
+            raise diverged(src, "this file does not hold an event of this device with that number")
+        if have != leaf:
+            raise diverged(src, "this file's own event with that number is another event (other bytes)")
+    if mine:
+        raise diverged(min(mine), "the segment skips this file's own event with that number")
 
 
 def _exists(ddir: _Folder, name: str) -> bool:
@@ -238,7 +310,9 @@ def _push(store, ddir: _Folder, device: str, key, include_content: bool, rep: Sy
     # replacing the other's data file under its signed manifest); hooks meanwhile spool
     conn.execute("BEGIN IMMEDIATE")
     try:
-        n, head, last = _own_published(ddir, device, key)
+        n, head, last, published = _own_published(ddir, device, key, conn)
+        if published is not None:
+            _check_own_last(conn, ddir, device, published)
         _clear_stale(ddir)
         rows = conn.execute(_SELECT_OWN, (device, last))
         batch, prev_src, nbytes = [], last, 0
@@ -389,6 +463,12 @@ def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) ->
         raise SegmentProblem("sync.gap", device, missing, "this segment is missing from the folder while later ones "
                              "are there: nothing of this device was imported")
     pin, stored = _known(conn, device)
+    if pin is None and store.meta(state.PINS_UNCONFIRMED) is not None:
+        raise SegmentProblem("sync.pin_unconfirmed", device, None, "no key is pinned for it in this file, and "
+                             "`attempt recover` could not read all of the pins the damaged file had (a device you "
+                             "revoked may be among them), so no device is pinned on first use here: nothing of it was "
+                             f"imported. Check its key on that device (`attempt keys show`), then `attempt keys trust "
+                             f"{device} id_…`")
     if pin is not None and pin["revoked"]:
         raise SegmentProblem("sync.key_revoked", device, None, f"its key {pin['key_id']} was revoked; nothing "
                              "imported (`attempt keys trust` pins a new one)")
@@ -399,6 +479,11 @@ def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) ->
     public = pin["public_key"] if pin else None
     head, last_src = chain.GENESIS, 0
     new = []
+    # a key pinned with `keys trust` after a real key change vouches, through the chain its
+    # segments continue, for the device's segments signed by its one earlier key that come
+    # before its own first one (as verify's provenance check accepts them); others wait for it
+    rotated = pin is not None and pin["how"] == "trusted"
+    earlier, waiting, pinned_seen = None, [], False
     for n in nums:
         try:
             data = segment.read_manifest_bytes(segment.manifest_name(n), ddir.fd)
@@ -416,14 +501,27 @@ def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) ->
             if key_id is None:
                 key_id, public = sig["key_id"], sig["public_key"]
             if sig["key_id"] != key_id or (public is not None and sig["public_key"] != public):
-                raise SegmentProblem("sync.key_mismatch", device, n, f"signed by {sig['key_id']}, but {key_id} is "
-                                     "pinned for this device: refused (`attempt keys trust` if the device really "
-                                     "has a new key)")
+                if not (rotated and sig["key_id"] != key_id and not pinned_seen
+                        and earlier in (None, sig["key_id"])):
+                    raise SegmentProblem("sync.key_mismatch", device, n, f"signed by {sig['key_id']}, but {key_id} "
+                                         "is pinned for this device: refused (`attempt keys trust` if the device "
+                                         "really has a new key)")
+                waiting.append(n)
+            else:
+                waiting = []
             new.append(m)
+        if sig["key_id"] == key_id:
+            pinned_seen = True
+        elif earlier is None:
+            earlier = sig["key_id"]
         if m["chain"]["prev"] != head or m["first_source_seq"] <= last_src:
             raise SegmentProblem("sync.chain", device, n, "does not continue the segment before it (chain or "
                                  "source_seq): segments were dropped, reordered or replaced")
         head, last_src = m["chain"]["head"], m["last_source_seq"]
+    if waiting:
+        raise SegmentProblem("sync.key_mismatch", device, waiting[0], f"signed by its earlier key, not by {key_id} "
+                             "(pinned with `attempt keys trust`), and no segment of that key follows it yet: refused "
+                             "until one does (it vouches for the segments before it)")
     info = {"segments": 0, "events": 0, "accepted": 0, "duplicates": 0}
     if not new:
         rep.devices[device] = info
@@ -445,7 +543,7 @@ def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) ->
             leaves = bytearray()
             for items in _chunks(segment.iter_lines(m["file"], m, device, ddir.fd)):
                 res = store.append_uncommitted([env for env, _ in items])
-                _check_stored(conn, device, m["segment"], items)
+                _check_stored(conn, device, m["segment"], items, bool(stored))
                 leaves += segment.leaves_blob(h for _, h in items)
                 info["events"] += len(items)
                 info["accepted"] += len(res.accepted)
@@ -482,7 +580,7 @@ def _chunks(lines):
         yield items
 
 
-def _check_stored(conn, device: str, n: int, items) -> None:
+def _check_stored(conn, device: str, n: int, items, imported_before: bool = True) -> None:
     """Every event of the segment is stored with the bytes signed (a copy that arrived before,
     e.g. from a bundle, must be the same event)."""
     want = {"ev_" + env["event_id"]: (h, env["source_seq"]) for env, h in items}
@@ -492,10 +590,23 @@ def _check_stored(conn, device: str, n: int, items) -> None:
         for eid, h, holder in conn.execute(f"SELECT event_id, event_hash, device_id FROM events WHERE event_id IN "
                                            f"({','.join('?' * len(chunk))})", chunk):
             if h != want[eid][0]:
-                whose = "" if holder == device else f" as an event of {holder}"
-                raise SegmentProblem("sync.conflict", device, n, f"its event source_seq={want[eid][1]} is already "
-                                     f"stored here with other bytes{whose} (an earlier import): nothing of this "
-                                     "device was imported")
+                raise SegmentProblem("sync.conflict", device, n, _conflict(device, holder, want[eid][1],
+                                                                           imported_before))
+
+
+def _conflict(device: str, holder: str, src: int, imported_before: bool) -> str:
+    """The sync.conflict message, with the ways on that the design leaves (spec/sync.md)."""
+    if holder != device:
+        return (f"its event source_seq={src} is already stored here with other bytes as an event of {holder} (an "
+                "earlier import): one of the two devices published the other's event ids; nothing of this device "
+                "was imported (`attempt keys revoke` the one that should not have)")
+    fresh = ("" if imported_before else "have that device sync with --include-content to a new folder and pull from "
+             "there (its segments then carry the bytes stored here, unless the bundle rewrote paths); ")
+    return (f"its event source_seq={src} is already stored here with other bytes (an earlier import: a bundle "
+            "exported with --include-content or --omit-paths keeps bytes its default segments leave out); nothing "
+            "of this device was imported, and its later segments stop here too: the copy stored here stays (an "
+            f"event never changes). To go on: {fresh}take its events through bundles it signs (`attempt bundle "
+            "import`); or pull it into a fresh file (`attempt sync DIR --pull-only --db NEW.db`)")
 
 
 def sync(store, folder: str, key, *, include_content: bool = False, push_only=False, pull_only=False) -> SyncReport:
