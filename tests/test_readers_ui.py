@@ -254,9 +254,12 @@ def test_posts_and_write_sql_are_refused_and_the_file_is_unchanged(ui, scen):
     assert "rows-and-columns" not in dom
     status, _ = ui.request(f"/{serve.DB_NAME}.db")
     assert status == 403  # no download of the file (it holds every column)
-    status, meta = ui.request("/-/metadata.json")
-    queries = json.loads(meta)["databases"][serve.DB_NAME]["queries"]
+    assert ui.request("/-/metadata.json")[0] == 404  # Datasette's introspection pages: not served
+    cat = catalog.build(catalog.shipped_schema_connection())
+    queries = metadata.datasette_metadata(cat, serve.DB_NAME, [])["databases"][serve.DB_NAME]["queries"]
     assert queries and not any(q.get("write") for q in queries.values())
+    served = json.loads(ui.request(f"/{serve.DB_NAME}.json")[1])["queries"]  # the canned queries it serves
+    assert {q["name"] for q in served} == set(queries)
     assert scenario_db.file_hashes(db) == before
     assert cli_rows(db, "SELECT count(*) AS n FROM events") == [{"n": len(built.events)}]
 

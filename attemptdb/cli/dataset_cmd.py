@@ -19,13 +19,21 @@ def export_dataset(directory, include_content, db, as_json):
     if as_json:
         echo_json({"directory": directory, **m})
         return
+    shown = printable(directory)
     if m.get("unchanged"):
-        click.echo(f"dataset {printable(directory)}: nothing new since generation {m['generation']}")
+        say(f"dataset {shown}: nothing new since generation {m['generation']}", paths=(shown,))
         return
     rows = sum(f["rows"] for f in m["files"])
     from ..render.termtable import plural
-    click.echo(f"dataset {printable(directory)}: generation {m['generation']} of {m['device_id']}: "
-               f"{plural(len(m['files']), 'new file')}, {plural(rows, 'row', grouped=True)} (events through source_seq "
-               f"{m['events_through']:,}"
-               f"{', projections snapshot ' + m['snapshot'] if m['snapshot'] else ''}); content "
-               f"{'included' if m['content'] else 'left out (null)'}")
+    # the snapshot key last: a word wider than a line, it then stands alone on its own, to copy
+    say(f"dataset {shown}: generation {m['generation']} of {m['device_id']}: "
+        f"{plural(len(m['files']), 'new file')}, {plural(rows, 'row', grouped=True)}, events through source_seq "
+        f"{m['events_through']:,}; content {'included' if m['content'] else 'left out (null)'}"
+        f"{'; projections snapshot ' + m['snapshot'] if m['snapshot'] else ''}", paths=(shown,))
+
+
+def say(text: str, *, paths=()) -> None:
+    """One message (terminal-safe text) as lines that fit the terminal, broken at spaces only
+    (termtable.prose: ids, snapshot keys and `paths` stay whole to copy)."""
+    from ..render import termtable
+    click.echo("\n".join(termtable.prose(text, termtable.terminal_width(), "  ", whole=paths)))

@@ -48,7 +48,8 @@ def export_cmd(directory, dataset_dir, fmt, include_content, force, db, as_json)
         echo_json({"directory": directory, **m})
         return
     rows = sum(t["rows"] for t in m["tables"])
-    click.echo(f"exported {plural(len(m['tables']), 'table')} ({plural(rows, 'row', grouped=True)}, chain size "
-               f"{m['chain']['size']:,}) to "
-               f"{printable(directory)} as {fmt}; content {'included' if m['content'] else 'left out (null)'} "
-               f"{bar.rate(rows, 'rows')}")
+    from .dataset_cmd import say
+    shown = printable(directory)
+    say(f"exported {plural(len(m['tables']), 'table')} ({plural(rows, 'row', grouped=True)}, chain size "
+        f"{m['chain']['size']:,}) to {shown} as {fmt}; content {'included' if m['content'] else 'left out (null)'} "
+        f"{bar.rate(rows, 'rows')}", paths=(shown,))

@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from ..render import termtable
 from ..render.termtable import plural
 from .common import db_option, echo_json, json_option, no_db_option, printable, style
 from .readers import mcp_option, mcp_registrations, print_mcp, report_json
@@ -145,6 +146,7 @@ def uninstall_cmd(providers, dry_run, mcp, as_json):
 
 def _print_agents(rep, *, full):
     colors = {"delivering": "green", "installed": "green", "broken": "red", "not_installed": "yellow"}
+    width = termtable.terminal_width()
     for a in rep["agents"]:
         state = a["state"]
         extra = ""
@@ -153,27 +155,40 @@ def _print_agents(rep, *, full):
         elif state == "delivering":
             extra = f" (last capture {a['last_capture']})"
         det = "" if a["detected"] else " [not detected]"
-        click.echo(f"{a['agent']:<12} {style(state, fg=colors.get(state))}{printable(extra)}{det}  "
-                   f"{printable(_short(a['config_path']))}")
+        head = f"{a['agent']:<12} "
+        path = printable(_short(a["config_path"]))
+        lines = _prose(f"{head}{state}{printable(extra)}{det}  {path}", width, " " * len(head), path)
+        if lines[0].startswith(head + state):  # (a terminal too narrow for the name and the state: plain)
+            lines[0] = head + style(state, fg=colors.get(state)) + lines[0][len(head) + len(state):]
+        click.echo("\n".join(lines))
         for p in a["problems"]:
-            click.echo(printable(f"  problem: {p}"))
+            click.echo("\n".join(_prose(printable(f"  problem: {p}"), width, "    ")))
         for n in a["notes"]:
-            click.echo(printable(f"  note: {n}"))
+            click.echo("\n".join(_prose(printable(f"  note: {n}"), width, "    ")))
     if full:
         d = rep["database"]
+        path = printable(_short(d["path"]))
         if d.get("reachable"):
             mode = d["capture_mode"] + (" (FAIL-CLOSED)" if d.get("fail_closed") else "")
-            click.echo(printable(f"database     {_short(d['path'])}: {plural(d['events'], 'event')}, schema "
-                                 f"{d['schema']}, capture mode {mode}"))
+            text = printable(f"database     {path}: {plural(d['events'], 'event')}, schema "
+                             f"{d['schema']}, capture mode {mode}")
         else:
-            click.echo(f"database     {printable(_short(d['path']))}: "
-                       + ("not reachable" if d["exists"] else "does not exist yet"))
+            text = f"database     {path}: " + ("not reachable" if d["exists"] else "does not exist yet")
+        click.echo("\n".join(_prose(text, width, " " * 13, path)))
         for p in rep["problems"]:
-            click.echo(printable(f"  problem: {p}"))
+            click.echo("\n".join(_prose(printable(f"  problem: {p}"), width, "    ")))
         exe = rep["executable"]
-        click.echo(printable(f"executable   {' '.join(exe['argv'])} (found: {exe['source']}; "
-                             f"`attempt` on PATH: {'yes' if rep['on_path'] else 'no'})"))
+        argv = printable(" ".join(exe["argv"]))
+        click.echo("\n".join(_prose(printable(f"executable   {argv} (found: {exe['source']}; "
+                                               f"`attempt` on PATH: {'yes' if rep['on_path'] else 'no'})"),
+                                      width, " " * 13, *exe["argv"])))
         click.echo(style("ok", fg="green") if rep["ok"] else style("problems found", fg="red"))
+
+
+def _prose(text: str, width: int, indent: str, *whole) -> list[str]:
+    """A line of the report as lines that fit the terminal, broken at spaces only: paths and
+    ids stay whole to copy (termtable.prose), continuation lines under `indent`."""
+    return termtable.prose(text, width, indent, whole=tuple(printable(w) for w in whole if w))
 
 
 @hook_group.command("status")

@@ -38,11 +38,25 @@ def housekeeping(path: str, conn) -> None:
         try:
             if writable(st, path):
                 spool.drain(st)
-                checkpoint.maybe_checkpoint(st)
+                sign_head(st)
         finally:
             st.close()
     except Exception:
         pass
+
+
+def sign_head(st) -> None:
+    """checkpoint.maybe_checkpoint(st), its `note: no checkpoint signed: error[…]` (a lost or
+    wrong key, a chain that does not verify: several sentences, a key path) printed wrapped to
+    the terminal's width at spaces, never inside an id or a path (termtable.prose)."""
+    import sys
+
+    from ..integrity import checkpoint
+    from ..render import termtable
+
+    def say(note: str) -> None:
+        err("\n".join(termtable.prose(note, termtable.terminal_width(sys.stderr), "  ")))
+    checkpoint.maybe_checkpoint(st, say=say)
 
 
 def writable(st, path: str) -> bool:
@@ -58,9 +72,8 @@ def writable(st, path: str) -> bool:
 def checkpoint_after_import(st) -> None:
     """An import that appended events signs the new head before it returns
     (spec/checkpoint.md); the events are stored whatever happens to the signature."""
-    from ..integrity import checkpoint
     try:
-        checkpoint.maybe_checkpoint(st)
+        sign_head(st)
     except Exception:
         pass
 
@@ -92,7 +105,6 @@ def read_store(db, *, readonly=False, sign=True):
     when the chain grew (spec/checkpoint.md; `sign=False` for repair tools, which must not
     vouch for a file they are about to judge). Never creates the database."""
     from ..capture import spool
-    from ..integrity import checkpoint
     try:
         st = open_store(db, readonly=readonly)
     except AttemptError as e:  # a full disk still reads (nothing is drained or signed)
@@ -106,5 +118,5 @@ def read_store(db, *, readonly=False, sign=True):
         except Exception:
             pass
         if sign:
-            checkpoint.maybe_checkpoint(st)
+            sign_head(st)
     return st

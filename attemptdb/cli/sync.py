@@ -43,14 +43,24 @@ def sync_cmd(folder, include_content, push_only, pull_only, db, as_json):
         echo_json(rep.as_dict())
     else:
         pulled = sum(d["segments"] for d in rep.devices.values())
-        click.echo(f"sync {printable(folder)}: pushed {plural(rep.pushed_events, 'event', grouped=True)} in "
-                   f"{plural(rep.pushed_segments, 'segment')}; pulled {plural(pulled, 'segment')} from "
-                   f"{plural(len(rep.devices), 'device')}, {plural(rep.imported, 'new event', grouped=True)}")
+        shown = printable(folder)
+        _say(f"sync {shown}: pushed {plural(rep.pushed_events, 'event', grouped=True)} in "
+             f"{plural(rep.pushed_segments, 'segment')}; pulled {plural(pulled, 'segment')} from "
+             f"{plural(len(rep.devices), 'device')}, {plural(rep.imported, 'new event', grouped=True)}", paths=(shown,))
         for p in rep.problems:
-            click.echo(style(printable(f"problem[{p.code}]: {p.message}"), fg="red"))
+            _say(f"problem[{p.code}]: {p.message}", fg="red", paths=(shown,))
         for n in rep.notes:
-            click.echo(printable(f"note: {n}"), err=True)
+            _say(f"note: {n}", err=True, paths=(shown,))
     sys.exit(0 if rep.ok else 1)
+
+
+def _say(text: str, *, err: bool = False, fg: str | None = None, paths=()) -> None:
+    """One message as lines that fit the terminal of its stream, broken at spaces only
+    (termtable.prose: ids, `paths` and commands stay whole to copy)."""
+    from ..render import termtable
+    width = termtable.terminal_width(sys.stderr if err else sys.stdout)
+    lines = "\n".join(termtable.prose(printable(text), width, "  ", whole=paths))
+    click.echo(style(lines, fg=fg) if fg else lines, err=err)
 
 
 def _in_transaction(st, write) -> None:
@@ -130,10 +140,19 @@ def keys_list(db, as_json):
         return
     if not rows:
         click.echo("no other device is pinned yet (`attempt sync DIR` pins each on first use)")
-    for r in rows:
-        flag = "REVOKED" if r["revoked"] else (r["how"] or "-")
-        click.echo(f"{r['device_id']}  {r['key_id'] or '-'}  {flag}  {plural(r['segments'], 'segment')}, "
-                   f"{plural(r['events'] or 0, 'event', grouped=True)}")
+        return
+    from ..render import termtable
+    headers = ["device", "key", "pin", "segments", "events"]
+    table = [[r["device_id"], r["key_id"] or "-", "REVOKED" if r["revoked"] else (r["how"] or "-"),
+              f"{r['segments']:,}", f"{r['events'] or 0:,}"] for r in rows]
+    table = [[printable(v) for v in row] for row in table]
+    width = termtable.terminal_width()
+    # ids are never cut: the counts give way first; where the device, its key and its pin
+    # state cannot all fit, the key does (a pin state left out could hide a revocation)
+    lines, hidden = termtable.fit(headers, table, width, drop_order=["events", "segments"])
+    if "pin" in hidden:
+        lines, hidden = termtable.fit(headers, table, width, drop_order=["key", "events", "segments"])
+    click.echo("\n".join(lines + termtable.hidden_note(hidden, width)))
 
 
 @click.command("revoke")

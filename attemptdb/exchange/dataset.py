@@ -19,7 +19,9 @@ Invariants:
   max(_snapshot) FROM t)` — the latest, fullest picture — is the dedupe rule, in any engine.
 - Each manifest lists its files (path, table, rows, SHA-256, size), the chain it was written
   from and the previous manifest's digest, and is signed with the device's key. Readers here
-  accept only files some verified manifest lists, under that manifest's device.
+  accept only files some verified manifest lists, under that manifest's device. A public
+  table no such file holds (`events` when no device exported events of its own yet) is
+  queried as an empty table with the columns an export writes (empty_schema).
 - Content columns are null unless the user opts in (export_arrow.CONTENT_COLUMNS).
 """
 
@@ -359,17 +361,56 @@ class View:
                                        "Parquet file: its header or footer is damaged)", exit_status=1)
 
     def register(self, ctx, names) -> list[str]:
-        """Register the tables among `names` on a DataFusion SessionContext."""
+        """Register the tables among `names` on a DataFusion SessionContext. A public table no
+        file of the dataset holds (`events` of a dataset whose devices exported none of their
+        own yet, every table before a first snapshot) is there with its columns and no rows."""
         import pyarrow as pa
+        empty = []
         for name in names:
-            if name == EVENTS:
-                if any(t == EVENTS for t, _ in self.listed.values()):
-                    ctx.register_parquet(EVENTS, os.path.join(self.directory, EVENTS),
-                                         table_partition_cols=[("device", pa.string()), ("date", pa.string())])
+            if name == EVENTS and any(t == EVENTS for t, _ in self.listed.values()):
+                ctx.register_parquet(EVENTS, os.path.join(self.directory, EVENTS),
+                                     table_partition_cols=[("device", pa.string()), ("date", pa.string())])
             elif name in self.snapshot_files:
                 ctx.register_parquet(name, os.path.join(self.directory, self.snapshot_files[name]))
-        return [f"team dataset in {self.directory}: {plural(len(self.devices), 'device')}, latest snapshot "
-                f"{self.snapshot or 'none'}"]
+            else:
+                schema = empty_schema(name)
+                if schema is not None:
+                    ctx.from_arrow(schema.empty_table(), name)
+                    empty.append(name)
+        notes = [f"team dataset in {self.directory}: {plural(len(self.devices), 'device')}, latest snapshot "
+                 f"{self.snapshot or 'none'}"]
+        if empty:
+            notes.append(f"no file of the dataset holds {', '.join(empty)} yet: queried as "
+                         f"{'an empty table' if len(empty) == 1 else 'empty tables'}")
+        return notes
 
     def tables(self) -> list[str]:
-        return sorted({EVENTS} | set(self.snapshot_files))
+        """Every public table: those of the files, and those the catalog documents."""
+        from ..projections import catalog
+        documented = {t["name"] for t in catalog.load_docs()["tables"] if not t.get("planned")}
+        return sorted({EVENTS} | set(self.snapshot_files) | documented)
+
+
+_SHIPPED: dict = {}
+
+
+def empty_schema(name: str):
+    """The Arrow schema an export of this version writes for the public table `name` (events
+    with its `device` and `date` partition columns, every other table with `_snapshot`), from
+    the schema this version ships; None for a name that is no public table."""
+    import pyarrow as pa
+    if not _SHIPPED:
+        from ..projections import catalog
+        conn = catalog.shipped_schema_connection()
+        try:
+            _SHIPPED.update({t["name"]: t for t in export_arrow.public_tables(conn)})
+        finally:
+            conn.close()
+    table = _SHIPPED.get(name)
+    if table is None:
+        return None
+    schema = export_arrow.schema(table)
+    extra = [("device", pa.string()), ("date", pa.string())] if name == EVENTS else [(SNAPSHOT_COLUMN, pa.string())]
+    for col, kind in extra:
+        schema = schema.append(pa.field(col, kind))
+    return schema

@@ -386,12 +386,13 @@ def signable(conn) -> bool:
     return os.path.exists(os.path.join(location.key_dir(), f"{dev[0]}.key"))
 
 
-def maybe_checkpoint(store, *, quiet: bool = False) -> Checkpoint | None:
+def maybe_checkpoint(store, *, quiet: bool = False, say=None) -> Checkpoint | None:
     """Called by imports, read commands and the capture daemon: sign when due and a key
     exists; never fails the caller (a read-only or locked file simply skips). A chain that
     cannot be signed (rows removed, a row that does not verify, the file's key lost or another
-    key in its place: keys.signing_key) is one `note:` line on stderr unless `quiet`; `attempt
-    verify` says what is wrong. It never makes a key."""
+    key in its place: keys.signing_key) is one `note:` line on stderr unless `quiet` (handed to
+    `say` instead when given: the CLI wraps it); `attempt verify` says what is wrong. It never
+    makes a key."""
     try:
         if store.readonly or not due(store.conn):
             return None
@@ -406,7 +407,11 @@ def maybe_checkpoint(store, *, quiet: bool = False) -> Checkpoint | None:
     except AttemptError as e:  # say so on every due read; sign nothing
         if not quiet:
             import sys
-            print(f"note: no checkpoint signed: {e}", file=sys.stderr)
+            note = f"note: no checkpoint signed: {e}"
+            if say is None:
+                print(note, file=sys.stderr)
+            else:
+                say(note)
         return None
     except Exception:  # a busy or read-only file must not fail a read command
         return None

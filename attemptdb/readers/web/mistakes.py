@@ -8,7 +8,7 @@ Invariants:
 - A ValueError, LookupError, TypeError or AttributeError (sqlite3's one-statement Warning /
   ProgrammingError too) while serving a request that carries query parameters is Datasette
   failing to read one of them (`_timelimit=x`, `_next=x` on a view, `_through=1`, `kind__in=[`,
-  a `_facet` object without its type, two statements in `_where`, `/-/allow-debug?actor=1`):
+  a `_facet` object without its type, two statements in `_where`):
   answered 400 naming the parameters. The same without query parameters stays a 500 (a fault
   of the server), as does every other exception.
 - A 400 of this module prints no traceback on the server's stderr (the client's mistake, not

@@ -11,7 +11,8 @@ pages); a request's own mistake on Datasette's pages is a 400, never a 500 (mist
 value reaches the page through Jinja's autoescaping or the DOM's textContent, never as markup;
 the pages run no inline script of their own (Needs You's is served as `needs-you.js`) under a
 Content-Security-Policy that allows none (PAGE_CSP); an unknown id or recipe is a 404, never
-an exception.
+an exception; of Datasette's own pages under `/-/` only its static files are served, its
+introspection and debug pages answer 404 (KEPT_DATASETTE_PAGES).
 """
 
 import asyncio
@@ -197,12 +198,28 @@ async def recipe_page(datasette, request):
                        answer=answer, error=error)
 
 
+# Datasette's own pages under /-/ that a reader of this UI uses: its static files (CSS, JS) and
+# those of plugins. The others (introspection and debugging: /-/versions, /-/plugins,
+# /-/settings, /-/config, /-/metadata, /-/databases, /-/threads, /-/actor, /-/permissions,
+# /-/messages, /-/allow-debug, /-/patterns, /-/auth-token, /-/logout, and whatever a later
+# Datasette adds) answer 404, as a page that is not there.
+KEPT_DATASETTE_PAGES = ("static/", "static-plugins/")
+_HIDDEN = re.compile("^/-/(?!" + "|".join(re.escape(k) for k in KEPT_DATASETTE_PAGES)
+                     + "|" + re.escape(PREFIX[3:]) + "(?:/|$))")
+
+
+async def not_here(datasette, request):
+    """Datasette's introspection and debug pages: not part of this UI (KEPT_DATASETTE_PAGES)."""
+    raise NotFound("no such page")
+
+
 @hookimpl
 def register_routes(datasette):
     if _config(datasette) is None:
         return []
     p = re.escape(PREFIX)
     return [
+        (_HIDDEN, not_here),  # a plugin's routes are matched before Datasette's own
         (rf"^{p}/?$", index_page),
         (rf"^{p}/needs-you$", needs_you_page),
         (rf"^{p}/needs-you\.json$", needs_you_json),
