@@ -137,6 +137,10 @@ FROM events e;
 -- The dispatcher: for an event in order, the session row and turn 0 when needed, then exactly one
 -- of the kinds. (A late event is events_late's: a replay started from here would find this
 -- trigger on the trigger stack, and SQLite does not fire a trigger recursively.)
+-- A `permission_denied` naming the provider call id of an open call of its session is that
+-- call's end (apply_end closes it `denied`: the denied call is never in flight forever, counts
+-- as a failed call and is judged like any other end, migration 0017); any other denial is
+-- apply_other's.
 CREATE TRIGGER project_dispatch AFTER INSERT ON project_queue
 BEGIN
   UPDATE project_queue SET go_prepare = 1
@@ -144,10 +148,16 @@ BEGIN
     AND coalesce((SELECT cur_turn_id IS NULL AND NEW.human_prompt = 0 AND NEW.kind IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed', 'turn_stopped', 'turn_failed', 'permission_denied')
                   FROM session_facts WHERE session_id = NEW.gsid), 1);
   UPDATE project_queue SET go_start = 1 WHERE qid = 1 AND NEW.in_order AND NEW.kind = 'tool_call_started';
-  UPDATE project_queue SET go_end = 1 WHERE qid = 1 AND NEW.in_order AND NEW.kind IN ('tool_call_finished', 'tool_call_failed');
+  UPDATE project_queue SET go_end = 1
+  WHERE qid = 1 AND NEW.in_order
+    AND (NEW.kind IN ('tool_call_finished', 'tool_call_failed')
+         OR (NEW.kind = 'permission_denied' AND NEW.call_id IS NOT NULL
+             AND EXISTS (SELECT 1 FROM tool_call_facts c WHERE c.session_id = NEW.gsid
+                         AND c.provider_call_id = NEW.call_id AND c.end_event_id IS NULL)));
   UPDATE project_queue SET go_prompt = 1 WHERE qid = 1 AND NEW.in_order AND NEW.human_prompt = 1;
   UPDATE project_queue SET go_other = 1
-  WHERE qid = 1 AND NEW.in_order AND NEW.human_prompt = 0 AND NEW.kind NOT IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed');
+  WHERE qid = 1 AND NEW.in_order AND NEW.human_prompt = 0 AND NEW.kind NOT IN ('tool_call_started', 'tool_call_finished', 'tool_call_failed')
+    AND go_end = 0;
 END;
 
 -- The session row on its first event; turn 0 when activity (a tool call, a stop, a failure, a
@@ -247,7 +257,8 @@ BEGIN
                 WHERE c.tool_call_id = 'tc_' || NEW.uid AND a.retraction > 0);
 END;
 
--- A tool call ends: its agent's waits end; it closes (1) the earliest open call of the session
+-- A tool call ends (or a denial names an open call's id: it ends that call `denied`, see
+-- project_dispatch): its agent's waits end; it closes (1) the earliest open call of the session
 -- with the same provider call id; else (2) the earliest open call of the same (agent, tool
 -- name), where an end carrying a call id may only take a start without one; else (3) it is a
 -- complete call of its own (end_only: apply_end_only opens it first). Closing the call fires
@@ -264,7 +275,7 @@ BEGIN
     turn_count = turn_count + (cur_turn_id IS NULL),
     cur_turn_id = coalesce(cur_turn_id, 'trn_' || substr(NEW.gsid, 5)),
     turn_last_event_id = NEW.event_id, turn_last_at = NEW.at,
-    failure_count = failure_count + (coalesce(NEW.outcome_status,
+    failure_count = failure_count + (NEW.kind = 'permission_denied' OR coalesce(NEW.outcome_status,
         CASE NEW.kind WHEN 'tool_call_failed' THEN 'failure' ELSE 'success' END) IN ('failure', 'denied')),
     ev_prev_head = head, head = coalesce(NEW.head, head), ev_agent = NEW.agent_id,
     ev_call_id = coalesce(
@@ -287,7 +298,8 @@ BEGIN
   UPDATE tool_call_facts SET
     finished_at = NEW.at,
     end_event_id = NEW.event_id,
-    outcome_status = coalesce(NEW.outcome_status, CASE NEW.kind WHEN 'tool_call_failed' THEN 'failure' ELSE 'success' END),
+    outcome_status = CASE WHEN NEW.kind = 'permission_denied' THEN 'denied'
+                          ELSE coalesce(NEW.outcome_status, CASE NEW.kind WHEN 'tool_call_failed' THEN 'failure' ELSE 'success' END) END,
     outcome_class = NEW.outcome_class,
     exit_code = NEW.exit_code,
     duration_ms = coalesce(NEW.duration_ms, max(0,

@@ -4,7 +4,8 @@ end of every append, in its transaction, for the turns the append touched.
 The triggers of sql/80_unit_marks.sql note in `unit_dirty` every turn whose inputs may have
 changed; `refresh` then, with SQL statements over those turns:
 1. re-reads each marked turn's span and edits (`unit_turns`, `unit_edits`) from the projected
-   turns and calls (a retracted session takes no part; a retracted attempt's calls edit nothing);
+   turns and calls (a retracted session takes no part; a retracted attempt's calls and a denied
+   call edit nothing);
 2. keeps the per-project session counts that make a path hot (`unit_projects`, `unit_paths`);
 3. re-draws the links (`unit_links`) of every turn whose rule inputs changed: a marked turn whose
    start or edited paths changed, the turns after a marked one on its paths within the
@@ -143,7 +144,7 @@ FROM (
     coalesce(c.lines_added, 0) AS added, coalesce(c.lines_removed, 0) AS removed
   FROM temp.unit_d d CROSS JOIN unit_turns u ON u.turn_id = d.turn_id CROSS JOIN tool_call_facts c ON c.turn_id = u.turn_id
   CROSS JOIN session_facts cs ON cs.session_id = c.session_id, json_each(c.paths) q
-  WHERE c.tool_category IN {MUTATING} AND q.type = 'text'
+  WHERE c.tool_category IN {MUTATING} AND q.type = 'text' AND c.outcome_status IS NOT 'denied'
     AND (NOT cs.retracted_attempts
          OR NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0)))
 GROUP BY turn_id, path""",
