@@ -119,6 +119,17 @@ class UI:
         return err
 
 
+def scenario_ui(tmp_path_factory, label: str, scenario: str = "units_needs_you") -> UI:
+    """A real `attempt ui` over a scenario history, in a temporary folder of its own (a module
+    fixture's: the caller stops it)."""
+    tmp = tmp_path_factory.mktemp(label)
+    db = str(tmp / "attempt.db")
+    scenario_db.build(db, scenario)
+    home = tmp / "home"
+    home.mkdir()
+    return UI(db, home)
+
+
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *a, **kw):
         return None

@@ -10,7 +10,7 @@ import urllib.parse
 import pytest
 import scenario_db
 from test_readers_hostile import _directives, _headers
-from test_readers_ui import UI
+from test_readers_ui import UI, scenario_ui
 
 from attemptdb.readers.web import serve
 
@@ -74,12 +74,7 @@ FINE = [f"{DB}/events.json?_sort=seq", f"{DB}/sessions.json?_sort_desc=session_i
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ui-bad-params")
-    db = str(tmp / "attempt.db")
-    scenario_db.build(db, "units_needs_you")
-    home = tmp / "home"
-    home.mkdir()
-    u = UI(db, home)
+    u = scenario_ui(tmp_path_factory, "ui-bad-params")
     yield u
     u.stop()
 

@@ -6,9 +6,8 @@ headers, as a page that is not there (plugin.KEPT_DATASETTE_PAGES). A real `atte
 process, on the wire."""
 
 import pytest
-import scenario_db
 from test_readers_hostile import _headers
-from test_readers_ui import UI
+from test_readers_ui import scenario_ui
 from test_ui_bad_params import _secured
 
 from attemptdb.readers.web import serve
@@ -34,12 +33,7 @@ SERVED = ["/-/static/app.css", "/-/attemptdb", "/-/attemptdb/", "/-/attemptdb/ne
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ui-debug-pages")
-    db = str(tmp / "attempt.db")
-    scenario_db.build(db, "units_needs_you")
-    home = tmp / "home"
-    home.mkdir()
-    u = UI(db, home)
+    u = scenario_ui(tmp_path_factory, "ui-debug-pages")
     yield u
     u.stop()
 
