@@ -5,7 +5,7 @@ import sys
 import click
 
 from ..errors import AttemptError
-from .common import db_option, echo_json, json_option, no_db_option, printable, style
+from .common import db_option, echo_json, json_option, no_db_option, printable, say
 
 _KEY_HELP = "Require this signer: an id_… identity or a base64 public key (`attempt keys show`)."
 
@@ -76,7 +76,7 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
     else:
         from ..render.termtable import plural
         arts = f"; {plural(len(m['artifacts']), 'artifact', grouped=True)}" if "artifacts" in m else ""
-        _say(f"exported {plural(m['events'], 'event', grouped=True)} in "
+        say(f"exported {plural(m['events'], 'event', grouped=True)} in "
              f"{plural(len(m['sessions']), 'session', grouped=True)} to {printable(out)} "
              f"({m['bundle_id']}, signed by {m['signature']['key_id']}; content "
              f"{'included' if m['content'] else 'left out'}{arts}"
@@ -84,16 +84,7 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
              paths=(printable(out),))
         why = sessioncount.explain(counts, len(m["sessions"]))
         if why:
-            _say(f"note: {plural(len(m['sessions']), 'session', grouped=True)} in the bundle, {why}", err=True)
-
-
-def _say(text: str, *, err: bool = False, fg: str | None = None, paths=()) -> None:
-    """One message (terminal-safe text) as lines that fit the terminal of its stream
-    (termtable.prose: broken at spaces only, so ids, `paths` and commands stay whole to copy)."""
-    from ..render import termtable
-    width = termtable.terminal_width(sys.stderr if err else sys.stdout)
-    lines = "\n".join(termtable.prose(printable(text), width, "  ", whole=paths))
-    click.echo(style(lines, fg=fg) if fg else lines, err=err)
+            say(f"note: {plural(len(m['sessions']), 'session', grouped=True)} in the bundle, {why}", err=True)
 
 
 def _show(rep, as_json, file):
@@ -101,11 +92,11 @@ def _show(rep, as_json, file):
         echo_json(rep.as_dict())
         return
     paths = (printable(file),)
-    _say(rep.line(), fg="green" if rep.ok else "red", paths=paths)
+    say(rep.line(), fg="green" if rep.ok else "red", paths=paths)
     for p in rep.problems[1:6]:
-        _say(f"problem: {p}", paths=paths)
+        say(f"problem: {p}", paths=paths)
     for n in rep.notes:
-        _say(f"note: {n}", err=True, paths=paths)
+        say(f"note: {n}", err=True, paths=paths)
 
 
 @bundle_group.command("verify")
@@ -152,9 +143,9 @@ def import_cmd(file, key, db, as_json):
         echo_json({**rep.as_dict(), **imp.as_dict()})
     else:
         from ..render.termtable import plural
-        _say(f"imported {plural(imp.accepted, 'event', grouped=True)} ({imp.duplicates:,} already stored) from bundle "
+        say(f"imported {plural(imp.accepted, 'event', grouped=True)} ({imp.duplicates:,} already stored) from bundle "
              f"{rep.manifest['bundle_id']}, signed by {rep.signer}"
              + ("" if rep.pinned else " (not pinned: pass --key to require a signer)")
              + f" {bar.rate(imp.lines)}")
         for n in rep.notes:
-            _say(f"note: {n}", err=True)
+            say(f"note: {n}", err=True)

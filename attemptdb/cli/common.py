@@ -94,6 +94,18 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
 
+def say(text: str, *, err: bool = False, fg: str | None = None, paths=()) -> None:
+    """One message as terminal-safe lines that fit the terminal of its stream, broken at spaces
+    only (termtable.prose: ids, `paths` and commands stay whole to copy), continuation lines
+    indented by two spaces."""
+    import click
+
+    from ..render import termtable
+    width = termtable.terminal_width(sys.stderr if err else sys.stdout)
+    lines = "\n".join(termtable.prose(printable(text), width, "  ", whole=paths))
+    click.echo(style(lines, fg=fg) if fg else lines, err=err)
+
+
 def echo(message: str = "", *, err: bool = False, nl: bool = True, whole: bool = False) -> None:
     """`click.echo(message, err=err, nl=nl)` without importing click for what it would print
     unchanged: text with no ESC (click strips ANSI codes when the stream is no terminal) to a

@@ -1,8 +1,7 @@
 """`attempt export --dataset DIR`: thin layer over attemptdb.exchange.dataset."""
 
-import click
 
-from .common import echo_json, printable
+from .common import echo_json, printable, say
 
 
 def export_dataset(directory, include_content, db, as_json):
@@ -30,10 +29,3 @@ def export_dataset(directory, include_content, db, as_json):
         f"{plural(len(m['files']), 'new file')}, {plural(rows, 'row', grouped=True)}, events through source_seq "
         f"{m['events_through']:,}; content {'included' if m['content'] else 'left out (null)'}"
         f"{'; projections snapshot ' + m['snapshot'] if m['snapshot'] else ''}", paths=(shown,))
-
-
-def say(text: str, *, paths=()) -> None:
-    """One message (terminal-safe text) as lines that fit the terminal, broken at spaces only
-    (termtable.prose: ids, snapshot keys and `paths` stay whole to copy)."""
-    from ..render import termtable
-    click.echo("\n".join(termtable.prose(text, termtable.terminal_width(), "  ", whole=paths)))

@@ -3,7 +3,7 @@
 import click
 
 from ..render.termtable import plural
-from .common import db_option, echo_json, json_option, open_store, printable
+from .common import db_option, echo_json, json_option, open_store, printable, say
 
 
 @click.command("export")
@@ -48,7 +48,6 @@ def export_cmd(directory, dataset_dir, fmt, include_content, force, db, as_json)
         echo_json({"directory": directory, **m})
         return
     rows = sum(t["rows"] for t in m["tables"])
-    from .dataset_cmd import say
     shown = printable(directory)
     say(f"exported {plural(len(m['tables']), 'table')} ({plural(rows, 'row', grouped=True)}, chain size "
         f"{m['chain']['size']:,}) to {shown} as {fmt}; content {'included' if m['content'] else 'left out (null)'} "

@@ -6,7 +6,7 @@ import click
 
 from ..errors import AttemptError
 from ..render.termtable import plural
-from .common import db_option, echo_json, json_option, printable, style
+from .common import db_option, echo_json, json_option, printable, say
 
 
 @click.command("sync")
@@ -44,23 +44,14 @@ def sync_cmd(folder, include_content, push_only, pull_only, db, as_json):
     else:
         pulled = sum(d["segments"] for d in rep.devices.values())
         shown = printable(folder)
-        _say(f"sync {shown}: pushed {plural(rep.pushed_events, 'event', grouped=True)} in "
+        say(f"sync {shown}: pushed {plural(rep.pushed_events, 'event', grouped=True)} in "
              f"{plural(rep.pushed_segments, 'segment')}; pulled {plural(pulled, 'segment')} from "
              f"{plural(len(rep.devices), 'device')}, {plural(rep.imported, 'new event', grouped=True)}", paths=(shown,))
         for p in rep.problems:
-            _say(f"problem[{p.code}]: {p.message}", fg="red", paths=(shown,))
+            say(f"problem[{p.code}]: {p.message}", fg="red", paths=(shown,))
         for n in rep.notes:
-            _say(f"note: {n}", err=True, paths=(shown,))
+            say(f"note: {n}", err=True, paths=(shown,))
     sys.exit(0 if rep.ok else 1)
-
-
-def _say(text: str, *, err: bool = False, fg: str | None = None, paths=()) -> None:
-    """One message as lines that fit the terminal of its stream, broken at spaces only
-    (termtable.prose: ids, `paths` and commands stay whole to copy)."""
-    from ..render import termtable
-    width = termtable.terminal_width(sys.stderr if err else sys.stdout)
-    lines = "\n".join(termtable.prose(printable(text), width, "  ", whole=paths))
-    click.echo(style(lines, fg=fg) if fg else lines, err=err)
 
 
 def _in_transaction(st, write) -> None:
