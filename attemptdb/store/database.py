@@ -145,10 +145,28 @@ def close_untouched(conn: apsw.Connection) -> None:
         pass
 
 
+JOURNAL_SETTLE_S = 1.0
+"""How long a `-journal` beside a WAL file may take to go before it is taken for a stray one: the
+process creating the file turns it to WAL in a first, rollback-journal transaction, and a hook
+and the daemon it starts open a new file at the same moment (milliseconds, longer under load)."""
+
+
 def _stray_journal(path: str) -> bool:
-    """A non-empty `-journal` beside a file whose header says WAL (bytes 18-19 = 2). SQLite plays a
-    hot journal back into the file before it looks at the WAL, whatever database the journal
-    came from; an AttemptDB file is in WAL mode from its first write, so it never has one."""
+    """A non-empty `-journal` beside a file whose header says WAL (bytes 18-19 = 2) that stays
+    there (JOURNAL_SETTLE_S). SQLite plays a hot journal back into the file before it looks at
+    the WAL, whatever database the journal came from; an AttemptDB file is in WAL mode from its
+    first write, so it has one only while another process is creating it."""
+    end = None
+    while _journal_beside_wal(path):
+        now = time.monotonic()
+        end = now + JOURNAL_SETTLE_S if end is None else end
+        if now >= end:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _journal_beside_wal(path: str) -> bool:
     real = os.path.realpath(path)  # SQLite puts the journal beside the file a symlink names
     if not _size(real + "-journal"):
         return False
