@@ -179,6 +179,40 @@ def test_readonly_connection_cannot_write(db):
         ro.conn.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
 
 
+def test_a_writer_closing_before_a_reader_leaves_no_large_wal(db):
+    """A read command's writer (a migration, a drained spool) closes while its read-only
+    connection is still open, and that one cannot checkpoint: the -wal stayed whole, and every
+    later first reader rebuilt its index from all of it. The writer folds it in before it closes."""
+    from attemptdb.store import database
+    Store.open(db).close()
+    ro = Store.open(db, readonly=True)
+    st = Store.open(db)
+    st.conn.execute("PRAGMA wal_autocheckpoint=0")  # the frames stay in the -wal, as in one big transaction
+    st.append(_events(3000))
+    assert os.path.getsize(db + "-wal") > database.WAL_FOLD_BYTES
+    st.close()
+    assert ro.conn.execute("SELECT count(*) FROM events").fetchone()[0] == 3000
+    ro.close()
+    assert not os.path.exists(db + "-wal") or os.path.getsize(db + "-wal") == 0
+    again = Store.open(db, readonly=True)
+    assert again.conn.execute("SELECT count(*) FROM events").fetchone()[0] == 3000
+    again.close()
+
+
+def test_a_small_wal_is_left_to_sqlite(db):
+    """Below WAL_FOLD_BYTES closing a writer costs no checkpoint of its own (a hook's close)."""
+    Store.open(db).close()
+    ro = Store.open(db, readonly=True)
+    st = Store.open(db)
+    st.conn.execute("PRAGMA wal_autocheckpoint=0")
+    st.append(_events(3))
+    size = os.path.getsize(db + "-wal")
+    assert 0 < size <= 4 << 20
+    st.close()
+    assert os.path.getsize(db + "-wal") == size  # the reader still holds the file: nothing folded
+    ro.close()
+
+
 def test_row_line_and_prepared_agree_on_awkward_text(db):
     st = Store.open(db)
     env = _events(1, device_id=st.device_id)[0]
