@@ -263,7 +263,11 @@ def test_show_decisions_and_conflicts(live):
     assert {c["first_work_unit"], c["second_work_unit"]} == {i.U_FIX, i.U_CODEX}
     assert c["paths"] == ["src/parser.py"] and c["overlapping"] == 1
     assert len(run(live, "SHOW CONFLICTS FOR provider = 'codex' AND path = 'src/*'").rows) == 1
-    assert run(live, f"SHOW CONFLICTS FOR session = '{i.S_PERM}'").rows == []
+    assert any("overlapping = 1" in n for n in r.notes)
+    none = run(live, f"SHOW CONFLICTS FOR session = '{i.S_PERM}'")
+    # the note explaining the `overlapping` column goes with the rows it explains
+    assert none.rows == [] and not any("overlapping" in n for n in none.notes)
+    assert any("no conflicts matched" in n for n in none.notes)
     assert run(live, "SHOW CONFLICTS SINCE '-1d' LIMIT 5").rows
     with pytest.raises(AQLError) as e:
         run(live, "SHOW CONFLICTS FOR phase = 'debug'")

@@ -29,8 +29,9 @@ class ShowHandler:
     def shown(ctx, cmd, plan, other):
         """The Result of a compiled SHOW; `other`: the beside that may read half of its units."""
         cols, rows = ctx.fetch(plan.rows) if plan.units is None else in_halves(ctx, other, *plan.units)
-        notes = list(plan.notes)
         target = plan.target
+        # the target's note explains its columns: with no row to read it is noise
+        notes = [n for n in plan.notes if rows or n != target.note]
         if plan.hidden is not None:
             n = ctx.conn.execute(plan.hidden.sql, plan.hidden.params).fetchone()[0]
             if n:
