@@ -67,6 +67,18 @@ def test_query_errors_are_rendered_with_code_and_caret(scen, home):
     assert err[4].endswith("^^^ expected 'DOING'")
 
 
+def test_an_error_in_a_statement_a_command_built_says_so(scen, home):
+    """`attempt why` / `trace` write an AttemptQL statement for the user: an error pointing into
+    it names the command, not a `query` the user never typed."""
+    for args, cmd in ((["why", "att_"], "attempt why"), (["trace", "att_"], "attempt trace")):
+        p = attempt(args, scen)
+        err = p.stderr.decode().splitlines()
+        assert p.returncode == 2 and err[0].startswith("error[AQL0105]")
+        assert err[1] == f"  --> the statement `{cmd}` ran:1:{err[1].rsplit(':', 1)[1]}"
+    p = attempt(["query", "WHY attempt 'att_' STATUS FAILED"], scen)
+    assert p.stderr.decode().splitlines()[1] == "  --> query:1:5"
+
+
 def test_why_trace_handoffs(scen, home):
     p = attempt(["why", A3, "--json"], scen)
     rows = json.loads(p.stdout)

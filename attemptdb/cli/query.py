@@ -129,7 +129,7 @@ def why_cmd(subject, project, session, evidence, as_json, db):
         stmt = f"WHY project {_q(project)} STATUS BLOCKED"
     else:
         stmt = "WHY project STATUS BLOCKED"
-    run_statement(db, stmt, as_json=as_json, evidence=evidence)
+    run_statement(db, stmt, as_json=as_json, evidence=evidence, built_by="attempt why")
 
 
 @click.command("trace")
@@ -150,7 +150,7 @@ def trace_cmd(subject, depth, direction, evidence, as_json, db):
         stmt += f" DEPTH {int(depth)}"
     if direction:
         stmt += f" DIRECTION {direction.upper()}"
-    run_statement(db, stmt, as_json=as_json, evidence=evidence)
+    run_statement(db, stmt, as_json=as_json, evidence=evidence, built_by="attempt trace")
 
 
 @click.command("handoffs")
@@ -168,7 +168,7 @@ def handoffs_cmd(project, session, since, until, limit, between, evidence, as_js
     if between:
         stmt += f" BETWEEN agent = {_q(between[0])} AND agent = {_q(between[1])}"
     stmt += _clauses(project, session, since, until, limit or 50)
-    result = run_statement(db, stmt, as_json=as_json, evidence=evidence)
+    result = run_statement(db, stmt, as_json=as_json, evidence=evidence, built_by="attempt handoffs")
     if not result.rows and not as_json:
         from ..render.termtable import terminal_width, wrap
         others = _other_handoffs(db, project, session, since, until) if between else 0

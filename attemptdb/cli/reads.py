@@ -76,8 +76,20 @@ def _open_spare(db) -> None:
         pass
 
 
-def run_statement(db, statement, *, explain=False, **emit_as):
-    """Run one statement (AttemptQL or read-only SQL) on `db` and print it; the Result."""
+def run_statement(db, statement, *, explain=False, built_by=None, **emit_as):
+    """Run one statement (AttemptQL or read-only SQL) on `db` and print it; the Result.
+    `built_by`: the command that wrote the statement for the user (`attempt why`), named where
+    an error points into it (the user never typed that text)."""
+    from ..query.errors import AQLError
+    try:
+        return _run_statement(db, statement, explain=explain, **emit_as)
+    except AQLError as e:
+        if built_by:
+            e.origin = f"the statement `{built_by}` ran"
+        raise
+
+
+def _run_statement(db, statement, *, explain=False, **emit_as):
     from ..query.sqltext import classify
     from ..store import readonly
     try:

@@ -90,6 +90,7 @@ class AQLError(AttemptError):
         self.pos = pos
         self.end = end
         self.label = label
+        self.origin = "query"  # where the statement came from: a command that built it names itself
 
     @property
     def category(self) -> str:
@@ -130,7 +131,7 @@ class AQLError(AttemptError):
         caret = " " * (col - 1) + "^" * n + (f" {printable(self.label)}" if self.label else "")
         return "\n".join([
             head,
-            f"{' ' * (width + 1)}--> query:{line}:{col}",
+            f"{' ' * (width + 1)}--> {self.origin}:{line}:{col}",
             f"{' ' * (width + 2)}|",
             f" {line:>{width}} | {shown}",
             f"{' ' * (width + 2)}| {caret}",
