@@ -55,6 +55,25 @@ def test_schema_formats_and_one_table(home, tmp_path):
     assert p.returncode == 2 and b"AQL0307" in p.stderr
 
 
+def test_the_text_catalog_fits_the_terminal_and_keeps_every_word(home, tmp_path):
+    """`attempt schema` is read in a terminal: its lines fit COLUMNS (a recipe's statement stays
+    one line, to copy) and wrapping loses no word of any meaning."""
+    from attemptdb.render.termtable import cols
+    db = str(tmp_path / "none.db")
+    for width in (80, 60):
+        p = run_attempt(["schema", "--db", db], env={"COLUMNS": str(width)})
+        assert p.returncode == 0, p.stderr.decode()
+        text = p.stdout.decode()
+        statements = {r["statement"] for r in catalog.load_docs()["recipes"]}
+        wide = [ln for ln in text.splitlines() if cols(ln) > width and ln.strip() not in statements]
+        assert wide == []
+        words = text.split()
+        for t in catalog.load_docs()["tables"]:
+            for c in t["columns"]:
+                first = c["meaning"].split()[:4]
+                assert any(words[i:i + len(first)] == first for i in range(len(words))), (t["name"], c["name"])
+
+
 def test_every_documented_column_has_a_meaning_and_a_known_type():
     for t in catalog.load_docs()["tables"]:
         assert t["grain"].startswith("one row per"), t["name"]

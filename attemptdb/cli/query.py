@@ -383,4 +383,5 @@ def schema_cmd(table, fmt, as_json, db):
     elif fmt == "json":
         click.echo(catalog.render_json(cat), nl=False)
     else:
-        click.echo(catalog.render_text(cat), nl=False)
+        from ..render.termtable import terminal_width
+        click.echo(catalog.render_text(cat, terminal_width()), nl=False)

@@ -195,32 +195,43 @@ def render_markdown(cat: dict) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def render_text(cat: dict) -> str:
+def render_text(cat: dict, width: int | None = None) -> str:
+    """The catalog as plain text, each paragraph wrapped to `width` columns at spaces (never
+    inside a word: termtable.prose), later lines indented (a column's meaning under the meaning
+    while 32 columns are left for it); without `width` each paragraph is one line. A recipe's
+    statement stays one line (it is copied whole)."""
+    def para(text: str, indent: str) -> list:
+        if width is None:
+            return [text]
+        from ..render import termtable
+        return termtable.prose(text, width, indent if width - len(indent) >= 32 else "      ")
     out = []
     whole = cat["recipes"] or cat["planned"] or len(cat["tables"]) != 1
     if whole:
-        out += [cat["title"].upper(), "", cat["overview"], ""]
+        out += [cat["title"].upper(), ""] + para(cat["overview"], "") + [""]
         for i, (title, text) in enumerate(cat["rules"], 1):
-            out.append(f"{i:2}. {title} {text}".replace("`", ""))
+            out += para(f"{i:2}. {title} {text}".replace("`", ""), "    ")
         out.append("")
     for t in cat["tables"]:
-        out.append(f"{t['name']}  ({t['layer']} · {t['grain'] or 'undocumented'})")
+        out += para(f"{t['name']}  ({t['layer']} · {t['grain'] or 'undocumented'})", "  ")
         if t["summary"]:
-            out.append(f"  {t['summary']}")
+            out += para(f"  {t['summary']}", "  ")
         if t["joins"]:
-            out.append("  joins: " + ", ".join(f"{a} → {b}" for a, b in t["joins"]))
+            out += para("  joins: " + ", ".join(f"{a} → {b}" for a, b in t["joins"]), "    ")
         w = max(len(c["name"]) for c in t["columns"]) if t["columns"] else 10
         for c in t["columns"]:
             meaning = c["meaning"] + (_vocab_text(c) if c.get("values") else "")
             null = "null" if c["null"] else "    "
-            out.append(f"  {c['name']:<{w}}  {c['type']:<9} {null}  {meaning}")
+            lead = f"  {c['name']:<{w}}  {c['type']:<9} {null}  "
+            out += para(lead + meaning, " " * min(len(lead), 40))
         out.append("")
     if cat["planned"]:
-        out += ["not built yet (a later release): " + ", ".join(cat["planned"]), ""]
+        out += para("not built yet (a later release): " + ", ".join(cat["planned"]), "  ") + [""]
     if cat["recipes"]:
-        out += ["RECIPES", "", cat["placeholders"].replace("`", ""), ""]
+        out += ["RECIPES", ""] + para(cat["placeholders"].replace("`", ""), "") + [""]
         for r in cat["recipes"]:
-            out += [f"  {r['question']}", f"    {r['statement']}", f"    {r['note']}".replace("`", ""), ""]
+            out += para(f"  {r['question']}", "    ") + [f"    {r['statement']}"]
+            out += para(f"    {r['note']}".replace("`", ""), "    ") + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
