@@ -65,6 +65,7 @@ CODES = {
     'bundle.exists': (2, '… exists; pass --force to replace it'),
     'bundle.no_checkpoint': (2, 'no signed checkpoint with a Merkle tree head yet: nothing to prove consistency with (`attempt checkpoint` …'),
     'bundle.not_extended': (1, 'this log does not extend the earlier checkpoint given: not this log, or history was rewritten'),
+    'bundle.pin_unconfirmed': (1, 'the bundle holds new events of a device with no pinned key, in a file `attempt recover` made without reading all its pins: nothing was imported; `attempt keys trust` that device first'),
     'bundle.row_changed': (1, 'row seq=… (…) is not what was written; `attempt verify` says more. Nothing was exported'),
     'bundle.unreadable': (2, 'cannot read …: …'),
     'bundle.unwritable': (2, 'cannot write in …: …'),

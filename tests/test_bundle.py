@@ -143,6 +143,32 @@ def test_round_trip_with_content_is_byte_exact(exported, source, tmp_path, capsy
         assert code == 0 and rep["accepted"] == 0 and rep["duplicates"] == 400 and rep["ok"]
 
 
+def test_a_file_whose_pins_recover_could_not_read_takes_no_unpinned_device_from_a_bundle(
+        exported, source, own_key, tmp_path, capsys):
+    """`attempt recover` marks a file whose pins it could not read whole (a revoked device's pin
+    may be lost): sync then pins nothing on first use, and a bundle may not add new events of a
+    device without a pin either, until `attempt keys trust` pins it."""
+    from attemptdb.integrity import sync_state
+    target = str(tmp_path / "recovered.db")
+    st = Store.open(target)
+    st.set_meta(sync_state.PINS_UNCONFIRMED, "2026-12-07T00:00:00.000000Z")
+    st.close()
+    code, out, err = cli(capsys, "bundle", "import", exported, "--db", target, "--json")
+    rep = json.loads(out)
+    assert code == 1 and rep["code"] == "bundle.pin_unconfirmed" and "keys trust" in rep["problems"][0], rep
+    st = Store.open(target)
+    assert st.conn.execute("SELECT count(*) FROM events").fetchone()[0] == 0  # nothing written
+    st.close()
+    src = Store.open(source)
+    devices = [r[0] for r in src.conn.execute("SELECT DISTINCT device_id FROM events")]
+    src.close()
+    assert len(rep["problems"]) == len(devices)  # each device named
+    for device in devices:  # the synthetic history's devices, whose events the source's key signed
+        assert cli(capsys, "keys", "trust", device, own_key.identity, "--db", target)[0] == 0
+    code, out, err = cli(capsys, "bundle", "import", exported, "--db", target)
+    assert code == 0 and out.startswith("imported 400 events"), out + err
+
+
 def test_layout_and_manifest(exported, source, own_key, capsys):
     files = members(exported)
     m = manifest_of(files)

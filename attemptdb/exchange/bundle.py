@@ -15,7 +15,9 @@ Invariants:
   bundle verified, and imports the bytes it verified (a private copy), not a second read.
 - Import adds new events of a device whose key this file knows (its own; one pinned for sync,
   spec/sync.md "Trust") only from a bundle that key signed; otherwise it refuses the whole
-  bundle (`bundle.device_key`, naming the device). Events already stored are duplicates,
+  bundle (`bundle.device_key`, naming the device). In a file whose pins `attempt recover`
+  could not read whole, new events of a device without a pin are refused too
+  (`bundle.pin_unconfirmed`), as sync refuses them. Events already stored are duplicates,
   whoever relays them.
 """
 
@@ -721,10 +723,17 @@ def _known_keys(store, devices: set) -> dict:
     if store.device_id in devices:
         mine = keys.load(store.device_id)
         known[store.device_id] = (mine.identity if mine is not None else None, "own")
-    for dev, pin in sync_state.pins(store.conn).items():
+    pins = sync_state.pins(store.conn)
+    for dev, pin in pins.items():
         bare = dev[4:]
         if bare in devices and bare != store.device_id:
             known[bare] = (None if pin["revoked"] else pin["key_id"], "revoked" if pin["revoked"] else pin["how"])
+    if store.meta(sync_state.PINS_UNCONFIRMED) is not None:
+        # a file `attempt recover` made without reading every pin: a device without one may be a
+        # revoked device whose pin was lost, so none may add new events until it is pinned again
+        for bare in devices:
+            if bare != store.device_id and "dev_" + bare not in pins:
+                known[bare] = (None, "unconfirmed")
     return known
 
 
@@ -755,6 +764,12 @@ def _check_known_devices(store, staged: str, rep: Report) -> None:
             rep.problem(f"it holds {new[dev]:,} events of this device (dev_{dev}) that this file does not have, and "
                         "is not signed by this device's key: they would become this device's own; nothing was "
                         "imported", code="bundle.device_key")
+        elif how == "unconfirmed":
+            rep.problem(f"it holds {new[dev]:,} events of dev_{dev} that this file does not have, and no key is pinned "
+                        "for that device in a file `attempt recover` made without reading all its pins (a revoked "
+                        "device's pin may be among those lost): nothing was imported; `attempt keys trust` that "
+                        "device's key first (check it with `attempt keys show` on that device)",
+                        code="bundle.pin_unconfirmed")
         elif how == "revoked":
             rep.problem(f"it holds {new[dev]:,} events of dev_{dev} that this file does not have, and the key pinned "
                         "for that device was revoked (`attempt keys trust` pins a new one): nothing was imported",
