@@ -8,6 +8,8 @@ import pytest
 from conftest import run_attempt
 from test_attemptql_scenario import A1, A2, A3, S1, S2, S3, build  # noqa: F401
 
+from attemptdb.model import ids
+
 
 @pytest.fixture(scope="module")
 def scen(tmp_path_factory):
@@ -77,6 +79,26 @@ def test_an_error_in_a_statement_a_command_built_says_so(scen, home):
         assert err[1] == f"  --> the statement `{cmd}` ran:1:{err[1].rsplit(':', 1)[1]}"
     p = attempt(["query", "WHY attempt 'att_' STATUS FAILED"], scen)
     assert p.stderr.decode().splitlines()[1] == "  --> query:1:5"
+
+
+def test_read_commands_take_the_session_name_attempt_run_gave(home, tmp_path):
+    """`attempt run --session ci-9` names a session (spec/evidence.md): the read commands and
+    AttemptQL find it by that name too, not only by its ses_ id."""
+    db = str(tmp_path / "named.db")
+    assert run_attempt(["run", "--session", "ci-9", "--db", db, "--", "true"]).returncode == 0
+    assert run_attempt(["run", "--session", "ci_10", "--db", db, "--", "false"]).returncode == 1
+    sid = "ses_" + ids.session_id("attempt", "ci-9")
+    p = attempt(["why", "--session", "ci-9", "--json"], db)
+    assert p.returncode == 0 and json.loads(p.stdout)[0]["subject_id"] == sid
+    p = attempt(["events", "--session", "ci-9", "--json"], db)
+    rows = json.loads(p.stdout)
+    assert p.returncode == 0 and rows and {r["session_id"] for r in rows} == {sid}
+    p = attempt(["events", "--session", "ci_10", "--json"], db)  # a name with an underscore
+    assert p.returncode == 0 and {r["session_id"] for r in json.loads(p.stdout)} == {"ses_" + ids.session_id("attempt", "ci_10")}
+    p = attempt(["query", "SHOW ATTEMPTS FOR session = 'ci-9'", "--json"], db)
+    assert p.returncode == 0 and {r["session_id"] for r in json.loads(p.stdout)} == {sid}
+    p = attempt(["why", "--session", "nope"], db)  # no such name: the error says names are taken
+    assert p.returncode == 2 and b"name of a session" in p.stderr
 
 
 def test_why_trace_handoffs(scen, home):

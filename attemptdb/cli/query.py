@@ -114,17 +114,18 @@ def why_cmd(subject, project, session, evidence, as_json, db):
     STATUS BLOCKED); without one, the current project (or --project / --session)."""
     if subject and session:
         raise click.UsageError("give SUBJECT or --session, not both")
-    target = subject or (session and ("ses_" + session if "_" not in session else session))
-    if target:
-        low = target.lower()
+    if session:  # an id (ses_…, bare or short) or the name `attempt run --session` gave it
+        stmt = f"WHY session {_q(session)} STATUS BLOCKED"
+    elif subject:
+        low = subject.lower()
         if low.startswith("att_"):
-            stmt = f"WHY attempt {_q(target)} STATUS FAILED"
+            stmt = f"WHY attempt {_q(subject)} STATUS FAILED"
         elif low.startswith("ses_"):
-            stmt = f"WHY session {_q(target)} STATUS BLOCKED"
+            stmt = f"WHY session {_q(subject)} STATUS BLOCKED"
         elif low.startswith(("wu_", "trn_", "tc_", "ev_")):
-            stmt = f"WHY {_q(target)} STATUS BLOCKED"
+            stmt = f"WHY {_q(subject)} STATUS BLOCKED"
         else:
-            stmt = f"WHY {_q(target)} STATUS FAILED"
+            stmt = f"WHY {_q(subject)} STATUS FAILED"
     elif project:
         stmt = f"WHY project {_q(project)} STATUS BLOCKED"
     else:

@@ -16,7 +16,7 @@ def scope_options(f):
     f = click.option("--until", metavar="T", help="Up to T (RFC 3339, YYYY-MM-DD, now, -2h, …).")(f)
     f = click.option("--since", metavar="T", help="From T (RFC 3339, YYYY-MM-DD, today, -15m, -2h, -3d, -1w).")(f)
     f = click.option("--project", metavar="P", help="Project name (owner/repo), prj_ id or directory.")(f)
-    f = click.option("--session", metavar="S", help="Session id (ses_…, bare or short).")(f)
+    f = click.option("--session", metavar="S", help="Session id (ses_…, bare or short), or the name `attempt run --session` gave it.")(f)
     return f
 
 

@@ -138,10 +138,25 @@ def _matches(conn, kind: str, prefix: str, hexpart: str, limit: int, live_only: 
     return out
 
 
+def _named_session(conn, name: str, live: bool) -> str | None:
+    """The id of the `attempt` session named `name` (its provider session id), when stored."""
+    if not table_exists(conn, "sessions"):
+        return None
+    sid = "ses_" + ids.session_id("attempt", name)
+    row = conn.execute("SELECT session_id FROM sessions WHERE session_id = ?" + (" AND NOT retracted" if live else ""),
+                       (sid,)).fetchone()
+    return row[0] if row else None
+
+
 def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -> tuple[str, str]:
     """(kind, full prefixed id) of an id. kind None = take it from the prefix, else try
     BARE_ORDER. `live` = only rows no retraction removed (subjects); filters pass False.
-    Raises AQLError."""
+    Raises AQLError. A session may also be named as `attempt run`/`note`/… name it
+    (`--session ci-4711`: the session of provider attempt with that name, spec/evidence.md)."""
+    if kind == "session" and text and not text.lower().startswith("ses_"):
+        named = _named_session(conn, text, live)
+        if named is not None:
+            return "session", named
     prefix, hexpart, ok = split_id(text)
     what = KINDS[kind][4] if kind else "entity"
     if prefix and prefix not in PREFIX_KIND:
@@ -152,8 +167,9 @@ def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -
         raise _err("AQL0304", f"expected a {what} id ({KINDS[kind][0][0]}…), got a {other} id", loc,
                    f"expected a {what} id")
     if not ok:
+        named = " or the name of a session `attempt run` or `attempt note` recorded" if kind == "session" else ""
         raise _err("AQL0105", f"malformed {what} id; expected hex digits after the prefix "
-                   f"(e.g. {(KINDS[kind][0][0] if kind else 'att_')}01a04762)", loc, "not an id")
+                   f"(e.g. {(KINDS[kind][0][0] if kind else 'att_')}01a04762){named}", loc, "not an id")
     if len(hexpart) < MIN_SHORT_HEX:
         raise _err("AQL0305", f"short {what} id needs at least {MIN_SHORT_HEX} hex digits", loc,
                    "too short")
