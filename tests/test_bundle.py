@@ -169,6 +169,29 @@ def test_a_file_whose_pins_recover_could_not_read_takes_no_unpinned_device_from_
     assert code == 0 and out.startswith("imported 400 events"), out + err
 
 
+def test_content_a_file_already_holds_without_is_not_added_and_the_import_says_so(exported, source, tmp_path, capsys):
+    """Events stored from a default bundle (content left out) are duplicates when a content
+    bundle of the same events comes: they stay as stored, and the import says their content was
+    not added instead of only counting them as already stored."""
+    plain = str(tmp_path / "plain.zip")
+    assert cli(capsys, "bundle", "export", plain, "--db", source)[0] == 0
+    fresh = str(tmp_path / "fresh.db")
+    code, out, err = cli(capsys, "bundle", "import", plain, "--db", fresh)
+    assert code == 0 and "content was not added" not in unwrapped(out + err)
+    code, out, err = cli(capsys, "bundle", "import", exported, "--db", fresh, "--json")
+    rep = json.loads(out)
+    assert code == 0 and rep["accepted"] == 0 and rep["duplicates"] == 400
+    st = Store.open(source)
+    with_content = st.conn.execute("SELECT count(*) FROM events WHERE content_json IS NOT NULL "
+                                   "OR raw_json IS NOT NULL").fetchone()[0]
+    st.close()
+    assert with_content > 0
+    [note] = [n for n in rep["notes"] if "content was not added" in n]
+    assert note.startswith(f"{with_content:,} of the bundle's events with content are stored here already without it")
+    code, out, err = cli(capsys, "bundle", "import", exported, "--db", str(tmp_path / "other.db"))
+    assert code == 0 and "content was not added" not in unwrapped(out + err)  # a fresh file takes the content
+
+
 def test_layout_and_manifest(exported, source, own_key, capsys):
     files = members(exported)
     m = manifest_of(files)

@@ -1,7 +1,8 @@
-"""What a bundle import tells the user about syncing afterwards: events of another device stored
-with other bytes than that device's default sync segments carry (content kept, or paths
-rewritten by --omit-paths) make pulling those segments `sync.conflict` (an event never changes),
-so the import says so, device by device (spec/bundle.md)."""
+"""What a bundle import tells the user about bytes that differ from a copy elsewhere: events of
+another device stored with other bytes than that device's default sync segments carry (content
+kept, or paths rewritten by --omit-paths) make pulling those segments `sync.conflict` (an event
+never changes), so the import says so, device by device; and events this file already holds
+without their content, whose content the bundle carries, stay as stored (spec/bundle.md)."""
 
 from ..ingest import privacy
 from ..model import fastjson
@@ -45,3 +46,24 @@ def _content_of_others(store, staged: str, manifest: dict, devices) -> dict:
                 continue  # already stored: a duplicate, nothing changes
             out[dev] = out.get(dev, 0) + 1
     return out
+
+
+def content_not_added(store, staged: str, manifest: dict) -> list[str]:
+    """A note when the bundle carries content for events this file already stores without any
+    (an earlier default bundle, or sync): duplicates by event id add nothing, so that content is
+    not added, and the import says so instead of reporting them only as already stored."""
+    if not manifest.get("content") or privacy.parse_mode(store.capture_mode) in (None, "metadata_only"):
+        return []
+    n = 0
+    with open(staged, "rb") as f:
+        for raw in f:
+            env = fastjson.loads(raw)
+            if not ("content" in env or "raw" in env):
+                continue
+            row = store.conn.execute("SELECT content_json IS NULL AND raw_json IS NULL FROM events WHERE event_id = ?",
+                                     ("ev_" + env["event_id"],)).fetchone()
+            n += bool(row and row[0])
+    if not n:
+        return []
+    return [f"{n:,} of the bundle's events with content are stored here already without it: the copies stored here "
+            "stay (an event never changes), so their content was not added (spec/bundle.md)"]
