@@ -27,3 +27,14 @@
 -- The time of reading, in the stored form (SQLite reads the clock once per statement). AttemptQL's
 -- `... AT t` statements judge the same views' rules against t instead.
 -- @define now(X) = strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'
+--
+-- How long a call in flight keeps turn TRN (a turn_facts row) at work, for the handoff rules
+-- (spec/projections.md §12, §16: concurrency is not handoff, and a call in flight is
+-- concurrency): the latest start of a call of the turn that has no end (outside retracted
+-- attempts), + 30 min (STALE_AFTER: a call that never ends holds no longer than its session
+-- would read open), cut at the turn's close after that start (a stop, a failure or interrupt,
+-- the next prompt) and at the session's first end after it. NULL when no call is in flight.
+-- A session's end closes its open turn, so the log is read for that end only when the call
+-- started after its turn had closed (a background agent's call after the stop): a turn open
+-- while a subagent works for an hour costs no scan of the session's events.
+-- @define in_flight_until(TRN) = (SELECT min(strftime('%Y-%m-%dT%H:%M:%S', c.started_at, '+30 minutes') || substr(c.started_at, 20), CASE WHEN TRN.ended_at >= c.started_at THEN TRN.ended_at ELSE '~' END, coalesce(CASE WHEN TRN.ended_at < c.started_at THEN (SELECT min(p.observed_at) FROM session_facts s CROSS JOIN events p ON p.session_id = s.raw_session_id AND p.observed_at >= c.started_at AND p.observed_at <= strftime('%Y-%m-%dT%H:%M:%S', c.started_at, '+30 minutes') || substr(c.started_at, 20) WHERE s.session_id = c.session_id AND p.kind = 'session_ended' AND @gsid(p) = s.session_id AND NOT EXISTS (SELECT 1 FROM retraction_facts x WHERE x.target = p.event_id AND x.target_type = 'event')) END, '~')) FROM tool_call_facts c WHERE c.session_id = TRN.session_id AND c.end_event_id IS NULL AND c.turn_id = TRN.turn_id AND c.started_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0) ORDER BY c.started_at DESC LIMIT 1)

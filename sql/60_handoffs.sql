@@ -2,14 +2,18 @@
 
 -- Turn spans that can give or receive: [turn start, last event attributed to the turn], from
 -- agents' sessions that are not retracted and had a prompt or a tool call. A session's first span
--- begins at the session's start when that is earlier. Sessions of provider `attempt` (what
+-- begins at the session's start when that is earlier. A call still in flight is work in progress:
+-- its span lasts at least until @in_flight_until (its start + 30 min, cut at the turn's close or
+-- the session's end after it; sql/00_predicates.sql), so another agent beginning meanwhile is
+-- concurrent, not a handoff. Sessions of provider `attempt` (what
 -- people and CI record themselves: `attempt run`, `attempt note`, the Recorder) are no agent's:
 -- they neither give nor take, and the agents' spans around them are judged as if they were not
 -- there.
 CREATE VIEW handoff_spans AS
 SELECT t.turn_id AS turn_id, t.session_id AS session_id, s.provider AS provider, s.project_id AS project_id,
   t.started_at AS span_start,
-  max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END) AS span_end,
+  max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END,
+      coalesce(@in_flight_until(t), '')) AS span_end,
   CASE WHEN t.turn_index = (SELECT min(f.turn_index) FROM turn_facts f WHERE f.session_id = t.session_id)
        THEN min(s.started_at, t.started_at) ELSE t.started_at END AS begins,
   CASE WHEN t.turn_index = (SELECT min(f.turn_index) FROM turn_facts f WHERE f.session_id = t.session_id)

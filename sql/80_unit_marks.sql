@@ -75,13 +75,17 @@ BEGIN
     SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index LIMIT 1;
 END;
 
--- A session's end is a handoff giver's last moment: its last turn is marked when it changes. Every
--- unit holding one of its turns may have that session's end as its last (unit_state).
+-- A session's end is a handoff giver's last moment: its last turn is marked when it changes, and
+-- so is every turn holding a call in flight (the end cuts how long that call keeps the turn's
+-- span open: @in_flight_until). Every unit holding one of its turns may have that session's end
+-- as its last (unit_state).
 CREATE TRIGGER unit_mark_session_end AFTER UPDATE OF ended_at ON session_facts
 WHEN NEW.ended_at IS NOT OLD.ended_at
 BEGIN
   INSERT OR IGNORE INTO unit_dirty (turn_id)
     SELECT turn_id FROM turn_facts WHERE session_id = NEW.session_id ORDER BY turn_index DESC LIMIT 1;
+  INSERT OR IGNORE INTO unit_dirty (turn_id)
+    SELECT turn_id FROM tool_call_facts WHERE session_id = NEW.session_id AND end_event_id IS NULL;
   INSERT OR IGNORE INTO unit_state_dirty (work_unit_id)
     SELECT work_unit_id FROM unit_turns WHERE session_id = NEW.session_id;
 END;

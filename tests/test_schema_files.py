@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (17, "6a67dfad6c3f51273580f7787a293a6b044fc58e569e828b3b1d239746a87b3a")
+RECORDED = (18, "8a91421e79a1402599457c90bcea05230802d3100cc16498c52727364fd59e12")
 
 
 def statements(text):

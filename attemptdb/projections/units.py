@@ -59,7 +59,8 @@ _RELINKED = "SELECT turn_id FROM temp.unit_w UNION SELECT turn_id FROM temp.unit
 """The turns whose links are drawn again, in whole (unit_w) or in part (unit_f)."""
 
 # links: one per edited path (the best of the LOOK_BACK turns before it on that path that is
-# not concurrent and edited it within 6 h), for the edits `edits` names
+# not concurrent and edited it within 6 h), for the edits `edits` names. A candidate holding a
+# call in flight is at work through its handoff span's end (spec/projections.md §16, Rule 1)
 _PATH_LINKS = f"""
 INSERT INTO unit_links (turn_id, kind, path, target_turn_id)
 SELECT * FROM (
@@ -69,7 +70,8 @@ SELECT * FROM (
       AND c.edit_key >= coalesce((SELECT f.edit_key FROM unit_edits f
                                   WHERE f.project_id = e.project_id AND f.path = e.path AND f.edit_key < e.edit_key
                                   ORDER BY f.edit_key DESC LIMIT 1 OFFSET {LOOK_BACK - 1}), '')
-      AND NOT (ct.session_id <> t.session_id AND ct.started_at <= t.active_until AND t.started_at <= ct.active_until)
+      AND NOT (ct.session_id <> t.session_id AND ct.started_at <= t.active_until
+               AND t.started_at <= max(ct.active_until, CASE WHEN ct.open_calls > 0 THEN ct.span_end ELSE '' END))
       AND @us(c.last_edit) >= @us(e.first_edit) - {SIX_HOURS_US}
     ORDER BY ct.session_id = t.session_id DESC, c.last_edit DESC, c.edit_key DESC LIMIT 1) AS target
   FROM {{edits}} JOIN unit_turns t ON t.turn_id = e.turn_id
@@ -101,7 +103,8 @@ INSERT INTO temp.unit_old_edits SELECT e.project_id, e.path, e.edit_key, e.turn_
   FROM temp.unit_d d CROSS JOIN unit_edits e ON e.turn_id = d.turn_id;
 DELETE FROM unit_edits WHERE turn_id IN (SELECT turn_id FROM temp.unit_d);
 DELETE FROM unit_turns WHERE turn_id IN (SELECT turn_id FROM temp.unit_d);""",
-    # 1. the marked turns' inputs, read again
+    # 1. the marked turns' inputs, read again (span_end: the handoff span of sql/60_handoffs.sql,
+    # a call in flight holding it open: @in_flight_until)
     "turns": """
 INSERT INTO unit_turns (turn_id, project_id, session_id, provider, turn_index, started_at, ended_at, active_until,
                         begins, span_end, first_event_id, stop_event_id, order_key, giver_turn_id, giver_session_id, open_calls,
@@ -110,7 +113,8 @@ SELECT t.turn_id, s.project_id, t.session_id, s.provider, t.turn_index, t.starte
   max(t.started_at, coalesce(t.ended_at, ''), coalesce(k.last_at, '')),
   CASE WHEN t.turn_index = (SELECT min(f.turn_index) FROM turn_facts f WHERE f.session_id = t.session_id)
        THEN min(s.started_at, t.started_at) ELSE t.started_at END,
-  max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END),
+  max(t.started_at, CASE WHEN s.cur_turn_id = t.turn_id THEN coalesce(s.turn_last_at, t.last_at) ELSE t.last_at END,
+      coalesce(@in_flight_until(t), '')),
   t.first_event_id, t.stop_event_id, t.started_at || '|' || t.session_id || '|' || printf('%010d', t.turn_index),
   o.giver_turn_id, o.giver_session_id, coalesce(k.open_calls, 0), coalesce(k.loose_calls, 0),
   (SELECT json_group_array(attempt_id) FROM (SELECT a.attempt_id FROM attempt_facts a
