@@ -81,8 +81,8 @@ def test_a_failing_command_exits_with_its_status_prints_its_output_and_is_record
     assert sql(db, "SELECT artifact_id, sha256, size_bytes, media_type, purpose, redacted, content FROM artifacts") == [
         ("art_" + digest[:32], digest, 2, "text/plain; charset=utf-8", "command.stdout", 0, None)]
     assert [e["provider_event_name"] for e in evs] == [
-        "session.started", "git.snapshot", "command.started", "command.finished", "git.snapshot", "run.stopped",
-        "session.stopped"]
+        "session.started", "run.started", "git.snapshot", "command.started", "command.finished", "git.snapshot",
+        "run.stopped", "session.stopped"]
     # the same output again: still one artifact; with --attach-output its bytes are added to it
     p = run_attempt(["run", "--db", db, "--attach-output", "--", PY, "-c", prog], cwd=repo)
     assert p.returncode == 3 and p.stdout == b"x\n"
@@ -117,7 +117,7 @@ def test_runs_project_like_any_other_events(db, repo, tmp_path):
     failed = [e for e in by_name(evs, "command.finished") if e["kind"] == "tool_call_failed"][0]
     assert failed["attrs"]["command_category"] == "test" and failed["attrs"]["tests_failed"] == 1
     att = sql(db, "SELECT outcome, failure_class, superseded_by FROM attempts ORDER BY started_at")
-    assert [a[0] for a in att] == ["superseded", "succeeded"] and att[0][1] == "nonzero_exit", att
+    assert [a[0] for a in att] == ["succeeded", "superseded", "succeeded"] and att[1][1] == "nonzero_exit", att
     assert sql(db, "SELECT state, tool_call_count FROM sessions") == [("closed", 3)]
     note, approval = by_name(evs, "session.note_added")[0], by_name(evs, "ai.approval")[0]
     assert note["kind"] == approval["kind"] == "notification" and note["content"] == {"note": "looked at it"}
@@ -213,9 +213,9 @@ def test_a_working_directory_whose_name_is_not_utf8_is_recorded_as_text(db, tmp_
     assert p.returncode == 0 and p.stdout.rstrip(b"\n") == where and p.stderr == b"", p.stderr
     evs = events(db)
     assert [e["provider_event_name"] for e in evs] == [
-        "session.started", "command.started", "command.finished", "run.stopped", "session.stopped"]
+        "session.started", "run.started", "command.started", "command.finished", "run.stopped", "session.stopped"]
     shown = os.fsdecode(where).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    assert evs[1]["content"]["tool_input"]["cwd"] == shown and "\ufffd" in shown
+    assert evs[2]["content"]["tool_input"]["cwd"] == shown and "\ufffd" in shown
     assert {e["project"]["root"] for e in evs} == {shown}
     spool = run_attempt(["doctor", "--db", db])
     assert b"quarantine" not in spool.stdout + spool.stderr

@@ -4,6 +4,7 @@ through the same contract, opens and closes its session, signs what it wrote, an
 
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 
@@ -43,19 +44,21 @@ def test_the_recorder_writes_the_cli_facts_and_closes_its_session(db, tmp_path):
     evs = events(db)
     assert {"ses_" + e["session_id"] for e in evs} == {sid}
     assert [e["provider_event_name"] for e in evs] == [
-        "session.started", "command.started", "command.finished", "run.stopped",
-        "command.started", "command.finished", "run.stopped",
+        "session.started", "run.started", "command.started", "command.finished", "run.stopped",
+        "run.started", "command.started", "command.finished", "run.stopped",
         "session.note_added", "ai.approval", "ai.approval", "session.stopped"]
     assert evs[0]["content"]["title"] == "nightly" and evs[0]["attrs"]["source"] == "api"
     assert evs[-1]["attrs"]["reason"] == "exit"
-    deploy = evs[5]
+    deploy = evs[7]
     assert deploy["outcome"]["exit_code"] == 2 and deploy["duration_ms"] == 1500
     assert deploy["attrs"]["x_attempt_stdout_sha256"] == "sha256:" + hashlib.sha256(log.read_bytes()).hexdigest()
     assert arts == {"stdout": deploy["attrs"]["x_attempt_stdout_artifact"]}
-    assert [e["attrs"]["x_attempt_approved"] for e in evs[8:10]] == [True, False]
+    assert [e["attrs"]["x_attempt_approved"] for e in evs[10:12]] == [True, False]
     st = Store.open(db, readonly=True)
     assert checkpoint.latest(st)[0] == st.count()  # signed on close
-    assert st.conn.execute("SELECT outcome FROM attempts ORDER BY started_at").fetchall() == [("failed",)]
+    # each run and each recorded command is an attempt of its own (its own turn)
+    assert st.conn.execute("SELECT outcome, objective FROM attempts ORDER BY turn_index").fetchall() == [
+        ("succeeded", shlex.join([sys.executable, "-c", "print('hi')"])), ("failed", "make deploy")]
     st.close()
 
 

@@ -222,7 +222,7 @@ def test_timeline_shows_a_runs_command_and_title_and_marks_corrections(tmp_path)
     assert p.returncode == 3, p.stderr
     out = attempt(["timeline"], db)
     assert "title: build the 修复 thing" in out
-    turn = next(ln for ln in out.splitlines() if " turn 0 " in ln)
+    turn = next(ln for ln in out.splitlines() if " turn 1 " in ln)  # a run is a turn of its own
     assert "$ " + os.path.basename(sys.executable)[:4] in turn or "$ /" in turn, out
     assert "activity before the first prompt" not in out
     att = json.loads(attempt(["failures", "--json"], db))["failures"][0]["attempt_id"]
@@ -242,4 +242,4 @@ def test_timeline_shows_no_command_text_under_metadata_only(tmp_path):
     assert p.returncode == 0, p.stderr
     out = attempt(["timeline"], db)
     assert "secret title" not in out and "$ " not in out and "-c pass" not in out
-    assert "turn 0  completed  (a command, its text not captured)" in out
+    assert "turn 1  completed  (a command, its text not captured)" in out

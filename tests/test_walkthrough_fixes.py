@@ -273,10 +273,25 @@ def test_a_blocking_signal_is_named_as_a_noun():
 
 
 def test_an_empty_objective_before_any_prompt_is_not_blamed_on_the_capture_mode(tmp_path):
-    """`attempt run -- false` fails in turn 0 of its session: no prompt, so no objective. The note
-    says so, instead of guessing metadata_only."""
+    """A run recorded before each run had a turn of its own (spec/evidence.md §2: no run.started)
+    fails in turn 0 of its session: no prompt, so no objective. The note says so, instead of
+    guessing metadata_only. A run recorded now has its command line as its objective."""
+    from attemptdb.evidence import process, record
+    from attemptdb.model import clock, ids
     db = str(tmp_path / "r.db")
-    assert run_attempt(["run", "--db", db, "--", "false"], cwd=tmp_path).returncode == 1
+    st = Store.open(db)
+    try:
+        w = record.Writer(st, cwd=str(tmp_path))
+        ex = process.Exit()
+        ex.returncode, ex.started_us, ex.ended_us, ex.duration_ms = 1, clock.now_us(), clock.now_us(), 0
+        call = "cmd_" + ids.uuid7()
+        w.write([w.started(None), w.command_started(call, ["false"], ex.started_us),
+                 w.command_finished(call, ["false"], ex, {}, {}), w.run_stopped(ex), w.ended("run_finished")])
+    finally:
+        st.close()
     p = run_attempt(["query", "SHOW FAILED ATTEMPTS", "--db", db], env={"COLUMNS": "200"})
     err = (p.stdout + p.stderr).decode()  # notes follow the table on a pipe
     assert p.returncode == 0 and "came before any prompt (turn 0)" in err and "metadata_only" not in err, err
+    assert run_attempt(["run", "--db", db, "--", "false"], cwd=tmp_path).returncode == 1
+    p = run_attempt(["query", "SELECT objective FROM attempts WHERE turn_index > 0", "--json", "--db", db])
+    assert json.loads(p.stdout) == [{"objective": "false"}], p.stdout

@@ -92,10 +92,12 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     """Run COMMAND and record it: `attempt run [OPTIONS] -- COMMAND [ARGS…]`.
 
     stdin, stdout and stderr are the command's own, live; the exit status is the command's
-    (a command killed by a signal kills this process with the same signal). Records
-    command.started / command.finished (exit code, duration, output hashes and artifacts) and
-    git snapshots before and after, in a session of provider `attempt` (spec/evidence.md).
-    Ctrl-C and SIGTERM reach the command once: sent to this process alone they are
+    (a command killed by a signal kills this process with the same signal). Records the run
+    as a turn and an attempt of its own (a failed run stays failed whatever runs after it in
+    the session): command.started / command.finished (exit code, duration, output hashes and
+    artifacts) and git snapshots before and after, in a session of provider `attempt`
+    (spec/evidence.md). A locked database never holds the command up: the events wait in the
+    spool. Ctrl-C and SIGTERM reach the command once: sent to this process alone they are
     forwarded, sent to its process group (a terminal's Ctrl-C) they are not sent again.
     """
     from ..evidence import process, record
@@ -108,6 +110,7 @@ def run_cmd(session, title, attach_output, verbose, db, command):
         st.close()
         raise
     from .stores import checkpoint_after_import
+    st.set_busy_timeout(record.RUN_BUSY_S)  # a locked file is signed by the next command instead
     checkpoint_after_import(st)
     st.close()
     ex = res.exit
@@ -242,8 +245,8 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
             if as_json:
                 echo_json(meta)
             else:
-                for k, v in meta.items():
-                    click.echo(f"{k:<12}{printable(v)}")
+                for k, v in meta.items():  # booleans as the README prints them: true / false
+                    click.echo(f"{k:<12}{('true' if v else 'false') if isinstance(v, bool) else printable(v)}")
             return
         digest, n = hashlib.sha256(), 0
         if not output and sys.stdout is None:  # the caller closed it (`>&-`)

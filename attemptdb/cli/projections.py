@@ -221,16 +221,17 @@ def _turn_line(t: dict, width: int, who: str = "", session_state: str | None = N
                command: str | None = None) -> str:
     from ..query.read import clean, local_time
     from ..render.termtable import clip
+    run = t.get("provider") == RUN_PROVIDER  # a turn `attempt run` recorded: its objective is the command
     if t["objective"]:
-        what = clean(t["objective"])
-    elif command:  # a turn `attempt run` recorded: the command it ran
+        what = ("$ " if run else "") + clean(t["objective"])
+    elif command:  # (files written before each run had a turn of its own: from the call)
         what = "$ " + clean(command)
+    elif run and t.get("tool_call_count"):
+        what = "(a command, its text not captured)"
     elif t["prompt_event_id"] and t["prompt_chars"] is not None:
         what = f"(prompt, {t['prompt_chars']} chars, content not captured)"
     elif t["prompt_event_id"]:
         what = "(prompt)"
-    elif t.get("provider") == RUN_PROVIDER and t.get("tool_call_count"):
-        what = "(a command, its text not captured)"
     else:
         what = "(activity before the first prompt)"
     status = t["status"]

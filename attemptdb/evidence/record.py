@@ -12,9 +12,14 @@ Invariants:
 - Sessions: the one named (`--session S`, `ATTEMPTDB_SESSION`, `Recorder(session=…)`) is opened
   by its first event and stays open until closed explicitly; one without a name is this
   command's own, closed when it ends.
-- The seed-001 kinds map onto Event v1 kinds (spec/evidence.md §2); a run is a tool call (category
-  `shell`) in its session's current turn, ended by `run.stopped` (turn_stopped/turn_failed),
-  so a failing run is a failed attempt with a class, through the same projections as a hook's.
+- The seed-001 kinds map onto Event v1 kinds (spec/evidence.md §2). Each run (and each command
+  the Recorder records) is a turn of its own: `run.started` (a prompt_submitted whose text is the
+  command line: content, so absent under metadata_only) opens it, the command is a tool call
+  (category `shell`) in it, and `run.stopped` (turn_stopped/turn_failed) ends it. So every run is
+  an attempt with its own outcome, a failing one failed with a class, through the same
+  projections as a hook's; a later run never makes an earlier one's failure disappear.
+- Recording never holds up the command for long: the run's own writes wait at most RUN_BUSY_S
+  for a locked file, then go to the spool (drained, in order, by the next write or read).
 """
 
 import os
@@ -31,6 +36,8 @@ SESSION_ENV = "ATTEMPTDB_SESSION"
 TOOL_NAME = "run"
 MAX_NAME = 128
 MAX_TEXT = 64 << 10  # a note, subject or title (content) is at most this many characters
+RUN_BUSY_S = 0.25  # how long a run's own writes wait for a locked file before they are spooled
+DRAIN_LIMIT = 100  # spooled events a write ingests before its own (as a hook does; reads take the rest)
 _CRASH = frozenset(("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP"))
 
 
@@ -89,6 +96,7 @@ class Writer:
         self.session_id = ids.session_id(PROVIDER, self.psid)
         self.written: list = []  # ev_ ids written (or spooled)
         self.spooled = 0
+        self.last_us = None  # the latest observed_at (µs) this writer wrote into the session
 
     # --- state ----------------------------------------------------------------------------
 
@@ -165,6 +173,37 @@ class Writer:
                                                   "x_attempt_subject_chars": len(subject),
                                                   "note_chars": len(note) if note is not None else None})
 
+    def after_session(self, at_us: int) -> int:
+        """`at_us`, or just after the latest event the session holds (or this writer spooled)
+        when that is later, but never later than now: a run's turn opens after everything before
+        it, so a command recorded after the fact (`Recorder.command`, which started
+        `duration_ms` ago) never opens its turn inside the previous run's; an event stamped in
+        the future (another device's clock) moves nothing past the present."""
+        row = self.store.conn.execute("SELECT max(observed_at) FROM events WHERE session_id = ?",
+                                      ("ses_" + self.session_id,)).fetchone()
+        latest = self.last_us
+        if row and isinstance(row[0], str):
+            try:
+                latest = max(latest or 0, clock.from_iso(row[0]))
+            except (ValueError, OverflowError):  # an edited row: the writer's own clock decides
+                pass
+        if latest is None or at_us > latest:
+            return at_us
+        return max(at_us, min(latest + 1, clock.now_us()))
+
+    def run_started(self, argv, at_us: int, source: str = "run") -> dict:
+        """The event that opens a run's own turn (spec/evidence.md §2): a prompt_submitted whose
+        text is the command line (content: the objective of the run's turn and attempt, stored
+        secret-redacted, not at all under metadata_only), attrs `source` and `prompt_chars`. A
+        shell-quoted line never starts with `<` or `[`, so it is never read as an injected prompt."""
+        line = shlex.join(argv)
+        text = line if len(line) <= MAX_TEXT else line[:MAX_TEXT - 1] + "…"
+        d = self._draft("prompt_submitted", "run.started")
+        d.attr("source", source)
+        d.attr("prompt_chars", len(text))
+        d.put("prompt", text)
+        return self._envelope(d, at_us)
+
     def _command_draft(self, kind: str, name: str, call_id: str, argv) -> object:
         from ..adapters import commands
         d = self._draft(kind, name)
@@ -223,18 +262,31 @@ class Writer:
 
     # --- writing --------------------------------------------------------------------------
 
-    def write(self, envs: list) -> None:
-        """Append (one transaction); when the file cannot take them, spool them."""
+    def write(self, envs: list, busy_s: float | None = None) -> None:
+        """Append (one transaction), after a bounded share of the spool (events spooled earlier,
+        this writer's own included, go first, as a hook's do); when the file cannot take them,
+        spool them. `busy_s`: how long to wait for a locked file (default: the store's)."""
         if not envs:
             return
+        from ..capture import spool
+        old = self.store.busy_timeout_s
+        if busy_s is not None:
+            self.store.set_busy_timeout(busy_s)
         try:
+            try:
+                spool.drain(self.store, limit=DRAIN_LIMIT)
+            except Exception:  # locked, unwritable: the append below finds out as well
+                pass
             self.store.append(envs)
         except Exception:
-            from ..capture import spool
             for env in envs:
                 spool.put(self.store.path, env)
             self.spooled += len(envs)
+        finally:
+            if busy_s is not None:
+                self.store.set_busy_timeout(old)
         self.written += ["ev_" + e["event_id"] for e in envs]
+        self.last_us = max([self.last_us or 0] + [e["observed_at"] for e in envs])
 
 
 def check_argv(argv, env=None) -> None:
@@ -310,12 +362,14 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
     if not writer.is_open():
         line = shlex.join(shown)  # the default title: the command line, cut to what a title may hold
         first.append(writer.started(title or (line if len(line) <= MAX_TEXT else line[:MAX_TEXT - 1] + "…")))
+    opened = writer.after_session(clock.now_us())
+    first.append(writer.run_started(shown, opened))  # the run's own turn (module invariants)
     if snapshots:
         first += _snapshot(writer, "run.start", res.notes)
     call_id = "cmd_" + ids.uuid7()
-    first.append(writer.command_started(call_id, shown, clock.now_us()))
-    writer.write(first)
-    with streams(writer, keep, res.notes) as sinks:
+    first.append(writer.command_started(call_id, shown, max(clock.now_us(), opened)))
+    writer.write(first, busy_s=RUN_BUSY_S)
+    with streams(writer, keep, res.notes, busy_s=RUN_BUSY_S) as sinks:
         ex = process.execute(argv, sinks, cwd=writer.cwd, env=env, echo=echo)
     outputs, res.artifacts = sinks.outputs, sinks.artifacts
     last = [writer.command_finished(call_id, shown, ex, outputs, res.artifacts)]
@@ -324,7 +378,7 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
     last.append(writer.run_stopped(ex))
     if writer.own if close is None else close:
         last.append(writer.ended("run_finished"))
-    writer.write(last)
+    writer.write(last, busy_s=RUN_BUSY_S)
     res.exit, res.outputs, res.session_id, res.events = ex, outputs, writer.session_id, list(writer.written)
     res.returncode = ex.returncode
     res.exit_status = 128 + ex.signal if ex.signal is not None else ex.returncode
@@ -336,9 +390,9 @@ class streams(dict):
     bytes in a private temporary directory when `keep`); on leaving, each is closed and its
     artifact stored (`sinks.outputs`, `sinks.artifacts`), and the directory removed."""
 
-    def __init__(self, writer: Writer, keep: bool, notes: list):
+    def __init__(self, writer: Writer, keep: bool, notes: list, busy_s: float | None = None):
         super().__init__()
-        self.writer, self.keep, self.notes = writer, keep, notes
+        self.writer, self.keep, self.notes, self.busy_s = writer, keep, notes, busy_s
         self.outputs: dict = {}
         self.artifacts: dict = {}
         self.dir = None
@@ -351,21 +405,47 @@ class streams(dict):
         return self
 
     def __exit__(self, *exc) -> None:
-        from . import artifacts
         try:
             for name, sink in self.items():
                 out = self.outputs[name] = sink.close()
                 if out.dropped:
                     self.notes.append(f"{name} not kept ({out.dropped.replace('_', ' ')}): its hash is recorded")
                 if out.size and exc[0] is None:
+                    kept = out.kept_path is not None
                     try:
-                        self.artifacts[name] = artifacts.store(self.writer.store.conn, out)
+                        self.artifacts[name] = self._store(out)
                     except Exception as e:  # the run's facts matter more than its output's bytes
-                        self.notes.append(f"{name} artifact not stored ({type(e).__name__})")
+                        self.notes.append(_not_stored(name, kept, e))
                 out.discard()
         finally:
             if self.dir:
                 shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _store(self, out) -> str:
+        from . import artifacts
+        st = self.writer.store
+        old = st.busy_timeout_s
+        if self.busy_s is not None:
+            st.set_busy_timeout(self.busy_s)
+        try:
+            return artifacts.store(st.conn, out)
+        finally:
+            if self.busy_s is not None:
+                st.set_busy_timeout(old)
+
+
+def _not_stored(name: str, kept: bool, e: Exception) -> str:
+    """The note for an output whose artifact row could not be written: its code (the store's
+    reading of the failure, store.sqlerrors.coded), never a Python class name. The row is not
+    spooled (the spool holds events): the run's command.finished still records the output's
+    SHA-256 and size."""
+    from ..store import sqlerrors
+    coded = e if isinstance(e, AttemptError) else sqlerrors.coded(e, None)
+    found = f"error[{coded.code}]" if coded is not None else "an error"
+    why = " (the database was locked by another process)" if coded is not None and coded.code == "store.busy" else ""
+    lost = "; its bytes were not kept" if kept else ""
+    return (f"{name} artifact not stored: {found}{why}; its SHA-256 and size are recorded in the "
+            f"run's events{lost}")
 
 
 def _snapshot(writer: Writer, point: str, notes: list) -> list:

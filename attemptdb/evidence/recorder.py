@@ -136,8 +136,12 @@ class Recorder:
             for name, source in (("stdout", stdout), ("stderr", stderr)):
                 for chunk in _chunks(source):
                     sinks[name].feed(chunk)
+        # its own turn, after what the session holds (it started duration_ms ago: maybe before the
+        # previous run ended), like a run's (spec/evidence.md §2)
+        opened = w.after_session(ex.started_us)
+        ex.ended_us = max(ex.ended_us, opened)
         call_id = "cmd_" + ids.uuid7()
-        w.write([w.command_started(call_id, argv, ex.started_us),
+        w.write([w.run_started(argv, opened, source="command"), w.command_started(call_id, argv, opened),
                  w.command_finished(call_id, argv, ex, sinks.outputs, sinks.artifacts), w.run_stopped(ex)])
         return sinks.artifacts
 
