@@ -41,6 +41,7 @@ def test_an_integer_too_long_for_int_is_a_coded_refusal_at_its_place(home, provi
     for op in (["hook", "install", "-p", flag, "--no-verify"], ["hook", "uninstall", "-p", flag],
                ["hook", "install", "-p", flag, "--no-verify", "--mcp"]):
         rc, out = _cli(home, *op)
+        out = " ".join(ln.strip() for ln in out.splitlines())  # the message, wrapped to 80 columns
         assert rc == 1 and "error[installer.config_invalid_json]" in out and "(line 2, column 25)" in out
         assert "7777" not in out
     rc, out = _cli(home, "doctor", "-p", flag)

@@ -29,7 +29,8 @@ if os.environ.get("FAKE_HOOK_MODE") == "fail":
     sys.exit(3)
 provider = registry_id = {{"claude-code": "claude_code", "gemini-cli": "gemini_cli"}}.get(sys.argv[2], sys.argv[2])
 sid = payload.get("session_id") or payload.get("conversation_id")
-with Store.open(os.environ["ATTEMPTDB_PATH"]) as s:
+db = sys.argv[sys.argv.index("--db") + 1] if "--db" in sys.argv else os.environ["ATTEMPTDB_PATH"]
+with Store.open(db) as s:
     env = {{"event_id": ids.uuid7(), "schema_version": 1, "device_id": s.device_id,
            "observed_at": 1, "captured_at": 1, "provider": provider, "adapter_version": "0.1.1",
            "capture_mode": "metadata_only", "provider_event_name": payload["hook_event_name"],
@@ -61,7 +62,8 @@ def test_capture_test_runs_the_written_command_with_the_payload(home, db, fake_e
     assert [t["provider"] for t in rep.capture_tests] == list(registry.PROVIDERS)
     assert all(t["ok"] and t["event_id"].startswith("ev_") for t in rep.capture_tests)
     calls = [json.loads(x) for x in open(log)]
-    assert [c["argv"] for c in calls] == [["capture", registry.HOOK_IDS[p]] for p in registry.PROVIDERS]
+    # the database install was given is named in the command itself (agents do not see ATTEMPTDB_PATH)
+    assert [c["argv"] for c in calls] == [["capture", registry.HOOK_IDS[p], "--db", db] for p in registry.PROVIDERS]
     for c, p in zip(calls, registry.PROVIDERS):
         pl = c["payload"]
         assert pl["hook_event_name"] == registry.CAPTURE_TEST_EVENT[p]

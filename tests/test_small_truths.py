@@ -152,7 +152,7 @@ def test_hook_install_for_an_agent_that_is_not_detected(tmp_path):
     home.mkdir()
     env = {"HOME": str(home), "PATH": str(tmp_path / "empty-bin") + os.pathsep + os.path.dirname(os.sys.executable)}
     p = attempt(["hook", "install", "--provider", "gemini-cli", "--no-verify"], **env)
-    out = p.stdout.decode()
+    out = " ".join(ln.strip() for ln in p.stdout.decode().splitlines())  # (wrapped to 80 columns)
     assert p.returncode == 1
     assert f"looked for the directory {home / '.gemini'} and for `gemini` on PATH" in out
     assert "pass --force to install anyway" in p.stderr.decode()

@@ -9,7 +9,7 @@ import click
 from ..errors import AttemptError
 from ..model import ids
 from ..store import location
-from .common import db_option, db_path, echo_json, err, json_option, no_db_option, open_store, printable, style
+from .common import db_option, db_path, echo_json, err, json_option, no_db_option, open_store, printable, say, style
 from .scope import scope_options, scope_where
 from .stores import checkpoint_after_import, ensure_key, read_store, write_store
 
@@ -58,9 +58,13 @@ def init_cmd(local, capture_mode, db, as_json):
         location.remember_local(path, "dev_" + st.device_id)
     from ..capture import spool
     spool.prepare()
-    report = {"path": path, "created": not existed, "device_id": "dev_" + st.device_id,
+    report = {"path": path, "created": not existed or st.created, "device_id": "dev_" + st.device_id,
               "capture_mode": st.capture_mode, "key_id": key.identity, "events": st.count()}
     st.close()
+    from ..store.database import exposed
+    loose = exposed(path)
+    if loose:
+        report["exposed"] = [{"path": f, "mode": f"{m:o}"} for f, m in loose]
     if as_json:
         echo_json(report)
         return
@@ -70,6 +74,9 @@ def init_cmd(local, capture_mode, db, as_json):
     click.echo(f"  capture mode  {report['capture_mode']}")
     click.echo(f"  signing key   {report['key_id']}")
     click.echo(f"  events        {report['events']}")
+    if loose:
+        from ..installer.doctor import exposed_problem
+        say(f"warning: {exposed_problem(loose)}", err=True, paths=[f for f, _ in loose])
 
 
 @click.command("capture", context_settings={"ignore_unknown_options": True, "allow_extra_args": True},

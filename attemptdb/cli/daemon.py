@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .common import db_option, db_path, echo_json, json_option
+from .common import db_option, db_path, echo_json, json_option, say
 
 
 @click.group("daemon")
@@ -47,7 +47,7 @@ def status_cmd(db, as_json):
                    "enabled": hookclient.enabled()})
         return
     if pid:
-        click.echo(f"running: pid {pid}, socket {sock}")
+        say(f"running: pid {pid}, socket {sock}", paths=(sock,))
     else:
         click.echo("not running" + ("" if hookclient.enabled() else " (ATTEMPTDB_NO_DAEMON is set)"))
 

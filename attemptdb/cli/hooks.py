@@ -7,12 +7,14 @@ config, a failed capture test, a doctor problem).
 """
 
 import os
+import shlex
 import sys
 
 import click
 
 from ..render import termtable
 from ..render.termtable import plural
+from ..store import location
 from .common import db_option, echo_json, json_option, no_db_option, printable, style
 from .readers import mcp_option, mcp_registrations, print_mcp, report_json
 
@@ -46,32 +48,53 @@ def _short(path):
     return path
 
 
+def _lines(text: str, width: int, indent: str, *whole) -> str:
+    """`text` (terminal-safe) as lines that fit `width`, broken at spaces only (a list of event
+    names at its `, `), with `whole` (paths) never broken, continuation lines under `indent`."""
+    return "\n".join(_prose(printable(text), width, indent, *whole))
+
+
+def _tilde(text: str) -> str:
+    """A message with the paths under the home directory written from `~/`, as `_short` does."""
+    home = os.path.expanduser("~")
+    if not home or home == "/":
+        return text
+    return text.replace(home + os.sep, "~" + os.sep)
+
+
 def _print_actions(report):
+    width = termtable.terminal_width()
     for a in report.actions:
         word = _WORDS.get(a.outcome, a.outcome)
         if report.dry_run:
             word = _WOULD.get(a.outcome, word)
         color = {"failed": "red", "skipped": "yellow"}.get(a.outcome, "green")
-        line = f"{a.agent.label:<12} {style(f'{word:<16}', fg=color)} {printable(_short(a.config_path))}"
-        click.echo(line)
+        head, path = f"{a.agent.label:<12} ", printable(_short(a.config_path))
+        lines = _prose(f"{head}{word:<16} {path}", width, " " * len(head), path)
+        if lines[0].startswith(head + word):  # the outcome in colour (a narrow terminal: plain)
+            lines[0] = head + style(f"{word:<16}", fg=color) + lines[0][len(head) + 16:]
+        click.echo("\n".join(lines))
+        say = []
         if a.error:
-            click.echo(printable(f"  error[{a.error[0]}]: {a.error[1]} (file left untouched)"))
+            say.append((f"  error[{a.error[0]}]: {a.error[1]} (file left untouched)", ()))
         if a.reason:
-            click.echo(printable(f"  {a.reason}"))
-        if a.added or a.removed:
-            verb = "would " if report.dry_run else ""
-            if a.removed:
-                click.echo(printable(f"  {verb}remove entries for {len(a.removed)} event(s): {', '.join(a.removed)}"))
-            if a.added:
-                click.echo(printable(f"  {verb}subscribe {len(a.added)} event(s): {', '.join(a.added)}"))
+            say.append((f"  {a.reason}", ()))
+        verb = "would " if report.dry_run else ""
+        if a.removed:
+            say.append((f"  {verb}remove entries for {len(a.removed)} event(s): {', '.join(a.removed)}", ()))
+        if a.added:
+            say.append((f"  {verb}subscribe {len(a.added)} event(s): {', '.join(a.added)}", ()))
         if a.backup:
-            click.echo(printable(f"  backup: {_short(a.backup)}"))
+            say.append((f"  backup: {_short(a.backup)}", (_short(a.backup),)))
         if a.settings and a.settings.get("outcome") not in (None, "unchanged"):
             change = f" ({a.settings['change']})" if a.settings.get("change") and report.dry_run else ""
-            click.echo(printable(f"  {_short(a.settings['path'])}: {a.settings['outcome']}{change}"
-                                 + (f" (backup: {_short(a.settings['backup'])})" if a.settings.get("backup") else "")))
+            bak = _short(a.settings.get("backup"))
+            say.append((f"  {_short(a.settings['path'])}: {a.settings['outcome']}{change}"
+                        + (f" (backup: {bak})" if bak else ""), (_short(a.settings["path"]), bak)))
         for n in a.notes:
-            click.echo(printable(f"  note: {n}"))
+            say.append((f"  note: {_tilde(n)}", ()))
+        for text, whole in say:
+            click.echo(_lines(text, width, "    ", *whole))
 
 
 @click.group("hook")
@@ -95,10 +118,14 @@ def install_cmd(providers, dry_run, no_verify, mcp, force, as_json, db):
     Idempotent (a second run changes nothing), keeps your own hooks and the file's
     formatting, backs the file up, writes it atomically (through symlinks). Ends with a
     capture test per agent: the written command is run with a test payload and must store
-    a capture_test event in the database (--db / ATTEMPTDB_PATH). An agent named with --provider
+    a capture_test event in the database the hooks write to. Given --db (or ATTEMPTDB_PATH),
+    the hooks carry `--db <absolute path>` and write there, wherever the agent works; without
+    it, to the default database (a trusted ./.attemptdb where the agent works comes first).
+    An agent named with --provider
     that is not detected is not installed: the output says where detection looked, and the
     exit status is 1 unless --force (which installs it anyway)."""
     from ..installer import install
+    from ..installer.command import shell_quote
     report = install.install(list(providers) or None, dry_run=dry_run, verify=not no_verify, db=db,
                              force=force)
     regs = mcp_registrations(report, mcp, providers, dry_run)
@@ -107,20 +134,30 @@ def install_cmd(providers, dry_run, no_verify, mcp, force, as_json, db):
     else:
         _print_actions(report)
         print_mcp(regs, dry_run)
+        width = termtable.terminal_width()
         if report.executable is not None:
-            click.echo(printable(f"hook command: {report.executable.command('<agent>')} "
-                                 f"(found: {report.executable.source})"))
+            exe = report.executable
+            click.echo(_lines(f"hook command: {exe.command('<agent>', report.database)} (found: {exe.source})",
+                              width, "  ", *map(shell_quote, exe.argv),
+                              *([shell_quote(report.database)] if report.database else [])))
+            click.echo(_lines(f"hooks write to: {_database(report.database)}", width, "  ",
+                              _short(report.database or location.default_db())))
         for t in report.capture_tests:
             label = printable(t["hook_id"])
             if t["ok"]:
                 click.echo(f"capture test {label}: {style('ok', fg='green')} "
                            f"({t['event_id']}, {t.get('ms', 0):g} ms)")
             else:
-                click.echo(f"capture test {label}: {style('FAILED', fg='red')} "
-                           + printable(f"error[{t['error']['code']}]: {t['error']['message']}"))
+                lines = _prose(printable(f"capture test {t['hook_id']}: FAILED error[{t['error']['code']}]: "
+                                         f"{t['error']['message']}"), width, "  ")
+                head = f"capture test {label}: FAILED"
+                if lines[0].startswith(head):
+                    lines[0] = f"capture test {label}: {style('FAILED', fg='red')}" + lines[0][len(head):]
+                click.echo("\n".join(lines))
     if report.missing and not as_json:
-        click.echo(f"not installed: {', '.join(a.agent.label for a in report.missing)} not detected; "
-                   "pass --force to install anyway", err=True)
+        click.echo("\n".join(termtable.prose(
+            f"not installed: {', '.join(a.agent.label for a in report.missing)} not detected; "
+            "pass --force to install anyway", termtable.terminal_width(sys.stderr), "  ")), err=True)
     sys.exit(0 if report.ok and not any(r.failed for r in regs) else 1)
 
 
@@ -161,28 +198,44 @@ def _print_agents(rep, *, full):
         if lines[0].startswith(head + state):  # (a terminal too narrow for the name and the state: plain)
             lines[0] = head + style(state, fg=colors.get(state)) + lines[0][len(head) + len(state):]
         click.echo("\n".join(lines))
+        if "hooks_database" in a:
+            where = _database(a["hooks_database"])
+            click.echo("\n".join(_prose(printable(f"  writes to: {where}"), width, "    ",
+                                         _short(a["writes_to"]))))
         for p in a["problems"]:
             click.echo("\n".join(_prose(printable(f"  problem: {p}"), width, "    ")))
         for n in a["notes"]:
-            click.echo("\n".join(_prose(printable(f"  note: {n}"), width, "    ")))
+            click.echo("\n".join(_prose(printable(f"  note: {n}"), width, "    ",
+                                         a.get("writes_to"), rep["database"]["path"])))
     if full:
         d = rep["database"]
         path = printable(_short(d["path"]))
         if d.get("reachable"):
             mode = d["capture_mode"] + (" (FAIL-CLOSED)" if d.get("fail_closed") else "")
-            text = printable(f"database     {path}: {plural(d['events'], 'event')}, schema "
+            text = printable(f"database     {path}{' (the hooks name it)' if d.get('named_by_hooks') else ''}: "
+                             f"{plural(d['events'], 'event')}, schema "
                              f"{d['schema']}, capture mode {mode}")
         else:
             text = f"database     {path}: " + ("not reachable" if d["exists"] else "does not exist yet")
         click.echo("\n".join(_prose(text, width, " " * 13, path)))
-        for p in rep["problems"]:
-            click.echo("\n".join(_prose(printable(f"  problem: {p}"), width, "    ")))
+        files = [d["path"]] + [e["path"] for e in d.get("exposed", ())]
+        for p in rep["problems"]:  # (a path in them stays whole, quoted for a command too)
+            click.echo("\n".join(_prose(printable(f"  problem: {p}"), width, "    ", *files,
+                                         *map(shlex.quote, files))))
         exe = rep["executable"]
         argv = printable(" ".join(exe["argv"]))
         click.echo("\n".join(_prose(printable(f"executable   {argv} (found: {exe['source']}; "
                                                f"`attempt` on PATH: {'yes' if rep['on_path'] else 'no'})"),
                                       width, " " * 13, *exe["argv"])))
         click.echo(style("ok", fg="green") if rep["ok"] else style("problems found", fg="red"))
+
+
+def _database(path: str | None) -> str:
+    """Where hooks write, for a person: the database their `--db` names, else the default."""
+    if path:
+        return _short(path)
+    return (f"the default database, {_short(location.default_db())} (a trusted .attemptdb/attempt.db "
+            "where the agent works comes first)")
 
 
 def _prose(text: str, width: int, indent: str, *whole) -> list[str]:

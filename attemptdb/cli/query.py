@@ -307,14 +307,17 @@ def status_cmd(project, session, since, until, limit, as_json, db):
     # every value from the file (or a repository, through a captured project name) is shown
     # through the read commands' filter: no control character reaches the terminal
     from ..query.read import clean
-    click.echo(f"database      {printable(rep['database'])}")
+    from ..render import termtable
+    from ..render.termtable import plural
+    click.echo("\n".join(termtable.prose(f"database      {printable(rep['database'])}", termtable.terminal_width(),
+                                         " " * 14, whole=(printable(rep["database"]),))))
     click.echo(f"schema        {rep['schema_version']}")
     click.echo(f"capture mode  {clean(rep['capture_mode'] or 'unknown', 40)}")
-    from ..render.termtable import plural
-    click.echo(f"events        {rep['events']}" + (f" · {plural(rep['sessions'], 'session')}" if rep["sessions"] is not None else "")
-               + (f" · {plural(rep['work_units'], 'work unit')}" if rep.get("work_units") is not None else "")
-               + (f" (not counted: {plural(rep['capture_test_sessions'], 'capture-test session')}, from "
-                  "`attempt hook install`'s checks)" if rep.get("capture_test_sessions") else ""))
+    events = (f"events        {rep['events']}" + (f" · {plural(rep['sessions'], 'session')}" if rep["sessions"] is not None else "")
+              + (f" · {plural(rep['work_units'], 'work unit')}" if rep.get("work_units") is not None else "")
+              + (f" (not counted: {plural(rep['capture_test_sessions'], 'capture-test session')}, from "
+                 "`attempt hook install`'s checks)" if rep.get("capture_test_sessions") else ""))
+    click.echo("\n".join(termtable.prose(events, termtable.terminal_width(), " " * 14)))
     if rep.get("needs_you") is not None:
         click.echo(f"needs you     {rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
     from ..render.termtable import size_text

@@ -2,9 +2,11 @@
 
 Invariant: the test runs the exact command written into the agent's config, as a real
 subprocess through `/bin/sh` (as the agent would), with the capture-test payload of
-reference §3.1 on stdin and this process's environment (plus `ATTEMPTDB_PATH` when a
-database was named); it passes only when a `capture_test` event from that provider and that
-test session appears in the database afterwards. Output of the hook is never echoed.
+reference §3.1 on stdin and this process's environment less `ATTEMPTDB_PATH` (an agent's
+hooks do not see the variable of the shell that installed them: a database install was given
+is named in the command itself, `--db`); it passes only when a `capture_test` event from that
+provider and that test session appears in the database the command writes to (`db`, else
+the one resolved from the working directory). Output of the hook is never echoed.
 """
 
 import os
@@ -58,8 +60,7 @@ def run(agent, command: str, *, db=None, timeout_s: float = 20.0, cwd=None) -> d
     db_path = location.resolve(db, cwd)
     out = {"provider": agent.provider, "hook_id": agent.hook_id, "database": db_path, "ok": False}
     env = dict(os.environ)
-    if db:
-        env["ATTEMPTDB_PATH"] = db_path
+    env.pop("ATTEMPTDB_PATH", None)  # as an agent runs it: the command itself names the database (or not)
     after, _ = _head(db_path)
     data = dumps(payload(agent.provider, cwd)).encode("utf-8")
     t0 = time.monotonic()

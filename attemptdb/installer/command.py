@@ -7,7 +7,8 @@ the path single-quoted, `'` written `'\\''`), or, when no `attempt` executable e
 `'<python>' -I '<dir>/attemptdb/__main__.py' capture <hook-id>`: isolated mode and an absolute
 script, so the repository the agent works in (the hook's working directory) and PYTHON*
 variables never reach its imports (`python -m attemptdb` would import a repository's own
-`attemptdb/` first). Recognition accepts every form any AttemptDB ever wrote: first token
+`attemptdb/` first). Install given a database (`--db`, ATTEMPTDB_PATH) adds `--db '<absolute
+path>'` after the hook id, so the hooks write where the user chose. Recognition accepts every form any AttemptDB ever wrote: first token
 named `attempt`/`attempt.exe` followed by `capture` (or the legacy `hook`),
 `attempt-hook <provider>`, a Python interpreter running `-I …/attemptdb/__main__.py` or (the
 old, unsafe form, recognised so that `hook install` replaces it) `-m attemptdb`, then
@@ -38,8 +39,12 @@ class Executable:
         self.argv = list(argv)
         self.source = source
 
-    def command(self, hook_id: str) -> str:
-        return " ".join([shell_quote(self.argv[0])] + [_word(a) for a in self.argv[1:]] + ["capture", hook_id])
+    def command(self, hook_id: str, db: str | None = None) -> str:
+        """The hook command for `hook_id`; with `db` (an absolute path), `--db '<db>'` after it:
+        the hooks then write to that database whatever the agent's working directory and
+        environment (without it they resolve the database as every command does)."""
+        cmd = " ".join([shell_quote(self.argv[0])] + [_word(a) for a in self.argv[1:]] + ["capture", hook_id])
+        return cmd if db is None else f"{cmd} --db {shell_quote(db)}"
 
     @property
     def path(self) -> str:
@@ -185,15 +190,27 @@ def with_capture_mode(cmd: str, mode: str) -> str:
     return f"{cmd} --capture-mode {mode if bare else shell_quote(mode)}"
 
 
-def added_capture_mode(cmd) -> str | None:
-    """The `--capture-mode M` someone added to one of our hook commands (the flag can only lower
-    the database's mode): a rewritten command keeps it."""
+def _option(cmd, flag: str) -> str | None:
+    """The value of `flag` (`--flag V` or `--flag=V`) in one of our hook commands, or None."""
     if not is_ours(cmd):
         return None
     words = split_command(cmd, limit=64)
     for i, w in enumerate(words):
-        if w == "--capture-mode" and i + 1 < len(words):
+        if w == flag and i + 1 < len(words):
             return words[i + 1]
-        if w.startswith("--capture-mode="):
+        if w.startswith(flag + "="):
             return w.split("=", 1)[1]
     return None
+
+
+def hook_db(cmd) -> str | None:
+    """The database one of our hook commands writes to when it names one (`--db PATH`, as
+    `attempt hook install --db` writes it), else None: the hook resolves it as every command
+    does (ATTEMPTDB_PATH, a trusted ./.attemptdb, the per-user default)."""
+    return _option(cmd, "--db")
+
+
+def added_capture_mode(cmd) -> str | None:
+    """The `--capture-mode M` someone added to one of our hook commands (the flag can only lower
+    the database's mode): a rewritten command keeps it."""
+    return _option(cmd, "--capture-mode")

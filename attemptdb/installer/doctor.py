@@ -14,11 +14,18 @@ Invariants:
   step that fixes it) unless the agent is demonstrably delivering: Codex captures arrived
   since the hooks were installed.
 - The database is opened read-only and never created; its capture mode is the stored one,
-  and an unreadable value is reported as failing closed to `metadata_only`.
+  and an unreadable value is reported as failing closed to `metadata_only`. A database file,
+  -wal or -shm that the group or others may read or write is a problem (`[store.exposed]`,
+  with the `chmod` to run); doctor never changes a mode itself.
+- Each installed agent names the database its hooks write to (`hooks_database`: the `--db`
+  of its commands, None when they name none; `writes_to`), with a note when that is not the
+  database the report reads. Given no database (`--db`, ATTEMPTDB_PATH), the report reads the
+  one every installed agent's hooks name, when they all name the same (`named_by_hooks`).
 - `ok` is false (exit 1) on any problem; nothing printed echoes config or event content.
 """
 
 import os
+import shlex
 import shutil
 import stat
 
@@ -61,6 +68,11 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
     path = location.resolve(db)
     out = {"path": path, "exists": os.path.exists(path), "reachable": False}
     problems = []
+    from ..store.database import exposed
+    loose = exposed(path) if out["exists"] else []
+    out["exposed"] = [{"path": f, "mode": f"{m:o}"} for f, m in loose]
+    if loose:  # a privacy problem whatever else the file has
+        problems.append(exposed_problem(loose))
     if not out["exists"]:
         if need_db:
             problems.append(f"no database at {path}: run `attempt hook install` (its capture "
@@ -105,6 +117,15 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
     if key_problem:
         problems.append(key_problem)
     return out, problems, store
+
+
+def exposed_problem(loose) -> str:
+    """The problem line for database files others may read or write (`database.exposed`: [(file,
+    mode)]): which, their modes, and the chmod that makes them private again."""
+    names = ", ".join(f"{f} (mode {m:o})" for f, m in loose)
+    return (f"the database is not private to you: {names} can be read or written by your group or "
+            f"others, and it holds your prompts, commands and output; run `chmod 600 "
+            f"{' '.join(shlex.quote(f) for f, _ in loose)}` [store.exposed]")
 
 
 def _damaged(path: str, e: BaseException | None = None) -> bool:
@@ -227,6 +248,18 @@ def installed_at(config_path: str | None) -> str | None:
     return None
 
 
+def _database_notes(a: dict, named: str | None, read: str) -> None:
+    """`writes_to`: the database an agent's hooks write to (the one their `--db` names, else
+    the per-user default, which a trusted ./.attemptdb where the agent works takes over), and a
+    note when that is not the database this report reads (its deliveries are not seen here)."""
+    default = location.default_db()
+    a["writes_to"] = named or default
+    if (named or default) != read:
+        where = named or f"the default database ({default})"
+        a["notes"].append(f"these hooks write to {where}, not to the database this report reads "
+                          f"({read}): run `attempt doctor --db {shlex.quote(named or default)}` to see what they deliver")
+
+
 def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     """The full report (see the module docstring)."""
     exe = executable or find_hook_executable()
@@ -234,7 +267,10 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
     cutoff = clock.iso(now - WINDOW_DAYS * _DAY_US)
     states = [state_mod.inspect(a, exe) for a in agents_mod.select(providers)]
     need_db = any(s.entries for s in states)
-    dbrep, problems, store = database_report(db, need_db)
+    named = {s.database for s in states if s.entries}
+    follow = not (db or os.environ.get("ATTEMPTDB_PATH")) and len(named) == 1 and None not in named
+    dbrep, problems, store = database_report(named.pop() if follow else db, need_db)
+    dbrep["named_by_hooks"] = follow
     last_event_at = None
     try:
         act = activity(store, [s.agent.provider for s in states], cutoff)
@@ -280,6 +316,8 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
                               f"({real}) came before, so it does not show the hooks deliver")
         elif st == INSTALLED and real is not None:
             a["notes"].append("no capture in the last 7 days")
+        if s.entries:
+            _database_notes(a, s.database, dbrep["path"])
         a["state"] = st
         a["problems"] = a_problems
         a["last_capture"] = real

@@ -13,13 +13,16 @@ reported as `failed` with a coded error and left untouched; `dry_run` computes e
 and writes nothing (no lock file, no directory, no backup). Directories are created only
 for detected agents. For Codex, `config.toml` gets the minimal feature-flag edit of
 `codexconfig` (never trust state), through the same `edit` and record (shared there with
-the MCP server's table). After a real install each installed agent gets a capture test (see
-`capturetest`).
+the MCP server's table). A database install is given (`db`, else ATTEMPTDB_PATH) is named in
+every hook command (`--db '<absolute path>'`): agents do not see the installing shell's
+variables. After a real install each installed agent gets a capture test (see `capturetest`)
+of that very command, against that database.
 """
 
 import os
 
 from ..errors import AttemptError
+from ..store import location
 from . import agents as agents_mod
 from . import codexconfig, fileops, jsonstyle, mcpentry, merge, record
 from .command import Executable, find_hook_executable
@@ -76,6 +79,7 @@ class Report:
         self.actions: list[Action] = []
         self.capture_tests: list[dict] = []
         self.missing: list[Action] = []  # agents named to install that are not detected (not forced)
+        self.database = None  # install: the database the hooks name (`--db`), None: resolved as usual
 
     @property
     def ok(self) -> bool:
@@ -86,6 +90,8 @@ class Report:
         out = {"ok": self.ok, "operation": self.operation, "dry_run": self.dry_run}
         if self.executable is not None:
             out["executable"] = self.executable.to_json()
+        if self.operation == "install":
+            out["database"] = self.database
         out["actions"] = [a.to_json() for a in self.actions]
         if self.operation == "install":
             out["capture_tests"] = self.capture_tests
@@ -204,11 +210,26 @@ def unrecording(agent, path, owner, plan_fn):
     return plan, after, notes
 
 
-def _plan_install(agent, path, command):
+def _plan_install(agent, path, command, before):
     """(plan(text), after(res), notes) for install: the merge given the record of earlier
-    installs, then the record of what this one created (a fresh install's starts anew)."""
-    return recording(agent, path, record.HOOKS, lambda text: merge.plan_install(agent, text, command),
-                     lambda res: not res.removed)
+    installs, then the record of what this one created (a fresh install's starts anew).
+    `before` gets the databases the hooks already there wrote to (`merge.hook_dbs`)."""
+    def plan(text):
+        before.update(merge.hook_dbs(agent, merge.parse_config(agent, text)))
+        return merge.plan_install(agent, text, command)
+    return recording(agent, path, record.HOOKS, plan, lambda res: not res.removed)
+
+
+def hook_database(db) -> str | None:
+    """The database installed hooks name (`--db`): the one install was given (`db`, else
+    ATTEMPTDB_PATH), as an absolute path; None when neither names one (the hooks then resolve
+    it as every command does: a trusted ./.attemptdb where the agent works, else the default)."""
+    chosen = db or os.environ.get("ATTEMPTDB_PATH")
+    return location.resolve(chosen) if chosen else None
+
+
+def _where(db_path) -> str:
+    return db_path if db_path is not None else f"the default database ({location.default_db()})"
 
 
 def _codex_settings(agent, action, uninstalling, dry_run):
@@ -271,6 +292,7 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
     is installed anyway with `force` (its config directory is created)."""
     exe = executable or find_hook_executable()
     report = Report("install", exe, dry_run)
+    report.database = hook_database(db)
     for agent in agents_mod.select(providers):
         path = agent.config_path()
         a = Action(agent, path)
@@ -280,8 +302,9 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
             if providers:  # asked for by name: not done, and the report says so
                 report.missing.append(a)
             continue
-        command = exe.command(agent.hook_id)
-        plan, after, notes = _plan_install(agent, path, command)
+        command = exe.command(agent.hook_id, report.database)
+        before = set()
+        plan, after, notes = _plan_install(agent, path, command, before)
         try:
             if not dry_run:
                 fileops.make_parent(path)
@@ -291,6 +314,9 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
             continue
         a.outcome, a.backup = res.outcome, bak
         a.notes.extend(notes)
+        if before - {report.database}:
+            a.notes.append(f"the hooks wrote to {', '.join(sorted(_where(d) for d in before))}; "
+                           f"{'they would write' if dry_run else 'they now write'} to {_where(report.database)}")
         a.removed, a.added = res.removed, (res.added if res.changed else [])
         if agent.provider == "codex":
             _codex_settings(agent, a, False, dry_run)
@@ -302,7 +328,8 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
         for a in report.actions:
             if a.outcome in ACTIVE_OUTCOMES:
                 report.capture_tests.append(
-                    capturetest.run(a.agent, exe.command(a.agent.hook_id), db=db, timeout_s=timeout_s))
+                    capturetest.run(a.agent, exe.command(a.agent.hook_id, report.database),
+                                    db=report.database, timeout_s=timeout_s))
     return report
 
 

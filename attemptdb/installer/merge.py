@@ -223,18 +223,28 @@ def _drop_emptied(agent, text, root, found, keep=()):
     return text, root
 
 
-def _added_capture_mode(agent, root) -> str | None:
-    """The capture mode someone added to our current hook commands (command.added_capture_mode):
-    the most private one when they differ, so a reinstall never raises it."""
+def _our_commands(agent, root):
+    """The `command` of every hook object of ours in the config, in document order."""
     hooks = root.get("hooks") if root is not None else None
-    modes = set()
+    out = []
     for ev, f in find_ours(agent, root).items():
         arr = hooks.value.get(ev).value
         for gi, hi in f.spots:
             node = arr.items[gi] if hi is None else arr.items[gi].get("hooks").value.items[hi]
-            mode = command_mod.added_capture_mode(node.to_python().get("command"))
-            if mode is not None:
-                modes.add(mode)
+            out.append(node.to_python().get("command"))
+    return out
+
+
+def hook_dbs(agent, root) -> set:
+    """The databases our hook commands in the config name (`--db`; None for a command that
+    names none: it resolves the database as every command does)."""
+    return {command_mod.hook_db(c) for c in _our_commands(agent, root)}
+
+
+def _added_capture_mode(agent, root) -> str | None:
+    """The capture mode someone added to our current hook commands (command.added_capture_mode):
+    the most private one when they differ, so a reinstall never raises it."""
+    modes = {m for m in map(command_mod.added_capture_mode, _our_commands(agent, root)) if m is not None}
     for mode in ("metadata_only", "local_semantic", "full_sync"):
         if mode in modes:
             return mode

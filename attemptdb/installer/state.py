@@ -6,7 +6,8 @@ Invariant: the expected configuration is exactly what `install` would write now 
 `inspect` reports `broken` for every difference install would repair — entries missing,
 for obsolete events, duplicated, pointing at another or a missing binary, or differing in
 shape — and for every switch that silences them (Claude Code `disableAllHooks`, Codex
-`[features] hooks = false` or a hook disabled in `/hooks`, Gemini `hooksConfig`). Codex
+`[features] hooks = false` or a hook disabled in `/hooks`, Gemini `hooksConfig`). A database
+the entries name (`--db`) is where they write (`database`), not a difference. Codex
 trust is computed as Codex computes it and reported separately (`trust`), because only the
 user can grant it.
 """
@@ -31,6 +32,7 @@ class AgentState:
         self.notes = []
         self.trust = None          # Codex: trusted | untrusted | modified | None
         self.trust_detail = None
+        self.database = None       # the database the hooks name (`--db`), None: resolved as usual
 
     def to_json(self):
         out = {"provider": self.agent.provider, "hook_id": self.agent.hook_id,
@@ -38,6 +40,8 @@ class AgentState:
                "config_path": self.config_path, "config_state": self.config_state,
                "entries": len(self.entries), "problems": list(self.problems),
                "notes": list(self.notes)}
+        if self.entries:
+            out["hooks_database"] = self.database
         if self.trust is not None:
             out["trust"] = self.trust
         return out
@@ -89,7 +93,12 @@ def inspect(agent, executable) -> AgentState:
     if not st.entries:
         return st
     st.config_state = INSTALLED
-    expected = merge.written_command(agent, root, executable.command(agent.hook_id))
+    from .command import hook_db
+    dbs = sorted({hook_db(e["command"]) for e in st.entries}, key=lambda d: d or "")
+    st.database = dbs[0]
+    if len(dbs) > 1:
+        st.problems.append(f"entries write to {len(dbs)} different databases")
+    expected = merge.written_command(agent, root, executable.command(agent.hook_id, st.database))
     wanted = set(agent.events)
     have = {}
     for e in st.entries:

@@ -4,6 +4,10 @@ Invariants:
 - One file in WAL mode; `PRAGMA user_version` = the last migration applied; migrations run in
   order, each in its own transaction; a file newer than this code is refused (fail closed).
 - The device identity (`dev_`, UUIDv7) is created once per file, race-free.
+- A file is private from its first byte: created with mode 0600, and a file of the user's with
+  nothing in it yet (`touch`) gets 0600 before a writer opens it (`make_private`: never
+  through a symlink). A database with content keeps the mode it has: `exposed` names the files
+  others can read, for doctor to say so.
 - `append` runs in one `BEGIN IMMEDIATE` transaction: duplicates (by event id, within the batch
   and against the file) are found before anything is linked; every new row gets `source_seq`
   (per device, strictly increasing), `hlc` (never backwards), `ingested_at`, `event_hash` and
@@ -186,6 +190,50 @@ def _uri_path(path: str) -> str:
                    else c for c in os.path.abspath(path))
 
 
+SIDE_FILES = ("", "-wal", "-shm")
+
+
+def make_private(path: str) -> None:
+    """Mode 0600 (at most: `chmod go=`) for a file AttemptDB turns into a database (nothing in it
+    yet: a `touch`ed file has the umask's 0644) and a -wal or -shm another opener made beside it;
+    SQLite creates them with the file's mode, and they will hold prompts, commands and output.
+    Only files of this process's user, never through a symlink (O_NOFOLLOW); anything that fails
+    leaves the file as it was. Never while this process has the file open through SQLite: the
+    close of the descriptor opened here would drop the POSIX locks SQLite holds on it."""
+    if os.name != "posix":
+        return
+    for p in (path + side for side in SIDE_FILES):
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o600)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def exposed(path: str) -> list:
+    """[(file, mode)] of the database at `path` and its -wal and -shm (beside the file a symlink
+    names, where SQLite keeps them) that its group or others may read or write."""
+    if os.name != "posix":
+        return []
+    real = os.path.realpath(path)
+    out = []
+    for side in SIDE_FILES:
+        try:
+            st = os.stat(real + side)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+            out.append((real + side, stat.S_IMODE(st.st_mode)))
+    return out
+
+
 class AppendResult:
     """What an append did: ids (bare UUIDs) stored, and ids that were already there."""
 
@@ -215,6 +263,7 @@ class Store:
         self._merkle = None
         self._floor = None
         self._untouched = False
+        self.created = False  # this open made the file a database (its identity is new)
 
     # --- opening --------------------------------------------------------------------------
 
@@ -256,6 +305,11 @@ class Store:
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
             except FileExistsError:
                 pass
+        elif not readonly and os.stat(path).st_size == 0 and not _size(path + "-wal"):
+            # an empty file (a `touch`: the umask's 0644) about to become a database: private
+            # before its first byte, and before this process opens it through SQLite (closing a
+            # descriptor of a file drops every POSIX lock the process holds on it, SQLite's too)
+            make_private(path)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         conn = None
         try:
@@ -447,6 +501,7 @@ class Store:
                 units.refresh(c)  # turns an after-install part marked (0009: every turn of an old file)
             if v == 0:
                 self._create_identity(capture_mode)
+                self.created = True
             if todo:
                 c.execute(f"PRAGMA user_version = {todo[-1][0]}")
             c.execute("COMMIT")
