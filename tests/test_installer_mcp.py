@@ -258,6 +258,34 @@ def test_hook_install_and_uninstall_with_mcp(home):
     assert "mcp" not in json.loads(p.stdout)  # without --mcp the MCP configs are not read
 
 
+def test_install_with_a_database_registers_a_server_that_reads_it(home, tmp_path):
+    """`hook install --db X --mcp`: the hooks write to X, so the MCP server reads X too (it was
+    registered without --db and read the default database); another --db updates the entry."""
+    (home / ".cursor").mkdir()
+    (home / ".claude").mkdir()
+    db = tmp_path / "team dir" / "it's.db"
+    db.parent.mkdir()
+    assert run_attempt(["init", "--db", str(db)], env={"HOME": str(home)}).returncode == 0
+    p = run_attempt(["hook", "install", "--provider", "cursor", "--provider", "claude-code", "--mcp", "--no-verify",
+                     "--db", str(db), "--json"], env={"HOME": str(home)})
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["ok"], p.stderr.decode()
+    entry = json.loads(read(home / ".cursor" / "mcp.json"))["mcpServers"]["attemptdb"]
+    assert entry["args"][-3:] == ["mcp", "--db", str(db)]
+    assert servers("claude_code", parse("claude_code", read(home / ".claude.json")))["attemptdb"]["args"][-2:] == [
+        "--db", str(db)]
+    p = subprocess.run([entry["command"], *entry["args"], "--help"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, HOME=str(home)))
+    assert p.returncode == 0 and "MCP tools over stdio" in p.stdout  # the registered command runs as written
+    other = tmp_path / "other.db"
+    p = run_attempt(["hook", "install", "--provider", "cursor", "--mcp", "--no-verify", "--db", str(other), "--json"],
+                    env={"HOME": str(home)})
+    assert [(m["provider"], m["outcome"]) for m in json.loads(p.stdout)["mcp"]] == [("cursor", "updated")]
+    assert json.loads(read(home / ".cursor" / "mcp.json"))["mcpServers"]["attemptdb"]["args"][-1] == str(other)
+    p = run_attempt(["hook", "uninstall", "--provider", "cursor", "--mcp", "--json"], env={"HOME": str(home)})
+    assert [(m["provider"], m["outcome"]) for m in json.loads(p.stdout)["mcp"]] == [("cursor", "removed")]
+
+
 def test_the_readme_shows_what_the_installer_writes():
     """The hand-written snippets of the README's MCP section are the entries `--mcp` writes."""
     import re

@@ -27,7 +27,9 @@ def mcp_registrations(report, mcp, providers, dry_run, remove=False):
     exe = report.executable
     if exe is not None and exe.source == "lean":
         exe = None  # the MCP server is a long-lived `attempt mcp`, not the lean hook command: the `attempt` executable
-    return mcpconfig.register(list(providers) or None, dry_run=dry_run, remove=remove, executable=exe)
+    # the server reads the database the hooks write to (`--db` when install was given one)
+    return mcpconfig.register(list(providers) or None, dry_run=dry_run, remove=remove, executable=exe,
+                              db=None if remove else report.database)
 
 
 _MCP_WORDS = {"installed": "registered", "updated": "updated", "already_current": "already registered",

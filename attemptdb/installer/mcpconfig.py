@@ -276,9 +276,11 @@ def _apply(agent, path, entry, dry_run, notes):
         notes.extend(more)
 
 
-def register(providers=None, *, dry_run=False, executable: Executable | None = None, remove=False) -> list:
+def register(providers=None, *, dry_run=False, executable: Executable | None = None, remove=False,
+             db: str | None = None) -> list:
     """Register (or with `remove`, unregister) our MCP server with the named agents (default:
-    every detected agent for a registration, all four for a removal)."""
+    every detected agent for a registration, all four for a removal); `db`: the absolute path
+    of the database the server reads (`attempt mcp --db`), None for the one it finds."""
     exe = None if remove else (executable or find_executable())
     out = []
     for agent in agents_mod.select(providers):
@@ -295,7 +297,7 @@ def register(providers=None, *, dry_run=False, executable: Executable | None = N
         try:
             if not dry_run:
                 fileops.make_parent(path)
-            plan, r.backup = _apply(agent, path, None if remove else server_entry(agent, exe), dry_run, r.notes)
+            plan, r.backup = _apply(agent, path, None if remove else server_entry(agent, exe, db), dry_run, r.notes)
         except AttemptError as e:
             r.outcome, r.error = FAILED, (e.code, e.message)
             continue

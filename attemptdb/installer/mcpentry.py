@@ -33,9 +33,10 @@ def config_path(agent) -> str:
     return agent.config_path()  # Gemini CLI: settings.json holds hooks and mcpServers
 
 
-def server_entry(agent, exe: Executable) -> dict:
-    """Our server entry: the `attempt` the hooks call, with `mcp`."""
-    args = list(exe.argv[1:]) + ["mcp"]
+def server_entry(agent, exe: Executable, db: str | None = None) -> dict:
+    """Our server entry: the `attempt` the hooks call, with `mcp` (and `--db <absolute path>`
+    when install was given a database, as the hooks carry it)."""
+    args = list(exe.argv[1:]) + ["mcp"] + (["--db", db] if db else [])
     if agent.provider == "claude_code":
         return {"type": "stdio", "command": exe.argv[0], "args": args}
     return {"command": exe.argv[0], "args": args}
