@@ -120,3 +120,19 @@ def test_json_rows_carry_the_payload_whole(tmp_path, home):
     lines = run_attempt(["events", "--db", db, "--jsonl"]).stdout.decode().splitlines()
     raws = {"ev_" + e["event_id"]: e["raw"] for e in map(json.loads, lines) if "raw" in e}
     assert {r["event_id"]: json.loads(r["raw_json"]) for r in with_raw} == raws
+
+
+def test_what_people_recorded_shows_its_name_and_an_approval_its_verdict(tmp_path, home):
+    """An approval, a note and a snapshot are `notification` / `unknown` events: the table names
+    them (ai.approval, session.note_added, git.snapshot) and shows an approval's verdict."""
+    db = str(tmp_path / "hand.db")
+    for args in (["reject", "migration 0042", "--note", "drops a column"], ["approve", "the parser fix"],
+                 ["note", "remember the flag"]):
+        assert run_attempt(args + ["--db", db]).returncode == 0
+    p = run_attempt(["events", "--db", db], env={"COLUMNS": "120"})
+    assert p.returncode == 0, p.stderr.decode()
+    lines = p.stdout.decode().splitlines()
+    approvals = [ln.split() for ln in lines if "ai.approval" in ln]
+    assert [w[-1] for w in approvals] == ["rejected", "approved"]
+    assert any("notification" in ln and "session.note_added" in ln for ln in lines)
+    assert "drops a column" not in p.stdout.decode()  # content stays out of the table

@@ -475,6 +475,19 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
 
 
 EVENT_HEADERS = ["time", "session", "agent", "kind", "tool", "outcome", "path"]
+RECORDED_BY_HAND = "attempt"
+"""The provider of what people and CI record (spec/evidence.md): its events show their seed-001
+name (ai.approval, session.note_added, git.snapshot, run.started …) where an agent's show the
+tool, and an approval its verdict as the outcome."""
+
+
+def _verdict(attrs_json) -> str:
+    from ..model import fastjson
+    try:
+        approved = fastjson.loads(attrs_json or "{}").get("x_attempt_approved")
+    except (ValueError, AttributeError):
+        return ""
+    return {True: "approved", False: "rejected"}.get(approved, "")
 BATCH = 500
 """The table is fitted to the first BATCH events; the rest follow in the same columns (a
 history of a million events is printed as it is read, never held whole)."""
@@ -495,8 +508,13 @@ def _print_event_table(rows, out):
         outcome = r["outcome_status"] or ""
         if r["outcome_class"]:
             outcome += "/" + r["outcome_class"]
+        tool = r["tool_name"] or ""
+        if not tool and r["provider"] == RECORDED_BY_HAND:  # what `attempt run|note|approve|snapshot` recorded
+            tool = r["provider_event_name"] or ""
+            if tool == "ai.approval" and not outcome:
+                outcome = _verdict(r["attrs_json"])
         return [printable(x) for x in (r["observed_at"][:19].replace("T", " "), ids.short(r["session_id"]),
-                                       r["provider"], r["kind"], r["tool_name"] or "", outcome,
+                                       r["provider"], r["kind"], tool, outcome,
                                        r["path_relative"] or r["path_logical"] or "")]
     first = [cells(r) for r in itertools.islice(rows, BATCH)]
     if not first:
