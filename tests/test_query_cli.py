@@ -101,6 +101,20 @@ def test_read_commands_take_the_session_name_attempt_run_gave(home, tmp_path):
     assert p.returncode == 2 and b"name of a session" in p.stderr
 
 
+def test_two_result_columns_of_one_name_each_show_their_own_value(scen, home):
+    """`SELECT a.confidence, s.confidence …`: the table looked columns up by name, so the second
+    showed the first one's value (--json and --csv were right)."""
+    p = attempt(["query", "SELECT 1 AS a, 2 AS a, 3 AS b"], scen)
+    assert p.returncode == 0 and p.stdout.decode().splitlines()[2].split() == ["1", "2", "3"]
+    p = attempt(["query", "SELECT a.attempt_id, a.confidence, s.confidence FROM attempts a "
+                          "JOIN sessions s USING (session_id) ORDER BY 1", "--csv"], scen)
+    want = [[float(x) for x in r[1:]] for r in list(csv.reader(io.StringIO(p.stdout.decode())))[1:]]
+    p = attempt(["query", "SELECT a.attempt_id, a.confidence, s.confidence FROM attempts a "
+                          "JOIN sessions s USING (session_id) ORDER BY 1"], scen, env={"COLUMNS": "200"})
+    got = [[float(x) for x in ln.split()[1:]] for ln in p.stdout.decode().splitlines()[2:2 + len(want)]]
+    assert got == want and any(a != b for a, b in want)  # the two columns differ somewhere
+
+
 def test_why_trace_handoffs(scen, home):
     p = attempt(["why", A3, "--json"], scen)
     rows = json.loads(p.stdout)

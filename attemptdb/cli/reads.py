@@ -52,8 +52,8 @@ def _on_terminal() -> bool:
 def short_ids(conn, result, limit=None) -> dict:
     """Short forms (attemptdb.query.shortids) of the ids a table of `result` would print."""
     from ..query import shortids
-    cols = result.display or result.columns
-    index = [result.columns.index(c) for c in cols]
+    from ..render.results import shown
+    _, index = shown(result)
     rows = result.rows if limit is None else result.rows[:limit]
     return shortids.shorten(conn, (r[i] for r in rows for i in index))
 

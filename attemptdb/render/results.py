@@ -57,13 +57,21 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
     return _clean(text)
 
 
+def shown(result) -> tuple[list, list]:
+    """(names, row indexes) of the columns a terminal shows: the display subset a SHOW names
+    (unique names), else every column by position, so two result columns of one name (`SELECT
+    a.confidence, s.confidence`) each show their own value."""
+    if not result.display or list(result.display) == list(result.columns):
+        return list(result.columns), list(range(len(result.columns)))
+    return list(result.display), [result.columns.index(c) for c in result.display]
+
+
 def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0,
           shorten: dict | None = None) -> str:
     """Rows under a header and a rule. With `term_width` (and not listing evidence ids) the
     table fits that width (attemptdb.render.termtable): ids shortened through `shorten` only, times
     never cut, text columns shrink, what cannot fit is named in a note."""
-    cols = result.display or result.columns
-    index = [result.columns.index(c) for c in cols]
+    cols, index = shown(result)
     rows = result.rows if max_rows is None else result.rows[:max_rows]
     width = MAX_CELL if not evidence_ids else 0
     cells = [[cell(c, r[i], evidence_ids=evidence_ids, width=width) for c, i in zip(cols, index)] for r in rows]
@@ -85,8 +93,7 @@ def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, te
 def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None, term_width: int = 0) -> str:
     """One `column  value` line per column and row; with `term_width`, long values wrap at
     spaces under the value column (ids and times, single words, are never broken)."""
-    cols = result.display or result.columns
-    index = [result.columns.index(c) for c in cols]
+    cols, index = shown(result)
     rows = result.rows if max_rows is None else result.rows[:max_rows]
     w = max(14, max((len(c) for c in cols), default=0))
     blocks = []
