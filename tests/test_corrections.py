@@ -109,6 +109,7 @@ def test_correct_turn_objective(demo):
 @pytest.mark.parametrize("args, code", [
     (["att_00000000-0000-4000-8000-000000000000", "--outcome", "failed"], "target.not_found"),
     (["att_01", "--outcome", "failed"], "target.short"),
+    (["att_0123abc", "--outcome", "failed"], "target.short"),  # 8 hex digits, as AttemptQL asks
     (["att_zzzz", "--outcome", "failed"], "target.malformed"),
     (["ses_0000", "--note", "x"], "target.kind"),
     (["{att}", "--failure-class", "x"], "correct.class_needs_outcome"),

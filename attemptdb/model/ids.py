@@ -83,6 +83,11 @@ def bare(text: str | None) -> str | None:
     return text
 
 
+MIN_SHORT_HEX = 8
+"""The fewest hex digits a short id may have, wherever one is typed (AttemptQL, the read
+commands, `attempt correct` and `retract`): what `short` prints."""
+
+
 def short(prefixed_id: str) -> str:
     """Short display form: prefix + first 8 hex digits (`ev_01a04762`)."""
     i = prefixed_id.find("_")

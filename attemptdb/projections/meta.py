@@ -9,7 +9,7 @@ Invariants:
 - Attrs hold ids and vocabulary only (correction_type, target, target_type, outcome,
   failure_class, reason, note_chars); the note text is content (`content.note`) and is left out
   under metadata_only, where only note_chars survives.
-- A target is named by its full prefixed id or a unique prefix of at least 4 hex digits; an
+- A target is named by its full prefixed id or a unique prefix of at least 8 hex digits; an
   unknown, ambiguous or too-short id is a coded error listing candidates, never a guess.
 - `--dry-run` appends inside a transaction, reads the changed rows, and rolls back.
 """
@@ -21,7 +21,7 @@ from ..model import clock, event, fastjson, ids
 OUTCOMES = ("succeeded", "failed", "abandoned", "superseded")
 OUTCOME_ALIASES = {"success": "succeeded", "failure": "failed"}
 REASONS = ("benchmark", "test", "duplicate", "mistaken_import", "privacy", "revoked", "other")
-MIN_HEX = 4
+MIN_HEX = ids.MIN_SHORT_HEX  # as every command that takes a short id
 _HEX = set("0123456789abcdef")
 
 
@@ -97,7 +97,7 @@ _LOOKUPS = {
 
 
 def resolve(conn, text: str, prefixes: tuple) -> str:
-    """The full id `text` names (full id or unique prefix ≥ 4 hex digits) among `prefixes`."""
+    """The full id `text` names (full id or unique prefix ≥ MIN_HEX hex digits) among `prefixes`."""
     t = (text or "").strip().lower()
     prefix = next((p for p in prefixes if t.startswith(p)), None)
     if prefix is None:
@@ -118,8 +118,8 @@ def resolve(conn, text: str, prefixes: tuple) -> str:
     if not rows:
         raise AttemptError("target.not_found", f"no {_LOOKUPS[prefix][0]} {prefix}{canon}", exit_status=1)
     if len(rows) > 1:
-        listed = ", ".join(ids.short(r) for r in rows[:5])
-        raise AttemptError("target.ambiguous", f"{prefix}{canon} matches several: {listed}")
+        listed = ", ".join(rows[:5]) + (", …" if len(rows) > 5 else "")
+        raise AttemptError("target.ambiguous", f"{prefix}{canon} matches several: {listed}; give more hex digits")
     return rows[0]
 
 
@@ -386,7 +386,11 @@ def retract(store, *, session=None, attempt=None, event_id=None, reason: str, no
         if not conn.getautocommit():
             conn.execute("ROLLBACK")
         raise
+    # The events this retraction takes out: those whose `retracted` mark it sets. The retractions
+    # row's count (row[1]) is every event the target covers, those an earlier retraction already
+    # took out included (a session retraction after one of its attempts' or events').
+    leaving = after["counts"]["retracted_events"] - before["counts"]["retracted_events"]
     return {"event_id": "ev_" + env["event_id"], "kind": "retraction", "target_type": target_type,
             "target": target, "reason": reason, "note_chars": len(note) if note else None,
-            "matched": bool(row[0]), "retracted_events": row[1], "description": description,
+            "matched": bool(row[0]), "retracted_events": leaving, "description": description,
             "written": write, "dry_run": dry_run, "changes": changes, "counts": counts}

@@ -13,7 +13,7 @@ Invariants:
 from ..model import clock, ids
 from .errors import AQLError
 
-MIN_SHORT_HEX = 8
+MIN_SHORT_HEX = ids.MIN_SHORT_HEX
 MAX_CANDIDATES = 5
 
 # subject kind → (accepted prefixes, table, id column, table has `retracted`, human name)
