@@ -1,6 +1,7 @@
 """Every AttemptQL statement run against the scenario database (tests/test_attemptql_scenario.py):
 the RFC §8 examples, the catalog recipes, ids, times, retraction, evidence and uncertainty."""
 
+import json
 import os
 
 import pytest
@@ -484,3 +485,15 @@ def test_a_prepared_statement_is_parsed_once_and_its_errors_wait_for_the_run(db,
     n = len(calls)
     execute.prepare("SELECT 1")
     assert len(calls) == n and execute.run(db[0], "SELECT 1", gate=db[1]).rows == [(1,)]
+
+
+def test_show_evidence_opens_the_commits_show_lists(db):
+    """A commit's id (cmt_…, full or its first 8 hex digits) opens with SHOW EVIDENCE FOR, as
+    every id SHOW prints does (it was an unknown prefix)."""
+    conn, _ = db
+    [(cid, evidence)] = conn.execute("SELECT commit_id, evidence FROM commits").fetchall()
+    for text in (f"SHOW EVIDENCE FOR {cid}", f"SHOW EVIDENCE FOR {cid[:12]}", f"SHOW EVIDENCE FOR '{cid}'"):
+        r = run(db, text)
+        assert sorted(d["event_id"] for d in r.dicts()) == sorted(json.loads(evidence)), text
+    assert fails(db, "SHOW EVIDENCE FOR cmt_ffffffff").code == "AQL0301"
+    assert fails(db, "SHOW EVIDENCE FOR cmt_0000").code == "AQL0305"

@@ -274,6 +274,18 @@ def test_show_decisions_and_conflicts(live):
     assert e.value.code == "AQL0404"
 
 
+def test_show_evidence_opens_the_conflicts_show_lists(live):
+    """SHOW EVIDENCE FOR works on every id SHOW prints: a conflict's (two unit ids joined by `+`,
+    quoted, or its first 8 hex digits), as on an attempt's."""
+    [c] = run(live, "SHOW CONFLICTS").dicts()
+    for text in (f"SHOW EVIDENCE FOR '{c['conflict_id']}'", f"SHOW EVIDENCE FOR {c['conflict_id'][:12]}"):
+        r = run(live, text)
+        assert sorted(d["event_id"] for d in r.dicts()) == sorted(c["evidence"]), text
+    with pytest.raises(AQLError) as e:
+        run(live, "SHOW EVIDENCE FOR cfl_0000")
+    assert e.value.code == "AQL0305"
+
+
 def test_show_evidence_for_a_work_unit(live):
     _, conn, _, i = live
     want = json.loads(conn.execute("SELECT evidence FROM work_units WHERE work_unit_id = ?", (i.U_FIX,)).fetchone()[0])

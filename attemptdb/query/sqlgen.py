@@ -16,6 +16,8 @@ Invariants:
 from . import nodes as ast
 from .errors import AQLError
 from .resolve import (
+    MAX_CANDIDATES,
+    MIN_SHORT_HEX,
     PLANNED_TABLES,
     planned_error,
     resolve_agent,
@@ -701,6 +703,42 @@ def resolve_subject_entity(ctx, subject: ast.Subject, allowed=None) -> tuple[str
     return resolve_id(ctx.conn, kind, subject.value, loc)
 
 
+# rows SHOW lists whose ids are no subject of WHY/TRACE/STATE, opened by SHOW EVIDENCE FOR alone:
+# prefix → (table, id column, human name)
+LISTED_ONLY = {"cmt_": ("commits", "commit_id", "commit"), "cfl_": ("conflicts", "conflict_id", "conflict")}
+
+
+def _listed_only(ctx, ref: ast.Subject):
+    """(SQL, params, label) of a commit or conflict id (full, or a prefix of at least
+    MIN_SHORT_HEX hex digits after its prefix; a conflict's id is two unit ids joined by `+`),
+    or None when `ref` names neither."""
+    text = ref.value.strip().lower() if ref.kind == "ref" else ""
+    found = next((p for p in LISTED_ONLY if text.startswith(p)), None)
+    if found is None:
+        return None
+    table, col, what = LISTED_ONLY[found]
+    loc = (ctx.source, ref.pos, ref.end)
+    if len(text[len(found):].replace("-", "")) < MIN_SHORT_HEX:
+        raise AQLError("AQL0305", f"short {what} id needs at least {MIN_SHORT_HEX} hex digits", source=loc[0],
+                       pos=loc[1], end=loc[2], label="too short")
+    if not table_exists(ctx.conn, table):
+        raise planned_error(table, loc)
+    rows = [r[0] for r in ctx.conn.execute(f"SELECT {col} FROM {table} WHERE substr({col}, 1, ?) = ? "
+                                           f"ORDER BY {col} LIMIT {MAX_CANDIDATES + 1}", (len(text), text))]
+    if not rows:
+        raise AQLError("AQL0301", f"no {what} matches this id; SHOW {table.upper()} lists ids", source=loc[0],
+                       pos=loc[1], end=loc[2], label="unknown id")
+    if len(rows) > 1:
+        raise AQLError("AQL0302", f"ambiguous short id: matches {', '.join(rows[:MAX_CANDIDATES])}"
+                       f"{', and more' if len(rows) > MAX_CANDIDATES else ''}; give more hex digits",
+                       source=loc[0], pos=loc[1], end=loc[2], label="ambiguous")
+    return (f"SELECT value FROM json_each((SELECT evidence FROM {table} WHERE {col} = ?))", [rows[0]],
+            f"{what} {rows[0]}")
+
+
 def evidence_source(ctx, ref: ast.Subject):
+    listed = _listed_only(ctx, ref)
+    if listed is not None:
+        return listed
     kind, ident = resolve_subject_entity(ctx, ref)
     return EVIDENCE_OF[kind], [ident], f"{KIND_LABEL[kind]} {ident}"
