@@ -358,8 +358,13 @@ def test_sql_describe_tables(db):
     assert len(r.rows) == 2
     assert "outcome" in col(run(db, "DESCRIBE attempts"), "column")
     assert fails(db, "DESCRIBE nope").code == "AQL0307"
-    names = col(run(db, "SHOW TABLES"), "table")
+    r = run(db, "SHOW TABLES")
+    names = col(r, "table")
     assert "attempts" in names and "meta" not in names
+    # the query surface is the catalog's tables, each with its layer
+    documented = [t["name"] for t in catalog.load_docs()["tables"]]
+    assert names == [n for n in documented if n in names] and "session_facts" not in names
+    assert dict(zip(names, col(r, "layer")))["events"] == "fact"
     assert fails(db, "SELECT * FROM nope").code == "AQL0505"
 
 

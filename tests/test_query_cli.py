@@ -115,6 +115,24 @@ def test_two_result_columns_of_one_name_each_show_their_own_value(scen, home):
     assert got == want and any(a != b for a, b in want)  # the two columns differ somewhere
 
 
+def test_show_tables_lists_the_catalog_and_counts_the_internal_state(home, tmp_path):
+    """A real file holds ~90 tables and views; SHOW TABLES lists the catalog's (the query surface,
+    each with its catalog layer) and says how many internal ones it leaves out; DESCRIBE of an
+    unknown name names only the catalog's; an internal table still describes itself."""
+    from attemptdb.projections import catalog
+    from attemptdb.store.database import Store
+    db = str(tmp_path / "real.db")
+    Store.open(db).close()
+    p = attempt(["query", "SHOW TABLES", "--json"], db)
+    rows = json.loads(p.stdout)
+    documented = {t["name"]: t["layer"] for t in catalog.load_docs()["tables"]}
+    assert p.returncode == 0 and {r["table"]: r["layer"] for r in rows} == documented
+    assert "internal tables and views" in p.stderr.decode() and "session_facts" not in p.stdout.decode()
+    p = attempt(["query", "DESCRIBE nope"], db)
+    assert p.returncode == 2 and b"attempts" in p.stderr and b"session_facts" not in p.stderr
+    assert attempt(["query", "DESCRIBE session_facts"], db).returncode == 0
+
+
 def test_why_trace_handoffs(scen, home):
     p = attempt(["why", A3, "--json"], scen)
     rows = json.loads(p.stdout)

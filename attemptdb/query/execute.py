@@ -171,7 +171,7 @@ def describe(ctx, text: str) -> Result:
     if not table_exists(ctx.conn, name):
         if name in PLANNED_TABLES:
             raise planned_error(name.replace("_", " "), (text, k, j2))
-        names = ", ".join(public_tables(ctx.conn))
+        names = ", ".join(n for n, _ in documented_tables(ctx.conn))
         raise AQLError("AQL0307", f"unknown table; the tables are {names} (`attempt schema` describes them)",
                        source=text, pos=k, end=j2, label="unknown table")
     documented = _documented_columns(name)
@@ -207,6 +207,15 @@ def public_tables(conn) -> list[str]:
         "AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name") if r[0] not in INTERNAL_TABLES]
 
 
+def documented_tables(conn) -> list[tuple[str, str]]:
+    """[(name, layer)] of the tables the catalog documents (spec/catalog-columns.json) that the
+    file holds, in the catalog's order: the query surface. The rest (the projections' stored
+    state, the chain's bookkeeping) is internal: its shape may change between versions."""
+    from ..projections import catalog
+    live = set(public_tables(conn))
+    return [(t["name"], t["layer"]) for t in catalog.load_docs()["tables"] if t["name"] in live]
+
+
 def tables(ctx, text: str) -> Result:
     _, j = word(text, skip_ws(text))
     _, j = word(text, skip_ws(text, j))
@@ -215,12 +224,17 @@ def tables(ctx, text: str) -> Result:
         raise AQLError("AQL0204", "SHOW TABLES takes nothing after it (one statement per call)", source=text,
                        pos=k, end=len(text.rstrip()), label="unexpected text")
     rows = []
-    for name in public_tables(ctx.conn):
+    listed = documented_tables(ctx.conn)
+    for name, layer in listed:
         kind = ctx.conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (name,)).fetchone()[0]
         ncol = sum(1 for r in ctx.conn.execute(f"PRAGMA table_xinfo({name})") if not r[6])
-        rows.append((name, kind, "fact" if name == "events" else "inference", ncol))
-    return Result(["table", "type", "layer", "columns"], rows,
-                  ["DESCRIBE <table> lists a table's columns; `attempt schema` says what they mean"], language="sql")
+        rows.append((name, kind, layer, ncol))
+    hidden = len(public_tables(ctx.conn)) - len(listed)
+    notes = ["DESCRIBE <table> lists a table's columns; `attempt schema` says what they mean"]
+    if hidden:
+        notes.append(f"{hidden} internal tables and views (the projections' stored state) are not listed: their "
+                     "shape may change between versions; SELECT name FROM sqlite_schema lists every object")
+    return Result(["table", "type", "layer", "columns"], rows, notes, language="sql")
 
 
 # --- AttemptQL -------------------------------------------------------------------------------
