@@ -136,3 +136,34 @@ def test_what_people_recorded_shows_its_name_and_an_approval_its_verdict(tmp_pat
     assert [w[-1] for w in approvals] == ["rejected", "approved"]
     assert any("notification" in ln and "session.note_added" in ln for ln in lines)
     assert "drops a column" not in p.stdout.decode()  # content stays out of the table
+
+
+def test_the_table_prints_local_time_and_today_is_the_local_day(tmp_path, home):
+    """`events` printed UTC without saying so while timeline, failures and needs-you print local
+    time; and `today` began at UTC midnight, so just after local midnight east of UTC it meant
+    the local yesterday."""
+    import time
+
+    from attemptdb.model import clock
+    from attemptdb.query import resolve
+    db = str(tmp_path / "tz.db")
+    assert run_attempt(["note", "x", "--db", db]).returncode == 0
+    got = json.loads(run_attempt(["events", "--db", db, "--json"]).stdout)[0]["observed_at"]
+    p = run_attempt(["events", "--db", db], env={"TZ": "Asia/Tokyo", "COLUMNS": "120"})
+    tokyo = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(clock.from_iso(got) // 1_000_000 + 9 * 3600))
+    assert p.stdout.decode().splitlines()[2].startswith(tokyo)
+    # 2026-12-08 00:30 in Tokyo is 2026-12-07 15:30 UTC: today began at 15:00 UTC, not 00:00
+    now = clock.from_iso("2026-12-07T15:30:00.000000Z")
+    import os
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Tokyo"
+    time.tzset()
+    try:
+        assert clock.iso(resolve.resolve_time("text", "today", now)) == "2026-12-07T15:00:00.000000Z"
+        assert clock.iso(resolve.resolve_time("text", "yesterday", now)) == "2026-12-06T15:00:00.000000Z"
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()

@@ -308,6 +308,11 @@ def import_jsonl(file, db, as_json):
     except AttemptError as e:
         bar.close()
         st.close()
+        if e.code == "import.bad_line" and file != "-":  # a transcript or rollout given here: say so
+            from ..exchange.importers import formats
+            looks = formats.looks_like(file, formats.EVENT_V1)
+            if looks is not None:
+                e = AttemptError(e.code, f"{e.message}; {formats.hint(looks)}", exit_status=e.exit_status)
         if rep.lines:
             raise AttemptError(e.code, f"{e.message} (stopped there: {rep.accepted:,} event{'' if rep.accepted == 1 else 's'} of the "
                                f"lines before its batch stored, {rep.duplicates:,} already were)",
@@ -341,10 +346,12 @@ def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
     from ..exchange.importers import claude_transcript as ct
     files = ct.discover(paths, all_projects=all_projects, cwd=os.getcwd())
     if not files:
+        if paths:
+            raise AttemptError("import.nothing", f"no Claude Code transcripts found ({_looked_in(paths)})")
         where = " or ".join(ct.projects_dirs()) or "~/.claude/projects"
         raise AttemptError("import.nothing", f"no Claude Code transcripts found (looked in {where}"
                            f"{'' if all_projects else ' for this directory; --all-projects takes every project'})")
-    _import_reconstructed(db, files, dry_run, as_json, ct.claude_reader, "transcripts")
+    _import_reconstructed(db, files, dry_run, as_json, ct.claude_reader, "transcripts", "claude_code", paths)
 
 
 @import_group.command("codex")
@@ -363,18 +370,30 @@ def import_codex_cmd(paths, days, dry_run, db, as_json):
     from ..exchange.importers import codex_rollout
     files = codex_rollout.discover(paths, days=days)
     if not files:
+        if paths:
+            raise AttemptError("import.nothing", f"no Codex rollouts found ({_looked_in(paths)})")
         raise AttemptError("import.nothing", "no Codex rollouts found (looked in $CODEX_HOME or ~/.codex: "
                            f"sessions/ and archived_sessions/{f', the last {days} days' if days else ''})")
-    _import_reconstructed(db, files, dry_run, as_json, codex_rollout.read, "rollouts")
+    _import_reconstructed(db, files, dry_run, as_json, codex_rollout.read, "rollouts", "codex", paths)
 
 
-def _import_reconstructed(db, files, dry_run, as_json, reader, what):
+def _looked_in(paths) -> str:
+    """`looked for *.jsonl files in A, B and 2 more`: where an import given PATHS searched."""
+    shown = ", ".join(paths[:3])
+    return f"looked for *.jsonl files in {shown}" + (f" and {len(paths) - 3:,} more" if len(paths) > 3 else "")
+
+
+def _import_reconstructed(db, files, dry_run, as_json, reader, what, fmt, paths):
+    """Import reconstructed history; files of another format are refused when named in PATHS
+    (error[import.wrong_format], nothing written), and skipped and reported when found."""
     from ..exchange.importers import base
     from .progress import Progress
+    named = [p for p in paths if os.path.isfile(p)]
     st = open_store(db, create=True) if dry_run else write_store(db, create=True)
     bar = Progress(f"reading {what}", len(files), unit=what, quiet=as_json)
     try:
-        rep = base.import_files(st, files, dry_run=dry_run, reader=reader, progress=bar.update)
+        rep = base.import_files(st, files, dry_run=dry_run, reader=reader, fmt=fmt, named=named,
+                                progress=bar.update)
         if not dry_run:
             checkpoint_after_import(st)
     finally:
@@ -383,13 +402,16 @@ def _import_reconstructed(db, files, dry_run, as_json, reader, what):
     if as_json:
         echo_json({"dry_run": dry_run, **rep.as_dict()})
         return
+    from ..exchange.importers import formats
     from ..render.termtable import plural
     verb = "would import" if dry_run else "imported"
     click.echo(f"{verb} {plural(rep.accepted, 'event', grouped=True)} ({rep.duplicates:,} already stored, {rep.skipped_captured:,} "
                f"captured by hooks) from {plural(rep.files, what[:-1], what)}, {plural(len(rep.sessions), 'session')} "
                f"{bar.rate(rep.events, 'events')}"
                + (f"; {plural(rep.skipped_lines, 'unreadable line')} skipped ({_where(rep)})" if rep.skipped_lines else "")
-               + (f"; {plural(rep.rejected, 'event')} could not be stored" if rep.rejected else ""))
+               + (f"; {plural(rep.rejected, 'event')} could not be stored" if rep.rejected else "")
+               + (f"; {plural(len(rep.wrong_format), 'file')} skipped, not {what}: {formats.brief(rep.wrong_format)}"
+                  if rep.wrong_format else ""))
 
 
 def _where(rep) -> str:
@@ -500,6 +522,7 @@ def _print_event_table(rows, out):
     import itertools
 
     from ..model import event as ev
+    from ..query.read import local_time  # local, as timeline, failures and needs-you print times
     from ..render import termtable
     width = termtable.terminal_width()
 
@@ -513,7 +536,7 @@ def _print_event_table(rows, out):
             tool = r["provider_event_name"] or ""
             if tool == "ai.approval" and not outcome:
                 outcome = _verdict(r["attrs_json"])
-        return [printable(x) for x in (r["observed_at"][:19].replace("T", " "), ids.short(r["session_id"]),
+        return [printable(x) for x in (local_time(r["observed_at"], "%Y-%m-%d %H:%M:%S"), ids.short(r["session_id"]),
                                        r["provider"], r["kind"], tool, outcome,
                                        r["path_relative"] or r["path_logical"] or "")]
     first = [cells(r) for r in itertools.islice(rows, BATCH)]

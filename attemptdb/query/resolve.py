@@ -32,7 +32,6 @@ PREFIX_KIND = {p: k for k, v in KINDS.items() for p in v[0]}
 PLANNED_TABLES = ("work_units", "decisions", "conflicts")  # absent from files written before work units (AQL0408)
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DAY_US = 86400 * 1_000_000
 
 
 def _err(code, message, loc, label=None):
@@ -42,15 +41,22 @@ def _err(code, message, loc, label=None):
 
 # --- times -------------------------------------------------------------------------------
 
+def local_midnight_us(us: int) -> int:
+    """µs UTC of the local midnight that begins the day holding `us` (TZ; UTC when unset)."""
+    import time as _time
+    t = _time.localtime(us // 1_000_000)
+    return int(_time.mktime((t.tm_year, t.tm_mon, t.tm_mday, 0, 0, 0, 0, 0, -1))) * 1_000_000
+
+
 def resolve_time(kind: str, text: str, now_us: int, loc=None) -> int:
     """µs UTC of a timestamp as written (`kind` as in ast.Time)."""
     t = text.strip()
     low = t.lower()
     if low == "now":
         return now_us
-    if low in ("today", "yesterday"):
-        midnight = now_us - now_us % _DAY_US
-        return midnight if low == "today" else midnight - _DAY_US
+    if low in ("today", "yesterday"):  # the user's day: local midnight, as the summaries print local times
+        midnight = local_midnight_us(now_us)
+        return midnight if low == "today" else local_midnight_us(midnight - 1)
     if low.startswith("-"):
         digits = low[1:].rstrip("abcdefghijklmnopqrstuvwxyz")
         unit = low[1 + len(digits):]
