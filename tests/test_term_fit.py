@@ -66,6 +66,18 @@ def test_needs_you_keeps_every_reason_whole(needs, width):
     assert head.split()[-1] == "reason" or (width < 50 and "reason" not in head)
 
 
+@pytest.mark.parametrize("width", [80, 60])
+def test_needs_you_evidence_fits_and_lists_every_id_whole(needs, width):
+    """--evidence printed its table unfitted (lines of 250-320 columns): now the table fits and
+    each row's evidence ids follow it, whole, wrapped to the width."""
+    data = json.loads(attempt(["needs-you", "--json"], needs))["needs_you"]
+    out = attempt(["needs-you", "--evidence"], needs, width=str(width))
+    assert_fits(out, width)
+    words = set(out.replace(",", " ").split())
+    for r in data:
+        assert r["evidence"] and set(r["evidence"]) <= words, r
+
+
 def test_needs_you_at_80_columns_shows_since_short_and_the_reason_beside(needs):
     out = attempt(["needs-you"], needs)
     head = out.splitlines()[1].split()

@@ -194,18 +194,19 @@ def needs_you(project, evidence, as_json, db) -> None:
         ev = r["evidence"]
         table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)), _since(r["since"]),
                       read.clean(r["provider"] or "", 16), r["session_id"] or "-", r["work_unit_id"] or "-",
-                      f"{r['confidence']:.2f}", ", ".join(printable(x) for x in ev) if evidence else str(len(ev)),
-                      _shortened(read.clean(r["reason"]), shorts)])
+                      f"{r['confidence']:.2f}", str(len(ev)), _shortened(read.clean(r["reason"]), shorts)])
     echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
                                   f"you{where} ({looked}):", width)))
     headers = ["rank", "kind", "since", "agent", "session", "work unit", "conf", "evidence", "reason"]
-    if evidence:  # the ids are the point: printed whole, not fitted
-        lines = termtable.fit(headers, table, 10 ** 6)[0]
-    else:  # the reason is the point: whole, wrapped, beside what fits of the rest
-        lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
-                                      fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank", "since"],
-                                      text_min=12, wrap="reason", wrap_min=28)
-        lines += termtable.hidden_note(hidden, width)
+    # the reason is the point: whole, wrapped, beside what fits of the rest
+    lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
+                                  fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank", "since"],
+                                  text_min=12, wrap="reason", wrap_min=28)
+    lines += termtable.hidden_note(hidden, width)
+    if evidence:  # then each row's evidence ids, whole (an id is never broken), wrapped to the width
+        for r in rows:
+            lines += termtable.prose(f"{r['rank']}. evidence: " + ", ".join(printable(x) for x in r["evidence"]),
+                                     width, "   ")
     echo("\n".join(lines))
     echo("\n".join(termtable.prose("note: inferences with their evidence; `attempt why <id>` explains a session "
                                     "or work unit, `attempt query \"SHOW EVIDENCE FOR <id>\"` opens it",
