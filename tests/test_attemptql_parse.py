@@ -38,6 +38,30 @@ def test_rfc_error_example_renders_code_position_source_and_caret():
     ])
 
 
+def test_the_caret_sits_under_the_mark_as_a_terminal_lays_out_the_line():
+    """A wide character takes two columns: the caret was placed by characters, left of the
+    mark by one column per wide character before it."""
+    from attemptdb.render.termtable import cols
+    text = "SHOW ATTEMPTS WHERE outcome = '日本語' AND bogus"
+    e = AQLError("AQL0405", "unknown column", source=text, pos=text.index("bogus"), end=len(text),
+                 label="unknown column")
+    src, caret = str(e).split("\n")[3:5]
+    at = cols(src[:src.index("bogus")])
+    assert caret.index("^") == at and caret[at:at + 5] == "^^^^^"
+
+
+def test_a_long_line_is_echoed_around_the_mark_only():
+    """An error late in a 50,000-character line echoed all of it and a caret line as wide."""
+    text = "SHOW ATTEMPTS WHERE " + " AND ".join(["outcome = 1"] * 4000) + " AND bogus"
+    pos = text.index("bogus")
+    e = AQLError("AQL0405", "unknown column", source=text, pos=pos, end=pos + 5, label="unknown column")
+    lines = str(e).split("\n")
+    assert lines[1] == f"  --> query:1:{pos + 1}"  # the position is still the real one
+    src, caret = lines[3], lines[4]
+    assert len(src) < 140 and len(caret) < 160 and "…" in src
+    assert src[caret.index("^"):caret.index("^") + 5] == "bogus"
+
+
 def test_error_on_a_later_line_points_at_that_line():
     e = err("SHOW ATTEMPTS\n  LIMIT ten")
     assert e.line_col() == (2, 9)

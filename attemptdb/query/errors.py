@@ -73,6 +73,10 @@ RANGES = {"lexical": "AQL01", "syntax": "AQL02", "resolution": "AQL03", "semanti
           "execution": "AQL05", "evidence": "AQL06"}
 
 
+SHOWN_CHARS = 120
+"""At most this much of a long statement line is echoed under an error, around the mark."""
+
+
 class AQLError(AttemptError):
     """A statement failure. `pos`/`end` are character offsets into `source` (the statement
     text) when the failure has a position; `label` is the short text under the caret."""
@@ -116,6 +120,7 @@ class AQLError(AttemptError):
         return line, col
 
     def render(self) -> str:
+        from ..render.termtable import cols
         head = f"error[{self.code}]: {printable(self.message)}"
         lc = self.line_col()
         if lc is None:
@@ -128,7 +133,18 @@ class AQLError(AttemptError):
         end = self.end if self.end is not None else pos + 1
         line_end = pos + (len(src_line) - (col - 1))
         n = max(1, min(end, line_end) - pos)
-        caret = " " * (col - 1) + "^" * n + (f" {printable(self.label)}" if self.label else "")
+        start, stop = col - 1, col - 1 + n  # the marked characters of `shown`
+        lead, tail = "", ""
+        if len(shown) > SHOWN_CHARS:  # a long line: the part around the mark, cut at both ends
+            a = max(0, min(start - SHOWN_CHARS // 3, len(shown) - SHOWN_CHARS))
+            b = min(len(shown), max(a + SHOWN_CHARS, stop))
+            lead, tail = ("…" if a else ""), ("…" if b < len(shown) else "")
+            shown, start, stop = shown[a:b], start - a, min(stop, b) - a
+        # the caret under the marked characters as a terminal lays them out (a wide character
+        # takes two columns)
+        caret = (" " * (cols(lead) + cols(shown[:start])) + "^" * max(1, cols(shown[start:stop]))
+                 + (f" {printable(self.label)}" if self.label else ""))
+        shown = lead + shown + tail
         return "\n".join([
             head,
             f"{' ' * (width + 1)}--> {self.origin}:{line}:{col}",
