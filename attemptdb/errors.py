@@ -107,6 +107,7 @@ CODES = {
     'import.nothing': (2, 'no Claude Code transcripts found (looked in ……)'),
     'import.unreadable': (2, 'cannot read …: …'),
     'import.worker': (2, 'the import worker stopped unexpectedly'),
+    'import.wrong_format': (2, '… is not a Codex rollout; this looks like a Claude Code transcript: `attempt import claude-transcripts`'),
     'init.local_not_ours': (2, '… exists and is not a directory of yours; move it away, then run `attempt init --local` again'),
     'input.not_utf8': (2, 'a command-line argument is not valid UTF-8 text'),
     'installer.backup_failed': (2, 'cannot write a backup beside … (…), or too many backups of … this second'),

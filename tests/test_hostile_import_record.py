@@ -48,8 +48,10 @@ def test_a_lone_surrogate_escape_is_a_bad_line_named_by_its_number(db, tmp_path)
 def test_a_directory_of_transcripts_skips_what_is_no_regular_file(anchor, db, tmp_path, importer):
     """A FIFO or a symlink to /dev/zero named *.jsonl in a transcript directory hung the import
     forever; a dangling or looping symlink stopped it (codex's default discovery: an internal
-    error). Only regular files are transcripts; the others are passed over."""
-    src = os.path.join(anchor, "fixtures", "transcripts", "claude_code", "basic_turn.jsonl")
+    error). Only regular files are transcripts; the others are passed over. (Each importer
+    is given a file of its own format: another format is refused, tests/test_import_mismatch.py.)"""
+    src = os.path.join(anchor, "fixtures", "transcripts", *(("codex", "classic_turn.jsonl") if importer == "codex"
+                                                           else ("claude_code", "basic_turn.jsonl")))
     home = tmp_path / "codex"
     d = home / "sessions" / "2026"
     d.mkdir(parents=True)

@@ -210,7 +210,9 @@ def test_hostile_input_never_crashes(tmp_path, db, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     rep = json.loads(out)
-    assert rep["files"] == 2 and rep["accepted"] >= 3 and rep["skipped_lines"] >= 3
+    # random bytes hold no transcript entry: found in a directory, reported and not imported
+    assert rep["wrong_format"] == [{"file": str(bad / "binary.jsonl"), "looks_like": None}]
+    assert rep["files"] == 1 and rep["accepted"] >= 3 and rep["skipped_lines"] >= 3
     assert run(["verify", "--db", db]) == 0
     code = run(["import", "claude-transcripts", str(tmp_path / "missing"), "--db", db])
     assert code == 2 and "error[import.unreadable]: no such file or directory" in capsys.readouterr().err

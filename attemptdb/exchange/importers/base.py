@@ -1,7 +1,9 @@
 """What every transcript importer shares: reading a transcript's lines, and the driver that
 stores reconstructed events (spec/transcripts.md).
 
-Invariants: a line that is not a JSON object is counted, never fatal; importing is idempotent
+Invariants: a file without one line of the importer's own format is refused before anything is
+written when it was named, and skipped and reported when a directory held it (formats.py);
+a line that is not a JSON object is counted, never fatal; importing is idempotent
 (deterministic event ids); a reconstructed event a hook already captured is dropped (§5.5); an
 event the store would refuse is dropped and counted, never half-stored.
 """
@@ -73,20 +75,22 @@ BATCH = 2500
 
 class ImportReport:
     __slots__ = ("files", "lines", "events", "accepted", "duplicates", "skipped_captured",
-                 "skipped_lines", "rejected", "sessions", "skipped_where")
+                 "skipped_lines", "rejected", "sessions", "skipped_where", "wrong_format")
 
     def __init__(self):
         self.files = self.lines = self.events = self.accepted = self.duplicates = 0
         self.skipped_captured = self.skipped_lines = self.rejected = 0
         self.sessions = set()
         self.skipped_where = []  # (file, line number) of the first SKIPPED_NAMED unreadable lines
+        self.wrong_format = []  # (file, the format it looks like or None): found, not imported
 
     def as_dict(self) -> dict:
         return {"files": self.files, "sessions": len(self.sessions), "lines": self.lines,
                 "events": self.events, "accepted": self.accepted, "duplicates": self.duplicates,
                 "skipped_captured": self.skipped_captured, "skipped_lines": self.skipped_lines,
                 "skipped_where": [{"file": f, "line": n} for f, n in self.skipped_where],
-                "rejected": self.rejected}
+                "rejected": self.rejected,
+                "wrong_format": [{"file": f, "looks_like": fmt} for f, fmt in self.wrong_format]}
 
 
 def _hook_facts(conn, session_id: str):
@@ -143,16 +147,53 @@ def storable(env, rep) -> bool:
         return False
 
 
+def screened(files, fmt: str, named=(), progress=None) -> tuple:
+    """(the files of format `fmt`, [(file, the format it looks like or None)] of the others),
+    before anything is written. A file of another format that was `named` (given as a file, not
+    found in a directory) refuses the import, and so do files none of which is of `fmt`."""
+    from ...errors import AttemptError
+    from . import formats
+    kept, foreign = [], []
+    named = set(named)
+    for path in files:
+        s = formats.screen_file(path, fmt)
+        if s.accepted:
+            kept.append(path)
+            continue
+        if path in named:
+            raise AttemptError("import.wrong_format", formats.describe(path, fmt, s))
+        foreign.append((path, s.looks_like))
+        if progress is not None:
+            progress(1)
+    if foreign and not kept:
+        one = formats.NAMES[fmt][0]
+        if len(foreign) == 1:
+            path, looks = foreign[0]
+            msg = f"the only file found, {path}, is not {one}" + (f"; {formats.hint(looks)}" if looks else "")
+        else:
+            msg = f"none of the {len(foreign):,} files found is {one}: {formats.brief(foreign)}"
+            looks = {f for _, f in foreign}
+            if len(looks) == 1 and None not in looks:
+                _, many, command = formats.NAMES[looks.pop()]
+                msg += f"; they look like {many}: `{command}`"
+        raise AttemptError("import.wrong_format", msg)
+    return kept, foreign
+
+
 def import_files(store, files, *, dry_run: bool = False, now_us: int | None = None,
-                 reader, progress=None) -> ImportReport:
+                 reader, fmt: str | None = None, named=(), progress=None) -> ImportReport:
     """Reconstruct and append the events of transcript files (idempotent). `reader(file, ctx_for,
     path, report)` yields a file's envelopes (claude_transcript.claude_reader, codex_rollout.read).
+    With `fmt` (a formats name), the files are screened first (`screened`): those of another
+    format are refused (`named` ones) or left out and listed in the report's `wrong_format`.
     `progress(1)` is told of every file done."""
     from ...capture import project
     from ...errors import AttemptError
     from ...ingest.contract import ingest_for
     from ...model import clock
     rep = ImportReport()
+    if fmt is not None:
+        files, rep.wrong_format = screened(files, fmt, named, progress)
     device, mode = store.device_id, store.capture_mode
     now = clock.now_us() if now_us is None else now_us
     projects: dict = {}
