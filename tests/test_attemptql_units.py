@@ -175,6 +175,24 @@ def test_diff_state_carries_unit_rows(recorded):
     assert change == "removed" and "status open" in before and "status abandoned" in after
 
 
+def test_diff_state_of_a_session_removes_a_unit_that_closed_as_project_wide_does(recorded):
+    """A session's DIFF listed its units at both times whatever their status, so a unit that was
+    abandoned in between read `changed status open → abandoned` and the note counted it open at
+    both times; project-wide the same unit is `removed` (RFC 0004 §4): now both say so."""
+    i = recorded[3]
+    t1, t2 = "'2026-08-28T09:10:30Z'", "'2026-08-28T12:00:00Z'"
+    whole = run(recorded, f"DIFF STATE {t1} {t2}")
+    one = run(recorded, f"DIFF STATE session {i.S_FIX} {t1} {t2}")
+    contract(one)
+
+    def unit_rows(r):
+        return {(d["field"], d["change"], d["before"], d["after"]) for d in r.dicts()
+                if d["subject_type"] == "work_unit" and d["subject_id"] == i.U_FIX}
+    assert unit_rows(one) == unit_rows(whole) and {f for f, *_ in unit_rows(one)} == {"presence"}
+    [note] = [n for n in one.notes if "work unit(s)" in n]
+    assert "open at 2026-08-28T09:10:30.000000Z, 0 at" in note
+
+
 # --- WHY wu_… STATUS BLOCKED -------------------------------------------------------------
 
 def test_why_work_unit_blocked(recorded):

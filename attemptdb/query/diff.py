@@ -128,7 +128,10 @@ class DiffHandler:
             return [], NO_UNITS_NOTE
         a = {u["work_unit_id"]: u for u in u1}
         b = {u["work_unit_id"]: u for u in u2}
-        listed_a, listed_b = set(a), set(b)
+        # open at each time: a single session's or unit's units are all listed, whatever their
+        # status (units_at), and one that completed in between is still removed, as project-wide
+        listed_a = {w for w, u in a.items() if u["status"] not in CLOSED}
+        listed_b = {w for w, u in b.items() if u["status"] not in CLOSED}
         for missing, t, into in (([w for w in a if w not in b], t2, b), ([w for w in b if w not in a], t1, a)):
             if missing:
                 for u in ctx.dicts(units_query(ctx, scope, t, ids=missing)):
@@ -153,7 +156,7 @@ class DiffHandler:
             elif in2 and not in1:
                 rows.append(("work_unit", wu, None, provider, "added", "presence", _unit_summary(x), _unit_summary(y),
                              conf, ev, unc))
-            else:
+            elif in1 and in2:  # (a unit closed at both times is no change of the state)
                 for f in DIFF_UNIT_FIELDS:
                     if x[f] != y[f]:
                         rows.append(("work_unit", wu, None, provider, "changed", f, _text_value(x[f]),
@@ -164,6 +167,7 @@ class DiffHandler:
 
 
 DIFF_UNIT_FIELDS = ("phase", "status", "attempts", "failed", "session_count", "last_attempt", "blocked")
+CLOSED = ("completed", "abandoned")
 
 
 def _unit_summary(d: dict | None) -> str:
