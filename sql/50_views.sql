@@ -10,7 +10,10 @@
 CREATE VIEW projection_version (algorithm_version) AS SELECT 'tier1-v5-sql1';
 
 -- Session counts without the calls of retracted attempts (read only when some attempt of the
--- session is retracted), and the coverage class they imply.
+-- session is retracted), and the coverage class they imply. `events` also leaves out those calls'
+-- start and end events (each applied event counted once, and each is the start or end of one
+-- call), so it equals the count of the session's fact events the log reads as not retracted,
+-- as when the same events are retracted one by one (migration 0019).
 CREATE VIEW session_base AS
 SELECT s.*,
   s.call_seq - CASE WHEN s.retracted_attempts THEN (
@@ -18,7 +21,10 @@ SELECT s.*,
       WHERE a.session_id = s.session_id AND a.retraction > 0) ELSE 0 END AS calls,
   s.failure_count - CASE WHEN s.retracted_attempts THEN (
       SELECT count(*) FROM attempt_facts a JOIN tool_call_facts c ON c.attempt_key = a.group_key
-      WHERE a.session_id = s.session_id AND a.retraction > 0 AND c.outcome_status IN ('failure', 'denied')) ELSE 0 END AS failures
+      WHERE a.session_id = s.session_id AND a.retraction > 0 AND c.outcome_status IN ('failure', 'denied')) ELSE 0 END AS failures,
+  s.event_count - CASE WHEN s.retracted_attempts THEN (
+      SELECT count(c.start_event_id) + count(c.end_event_id) FROM attempt_facts a JOIN tool_call_facts c ON c.attempt_key = a.group_key
+      WHERE a.session_id = s.session_id AND a.retraction > 0) ELSE 0 END AS events
 FROM session_facts s;
 
 CREATE VIEW session_cover AS
@@ -68,7 +74,7 @@ FROM session_cover c;
 
 CREATE VIEW sessions AS
 SELECT session_id, provider, provider_session_id, project_id, project_name, state, started_at,
-  ended_at, end_reason, start_source, event_count, turn_count, prompt_count,
+  ended_at, end_reason, start_source, events AS event_count, turn_count, prompt_count,
   calls AS tool_call_count, failures AS failure_count,
   (SELECT json_group_array(agent_id) FROM (
      SELECT agent_id FROM session_agents g WHERE g.session_id = session_state.session_id ORDER BY first_key)) AS agents,

@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (18, "8a91421e79a1402599457c90bcea05230802d3100cc16498c52727364fd59e12")
+RECORDED = (19, "b69e9aeeb3a5921f1fdadaa24497b2b428e1c1791022f8dcb2b741fedc93e72b")
 
 
 def statements(text):

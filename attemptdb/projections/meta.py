@@ -325,7 +325,8 @@ def describe_target(conn, target: str, target_type: str) -> dict:
                        "WHERE raw_session_id = ?) ORDER BY started_at LIMIT 1", (target,))
         d = r[0] if r else {}
         d["attempts"] = conn.execute("SELECT count(*) FROM attempts WHERE session_id IN (SELECT session_id "
-                                     "FROM session_facts WHERE raw_session_id = ?)", (target,)).fetchone()[0]
+                                     "FROM session_facts WHERE raw_session_id = ?) AND NOT retracted",
+                                     (target,)).fetchone()[0]
         return d
     if target_type == "attempt":
         r = rows(conn, "SELECT turn_index, attempt_index, outcome, approach, tool_call_count, session_id "
@@ -338,7 +339,9 @@ def describe_target(conn, target: str, target_type: str) -> dict:
 
 def retract(store, *, session=None, attempt=None, event_id=None, reason: str, note=None,
             dry_run: bool = False, now_us: int | None = None) -> dict:
-    """Write (or, with dry_run, only try) a Retraction of one session, attempt or event."""
+    """Write (or, with dry_run, only try) a Retraction of one session, attempt or event. Returns
+    what was (or would be) written, `retracted_events` (how many events it takes out of the
+    projections: not those an earlier retraction already took out) and what changed."""
     conn = store.conn
     given = [(k, v) for k, v in (("session", session), ("attempt", attempt), ("event", event_id)) if v]
     if len(given) != 1:

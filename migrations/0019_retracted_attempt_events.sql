@@ -1,0 +1,9 @@
+-- 0019: a retracted attempt's call events leave its session's `event_count` (sql/50_views.sql:
+-- session_base, spec/projections.md §4, §11). The seed's catalog promises that a retraction's
+-- projections behave as if it never happened and that counts have the retraction rules applied;
+-- the reference's attempt retraction names only tool_call_count and failure_count. Before,
+-- retracting an attempt left `sessions.event_count` (and so `attempt status`, and the event count
+-- a session retraction's preview shows) counting its calls' start and end events, while
+-- retracting the same events one by one took them out, and SQL over `events` (`NOT retracted`)
+-- read the lower number. The count is adjusted when read, like tool_call_count, so no stored
+-- state changes: this migration holds no change of its own (the views are re-installed).
