@@ -133,6 +133,17 @@ def test_show_tables_lists_the_catalog_and_counts_the_internal_state(home, tmp_p
     assert attempt(["query", "DESCRIBE session_facts"], db).returncode == 0
 
 
+def test_an_sql_error_points_where_sqlite_says(scen, home):
+    """An SQL error (AQL0505) had no location; SQLite names the offset of what it could not read,
+    and the caret now sits under it (only in the text the user typed: not in a rewritten one)."""
+    p = attempt(["query", "SELECT nosuch FROM attempts"], scen)
+    err = p.stderr.decode().splitlines()
+    assert p.returncode == 2 and err[0] == "error[AQL0505]: SQLite: no such column: nosuch"
+    assert err[1] == "  --> query:1:8" and err[4].endswith("^^^^^^ here")
+    p = attempt(["query", "SELECT nosuch FROM attempts", "--json"], scen)
+    assert p.returncode == 2 and b"AQL0505" in p.stderr
+
+
 def test_why_trace_handoffs(scen, home):
     p = attempt(["why", A3, "--json"], scen)
     rows = json.loads(p.stdout)

@@ -137,7 +137,16 @@ def run_sql(ctx, text: str, *, explain: bool = False, gate=None) -> Result:
     if _mentions_table_function(sql):
         from .table_functions import register_table_functions
         register_table_functions(ctx)
-    cols, rows = fetch(ctx.conn, sql)
+    try:
+        cols, rows = fetch(ctx.conn, sql)
+    except apsw.SQLError as e:  # SQLite says where in the statement (the user's own text when unchanged)
+        off = getattr(e, "error_offset", -1)
+        if sql != first or not 0 <= off < len(sql) or (gate is not None and gate.refused):
+            raise
+        end = off + 1
+        while end < len(sql) and (sql[end].isalnum() or sql[end] in "_$"):
+            end += 1
+        raise sqlite_error(e, gate, text).located(text, off, end, "here") from None
     if gate is not None and gate.refused:
         raise AQLError("AQL0506", f"read-only: {gate.refused} is refused on the query connection", source=text)
     if sql.lstrip().upper().startswith("EXPLAIN QUERY PLAN") and all(c in cols for c in PLAN_COLUMNS):
