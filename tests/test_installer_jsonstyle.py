@@ -294,3 +294,23 @@ def test_a_comment_in_an_empty_container_stays_through_insert_and_remove(text, p
     comment = text[text.index("/"):].split("\n")[0].rstrip("\r")
     assert comment in out and len(js.parse(out, allow_comments=True).to_python()) >= 1
     assert js.remove_child(out, node_at(out), 0) == text  # insert then remove: the file as it was
+
+
+@pytest.mark.parametrize("text", [
+    '[\n  {"a": 1} // guard\n]\n',
+    '[\n  {"a": 1}, // first\n  {"b": 2} /* last */\n]\n',
+    '[\r\n\t{"a": 1} // guard\r\n]\r\n',
+])
+def test_a_comment_after_the_last_item_stays_on_its_line_when_we_append(text):
+    """JSONC (Gemini settings): `{…} // guard` on the last item's line is the user's note on that
+    item; appending ours moved it onto our entry's closing line."""
+    style = js.detect_style(text, js.parse(text, allow_comments=True))
+    arr = js.parse(text, allow_comments=True)
+    out = js.insert_item(text, arr, None, {"type": "command"}, style)
+    last_user_line = next(ln for ln in text.splitlines() if "/" in ln and "{" in ln and ln.rstrip().endswith(("guard", "*/")))
+    item = last_user_line.split("}")[0] + "}"
+    note = last_user_line[last_user_line.index("}") + 1:].strip()
+    assert any(ln.startswith(item) and ln.rstrip().endswith(note) for ln in out.splitlines()), out
+    assert js.parse(out, allow_comments=True).to_python()[-1] == {"type": "command"}
+    new = js.parse(out, allow_comments=True)
+    assert js.remove_child(out, new, len(new.to_python()) - 1) == text  # and back, byte for byte

@@ -497,6 +497,9 @@ def insert_child(text: str, node: Node, index: int | None, fragment_for, style: 
         return text[:after] + frag + text[close:]
     if index is None or index >= len(spans):
         at = spans[-1][1]
+        eol = _trailing_comment_end(text, at) if multiline and sep.startswith(",") else None
+        if eol is not None:  # `last // note`: the note stays on the last child's line, ours follows it
+            return text[:at] + "," + text[at:eol] + sep[1:] + frag + text[eol:]
         return text[:at] + sep + frag + text[at:]
     index = max(index, 0)
     at = spans[index][0]
@@ -505,6 +508,20 @@ def insert_child(text: str, node: Node, index: int | None, fragment_for, style: 
         if _clean_sep(before):
             sep = before
     return text[:at] + frag + sep + text[at:]
+
+
+def _trailing_comment_end(text: str, at: int) -> int | None:
+    """Where the line ends (before its newline) when what follows `at` on it is only a comment
+    (`// …`, or one `/* … */`): a JSONC note on the child that ends at `at`; else None."""
+    eol = len(text)
+    for nl in ("\r\n", "\n"):
+        k = text.find(nl, at)
+        if k != -1:
+            eol = min(eol, k)
+    rest = text[at:eol].strip()
+    if rest.startswith("//") or (rest.startswith("/*") and rest.endswith("*/") and rest.count("*/") == 1):
+        return eol
+    return None
 
 
 def _line_start(text: str, i: int) -> int:
