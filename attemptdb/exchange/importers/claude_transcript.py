@@ -22,15 +22,13 @@ from ...adapters import claude_code, paths
 from ...adapters.draft import Draft, class_token, count, text, token
 from ...model import fastjson, ids
 from .base import PEEK_LINES, Report, entries, observed, result_text
+from .formats import CLAUDE_SKIPPED
 
 PROVIDER = "claude_code"
 RECONSTRUCTED_FROM = "claude_code_transcript"
 TERMINAL_STOPS = ("end_turn", "stop_sequence", "max_tokens", "refusal")
 INTERRUPTED = "[Request interrupted by user"
-SKIPPED_TYPES = frozenset((
-    "attachment", "file-history-snapshot", "mode", "last-prompt", "ai-title", "permission-mode",
-    "queue-operation", "custom-title", "tag", "agent-name", "pr-link", "progress",
-))
+SKIPPED_TYPES = CLAUDE_SKIPPED  # one list: formats.py knows them too (a file of only these is a transcript)
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 

@@ -14,12 +14,13 @@ from ...model.event import MAX_LINE
 
 CLAUDE_CODE, CODEX, EVENT_V1 = "claude_code", "codex", "event_v1"
 
-CLAUDE_TYPES = frozenset((
-    "user", "assistant", "system", "attachment", "summary", "cost-state",
-    # the bookkeeping entries (claude_transcript.SKIPPED_TYPES)
-    "file-history-snapshot", "mode", "last-prompt", "ai-title", "permission-mode", "queue-operation",
-    "custom-title", "tag", "agent-name", "pr-link", "progress",
+CLAUDE_SKIPPED = frozenset((
+    "attachment", "file-history-snapshot", "mode", "last-prompt", "ai-title", "permission-mode",
+    "queue-operation", "custom-title", "tag", "agent-name", "pr-link", "progress",
 ))
+"""Claude Code's bookkeeping entries: its transcript importer reads no event from them."""
+
+CLAUDE_TYPES = frozenset(("user", "assistant", "system", "summary", "cost-state")) | CLAUDE_SKIPPED
 """The entry types Claude Code writes (spec/transcripts.md, Entries → events)."""
 
 CODEX_TYPES = frozenset((
