@@ -465,3 +465,23 @@ def test_a_mistyped_option_is_a_usage_error_not_a_failed_command(db, repo, args)
     assert not os.path.exists(db) or sql(db, "SELECT count(*) FROM events")[0][0] == 0
     p = attempt("run", "--title=t", "-v", "--", sys.executable, "-c", "pass", db=db, cwd=repo)
     assert [e["provider_event_name"] for e in events(db)].count("command.finished") == 1
+
+
+def test_a_damaged_database_never_stops_the_command_and_the_run_waits_in_the_spool(tmp_path, home, repo):
+    """A file rolled back below its signed checkpoint is damaged (writes refused): `attempt run`
+    refused to run the command at all (a CI step's tests never ran). Now the command runs, its
+    exit status is its own, and the run's events wait in the spool, as a hook's do."""
+    import shutil
+    db = str(tmp_path / "d.db")
+    attempt("run", "--", "true", db=db, cwd=repo)
+    shutil.copy(db, str(tmp_path / "old.db"))
+    attempt("run", "--", "true", db=db, cwd=repo)  # signs a checkpoint past the copy
+    for side in ("", "-wal", "-shm"):
+        if os.path.exists(db + side):
+            os.remove(db + side)
+    shutil.copy(str(tmp_path / "old.db"), db)
+    p = attempt("run", "--", PY, "-c", "print('HELLO'); raise SystemExit(3)", db=db, ok=False, cwd=repo)
+    assert p.returncode == 3 and p.stdout.decode() == "HELLO\n", p.stderr
+    assert b"error[store.damaged]" in p.stderr and b"wait in the spool" in p.stderr
+    spooled = os.listdir(db + ".spool")
+    assert len(spooled) >= 4  # run.started, command.started, command.finished, run.stopped at least

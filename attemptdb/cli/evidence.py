@@ -102,7 +102,15 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     """
     from ..evidence import process, record
     from .stores import write_store
-    st = write_store(db, create=True)
+    damaged = None
+    try:
+        st = write_store(db, create=True)
+    except AttemptError as e:
+        if e.code != "store.damaged":
+            raise
+        # the command runs all the same (recording never holds it up): read what the events need
+        # from the damaged file, and every event waits in the spool, as a hook's does
+        st, damaged = open_store(db, readonly=True), e
     try:
         w = _writer(st, session, "run")
         res = record.run(w, list(command), title=title, attach_output=attach_output)
@@ -111,8 +119,12 @@ def run_cmd(session, title, attach_output, verbose, db, command):
         raise
     from .stores import checkpoint_after_import
     st.set_busy_timeout(record.RUN_BUSY_S)  # a locked file is signed by the next command instead
-    checkpoint_after_import(st)
+    if damaged is None:
+        checkpoint_after_import(st)
     st.close()
+    if damaged is not None:
+        err(f"warning: the run went to the spool, not into the file: error[{damaged.code}]: "
+            f"{printable(damaged.message)}")
     ex = res.exit
     if ex.error is not None:
         err(f"attempt: {printable(command[0])}: {printable(ex.error)}")
