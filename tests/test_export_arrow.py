@@ -26,6 +26,8 @@ QUERIES = [
     "SELECT tool_name, count(*) AS n FROM tool_calls WHERE outcome_status = 'failure' GROUP BY tool_name "
     "ORDER BY n DESC, tool_name LIMIT 5",
     "SELECT count(*) AS n FROM edges",
+    # booleans: 0/1 from both engines (datafusion gave false/true)
+    "SELECT retracted, count(*) AS n FROM sessions GROUP BY retracted ORDER BY retracted",
 ]
 
 
@@ -150,6 +152,10 @@ def test_datafusion_answers_as_sqlite(source, parquet_dir, capsys, sql):
     assert want  # the queries have answers on this history
     assert query_json(capsys, sql, "--engine", "datafusion", "--db", source) == want
     assert query_json(capsys, sql, "--engine", "datafusion", "--from", parquet_dir) == want
+    # the same JSON text too (false == 0 in Python: a boolean printed as false passed above)
+    texts = {cli(capsys, "query", "--json", sql, *where)[1]
+             for where in (("--db", source), ("--engine", "datafusion", "--from", parquet_dir))}
+    assert len(texts) == 1, texts
 
 
 def test_datafusion_is_read_only(source, parquet_dir, tmp_path, capsys):

@@ -103,6 +103,8 @@ def _is_dataset(directory: str) -> bool:
 
 
 def _plain(v):
+    if isinstance(v, bool):  # 0/1, as SQLite answers the same statement (the catalog's rule)
+        return int(v)
     if isinstance(v, datetime.datetime):
         if v.tzinfo is not None:
             v = v.astimezone(datetime.timezone.utc)
