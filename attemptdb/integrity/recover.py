@@ -22,11 +22,15 @@ Invariants:
   reads are carried over, each checked (spec/sync.md "Trust"); pins that cannot be read whole
   make the new file refuse first-use pinning (sync_state.PINS_UNCONFIRMED), with a coded
   warning in the report.
+- The device's own source_seq clock in the new file is past every number a lost row may have
+  had (recovery.clock_floor): no new event takes a signed or published source_seq.
+- A damaged file header does not stop the page scan: the page size is probed (_Pages).
 - The output must not exist; it is written beside its final name and renamed into place last.
 """
 
 from __future__ import annotations
 
+import json
 import marshal
 import os
 import shutil
@@ -61,6 +65,7 @@ class Report:
         self.notes: list[str] = []
         self.verify_line = None
         self.verify_ok = None
+        self.source_seq_floor = None  # the device's own source_seq clock in the new file
         self.note_signed = False
         self.sync = {"pins": 0, "revoked": 0, "segments": 0, "pins_unreadable": False}
         self.warnings: list[dict] = []  # coded findings the user must act on (the new file is still sound)
@@ -79,7 +84,7 @@ class Report:
                 "unreadable_bytes": self.unreadable_bytes, "signed_checkpoint": self.signed,
                 "checkpoints_kept": self.checkpoints_kept, "checkpoints_dropped": self.checkpoints_dropped,
                 "recovery_note_signed": self.note_signed, "verify": self.verify_line,
-                "verify_ok": self.verify_ok, "sync": self.sync, "warnings": self.warnings, "notes": self.notes}
+                "verify_ok": self.verify_ok, "own_source_seq_floor": self.source_seq_floor, "sync": self.sync, "warnings": self.warnings, "notes": self.notes}
 
 
 class _Rows:
@@ -257,20 +262,52 @@ def _record(payload: bytes) -> list:
     return out
 
 
+def _btree_page(page: bytes) -> bool:
+    """Does `page` (not page 1) begin with a b-tree page header that fits its size?"""
+    size = len(page)
+    if size < 12 or page[0] not in (0x02, 0x05, 0x0A, 0x0D):
+        return False
+    hdr = 12 if page[0] in (0x02, 0x05) else 8
+    ncells, start = struct.unpack(">HH", page[3:7])
+    start = start or 65536
+    if not 0 < ncells <= (size - hdr) // 4 or not hdr + 2 * ncells <= start <= size:
+        return False
+    ptrs = struct.unpack(f">{ncells}H", page[hdr:hdr + 2 * ncells])
+    return all(start <= p < size for p in ptrs)
+
+
 class _Pages:
     """The pages of a database file, read directly (SQLite's file format)."""
 
     def __init__(self, path: str):
         self.f = open(path, "rb")
-        head = self.f.read(100)
-        if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
-            raise ValueError("no SQLite header")
+        head = self.f.read(100).ljust(100, b"\0")
         ps = struct.unpack(">H", head[16:18])[0]
         self.size = 65536 if ps == 1 else ps
-        if self.size < 512 or self.size & (self.size - 1):
-            raise ValueError("bad page size")
-        self.usable = self.size - head[20]
+        if head.startswith(b"SQLite format 3\0") and 512 <= self.size and not self.size & (self.size - 1):
+            self.usable = self.size - head[20]
+        else:  # a damaged header: the page size AttemptDB wrote, told by the pages themselves
+            self.size = self._probe()
+            self.usable = self.size  # AttemptDB never reserves bytes at the end of a page
         self.count = os.fstat(self.f.fileno()).st_size // self.size
+
+    def _probe(self) -> int:
+        """Of the page sizes AttemptDB has used (store.database.PAGE_SIZE, older files 4096), the
+        one at whose every multiple the most b-tree pages begin (a header whose flag, cell count,
+        content start and cell pointers all fit a page of that size); ValueError when none."""
+        size = os.fstat(self.f.fileno()).st_size
+        best, score = None, 0
+        for cand in (16384, 4096):
+            found = 0
+            for off in range(cand, size - cand + 1, cand):  # page 1 is the damaged one
+                self.f.seek(off)
+                if _btree_page(self.f.read(cand)):
+                    found += 1
+            if found > score:
+                best, score = cand, found
+        if best is None:
+            raise ValueError("no SQLite header, and no b-tree pages of a size AttemptDB writes")
+        return best
 
     def close(self):
         self.f.close()
@@ -603,6 +640,27 @@ def _describe_signed(rep: Report, signed, head_of, lost: list) -> None:
                          "lost or no longer verify")
 
 
+def _own_clock(rep: Report, clock_was, own_rows, lost, published) -> int:
+    """The device's own source_seq clock in the new file: past every source_seq its events may
+    have had, so no new event takes the number of a lost one (a checkpoint signed it, a dataset
+    export or a sync push published it): the damaged file's clock, its own rows kept, the
+    manifests of its own segments the file kept, and each lost row counted as its own."""
+    was = max([clock_was if isinstance(clock_was, int) else 0] + [s for _, s in own_rows])
+    floor = max(was, recovery.clock_floor(own_rows, lost))
+    for row in published:
+        try:
+            last = json.loads(row[2])["last_source_seq"]
+        except (ValueError, TypeError, KeyError, IndexError):
+            continue
+        if isinstance(last, int):
+            floor = max(floor, last)
+    rep.source_seq_floor = floor
+    if floor > was:
+        rep.notes.append(f"this device's next event takes source_seq {floor + 1}: its events up to {floor} may be "
+                         "among the rows lost (signed, exported or pushed), and no new event takes their numbers")
+    return floor
+
+
 def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks, lost, signed, sync, now_us) -> None:
     from ..projections import rebuild
     from ..store.database import Store
@@ -623,7 +681,7 @@ def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks
         ticks = dict(clocks)
         i_dev, i_src, i_hlc = (_ROW_COLS.index(k) for k in ("device_id", "source_seq", "hlc"))
         hlc = int(meta.get("last_hlc") or 0)
-        batch = []
+        batch, own_rows, own = [], [], "dev_" + device
         for r in sink.rows():
             if r[0] not in kept:
                 continue
@@ -632,6 +690,8 @@ def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks
             d = r[i_dev]
             if isinstance(d, str) and isinstance(r[i_src], int):
                 ticks[d] = max(ticks.get(d) or 0, r[i_src])
+                if d == own:
+                    own_rows.append((r[0], r[i_src]))
             if isinstance(r[i_hlc], int):
                 hlc = max(hlc, r[i_hlc])
             batch.append(r)
@@ -641,6 +701,7 @@ def _build(dst, work, rep, device, meta, sink, kept, fixed, head_of, cps, clocks
         if batch:
             c.executemany(insert, batch)
         st.set_meta("last_hlc", str(hlc))
+        ticks[own] = _own_clock(rep, ticks.get(own), own_rows, lost, sync.segments.get(own, ()))
         c.executemany("INSERT INTO device_clock(device_id, last_source_seq) VALUES (?, ?) ON CONFLICT(device_id) "
                       "DO UPDATE SET last_source_seq = max(last_source_seq, excluded.last_source_seq)",
                       [(d, int(n)) for d, n in ticks.items() if isinstance(d, str) and isinstance(n, int)])

@@ -144,3 +144,29 @@ def trusted_gaps(conn, key, device: str) -> tuple[dict, Note | None, bool]:
     if not check(note, key, device):
         return {}, note, True
     return note.gaps(), note, False
+
+
+def clock_floor(own_rows, lost) -> int:
+    """The highest source_seq an own event of the device may have had, as far as the rows kept
+    and the rows lost tell (spec/recover.md "own source_seq"): `own_rows` are the (seq,
+    source_seq) of the device's own rows kept, in seq order; `lost` the [(lo, hi, pin)] gaps,
+    in order. The device numbers its own events one after another as it appends them, so a lost
+    row's source_seq is at most that of the last own row kept before it plus the rows lost since
+    (each of which may have been one of its own)."""
+    from bisect import bisect_left
+    seqs = [s for s, _ in own_rows]
+    top, best = [], 0
+    for _s, src in own_rows:  # prefix maximum: the device's clock after each own row kept
+        best = max(best, src)
+        top.append(best)
+    his, cum, n = [], [], 0
+    for lo, hi, _pin in lost:
+        n += hi - lo + 1
+        his.append(hi)
+        cum.append(n)
+    for g, (lo, hi, _pin) in enumerate(lost):
+        j = bisect_left(seqs, lo)
+        base, after = (top[j - 1], seqs[j - 1]) if j else (0, 0)
+        k = bisect_left(his, after)  # gaps wholly before the last own row kept before this one
+        best = max(best, base + cum[g] - (cum[k - 1] if k else 0))
+    return best
