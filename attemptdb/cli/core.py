@@ -104,12 +104,20 @@ def verify_cmd(db, as_json):
     `problem: …` naming the first bad row (exit 1). A finding that leaves the chain intact (stored
     attrs outside today's bounds) is a `warning[kind]: …` line on stderr (exit 0).
     """
-    from ..integrity.verify import verify
+    from ..integrity.verify import in_use, unopenable, verify
     from .progress import Ticker, rate
-    st = open_store(db, readonly=True)
-    with Ticker("verifying", quiet=as_json) as tick:
-        rep = verify(st)
-    st.close()
+    used = in_use(db_path(db), location.resolve(None))  # before SQLite makes a -wal and -shm
+    try:
+        st = open_store(db, readonly=True)
+    except AttemptError as e:  # a file SQLite cannot open may be a damaged AttemptDB: say so (spec/recover.md)
+        rep = unopenable(db_path(db), e.code, used)
+        if rep is None:
+            raise
+        st = tick = None
+    if st is not None:
+        with Ticker("verifying", quiet=as_json) as tick:
+            rep = verify(st)
+        st.close()
     if rep.events:
         from ..render.termtable import plural
         tick.done(f"verified {plural(rep.events, 'event', grouped=True)} {rate(rep.events, tick.seconds)}")

@@ -377,16 +377,67 @@ def verify(st) -> Report:
     if st.path != ":memory:":
         found = [p for p in rep.problems if p["kind"] in DAMAGE_KINDS]
         if found:  # nothing is written to it until `attempt recover` (attemptdb.integrity.damage)
-            p = found[0]
-            damage.mark(st.path, "SQLite cannot read all of it (integrity check)" if p["kind"] == "damaged"
-                        else f"its chain does not verify at row seq={p['seq']} ({p['kind']})", "verify")
+            damage.mark(st.path, _mark_what(found[0]), "verify")
+            if found[0]["kind"] != "damaged":  # that message says it already
+                rep.notes.append(f"the file is marked damaged: {DAMAGE_ADVICE}")
         elif rep.ok:  # sound after all (a mark from a passing I/O error): writes may resume
             damage.clear(st.path)
     return rep
 
 
-DAMAGE_KINDS = ("damaged", "event_hash", "json_column", "derived_column", "chain", "sequence_gap", "not_utf8")
-"""Problems that mean the rows themselves are not what was written: the file is marked damaged."""
+DAMAGE_KINDS = ("damaged", "event_hash", "json_column", "derived_column", "chain", "sequence_gap", "not_utf8",
+                "truncated", "checkpoint_mismatch")
+"""Problems that mean the rows themselves are not what was written, or no longer what a checkpoint
+signed (rolled back, a lost -wal, rows removed: `truncated`, `checkpoint_mismatch`; a signed one,
+so never a forged note): the file is marked damaged. Not the others: a missing checkpoint copy, a
+bad signature, a changed view or attrs out of bounds say nothing about the rows' pages."""
+
+
+def _mark_what(p: dict) -> str:
+    """What the mark says of the first damage problem (no content: sequence numbers and kinds)."""
+    if p["kind"] == "damaged":
+        return "SQLite cannot read all of it (integrity check)"
+    if p["kind"] == "truncated":
+        return (f"rows seq={p['seq']} on, which a checkpoint signed, are missing: the file was rolled back, "
+                "its -wal lost or its tail removed")
+    if p["kind"] == "checkpoint_mismatch":
+        return f"row seq={p['seq']} is not the row a checkpoint signed: the file was rolled back or rewritten"
+    return f"its chain does not verify at row seq={p['seq']} ({p['kind']})"
+
+
+def in_use(path: str, configured: str | None = None) -> str | None:
+    """Why the file at `path` was an AttemptDB in use, asked BEFORE SQLite opens it (which makes
+    a -wal and -shm even when it then refuses the file): a `-wal` or `-shm` beside it (SQLite made
+    them when it was a database), or it is the database this invocation uses by default
+    (`configured`); None otherwise."""
+    absolute = os.path.abspath(path)
+    beside = [s for s in ("-wal", "-shm") if os.path.exists(absolute + s)]
+    if beside:
+        return f"a {beside[0]} lies beside it, so SQLite had it open as a database"
+    if configured is not None and os.path.abspath(configured) == absolute:
+        return "it is the database AttemptDB uses here"
+    return None
+
+
+def unopenable(path: str, code: str, used: str | None = None) -> Report | None:
+    """The report on a file SQLite cannot open (`store.corrupt`, or `store.not_a_database` for a
+    file whose header SQLite does not know), marked damaged; None when it is no damaged AttemptDB
+    (the refusal stands). A malformed page is damage wherever it is. A file that is no SQLite
+    file SQLite knows is damage only where an AttemptDB was in use (`used`: `in_use`'s reason);
+    any other such file (a text file passed to --db) is just not an AttemptDB."""
+    from . import damage
+    rep = Report()
+    if code == "store.corrupt":
+        what = "SQLite cannot open it (a malformed page)"
+        rep.problem("damaged", f"the file is damaged: SQLite cannot open it (a malformed page); {DAMAGE_ADVICE}")
+    elif code == "store.not_a_database" and used is not None:
+        what = "SQLite no longer reads it as a database (its header is damaged)"
+        rep.problem("damaged", "the file is damaged, most likely: SQLite no longer reads it as a database (its "
+                    f"header, the first 100 bytes, is not one SQLite knows), yet {used}; {DAMAGE_ADVICE}")
+    else:
+        return None
+    damage.mark(path, what, "verify")
+    return rep
 
 
 def _sqlite_text(e) -> str:
