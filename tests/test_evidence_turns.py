@@ -13,33 +13,12 @@ import time
 
 import pytest
 from conftest import run_attempt
+from test_evidence_run import attempt, events, sql
 
 import attemptdb
-from attemptdb.store.database import Store
 
 PY = sys.executable
 FAIL = 'import sys; print("deploy failed"); sys.exit(1)'
-
-
-def attempt(*args, db, ok=True, **kw):
-    p = run_attempt([args[0], "--db", db, *args[1:]], **kw)
-    if ok:
-        assert p.returncode == 0, (args, p.stdout, p.stderr)
-    return p
-
-
-def events(db):
-    p = run_attempt(["events", "--jsonl", "--db", db])
-    assert p.returncode == 0, p.stderr
-    return [json.loads(x) for x in p.stdout.decode().splitlines()]
-
-
-def sql(db, query, *params):
-    st = Store.open(db, readonly=True)
-    try:
-        return st.conn.execute(query, params).fetchall()
-    finally:
-        st.close()
 
 
 @pytest.fixture
