@@ -277,13 +277,13 @@ class Store:
             raise AttemptError("store.path_not_utf8", f"the database path {shown} is not valid UTF-8; "
                                "SQLite cannot open it") from None
         try:
-            mode = os.stat(path).st_mode
+            info = os.stat(path)
         except FileNotFoundError:
-            mode = None
+            info = None
         except OSError as e:
             raise AttemptError("store.cannot_open", f"cannot open {path} ({e.strerror})") from None
-        exists = mode is not None
-        if exists and not stat.S_ISREG(mode):  # SQLite would block forever on a pipe
+        exists = info is not None
+        if exists and not stat.S_ISREG(info.st_mode):  # SQLite would block forever on a pipe
             raise AttemptError("store.not_a_file", f"{path} is not a regular file (a directory, device "
                                "or pipe); choose another --db")
         if exists and _stray_journal(path):
@@ -294,8 +294,11 @@ class Store:
         if not exists and (readonly or not create):
             raise AttemptError("store.missing",
                                f"no database at {path} (run `attempt init`, or let a hook create it)")
-        if exists and (readonly or not create) and os.stat(path).st_size == 0 and not _size(path + "-wal"):
-            # a reader never turns an empty file (a `touch`, a failed copy) into a database
+        # nothing in it yet (a `touch`, a failed copy); a file seen empty is looked at again: the
+        # process creating it may have written it while the journal check above waited
+        empty = exists and info.st_size == 0 and not _size(path) and not _size(path + "-wal")
+        if empty and (readonly or not create):
+            # a reader never turns an empty file into a database
             raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt init`, or "
                                "let a hook create it)")
         if not exists:
@@ -305,7 +308,7 @@ class Store:
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600))
             except FileExistsError:
                 pass
-        elif not readonly and os.stat(path).st_size == 0 and not _size(path + "-wal"):
+        elif empty and not readonly:
             # an empty file (a `touch`: the umask's 0644) about to become a database: private
             # before its first byte, and before this process opens it through SQLite (closing a
             # descriptor of a file drops every POSIX lock the process holds on it, SQLite's too)
