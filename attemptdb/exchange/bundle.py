@@ -733,9 +733,8 @@ def import_bundle(store, path: str, *, key: str | None = None, progress=None):
         check_known_devices(store, staged, rep)
         if not rep.ok:
             return rep, None
-        from .bundle_conflicts import content_not_added, sync_conflict_notes
-        conflicts = sync_conflict_notes(store, staged, rep.manifest, rep.devices)
-        conflicts += content_not_added(store, staged, rep.manifest)
+        from .bundle_conflicts import import_notes
+        conflicts = import_notes(store, staged, rep.manifest, rep.devices)
         if progress is not None:
             progress(0, total=rep.manifest.get("events"))
         imported = import_file(store, staged, progress=progress)

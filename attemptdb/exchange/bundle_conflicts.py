@@ -8,62 +8,52 @@ from ..ingest import privacy
 from ..model import fastjson
 
 
-def sync_conflict_notes(store, staged: str, manifest: dict, devices) -> list[str]:
-    """One note per other device whose events the import of the staged lines `staged` (a
-    bundle's, read before they are imported) is about to store with bytes its segments do not
-    carry."""
+def import_notes(store, staged: str, manifest: dict, devices) -> list[str]:
+    """The notes of importing the staged lines `staged` (a bundle's, read before they are
+    imported), from one pass over them: one per other device whose events it is about to store
+    with bytes that device's segments do not carry, and one when it carries content for events
+    stored here already without any."""
+    others, without = _passed(store, staged, manifest, devices)
     how = "with their paths rewritten (--omit-paths)" if manifest.get("paths_omitted") else "with their content"
-    return [f"{n:,} events of dev_{dev} were imported {how}: if that device also syncs with this file through a "
-            "folder, its segments carry other bytes for them (content left out unless it syncs with "
-            "--include-content; paths as stored), so pulling its segments will stop at these events "
-            "(sync.conflict: the copy stored here stays, an event never changes). From devices you sync with, "
-            "import default bundles (spec/bundle.md)"
-            for dev, n in sorted(_content_of_others(store, staged, manifest, devices).items())]
+    notes = [f"{n:,} events of dev_{dev} were imported {how}: if that device also syncs with this file through a "
+             "folder, its segments carry other bytes for them (content left out unless it syncs with "
+             "--include-content; paths as stored), so pulling its segments will stop at these events "
+             "(sync.conflict: the copy stored here stays, an event never changes). From devices you sync with, "
+             "import default bundles (spec/bundle.md)"
+             for dev, n in sorted(others.items())]
+    if without:
+        notes.append(f"{without:,} of the bundle's events with content are stored here already without it: the copies "
+                     "stored here stay (an event never changes), so their content was not added (spec/bundle.md)")
+    return notes
 
 
-def _content_of_others(store, staged: str, manifest: dict, devices) -> dict:
-    """bare device id → how many events of another device the import is about to store with other
-    bytes than that device's default sync segments carry (content left out: privacy.clamp_line,
-    paths as stored): with content (or a capture mode that keeps it) in a file that keeps
-    content, or with paths rewritten (`--omit-paths`). Pulling those segments is then
-    `sync.conflict`."""
+def _passed(store, staged: str, manifest: dict, devices) -> tuple[dict, int]:
+    """(bare device id → how many events of another device the import is about to store with
+    other bytes than that device's default sync segments carry — content kept (privacy.clamp_line
+    leaves it out of segments) or paths rewritten (`--omit-paths`), so pulling those segments is
+    `sync.conflict` —, how many of the bundle's events with content this file stores already
+    without any: duplicates by event id add nothing)."""
     omitted = bool(manifest.get("paths_omitted"))
     keeps = manifest.get("content") and privacy.parse_mode(store.capture_mode) not in (None, "metadata_only")
-    others = {d for d in devices if d != store.device_id}
-    if not others or not (omitted or keeps):
-        return {}
-    out: dict = {}
+    others = {d for d in devices if d != store.device_id} if (omitted or keeps) else set()
+    if not others and not keeps:
+        return {}, 0
+    new: dict = {}
+    without = 0
     with open(staged, "rb") as f:
         for raw in f:
             env = fastjson.loads(raw)
             dev = env.get("device_id")
-            if dev not in others:
-                continue
-            if not omitted and privacy.parse_mode(env.get("capture_mode")) in (None, "metadata_only") and not (
-                    "content" in env or "raw" in env or any(k.startswith("x_") for k in env)):
-                continue
-            if store.conn.execute("SELECT 1 FROM events WHERE event_id = ?", ("ev_" + env["event_id"],)).fetchone():
-                continue  # already stored: a duplicate, nothing changes
-            out[dev] = out.get(dev, 0) + 1
-    return out
-
-
-def content_not_added(store, staged: str, manifest: dict) -> list[str]:
-    """A note when the bundle carries content for events this file already stores without any
-    (an earlier default bundle, or sync): duplicates by event id add nothing, so that content is
-    not added, and the import says so instead of reporting them only as already stored."""
-    if not manifest.get("content") or privacy.parse_mode(store.capture_mode) in (None, "metadata_only"):
-        return []
-    n = 0
-    with open(staged, "rb") as f:
-        for raw in f:
-            env = fastjson.loads(raw)
-            if not ("content" in env or "raw" in env):
+            content = "content" in env or "raw" in env
+            mine = dev in others and (omitted or content or any(k.startswith("x_") for k in env)
+                                      or privacy.parse_mode(env.get("capture_mode")) not in (None, "metadata_only"))
+            if not (mine or (keeps and content)):
                 continue
             row = store.conn.execute("SELECT content_json IS NULL AND raw_json IS NULL FROM events WHERE event_id = ?",
                                      ("ev_" + env["event_id"],)).fetchone()
-            n += bool(row and row[0])
-    if not n:
-        return []
-    return [f"{n:,} of the bundle's events with content are stored here already without it: the copies stored here "
-            "stay (an event never changes), so their content was not added (spec/bundle.md)"]
+            if row is None:
+                if mine:
+                    new[dev] = new.get(dev, 0) + 1
+            elif keeps and content and row[0]:
+                without += 1
+    return new, without
