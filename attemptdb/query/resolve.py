@@ -192,16 +192,21 @@ def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -
             found.append((k, m))
         if len(found) > MAX_CANDIDATES:
             break
-    if not found:
-        hint = " (retracted rows are not subjects)" if live and kinds != ["work_unit"] else ""
-        raise _err("AQL0301", f"no {what} matches this id{hint}; SHOW SESSIONS / SHOW ATTEMPTS list ids",
-                   loc, "unknown id")
-    if len(found) > 1:
-        shown = ", ".join(f for _, f in found[:MAX_CANDIDATES])
-        more = ", and more" if len(found) > MAX_CANDIDATES else ""
-        raise _err("AQL0302", f"ambiguous short id: matches {shown}{more}; give more hex digits", loc,
-                   "ambiguous")
-    return found[0]
+    hint = " (retracted rows are not subjects)" if live and kinds != ["work_unit"] else ""
+    i = one_match([f for _, f in found], f"{what} matches this id{hint}", "SHOW SESSIONS / SHOW ATTEMPTS list ids", loc)
+    return found[i]
+
+
+def one_match(ids: list, none: str, listing: str, loc=None) -> int:
+    """The index of the one id of `ids` (the matches of a typed id, at most MAX_CANDIDATES + 1):
+    AQL0301 when there is none (`no {none}; {listing}`), AQL0302 naming them when there are more."""
+    if not ids:
+        raise _err("AQL0301", f"no {none}; {listing}", loc, "unknown id")
+    if len(ids) > 1:
+        more = ", and more" if len(ids) > MAX_CANDIDATES else ""
+        raise _err("AQL0302", f"ambiguous short id: matches {', '.join(ids[:MAX_CANDIDATES])}{more}; give more hex "
+                   "digits", loc, "ambiguous")
+    return 0
 
 
 # --- projects and agents -----------------------------------------------------------------

@@ -19,6 +19,7 @@ from .resolve import (
     MAX_CANDIDATES,
     MIN_SHORT_HEX,
     PLANNED_TABLES,
+    one_match,
     planned_error,
     resolve_agent,
     resolve_id,
@@ -725,15 +726,9 @@ def _listed_only(ctx, ref: ast.Subject):
         raise planned_error(table, loc)
     rows = [r[0] for r in ctx.conn.execute(f"SELECT {col} FROM {table} WHERE substr({col}, 1, ?) = ? "
                                            f"ORDER BY {col} LIMIT {MAX_CANDIDATES + 1}", (len(text), text))]
-    if not rows:
-        raise AQLError("AQL0301", f"no {what} matches this id; SHOW {table.upper()} lists ids", source=loc[0],
-                       pos=loc[1], end=loc[2], label="unknown id")
-    if len(rows) > 1:
-        raise AQLError("AQL0302", f"ambiguous short id: matches {', '.join(rows[:MAX_CANDIDATES])}"
-                       f"{', and more' if len(rows) > MAX_CANDIDATES else ''}; give more hex digits",
-                       source=loc[0], pos=loc[1], end=loc[2], label="ambiguous")
-    return (f"SELECT value FROM json_each((SELECT evidence FROM {table} WHERE {col} = ?))", [rows[0]],
-            f"{what} {rows[0]}")
+    ident = rows[one_match(rows, f"{what} matches this id", f"SHOW {table.upper()} lists ids", loc)]
+    return (f"SELECT value FROM json_each((SELECT evidence FROM {table} WHERE {col} = ?))", [ident],
+            f"{what} {ident}")
 
 
 def evidence_source(ctx, ref: ast.Subject):
