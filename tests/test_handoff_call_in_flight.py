@@ -125,8 +125,7 @@ def test_another_agent_beginning_while_a_call_is_in_flight_is_no_handoff(tmp_pat
     edited: no handoff, two units, and the collision is a conflict. Then the build ends and
     Claude edits the file again: still two units and a conflict."""
     b = _built("in_flight", _claude() + _codex("10:02"))
-    st = _file(str(tmp_path / "a.db"), b.events)
-    try:
+    with _file(str(tmp_path / "a.db"), b.events) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
         assert st.conn.execute("SELECT count(*) FROM tool_call_facts WHERE end_event_id IS NULL").fetchone()[0] == 1
         later = _built("in_flight", _claude() + _codex("10:02") + [
@@ -141,8 +140,6 @@ def test_another_agent_beginning_while_a_call_is_in_flight_is_no_handoff(tmp_pat
         for e in later.events[len(b.events):]:
             st.append([dict(e)])
         _no_handoff_two_units_a_conflict(st.conn, later)
-    finally:
-        st.close()
 
 
 def _minutes_ago(events, now="10:06:00"):
@@ -161,15 +158,12 @@ def test_needs_you_names_the_collision_while_the_call_runs(tmp_path):
     (before 0018, the handoff had joined them into one unit and nothing was listed)."""
     b = scenario.build({"name": "in_flight_now", "date": "now", "projects": PROJECTS,
                         "events": _minutes_ago(_claude() + _codex("10:02"))})
-    st = _file(str(tmp_path / "a.db"), b.events)
-    try:
+    with _file(str(tmp_path / "a.db"), b.events) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
         _h, _j, conflicts, _m = _read(st.conn, b)
         rows = st.conn.execute("SELECT kind, work_unit_id, reason FROM needs_you WHERE kind = 'work_conflict'").fetchall()
         assert [(k, u) for k, u, _r in rows] == [("work_conflict", conflicts[0][1])]
         assert CONFIG in rows[0][2]
-    finally:
-        st.close()
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["per_turn", "bulk"])
@@ -179,11 +173,8 @@ def test_the_same_when_givers_are_found_in_bulk(tmp_path, monkeypatch, bulk):
         monkeypatch.setattr(units, "BULK_GIVERS", -1)
         monkeypatch.setattr(units, "FULL_RELABEL_LINKS", -1)
     b = _built("in_flight", _claude() + _codex("10:02"))
-    st = _file(str(tmp_path / "a.db"), b.events)
-    try:
+    with _file(str(tmp_path / "a.db"), b.events) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
-    finally:
-        st.close()
 
 
 def _late(st, b, label):
@@ -201,14 +192,11 @@ def test_a_call_that_ended_before_the_other_agent_began_hands_off_as_before(tmp_
     is there the project was quiet, Claude's span ends at its last event, and the handoff (shared
     edited path, 1 min gap) joins the units, as before 0018."""
     b = _built("ended_first", _claude(build_end="10:01:00") + _codex("10:02"))
-    st = _file(str(tmp_path / "a.db"), _without(b, "a_bx"))
-    try:
+    with _file(str(tmp_path / "a.db"), _without(b, "a_bx")) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
         _late(st, b, "a_bx")
         _handed_off(st.conn, b)
         assert st.conn.execute("SELECT gap_ms FROM handoffs").fetchone()[0] == 60_000
-    finally:
-        st.close()
 
 
 def test_a_call_in_flight_holds_the_span_for_30_minutes_at_most(tmp_path):
@@ -216,19 +204,13 @@ def test_a_call_in_flight_holds_the_span_for_30_minutes_at_most(tmp_path):
     past the 30 min a call in flight holds, takes the handoff; its gap counts from the bound
     (10:30:05), where the giver was last taken to be at work."""
     b = _built("stale_call", _claude() + _codex("10:31"))
-    st = _file(str(tmp_path / "a.db"), b.events)
-    try:
+    with _file(str(tmp_path / "a.db"), b.events) as st:
         _handed_off(st.conn, b)
         assert st.conn.execute("SELECT gap_ms FROM handoffs").fetchone()[0] == 55_000
-    finally:
-        st.close()
     # and at 10:29, within the bound, it is still concurrent
     b = _built("stale_call", _claude() + _codex("10:29"))
-    st = _file(str(tmp_path / "b.db"), b.events)
-    try:
+    with _file(str(tmp_path / "b.db"), b.events) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
-    finally:
-        st.close()
 
 
 def test_a_giver_whose_session_ended_is_done_whatever_its_call(tmp_path):
@@ -237,20 +219,14 @@ def test_a_giver_whose_session_ended_is_done_whatever_its_call(tmp_path):
     giver; the end arriving last takes the handoff back in. Ended at 10:03, after Codex began,
     the build was still running when Codex began: no handoff."""
     b = _built("session_ended", _claude(session_end="10:01:00") + _codex("10:02"))
-    st = _file(str(tmp_path / "a.db"), _without(b, "a_end"))
-    try:
+    with _file(str(tmp_path / "a.db"), _without(b, "a_end")) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
         _late(st, b, "a_end")
         _handed_off(st.conn, b)
         assert st.conn.execute("SELECT gap_ms, confidence FROM handoffs").fetchone() == (60_000, 0.8)
-    finally:
-        st.close()
     b = _built("session_ended", _claude(session_end="10:03:00") + _codex("10:02"))
-    st = _file(str(tmp_path / "b.db"), b.events)
-    try:
+    with _file(str(tmp_path / "b.db"), b.events) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
-    finally:
-        st.close()
 
 
 def test_a_call_started_after_its_turn_stopped_holds_until_the_session_ends(tmp_path):
@@ -258,14 +234,11 @@ def test_a_call_started_after_its_turn_stopped_holds_until_the_session_ends(tmp_
     call): the stop before the call releases nothing, so Codex beginning at 10:02 is concurrent;
     the session's end at 10:01:00 (read from the log, the turn being closed already) ends it."""
     b = _built("after_stop", _claude(stop="10:00:04", session_end="10:01:00") + _codex("10:02"))
-    st = _file(str(tmp_path / "a.db"), _without(b, "a_end"))
-    try:
+    with _file(str(tmp_path / "a.db"), _without(b, "a_end")) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
         _late(st, b, "a_end")
         _handed_off(st.conn, b)
         assert st.conn.execute("SELECT gap_ms FROM handoffs").fetchone()[0] == 60_000
-    finally:
-        st.close()
 
 
 def test_a_turn_closed_after_its_call_started_releases_it(tmp_path):
@@ -275,19 +248,13 @@ def test_a_turn_closed_after_its_call_started_releases_it(tmp_path):
     there (before it arrives, the build reads in flight). Stopped at 10:03, after Codex began,
     the call held the span until then: no handoff."""
     b = _built("turn_closed", _claude(stop="10:01:00") + _codex("10:02"))
-    st = _file(str(tmp_path / "a.db"), _without(b, "a_stop"))
-    try:
+    with _file(str(tmp_path / "a.db"), _without(b, "a_stop")) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
         _late(st, b, "a_stop")
         _handed_off(st.conn, b)
-    finally:
-        st.close()
     b = _built("turn_closed", _claude(stop="10:03:00") + _codex("10:02"))
-    st = _file(str(tmp_path / "b.db"), b.events)
-    try:
+    with _file(str(tmp_path / "b.db"), b.events) as st:
         _no_handoff_two_units_a_conflict(st.conn, b)
-    finally:
-        st.close()
 
 
 # --- incremental = rebuilt, any arrival order ---------------------------------------------------
@@ -366,19 +333,13 @@ def test_a_file_from_before_0018_loses_the_spurious_handoff_when_opened(tmp_path
     are those of a file written by this rule, and `reproject --check` is clean."""
     b = _built("in_flight", _claude() + _codex("10:02"))
     fresh, path = str(tmp_path / "new.db"), str(tmp_path / "old.db")
-    st = _file(fresh, b.events)
-    try:
+    with _file(fresh, b.events) as st:
         want = rebuild.dump(st.conn, units.UNIT_TABLES, portable=True)
-    finally:
-        st.close()
     with monkeypatch.context() as m:
         _old_rule(m)
-        st = _file(path, b.events)
-        try:
+        with _file(path, b.events) as st:
             assert rebuild.dump(st.conn, units.UNIT_TABLES, portable=True) != want
             assert st.conn.execute("SELECT count(*) FROM unit_links WHERE kind = 'handoff'").fetchone()[0] == 1
-        finally:
-            st.close()
     conn = apsw.Connection(path)
     _old_handoff_spans(conn)
     assert len(conn.execute("SELECT * FROM handoffs").fetchall()) == 1

@@ -42,11 +42,16 @@ def fold(db):
     conn.close()
 
 
-def test_new_events_never_take_the_source_seq_of_a_lost_row(db, capsys, tmp_path):
+def filled(capsys, db, n):
+    """A new file with `n` captures, all in the main file."""
     assert attempt(capsys, "init", "--db", db)[0] == 0
-    for i in range(5):
+    for i in range(n):
         capture(db, i)
     fold(db)
+
+
+def test_new_events_never_take_the_source_seq_of_a_lost_row(db, capsys, tmp_path):
+    filled(capsys, db, 5)
     old = str(tmp_path / "old.db")
     shutil.copyfile(db, old)
     for i in range(5, 9):  # signed, exported and pushed, then lost (the file rolled back)
@@ -82,10 +87,7 @@ def test_new_events_never_take_the_source_seq_of_a_lost_row(db, capsys, tmp_path
 
 @pytest.mark.parametrize("damage", ["magic", "page_size", "page_1"])
 def test_a_damaged_file_header_costs_no_row(db, capsys, tmp_path, damage):
-    assert attempt(capsys, "init", "--db", db)[0] == 0
-    for i in range(6):
-        capture(db, i)
-    fold(db)
+    filled(capsys, db, 6)
     everything = rows(db, "SELECT seq, event_hash FROM events ORDER BY seq")
     (size,) = rows(db, "PRAGMA page_size")[0]
     with open(db, "r+b") as f:
@@ -107,10 +109,7 @@ def test_a_damaged_file_header_costs_no_row(db, capsys, tmp_path, damage):
 
 
 def test_an_older_file_with_4096_byte_pages_and_a_damaged_header(db, capsys, tmp_path):
-    assert attempt(capsys, "init", "--db", db)[0] == 0
-    for i in range(6):
-        capture(db, i)
-    fold(db)
+    filled(capsys, db, 6)
     small = str(tmp_path / "small.db")
     conn = apsw.Connection(db)
     conn.execute("PRAGMA page_size = 4096")
