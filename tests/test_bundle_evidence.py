@@ -104,6 +104,42 @@ def test_artifacts_travel_only_when_asked_and_are_checked_on_import(tmp_path, ho
     assert Store.open(dst, readonly=True).count() == before
 
 
+def test_an_export_says_which_named_artifacts_stay_behind_and_the_other_side_reads_what_the_events_say(
+        tmp_path, home):
+    db, work = recorded(tmp_path, home)  # three outputs kept
+    p = run_attempt(["run", "--db", db, "--", PY, "-c", "print('not kept')"], cwd=work)  # hashed only
+    assert p.returncode == 0, p.stderr
+    p = run_attempt(["bundle", "export", str(tmp_path / "plain.zip"), "--db", db])
+    assert p.returncode == 0, p.stderr
+    err = " ".join(p.stderr.decode().split())
+    assert "note: 3 artifacts (command output) the events name stayed behind; --include-artifacts carries them" in err
+    assert "1 artifact the events name has no bytes in this file (not kept when recorded)" in err
+    p = run_attempt(["bundle", "export", str(tmp_path / "arts.zip"), "--db", db, "--include-artifacts", "--json"])
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["artifacts_left_out"] == {"stored": 0, "not_stored": 1}
+    src = Store.open(db, readonly=True)
+    (aid, sha, size), = src.conn.execute("SELECT artifact_id, sha256, size_bytes FROM artifacts "
+                                         "WHERE content IS NULL").fetchall()
+    named_by = src.conn.execute("SELECT event_id FROM events WHERE instr(attrs_json, ?)", (aid,)).fetchone()[0]
+    src.close()
+    dst = str(tmp_path / "dst.db")
+    for bundle_file in ("plain.zip", "arts.zip"):
+        assert run_attempt(["bundle", "import", str(tmp_path / bundle_file), "--db", dst]).returncode == 0
+    # the bytes never travelled: a coded error naming the event, and --info says what the event says
+    p = run_attempt(["artifact", aid, "--db", dst])
+    assert p.returncode == 1 and p.stdout == b""
+    assert b"error[artifact.not_stored]" in p.stderr and named_by.encode() in p.stderr
+    p = run_attempt(["artifact", aid, "--info", "--json", "--db", dst])
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"artifact_id": aid, "sha256": sha, "size_bytes": size, "media_type": None,
+                                    "purpose": "command.stdout", "stored": False, "named_by": named_by,
+                                    "session_id": json.loads(p.stdout)["session_id"]}
+    p = run_attempt(["artifact", aid, "--info", "--db", dst])
+    assert p.returncode == 0 and b"stored      false" in p.stdout and b"media_type  unknown" in p.stdout
+    p = run_attempt(["artifact", "art_" + "0" * 32, "--db", dst])  # named by nothing: unknown, as before
+    assert p.returncode == 1 and b"error[artifact.unknown]" in p.stderr
+
+
 def test_omitted_paths_leave_no_local_path_and_still_verify(tmp_path, home):
     db, work = recorded(tmp_path, home)
     m = export(db, tmp_path / "omit.zip", "--omit-paths", "--include-content")

@@ -61,7 +61,7 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
             where += f" AND session_id IN ({','.join('?' * len(ids))})"
             params += ids
         source = bundle.consistency_source(consistency_from) if consistency_from is not None else None
-        m = bundle.export(st, out, key, where=where, params=params, include_content=include_content,
+        m, left = bundle.export(st, out, key, where=where, params=params, include_content=include_content,
                           force=force, include_artifacts=include_artifacts, omit_paths=omit_paths,
                           consistency_from=source, progress=bar.update)
         from ..projections import sessioncount
@@ -72,7 +72,7 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
     if as_json:
         echo_json({"bundle": out, **{k: v for k, v in m.items() if k not in ("files", "signature", "artifacts")},
                    "files": len(m["files"]), "artifacts": len(m.get("artifacts", ())),
-                   "signer": m["signature"]["key_id"], "session_counts": counts})
+                   "signer": m["signature"]["key_id"], "session_counts": counts, "artifacts_left_out": left})
     else:
         from ..render.termtable import plural
         arts = f"; {plural(len(m['artifacts']), 'artifact', grouped=True)}" if "artifacts" in m else ""
@@ -82,6 +82,13 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
              f"{'included' if m['content'] else 'left out'}{arts}"
              f"{'; local paths omitted' if m.get('paths_omitted') else ''}) {bar.rate(m['events'])}",
              paths=(printable(out),))
+        if left["stored"]:
+            say(f"note: {plural(left['stored'], 'artifact', grouped=True)} (command output) the events name "
+                "stayed behind; --include-artifacts carries them", err=True)
+        if left["not_stored"]:
+            say(f"note: {plural(left['not_stored'], 'artifact', grouped=True)} the events name "
+                f"{'has' if left['not_stored'] == 1 else 'have'} no bytes in this file (not kept when "
+                "recorded): the events carry their hashes and sizes only", err=True)
         why = sessioncount.explain(counts, len(m["sessions"]))
         if why:
             say(f"note: {plural(len(m['sessions']), 'session', grouped=True)} in the bundle, {why}", err=True)

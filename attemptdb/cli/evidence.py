@@ -252,13 +252,20 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
     try:
         meta = artifacts.row(st.conn, artifact_id.strip())
         if meta is None:
-            raise AttemptError("artifact.unknown", "no such artifact in this file", exit_status=1)
+            meta = artifacts.named_by(st.conn, artifact_id.strip())
+            if meta is None:
+                raise AttemptError("artifact.unknown", "no such artifact in this file", exit_status=1)
+            if not (info or as_json):
+                raise AttemptError("artifact.not_stored", f"{meta['artifact_id']}: its bytes are not stored in "
+                                   f"this file; event {meta['named_by']} names it (its bytes were not kept "
+                                   "when recorded, or came without them in a bundle or sync: --info shows "
+                                   "what the event says)", exit_status=1)
         if info or as_json:
             if as_json:
                 echo_json(meta)
             else:
                 for k, v in meta.items():  # booleans as the README prints them: true / false
-                    click.echo(f"{k:<12}{('true' if v else 'false') if isinstance(v, bool) else printable(v)}")
+                    click.echo(f"{k:<12}{('true' if v else 'false') if isinstance(v, bool) else 'unknown' if v is None else printable(v)}")
             return
         digest, n = hashlib.sha256(), 0
         if not output and sys.stdout is None:  # the caller closed it (`>&-`)

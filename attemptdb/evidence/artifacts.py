@@ -278,6 +278,37 @@ def row(conn, aid: str) -> dict | None:
             "redacted": bool(redacted), "stored": bool(stored)}
 
 
+def named_by(conn, aid: str) -> dict | None:
+    """What the first event naming `aid` says of it, for an artifact this file holds no row of
+    (its bytes were not kept where it was recorded, or a bundle or sync brought the events
+    without them): seed 001's fields the event carries (`sha256` only when the id is the
+    digest of the output as written, i.e. nothing was redacted; `media_type` is never in the
+    events), `stored` false, and the event. None when no event names it."""
+    if not is_artifact_id(aid):
+        return None
+    import json
+    for event_id, session_id, attrs_json in conn.execute(
+            "SELECT event_id, session_id, attrs_json FROM events WHERE instr(attrs_json, ?) > 0 ORDER BY seq",
+            ('"' + aid + '"',)):
+        try:
+            attrs = json.loads(attrs_json)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(attrs, dict):
+            continue
+        for key, value in attrs.items():
+            if value != aid or not (key.startswith("x_attempt_") and key.endswith("_artifact")):
+                continue
+            stream = key[len("x_attempt_"):-len("_artifact")]
+            sha, size = attrs.get(f"x_attempt_{stream}_sha256"), attrs.get(f"x_attempt_{stream}_bytes")
+            sha = sha[7:] if isinstance(sha, str) and sha.startswith("sha256:") else None
+            return {"artifact_id": aid, "sha256": sha if sha is not None and artifact_id(sha) == aid else None,
+                    "size_bytes": size if type(size) is int and sha is not None and artifact_id(sha) == aid else None,
+                    "media_type": None, "purpose": "command." + stream, "stored": False,
+                    "named_by": event_id, "session_id": session_id}
+    return None
+
+
 def read_chunks(conn, aid: str):
     """The stored bytes of an artifact, decompressed a chunk at a time. The caller hashes them
     (bundle export and `attempt artifact` do, and refuse a mismatch); what this checks, before

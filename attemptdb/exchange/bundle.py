@@ -73,9 +73,10 @@ def sign_manifest(manifest: dict, key: keys.DeviceKey) -> dict:
 def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", params=(),
            include_content: bool = False, force: bool = False, now_us: int | None = None,
            include_artifacts: bool = False, omit_paths: bool = False, consistency_from=None,
-           progress=None) -> dict:
+           progress=None) -> tuple[dict, dict]:
     """Write the events matching `where` (an SQL condition on `events`) to a new bundle at
-    `out_path` (atomically: a temporary file, synced, renamed into place). Returns the manifest.
+    `out_path` (atomically: a temporary file, synced, renamed into place). Returns the manifest
+    and what of the artifacts the events name stays behind (`left_out`).
     `include_artifacts`: the stored artifacts the events name travel in `artifacts/`;
     `omit_paths`: local paths become placeholders (evidence/omit.py); `consistency_from`: a
     tree size, or the text of a signed note of this device, the bundle's checkpoint is proven
@@ -102,8 +103,7 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
                 named: set = set()
                 with zipfile.ZipFile(raw_out, "w", zipfile.ZIP_DEFLATED) as zf:
                     try:
-                        files = _write_sessions(zf, rows, include_content, omit_paths,
-                                                named if include_artifacts else None, progress)
+                        files = _write_sessions(zf, rows, include_content, omit_paths, named, progress)
                     except UnicodeDecodeError:  # text SQLite hands back as bytes that are not UTF-8
                         from ..integrity.chain import unreadable_text
                         found = unreadable_text(conn, 0)
@@ -113,6 +113,7 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
                                            "that is not valid UTF-8: it is not what was written; `attempt "
                                            "verify` says more. Nothing was exported", exit_status=1) from None
                     arts = _write_artifacts(zf, conn, named) if include_artifacts else None
+                    left = left_out(conn, named, arts)
                     body = {
                         "schema_version": SCHEMA_VERSION,
                         "bundle_id": "bun_" + ids.uuid7(),
@@ -144,7 +145,7 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return manifest
+    return manifest, left
 
 
 def stored_line(r) -> str:
@@ -251,6 +252,26 @@ def _write_artifacts(zf: zipfile.ZipFile, conn, named: set) -> list[dict]:
     return out
 
 
+def left_out(conn, named: set, carried: list | None) -> dict:
+    """Of the artifacts the exported events name, how many stay behind: `stored` ones whose
+    bytes this file holds (no --include-artifacts), `not_stored` ones whose bytes it never held
+    (not kept when recorded, or brought by a bundle or sync without them). A reader of the
+    bundle finds their ids, hashes and sizes in the events, not their bytes."""
+    from ..evidence import artifacts
+    in_bundle = {a["artifact_id"] for a in carried or ()}
+    stored = not_stored = 0
+    for aid in named - in_bundle:
+        try:
+            meta = artifacts.row(conn, aid)
+        except AttemptError:  # a malformed row: its bytes are not carried either
+            meta = None
+        if meta is not None and meta["stored"]:
+            stored += 1
+        else:
+            not_stored += 1
+    return {"stored": stored, "not_stored": not_stored}
+
+
 def _named_artifacts(attrs_json: str, named: set) -> None:
     if '_artifact"' not in attrs_json:
         return
@@ -260,8 +281,8 @@ def _named_artifacts(attrs_json: str, named: set) -> None:
             named.add(v)
 
 
-def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths: bool = False,
-                    named: set | None = None, progress=None) -> list[dict]:
+def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths: bool, named: set,
+                    progress=None) -> list[dict]:
     """One member per session from rows ordered by session; their manifest entries. `named`
     collects the artifact ids the events name."""
     sid = event.COLUMNS.index("session_id")
@@ -287,8 +308,7 @@ def _write_sessions(zf: zipfile.ZipFile, rows, include_content: bool, omit_paths
             if omit_paths:
                 from ..evidence.omit import omit_paths as omit
                 text = event.line(event.canonical(omit(fastjson.loads(text))))
-            if named is not None:
-                _named_artifacts(r[_ATTRS], named)
+            _named_artifacts(r[_ATTRS], named)
             data = text.encode("utf-8") + b"\n"
             member.write(data)
             digest.update(data)
