@@ -101,6 +101,35 @@ def test_a_truncated_stream_is_corrupt_and_leaves_no_file(db, tmp_path):
     assert p.returncode == 1 and code_of(p) == "artifact.corrupt" and not out.exists()
 
 
+def test_an_artifact_is_named_by_its_short_id_and_replaces_a_file_only_with_force_once_checked(db, tmp_path):
+    kept(db, tmp_path)
+    p = run_attempt(["artifact", AID[:12], "--db", db])  # art_ and 8 hex digits, as `short` prints
+    assert p.returncode == 0 and p.stdout == OUT, p.stderr
+    for typed in (AID[:11], "art_XYZ" + AID[7:], "ev_" + DIGEST[:8]):
+        p = run_attempt(["artifact", typed, "--db", db])
+        assert p.returncode == 1 and code_of(p) == "artifact.unknown", typed
+    twin = AID[:12] + "0" * 24  # another row whose id shares the 8 digits typed
+    edit(db, "INSERT INTO artifacts (artifact_id, sha256, size_bytes, media_type, purpose, created_at) "
+         "VALUES (?, ?, 0, 'text/plain', 'command.stdout', '2026-01-01T00:00:00Z')", twin, twin[4:] + "0" * 32)
+    p = run_attempt(["artifact", AID[:12], "--db", db])
+    assert p.returncode == 1 and code_of(p) == "artifact.ambiguous"
+    assert AID in p.stderr.decode() and twin in p.stderr.decode()
+    p = run_attempt(["artifact", AID[:13], "--db", db])  # one digit more tells them apart
+    assert p.returncode == 0 and p.stdout == OUT, p.stderr
+    out = tmp_path / "out.bin"
+    out.write_bytes(b"mine")
+    p = run_attempt(["artifact", AID[:13], "--db", db, "-o", str(out)])
+    assert p.returncode == 2 and code_of(p) == "artifact.exists" and out.read_bytes() == b"mine"
+    edit(db, "UPDATE artifacts SET content = substr(content, 1, 3) WHERE artifact_id = ?", AID)
+    p = run_attempt(["artifact", AID, "--db", db, "-o", str(out), "--force"])
+    assert p.returncode == 1 and code_of(p) == "artifact.corrupt"
+    assert out.read_bytes() == b"mine"  # a failed copy replaces nothing
+    edit(db, "UPDATE artifacts SET content = ? WHERE artifact_id = ?", zlib.compress(OUT), AID)
+    p = run_attempt(["artifact", AID, "--db", db, "-o", str(out), "--force"])
+    assert p.returncode == 0 and out.read_bytes() == OUT, p.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted(n for n in os.listdir(tmp_path) if not n.startswith(".attempt-"))
+
+
 @pytest.mark.parametrize("column, value", [
     ("sha256", b"\x00\xff"), ("media_type", b"\x1b[31m"), ("purpose", b"\x07"), ("size_bytes", -1),
     ("size_bytes", "six"), ("sha256", "Z" * 64), ("redacted", "yes")])

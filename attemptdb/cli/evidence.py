@@ -1,6 +1,7 @@
 """Evidence commands (spec/evidence.md, spec/proof.md): run, snapshot, note, approve, reject,
 close, artifact, prove, verify-proof. Each parses options, calls attemptdb.evidence, renders."""
 
+import contextlib
 import os
 import signal
 import sys
@@ -238,21 +239,25 @@ def _show(out, text: str) -> bool:
 @click.argument("artifact_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the bytes to FILE (default: stdout).")
 @click.option("--info", is_flag=True, help="Print the artifact's metadata instead of its bytes.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists (only once the bytes are checked).")
 @db_option
 @json_option
-def artifact_cmd(artifact_id, output, info, db, as_json):
-    """An artifact's bytes (checked against its SHA-256 as they stream), or its metadata. To a
-    terminal the bytes are shown as text, control characters as `?`; a file or pipe gets them exact."""
+def artifact_cmd(artifact_id, output, info, force, db, as_json):
+    """An artifact's bytes (checked against its SHA-256 as they stream), or its metadata. ART is
+    a full or short id (art_ and at least 8 hex digits). To a terminal the bytes are shown as text,
+    control characters as `?`; a file or pipe gets them exact."""
     import codecs
     import hashlib
+    import tempfile
 
     from ..evidence import artifacts
     from .stores import read_store
     st = read_store(db, readonly=True)
     try:
-        meta = artifacts.row(st.conn, artifact_id.strip())
+        aid = artifacts.resolve(st.conn, artifact_id)
+        meta = artifacts.row(st.conn, aid)
         if meta is None:
-            meta = artifacts.named_by(st.conn, artifact_id.strip())
+            meta = artifacts.named_by(st.conn, aid)
             if meta is None:
                 raise AttemptError("artifact.unknown", "no such artifact in this file", exit_status=1)
             if not (info or as_json):
@@ -270,8 +275,11 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
         digest, n = hashlib.sha256(), 0
         if not output and sys.stdout is None:  # the caller closed it (`>&-`)
             raise AttemptError("artifact.unwritable", "cannot write stdout: it is closed")
-        try:
-            out = open(output, "xb") if output else sys.stdout.buffer
+        if output and os.path.lexists(output) and not force:
+            raise AttemptError("artifact.exists", f"{printable(output)} exists; pass --force to replace it")
+        try:  # a file gets the bytes through a temporary file beside it, renamed once they are checked
+            out = (tempfile.NamedTemporaryFile(dir=os.path.dirname(os.path.abspath(output)), prefix=".attempt-artifact-",
+                                               delete=False) if output else sys.stdout.buffer)
         except OSError as e:
             raise AttemptError("artifact.unwritable", f"cannot write {printable(output)}: {e.strerror}") from None
         # to a terminal the bytes are shown as text, controls as `?` (an artifact is hostile input:
@@ -297,11 +305,20 @@ def artifact_cmd(artifact_id, output, info, db, as_json):
         finally:
             if output:
                 out.close()
-                if not done:  # bytes that are not the artifact's are not left behind as if they were
-                    try:
-                        os.unlink(output)
-                    except OSError:
-                        pass
+                try:
+                    if done:  # the mode a new file gets (the temporary file is private until then)
+                        mask = os.umask(0o22)
+                        os.umask(mask)
+                        os.chmod(out.name, 0o666 & ~mask)
+                        os.replace(out.name, output)
+                except OSError as e:
+                    done = False
+                    raise AttemptError("artifact.unwritable",
+                                       f"cannot write {printable(output)}: {e.strerror}") from None
+                finally:
+                    if not done:  # bytes that are not the artifact's are not left behind as if they were
+                        with contextlib.suppress(OSError):
+                            os.unlink(out.name)
             else:
                 out.flush()
         if changed:

@@ -278,6 +278,43 @@ def row(conn, aid: str) -> dict | None:
             "redacted": bool(redacted), "stored": bool(stored)}
 
 
+MAX_SHOWN = 5  # ids an ambiguous short id names
+
+
+def resolve(conn, text: str) -> str:
+    """The full id a typed artifact id stands for: itself when whole, else the one stored
+    artifact (or, failing that, the one id an event names) it is a prefix of, as every other
+    short id: `art_` and at least ids.MIN_SHORT_HEX hex digits. `artifact.unknown` when none
+    matches or it is no artifact id, `artifact.ambiguous` naming them when more than one does."""
+    from ..model.ids import MIN_SHORT_HEX
+    text = text.strip()
+    if is_artifact_id(text):
+        return text
+    hexpart = text[4:] if text.startswith("art_") else ""
+    if not (MIN_SHORT_HEX <= len(hexpart) < ID_HEX and _HEX.issuperset(hexpart)):
+        raise AttemptError("artifact.unknown", f"no such artifact in this file (an artifact id is art_ and "
+                           f"{MIN_SHORT_HEX} to {ID_HEX} lowercase hex digits)", exit_status=1)
+    found = [r[0] for r in conn.execute("SELECT artifact_id FROM artifacts WHERE artifact_id > ? AND artifact_id < ? "
+                                        "ORDER BY artifact_id LIMIT ?", (text, text + "g", MAX_SHOWN + 1))]
+    if not found:  # named by events only (its bytes never came here)
+        import re
+        pattern = re.compile('"(' + text + '[0-9a-f]{' + str(ID_HEX - len(hexpart)) + '})"')
+        seen = set()
+        for (attrs_json,) in conn.execute("SELECT attrs_json FROM events WHERE instr(attrs_json, ?) > 0",
+                                          ('"' + text,)):
+            seen.update(pattern.findall(attrs_json) if isinstance(attrs_json, str) else ())
+            if len(seen) > MAX_SHOWN:
+                break
+        found = sorted(seen)
+    if not found:
+        raise AttemptError("artifact.unknown", "no such artifact in this file", exit_status=1)
+    if len(found) > 1:
+        more = ", and more" if len(found) > MAX_SHOWN else ""
+        raise AttemptError("artifact.ambiguous", f"ambiguous short id: matches {', '.join(found[:MAX_SHOWN])}{more}; "
+                           "give more hex digits", exit_status=1)
+    return found[0]
+
+
 def named_by(conn, aid: str) -> dict | None:
     """What the first event naming `aid` says of it, for an artifact this file holds no row of
     (its bytes were not kept where it was recorded, or a bundle or sync brought the events
