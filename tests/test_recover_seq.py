@@ -83,6 +83,10 @@ def test_new_events_never_take_the_source_seq_of_a_lost_row(db, capsys, tmp_path
     assert rc == 0, (out, err)
     assert attempt(capsys, "verify", "--db", db)[0] == 0
     assert rep["own_source_seq_floor"] >= used, rep
+    # status counts the rows held, not the last sequence number (the lost rows' numbers stay unused)
+    (held, last), = rows(db, "SELECT count(*), max(seq) FROM events")
+    rc, out, err = attempt(capsys, "status", "--db", db, "--json")
+    assert rc == 0 and held < last and json.loads(out)["events"] == held, (held, last, out)
 
 
 @pytest.mark.parametrize("damage", ["magic", "page_size", "page_1"])
