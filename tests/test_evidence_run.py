@@ -485,3 +485,15 @@ def test_a_damaged_database_never_stops_the_command_and_the_run_waits_in_the_spo
     assert b"error[store.damaged]" in p.stderr and b"wait in the spool" in p.stderr
     spooled = os.listdir(db + ".spool")
     assert len(spooled) >= 4  # run.started, command.started, command.finished, run.stopped at least
+
+
+def test_a_named_session_is_retracted_by_its_name(tmp_path, home):
+    db = str(tmp_path / "a.db")
+    attempt("run", "--session", "ci-4711", "--", PY, "-c", "pass", db=db, cwd=tmp_path)
+    attempt("run", "--session", "ci-4712", "--", PY, "-c", "pass", db=db, cwd=tmp_path)
+    p = attempt("retract", "--session", "ci-4711", "--reason", "test", "--yes", "--json", db=db)
+    target = json.loads(p.stdout)["target"]
+    assert sql(db, "SELECT retracted FROM sessions WHERE session_id = ?", target) == [(1,)]
+    assert sql(db, "SELECT count(*) FROM sessions WHERE NOT retracted") == [(1,)]  # ci-4712 stays
+    p = attempt("retract", "--session", "ci-9999", "--reason", "test", "--yes", db=db, ok=False)
+    assert p.returncode != 0 and b"error[target." in p.stderr

@@ -123,6 +123,17 @@ def resolve(conn, text: str, prefixes: tuple) -> str:
     return rows[0]
 
 
+def named_session(conn, name: str) -> str | None:
+    """The raw session id of the session `attempt run`/`note`/… recorded under `name`
+    (`--session ci-4711`, spec/evidence.md), when the file holds it; None for anything else."""
+    if not name or name.lower().startswith("ses_"):
+        return None
+    sid = "ses_" + ids.session_id("attempt", name)
+    row = conn.execute("SELECT raw_session_id FROM session_facts WHERE raw_session_id = ?1 OR session_id = ?1 "
+                       "LIMIT 1", (sid,)).fetchone()
+    return row[0] if row else None
+
+
 def target_session(conn, target: str) -> dict:
     """{session_id, provider_session_id, project} of the projection session holding `target`."""
     if target.startswith("ev_"):
@@ -348,7 +359,9 @@ def retract(store, *, session=None, attempt=None, event_id=None, reason: str, no
         raise AttemptError("retract.target", "give exactly one of --session, --attempt, --event")
     target_type, text = given[0]
     prefix = {"session": "ses_", "attempt": "att_", "event": "ev_"}[target_type]
-    target = resolve(conn, text if text.lower().startswith(prefix) else prefix + text, (prefix,))
+    target = named_session(conn, text) if target_type == "session" else None
+    if target is None:
+        target = resolve(conn, text if text.lower().startswith(prefix) else prefix + text, (prefix,))
     reason = parse_reason(reason)
     note = check_note(note)
     already = conn.execute("SELECT 1 FROM retraction_facts WHERE target = ? AND target_type = ?",
