@@ -411,6 +411,11 @@ def test_observed_at_from_payload_timestamp_forms():
     assert observed(1796029200000000) == NOW + 3_600_000_000      # microseconds
     for bad in (0, -5, "yesterday", True, None, [1], 1e300, float("nan")):
         assert observed(bad) == NOW
+    # a time far past the capture is no clock (it would keep a session open for ever): the capture
+    # time stands in; a skewed clock days ahead keeps its time
+    for far in ("9999-12-31T23:59:59.999Z", "2200-01-01T00:00:00Z", 99999999999999, "2026-12-07T08:00:01Z"):
+        assert observed(far) == NOW, far
+    assert observed("2026-12-07T08:00:00Z") == NOW + 7 * 86_400_000_000
 
 
 def test_duration_sources():

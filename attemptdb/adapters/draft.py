@@ -371,7 +371,7 @@ class Draft:
         env = {
             "event_id": event_id, "schema_version": 1, "device_id": ctx.device_id,
             "source_seq": 0, "hlc": 0,
-            "observed_at": ctx.captured_at if self.observed is None else self.observed,
+            "observed_at": clock.observed_or_captured(self.observed, ctx.captured_at),
             "captured_at": ctx.captured_at, "provider": self.provider,
         }
         pv = ctx.provider_version or self.provider_version

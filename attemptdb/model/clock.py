@@ -132,6 +132,21 @@ def observed_from_payload(value) -> int | None:
     return None
 
 
+FUTURE_SLACK_US = 7 * 86_400_000_000
+"""How far past its capture a provider's own `timestamp` may lie and still be when it happened:
+further on it is no clock (`9999-12-31`, a number in the wrong unit), and `observed_at` falls
+back to the capture time, as for a timestamp that cannot be read. A week keeps every skewed
+clock and the anchors' fixtures (up to 2 days after their capture time)."""
+
+
+def observed_or_captured(observed_us: int | None, captured_us: int) -> int:
+    """`observed_at` of an event: the provider's time when it has one that is not past the
+    capture by more than FUTURE_SLACK_US, else the capture time."""
+    if observed_us is None or observed_us > captured_us + FUTURE_SLACK_US:
+        return captured_us
+    return observed_us
+
+
 HLC_LOGICAL_MAX = 0xFFFF
 
 
