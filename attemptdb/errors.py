@@ -28,6 +28,14 @@ def printable(text, *, lines: bool = False) -> str:
     return "" if text is None else str(text).translate(_CONTROL_LINES if lines else _CONTROL)
 
 
+def did_you_mean(word: str, choices) -> str:
+    """`; did you mean `<choice>`?` for the choice nearest `word` (difflib's close match), or ""
+    when none is near: the one suggestion of every "unknown name" error (a command, a provider)."""
+    import difflib
+    near = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean `{near[0]}`?" if near else ""
+
+
 class AttemptError(Exception):
     """A user-facing failure: `code` is stable (`store.newer_schema`), `message` is one line.
     Its printed line (`str`) shows control and disguising characters in the message as `?`

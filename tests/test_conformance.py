@@ -17,6 +17,13 @@ N = 1200
 CHECKS = [name for name, _ in conformance.CHECKS]
 
 
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch):
+    """The seed's layout is what a terminal of 84 columns or more shows (its longest check line);
+    a narrower one gets it wrapped (tests/test_term_walkthrough_80.py)."""
+    monkeypatch.setenv("COLUMNS", "100")
+
+
 def seed_layout(n):
     return (f"AttemptDB Event v1 \u00b7 {n:,} events\n"
             "\n"

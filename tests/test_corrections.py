@@ -61,7 +61,8 @@ def test_correct_dry_run_shows_changes_and_writes_nothing(demo):
     res = run("correct", att[:12], "--outcome", "failed", "--failure-class", "perf_regression", "--dry-run", "--db", path)
     assert res.exit_code == 0, res.output
     assert res.output.startswith("would write correction ev_")
-    assert f"{att:44s} outcome            succeeded → failed" in res.output
+    rows = [ln.split() for ln in res.output.splitlines()]  # a table fitted to 80 columns: the id whole or short
+    assert any(r[1:] == ["outcome", "succeeded", "failed"] and att.startswith(r[0]) for r in rows if r), res.output
     assert "(dry run — nothing was written)" in res.output
     assert count_events(path) == before
     assert one(path, "SELECT outcome FROM attempts WHERE attempt_id = ?", (att,))[0]["outcome"] == "succeeded"
@@ -166,7 +167,7 @@ def test_retract_attempt_dry_run_then_write(demo):
     assert res.exit_code == 0, res.output
     assert res.output.startswith(f"retract attempt {att}: turn 1 #0, superseded")
     assert "effect  4 fact event(s) leave every projection" in res.output
-    assert "attempts                                     count              2 → 1" in res.output
+    assert ["attempts", "2", "1"] in [ln.split() for ln in res.output.splitlines()]  # the counts table
     assert "(dry run — nothing was written)" in res.output and count_events(path) == before
     res = run("retract", "--attempt", att, "--reason", "test", "--note", "a rehearsal", "--json", "--yes", "--db", path)
     assert res.exit_code == 0, res.output

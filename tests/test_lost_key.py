@@ -217,7 +217,7 @@ def test_replace_lost_starts_a_new_identity_and_the_old_checkpoints_still_verify
         st.close()
     assert new_id != key_id and os.path.exists(path) and len(notes) == 1
     assert f"replaced: {new_id}" in out and key_id in out
-    assert f"attempt keys trust dev_{device} {new_id}" in out  # what teammates run
+    assert f"attempt keys trust dev_{device} {new_id}" in " ".join(out.split())  # what teammates run (wrapped)
     assert "attempt checkpoint --adopt" in out  # the copy beside the key was lost with it
     # the old checkpoint verifies against the old key; only the lost copy beside the key is missing
     code, out, err = attempt("verify", "--db", db)

@@ -89,13 +89,18 @@ def test_describe_prints_sql_values_and_every_type(scen):
     for t in names:
         rows = json.loads(attempt(["query", f"DESCRIBE {t}", "--json", "--db", scen]).stdout)
         assert rows and all(r["type"] not in ("", None) for r in rows), (t, [r for r in rows if not r["type"]])
-        assert all(isinstance(r["primary_key"], bool) for r in rows)
+        assert all(isinstance(r["primary_key"], bool) and isinstance(r["null"], bool) for r in rows)
         documented = next((d for d in catalog.load_docs()["tables"] if d["name"] == t), {"columns": []})
         for c in documented["columns"]:  # the catalog's word, as `attempt schema` says it
             row = next((r for r in rows if r["column"] == c["name"]), None)
-            assert row is None or (row["type"], row["null"]) == (c["type"], "yes" if c["null"] else ""), (t, row, c)
+            assert row is None or (row["type"], row["null"]) == (c["type"], c["null"]), (t, row, c)
     csv = attempt(["query", "DESCRIBE events", "--csv", "--db", scen]).stdout.decode()
-    assert "seq,int64,,true" in csv.replace("\r", "")  # a primary key is never null
+    assert "seq,int64,false,true" in csv.replace("\r", "")  # a primary key is never null
+    # the text table too: `null` and `primary_key` both print true/false (README), never yes/empty
+    seq = next(ln.split() for ln in out.splitlines() if ln.startswith("seq "))
+    assert seq == ["seq", "int64", "false", "true"], seq
+    nullable = [ln.split() for ln in out.splitlines() if ln.split()[:1] == ["parent_span_id"]]
+    assert nullable and nullable[0][2:] == ["true", "false"], nullable
 
 
 @pytest.mark.parametrize("args", [["timeline"], ["failures"], ["events"], ["status"], ["needs-you"], ["handoffs"],

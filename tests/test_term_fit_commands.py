@@ -14,6 +14,7 @@ import pytest
 from conftest import run_attempt
 from test_term_prose import _home, fits, joined
 
+from attemptdb.projections import catalog
 from attemptdb.render import termtable
 
 ENV = {"COLUMNS": "80", "NO_COLOR": "1", "TZ": "UTC", "ATTEMPTDB_NO_DAEMON": "1"}
@@ -79,28 +80,55 @@ def test_keys_list_is_a_table_with_a_header_that_fits(team):
     assert lines[0].split()[0] == "device" and "pin" in lines[0].split(), out  # a header row
     assert set(lines[1].replace(" ", "")) == {"-"}, out  # its rule
     row = lines[2].split()
-    assert row[0] == laptop and row[1:] == ["first_use", "1", "3"], out  # ids whole, never cut
-    assert "not shown at 80 columns: key" in out  # what did not fit is named
+    # the key, what the command is for, is shown; the device id too wide beside it is its short
+    # form (never cut), which `keys revoke`/`keys trust` take back
+    assert row == [laptop[:12], key, "first_use", "1", "3"], out
+    assert "not shown" not in out
     wide, _ = run(home, ["keys", "list", "--db", db], COLUMNS="200")
     assert wide.splitlines()[0].split() == ["device", "key", "pin", "segments", "events"]
     assert wide.splitlines()[2].split() == [laptop, key, "first_use", "1", "3"]
-    mid, _ = run(home, ["keys", "list", "--db", db], COLUMNS="90")  # the counts give way first
-    fits(mid, 90)
-    assert mid.splitlines()[2].split() == [laptop, key, "first_use"]
+    narrow, _ = run(home, ["keys", "list", "--db", db], COLUMNS="50")  # the counts, then the pin give way
+    fits(narrow, 50)
+    assert narrow.splitlines()[2].split() == [laptop[:12], key] and "pin" in joined(narrow).split("not shown")[1]
+
+
+def test_keys_revoke_and_trust_take_back_the_short_device_id_keys_list_prints(team, tmp_path):
+    home, laptop = team["homes"]["desk"], team["ids"]["laptop"]
+    db = str(tmp_path / "desk copy.db")
+    for suffix in ("", "-wal"):
+        if os.path.exists(team["dbs"]["desk"] + suffix):
+            shutil.copy(team["dbs"]["desk"] + suffix, db + suffix)
+    key = json.loads(run(home, ["keys", "list", "--db", db, "--json"])[0])[0]["key_id"]
+    short = run(home, ["keys", "list", "--db", db])[0].splitlines()[2].split()[0]
+    assert short == laptop[:12]
+    out, _ = run(home, ["keys", "revoke", short, "--db", db])
+    assert out.strip() == f"revoked the key pinned for {laptop}"
+    narrow, _ = run(home, ["keys", "list", "--db", db], COLUMNS="50")  # a hidden pin state still says REVOKED
+    fits(narrow, 50)
+    assert narrow.splitlines()[-1] == f"REVOKED: {short}"
+    out, _ = run(home, ["keys", "trust", short, key, "--db", db])
+    assert out.strip() == f"pinned {key} for {laptop}"
+    for bad in ("dev_01a2", "dev_ffffffff", "nonsense"):  # too short, nobody's, no id
+        _, err = run(home, ["keys", "revoke", bad, "--db", db], ok=(2,))
+        assert err.startswith("error[keys.bad_device]: DEVICE is a device id (dev_<uuid>)"), err
 
 
 def test_export_dataset_fits_with_the_snapshot_key_and_the_directory_whole(team):
     pytest.importorskip("pyarrow", reason="the arrow extra is part of the test extra")
     home, db = team["homes"]["laptop"], team["dbs"]["laptop"]
     ds = str(team["root"] / "team data")
-    out, err = run(home, ["export", "--dataset", ds, "--db", db])
+    out, err = run(home, ["export", "--dataset", ds, "--db", db], COLUMNS="100")
     m = json.loads(open(os.path.join(ds, "_manifests", team["ids"]["laptop"], "000001.json")).read())
-    fits(out + err, whole=(m["snapshot"], ds))
+    fits(out + err, 100, whole=(ds,))
     assert any(ln.strip() == m["snapshot"] or ln.endswith(" " + m["snapshot"]) for ln in out.splitlines()), out
     assert any(ds in ln for ln in out.splitlines()), out
     assert joined(out).startswith(f"dataset {ds}: generation 1 of {team['ids']['laptop']}: ")
     assert joined(out).endswith(f"events through source_seq 3; content left out (null); projections snapshot "
                                 f"{m['snapshot']}")
+    # at 80 columns the key (81 characters) fits no line: named, not printed past the width
+    out, err = run(home, ["export", "--dataset", ds + " 80", "--db", db])
+    fits(out + err, whole=(ds + " 80",))
+    assert joined(out).endswith("content left out (null); projections snapshot written (its key: --json)")
     out, _ = run(home, ["export", "--dataset", ds, "--db", db])
     fits(out, whole=(ds,))
     assert joined(out) == f"dataset {ds}: nothing new since generation 1"
@@ -112,7 +140,8 @@ def test_export_to_a_directory_fits(team, tmp_path):
     out_dir = str(tmp_path / "an export dir")
     out, err = run(home, ["export", out_dir, "--db", db])
     fits(out + err, whole=(out_dir,))
-    assert joined(out).startswith("exported 15 tables (") and f" to {out_dir} as parquet; " in joined(out)
+    tables = len(catalog.build(catalog.shipped_schema_connection())["tables"])  # every public table
+    assert joined(out).startswith(f"exported {tables} tables (") and f" to {out_dir} as parquet; " in joined(out)
 
 
 @pytest.fixture(scope="module")

@@ -3,23 +3,44 @@ measured in the same run). Thin layer over attemptdb.devtools.bench and attemptd
 
 import click
 
-from .common import echo_json, json_option, no_db_option
+from .common import echo_json, json_option, no_db_option, printable
 
 _BENCH_NO_DB = no_db_option("the benchmarks build their own scratch databases in a temporary directory and never "
                             "open yours")
 
 
 def _show(result: dict, as_json: bool):
+    """The figures as `name  value` lines (names in one column, long values wrapped under
+    their value) and each list of rows as a table fitted to the terminal, its widest text
+    column (a statement) wrapped, never cut."""
     if as_json:
         echo_json(result)
         return
+    from ..render import termtable
+    width = termtable.terminal_width()
+    keyw = max((len(k) for k, v in result.items() if not isinstance(v, list)), default=0) + 2
     for k, v in result.items():
         if isinstance(v, list):
             click.echo(f"{k}:")
-            for item in v:
-                click.echo("  " + ", ".join(f"{a}={b}" for a, b in item.items()))
+            for line in _table(v, width - 2):
+                click.echo(("  " + line).rstrip())
         else:
-            click.echo(f"{k:<22}{v}")
+            text = printable(f"{k:<{keyw}}{'' if v is None else v}")
+            click.echo("\n".join(termtable.prose(text, width, " " * keyw)))
+
+
+def _table(rows: list, width: int) -> list[str]:
+    """Rows (dicts) as a table of `width` columns; the widest column that is not numbers
+    wraps (the point of the row: a statement), the others are fitted beside it."""
+    from ..render import termtable
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        return [printable(str(r)) for r in rows]
+    headers = list(dict.fromkeys(h for r in rows for h in r))
+    cells = [[printable("" if r.get(h) is None else str(r.get(h))) for h in headers] for r in rows]
+    texts = [k for k, h in enumerate(headers) if not all(termtable.is_number(c[k]) or not c[k] for c in cells)]
+    wrap = max(texts, key=lambda k: max(termtable.cols(c[k]) for c in cells), default=None)
+    lines, hidden = termtable.fit(headers, cells, width, wrap=None if wrap is None else headers[wrap])
+    return lines + termtable.hidden_note(hidden, width)
 
 
 @click.group("bench")

@@ -46,7 +46,7 @@ def export_cmd(out, sessions, project, since, until, include_content, include_ar
     from .progress import Progress
     from .scope import scope_where
     from .stores import ensure_key, read_store
-    st = read_store(db)
+    st = read_store(db, key=True)
     bar = Progress("exporting", quiet=as_json)
     try:
         key, _ = ensure_key(st)

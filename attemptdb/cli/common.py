@@ -94,15 +94,15 @@ def style(text: str, **kw) -> str:
     return click.style(text, **kw)
 
 
-def say(text: str, *, err: bool = False, fg: str | None = None, paths=()) -> None:
+def say(text: str, *, err: bool = False, fg: str | None = None, paths=(), indent: str = "  ") -> None:
     """One message as terminal-safe lines that fit the terminal of its stream, broken at spaces
     only (termtable.prose: ids, `paths` and commands stay whole to copy), continuation lines
-    indented by two spaces."""
+    under `indent` (two spaces; a message that is itself indented, one level deeper)."""
     import click
 
     from ..render import termtable
     width = termtable.terminal_width(sys.stderr if err else sys.stdout)
-    lines = "\n".join(termtable.prose(printable(text), width, "  ", whole=paths))
+    lines = "\n".join(termtable.prose(printable(text), width, indent, whole=tuple(printable(p) for p in paths if p)))
     click.echo(style(lines, fg=fg) if fg else lines, err=err)
 
 

@@ -124,13 +124,13 @@ def verify_cmd(db, as_json):
     if as_json:
         echo_json(rep.as_dict())
     else:
-        click.echo(style(printable(rep.line()), fg="green" if rep.ok else "red"))
+        say(rep.line(), fg="green" if rep.ok else "red")
         for p in rep.problems[1:6]:
-            click.echo(printable(f"problem: {p['message']}"))
-        for w in rep.warnings:
+            say(f"problem: {p['message']}")
+        for w in rep.warnings:  # a coded line, as an error is: one line
             click.echo(printable(f"warning[{w['kind']}]: {w['message']}"), err=True)
         for n in rep.notes:
-            click.echo(printable(f"note: {n}"), err=True)
+            say(f"note: {n}", err=True)
     sys.exit(0 if rep.ok else 1)
 
 
@@ -172,7 +172,7 @@ def checkpoint_cmd(adopt, db, as_json):
     if as_json:
         echo_json({"created": True, **cp.as_dict()})
     else:
-        click.echo(f"checkpoint: size {cp.size}, head {cp.head[:16]}…, signed by {cp.signer}")
+        say(f"checkpoint: size {cp.size}, head {cp.head[:16]}…, signed by {cp.signer}")
 
 
 @click.group("keys")
@@ -224,15 +224,17 @@ def keys_init(replace_lost, db, as_json):
         click.echo(f"{'created' if created else 'exists'}: {key.identity} ({path}, mode 0600)")
         return
     olds = ", ".join(k for k, _ in replaced.old) or "a key whose id the file did not record"
-    click.echo(f"replaced: {key.identity} ({path}, mode 0600) is this database's signing key from now on; "
-               f"it replaces the lost key {olds}")
-    click.echo(f"  recorded in the file and beside the key ({keys.replaced_path(device)}): checkpoints the old "
-               f"key signed over the first {replaced.upto:,} rows still verify against its recorded public key")
+    # (each path last, a word of its own: wider than a line, it then stands alone, to copy)
+    say(f"replaced: {key.identity} is this database's signing key from now on; it replaces the lost key "
+        f"{olds}; key file (mode 0600): {path}", paths=(path,))
+    say(f"  recorded in the file and beside the key: checkpoints the old key signed over the first "
+        f"{replaced.upto:,} rows still verify against its recorded public key; the record beside the key: "
+        f"{keys.replaced_path(device)}", paths=(keys.replaced_path(device),), indent="    ")
     if outside_gone:
-        click.echo("  next: `attempt checkpoint --adopt` verifies the whole file and signs it with the new key "
-                   "(the checkpoint copy kept beside the key is gone too)")
-    click.echo(f"  other devices that sync with this one refuse its new segments until you run there: "
-               f"attempt keys trust dev_{device} {key.identity}")
+        say("  next: `attempt checkpoint --adopt` verifies the whole file and signs it with the new key "
+            "(the checkpoint copy kept beside the key is gone too)", indent="    ")
+    say(f"  other devices that sync with this one refuse its new segments until you run there: "
+        f"`attempt keys trust dev_{device} {key.identity}`", indent="    ")
 
 
 def _sync_keys():
@@ -282,7 +284,8 @@ def conformance_cmd(file, as_json):
         echo_json(rep.as_dict())
     else:
         color = (lambda s, ok: style(s, fg="green" if ok else "red"))
-        click.echo(rep.render(color))
+        from ..render.termtable import terminal_width
+        click.echo(rep.render(color, terminal_width()))
     sys.exit(0 if rep.compatible else 1)
 
 
@@ -608,7 +611,9 @@ def demo_cmd(ctx, db, as_json):
         return
     # the report names the database's path (by default in the working directory: a repository's
     # name, which can hold anything): each line shown through the commands' rule
-    click.echo("\n".join(printable(line) for line in report["text"].split("\n")))
+    first, *rest = report["text"].split("\n")
+    say(first, paths=(path,))  # wrapped to the terminal, the path whole
+    click.echo("\n".join(printable(line) for line in rest))
     from .projections import print_timeline
     click.echo("\nWhat the agents tried (attempt timeline):\n")
     print_timeline(path)

@@ -23,9 +23,13 @@ def export_dataset(directory, include_content, db, as_json):
         say(f"dataset {shown}: nothing new since generation {m['generation']}", paths=(shown,))
         return
     rows = sum(f["rows"] for f in m["files"])
-    from ..render.termtable import plural
-    # the snapshot key last: a word wider than a line, it then stands alone on its own, to copy
+    from ..render.termtable import cols, plural, terminal_width
+    # the snapshot key last, whole on its own line when one holds it; it is wider than 80 columns
+    # (its parts but the HLC are on the line already), so a narrower terminal names it only
+    snapshot = m["snapshot"]
+    if snapshot and cols(snapshot) + 2 > terminal_width():
+        snapshot = "written (its key: --json)"
     say(f"dataset {shown}: generation {m['generation']} of {m['device_id']}: "
         f"{plural(len(m['files']), 'new file')}, {plural(rows, 'row', grouped=True)}, events through source_seq "
         f"{m['events_through']:,}; content {'included' if m['content'] else 'left out (null)'}"
-        f"{'; projections snapshot ' + m['snapshot'] if m['snapshot'] else ''}", paths=(shown,))
+        f"{'; projections snapshot ' + snapshot if snapshot else ''}", paths=(shown,))

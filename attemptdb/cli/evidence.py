@@ -10,7 +10,7 @@ import click
 
 from ..errors import AttemptError
 from ..render.termtable import plural
-from .common import db_option, echo_json, err, json_option, no_db_option, open_store, printable, style
+from .common import db_option, echo_json, err, json_option, no_db_option, open_store, printable, say
 
 _SESSION_HELP = ("Record into this session: a name (it is opened by its first event and stays open until "
                  "`attempt close`) or an attempt session's ses_ id. Default: $ATTEMPTDB_SESSION, else a session "
@@ -343,7 +343,7 @@ def prove_cmd(event_id, output, include_content, force, db):
 
     from ..integrity import proof
     from .stores import read_store
-    st = read_store(db)  # signs the head first when the chain grew
+    st = read_store(db, key=True)  # signs the head first when the chain grew
     try:
         doc = proof.prove(st, event_id, include_content=include_content)
     finally:
@@ -356,9 +356,9 @@ def prove_cmd(event_id, output, include_content, force, db):
         raise AttemptError("prove.exists", f"{printable(output)} exists; pass --force to replace it")
     with open(output, "w", encoding="utf-8") as f:
         f.write(text)
-    click.echo(f"proof of ev_{json.loads(doc['event']['line'])['event_id']} (leaf "
-               f"{doc['inclusion']['leaf_index']:,} of {doc['inclusion']['tree_size']:,}) written to {printable(output)}",
-               err=True)
+    say(f"proof of ev_{json.loads(doc['event']['line'])['event_id']} (leaf "
+        f"{doc['inclusion']['leaf_index']:,} of {doc['inclusion']['tree_size']:,}) written to {output}",
+        err=True, paths=(output,))
 
 
 @click.command("verify-proof")
@@ -383,7 +383,7 @@ def verify_proof_cmd(file, key, as_json):
     if as_json:
         echo_json(rep.as_dict())
     else:
-        click.echo(style(printable(rep.line()), fg="green" if rep.ok else "red"))
+        say(rep.line(), fg="green" if rep.ok else "red")
         for n in rep.notes:
-            err(printable(f"note: {n}"))
+            say(f"note: {n}", err=True)
     sys.exit(0 if rep.ok else 1)

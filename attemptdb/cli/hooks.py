@@ -16,7 +16,7 @@ from ..render import termtable
 from ..render.termtable import plural
 from ..store import location
 from .common import db_option, echo_json, json_option, no_db_option, printable, style
-from .readers import mcp_option, mcp_registrations, print_mcp, report_json
+from .readers import mcp_option, mcp_registrations, report_json
 
 _WORDS = {"installed": "installed", "updated": "updated", "already_current": "already current",
           "removed": "removed", "not_installed": "not installed", "skipped": "skipped",
@@ -97,6 +97,30 @@ def _print_actions(report):
             click.echo(_lines(text, width, "    ", *whole))
 
 
+_MCP_WORDS = {"installed": "registered", "updated": "updated", "already_current": "already registered",
+              "removed": "removed", "not_installed": "not registered", "skipped": "skipped", "failed": "FAILED"}
+
+
+def _print_mcp(regs, dry_run):
+    """One line per agent: what `--mcp` did (or would do) to its MCP config, then its error,
+    reason, backup and notes, written as the hooks' lines are (`~/…`, fitted to the terminal)."""
+    width = termtable.terminal_width()
+    for r in regs:
+        word = _MCP_WORDS.get(r.outcome, r.outcome)
+        if dry_run and r.outcome in ("installed", "updated", "removed"):
+            word = "would be " + word
+        color = {"failed": "red", "skipped": "yellow"}.get(r.outcome, "green")
+        head, label, path = f"{r.agent.label:<12} ", f"MCP server {word:<20}", printable(_short(r.config_path))
+        lines = _prose(f"{head}{label} {path}", width, " " * len(head), path)
+        if lines[0].startswith(head + label):  # the outcome in colour (a narrow terminal: plain)
+            lines[0] = head + style(label, fg=color) + lines[0][len(head) + len(label):]
+        click.echo("\n".join(lines))
+        say = ([f"error[{r.error[0]}]: {r.error[1]}"] if r.error else []) + ([r.reason] if r.reason else []) \
+            + ([f"backup: {_short(r.backup)}"] if r.backup else []) + [f"note: {_tilde(n)}" for n in r.notes]
+        for text in say:
+            click.echo(_lines(f"  {text}", width, "    ", _short(r.config_path), _short(r.backup)))
+
+
 @click.group("hook")
 def hook_group():
     """Install, remove or inspect AttemptDB's hooks in each agent's own config
@@ -133,7 +157,7 @@ def install_cmd(providers, dry_run, no_verify, mcp, force, as_json, db):
         echo_json(report_json(report, regs))
     else:
         _print_actions(report)
-        print_mcp(regs, dry_run)
+        _print_mcp(regs, dry_run)
         width = termtable.terminal_width()
         if report.executable is not None:
             exe = report.executable
@@ -177,7 +201,7 @@ def uninstall_cmd(providers, dry_run, mcp, as_json):
         echo_json(report_json(report, regs))
     else:
         _print_actions(report)
-        print_mcp(regs, dry_run)
+        _print_mcp(regs, dry_run)
     sys.exit(0 if report.ok and not any(r.failed for r in regs) else 1)
 
 

@@ -15,7 +15,7 @@ import traceback
 import click
 
 from .. import __version__
-from ..errors import AttemptError
+from ..errors import AttemptError, did_you_mean
 
 # command name → "module:attribute" (module relative to attemptdb.cli)
 COMMANDS = {
@@ -88,10 +88,7 @@ class LazyGroup(click.Group):
 
     def resolve_command(self, ctx, args):
         if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
-            import difflib
-            near = difflib.get_close_matches(args[0], COMMANDS, n=1)
-            raise NoSuchCommand(f"No such command {args[0]!r}" + (f"; did you mean `{near[0]}`?" if near else ""),
-                                ctx=ctx)
+            raise NoSuchCommand(f"No such command {args[0]!r}{did_you_mean(args[0], COMMANDS)}", ctx=ctx)
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):

@@ -12,7 +12,7 @@ import click
 
 from ..errors import AttemptError
 from ..model import fastjson
-from .common import db_option, echo_json, err, json_option, printable, style
+from .common import db_option, echo_json, err, json_option, printable, say, style
 from .scope import scope_options, scope_where
 from .stores import read_store, write_store
 
@@ -386,16 +386,48 @@ def failures_cmd(session, project, since, until, limit, db, as_json):
 
 # --- correct / retract ----------------------------------------------------------------------
 
-def _render_changes(changes, counts=None):
+def _change_ids(res) -> set:
+    """The ids a correction's or retraction's preview prints (its target, the changed rows, the
+    values before and after that are ids)."""
+    from ..query import shortids
+    vals = [res.get("target")] + [v for ch in res.get("changes") or () for v in (ch["entity"], ch["before"], ch["after"])]
+    return {v for v in vals if isinstance(v, str) and shortids.is_id(v)}
+
+
+def _shorts(conn, res) -> dict:
+    """{id: its short form, terminal-safe} for the ids of a preview (query.shortids)."""
+    from ..query import shortids
+    return {k: printable(v) for k, v in shortids.shorten(conn, _change_ids(res)).items()}
+
+
+def _render_changes(changes, counts=None, shorts=None, this: str | None = None) -> list[str]:
+    """The projection changes as tables fitted to the terminal (indented two spaces): rows per
+    table, then each changed field with its value before and after. Ids are whole when the
+    table fits, else their short forms (they resolve back); the event written (`this`, named on
+    the line above) reads `(this event)`; other values are cut with … last."""
     from ..query.read import clean
-    lines = []
+    from ..render import termtable
+    width, shorts, lines = termtable.terminal_width() - 2, shorts or {}, []
     if counts:
-        for k, v in counts.items():
-            lines.append(f"  {k:44s} {'count':18s} {v['before']} → {v['after']}")
-    for ch in changes:
-        lines.append(f"  {ch['entity']:44s} {ch['field']:18s} {clean(ch['before'], 40) or '-'} → "
-                     f"{clean(ch['after'], 40) or '-'}")
-    return lines
+        rows = [[clean(k), str(v["before"]), str(v["after"])] for k, v in counts.items()]
+        table, hidden = termtable.fit(["table", "before", "after"], rows, width)
+        lines += table + termtable.hidden_note(hidden, width)
+    if changes:
+        def rows(short: bool) -> list:
+            def value(v):
+                v = "" if v is None else str(v)
+                if this and v == this:
+                    return "(this event)"
+                return (shorts.get(v, v) if short else v) if v in shorts else clean(v) or "-"
+            return [[value(ch["entity"]), clean(ch["field"]), value(ch["before"]), value(ch["after"])]
+                    for ch in changes]
+        heads = ["changed", "field", "before", "after"]
+        whole = rows(False)
+        natural = max(termtable.cols("  ".join(r)) for r in whole + [heads])
+        table, hidden = termtable.fit(heads, whole if natural <= width else rows(True), width, shorten=shorts,
+                                      fixed=("field",))
+        lines += ([""] if lines else []) + table + termtable.hidden_note(hidden, width)
+    return ["  " + ln if ln else "" for ln in lines]
 
 
 @click.command("correct")
@@ -418,18 +450,20 @@ def correct_cmd(target, outcome, failure_class, note, dry_run, db, as_json):
     try:
         res = meta.correct(st, target, outcome=outcome, failure_class=failure_class, note=note,
                            dry_run=dry_run)
+        shorts = {} if as_json else _shorts(st.conn, res)
     finally:
         st.close()
     if as_json:
         echo_json(res)
         return
-    lines = [f"{'would write' if dry_run else 'wrote'} correction {res['event_id']} "
-             f"({res['correction_type']} on {res['target']})"]
+    say(f"{'would write' if dry_run else 'wrote'} correction {res['event_id']} "
+        f"({res['correction_type']} on {res['target']})")
+    lines = []
     if note and not res["note_stored"]:
         lines.append(f"note text not stored (capture mode {res['capture_mode']}); note_chars kept")
     if res["changes"]:
         lines.append("projection changes:")
-        lines += _render_changes(res["changes"])
+        lines += _render_changes(res["changes"], shorts=shorts, this=res["event_id"])
     else:
         lines.append("projection unchanged (the target may already carry this value)")
     if dry_run:
@@ -458,11 +492,12 @@ def retract_cmd(session, attempt, event_id, reason, note, yes, dry_run, db, as_j
     try:
         preview = meta.retract(st, session=session, attempt=attempt, event_id=event_id, reason=reason,
                                note=note, dry_run=True)
+        shorts = {} if as_json else _shorts(st.conn, preview)
         if dry_run:
             res = preview
         else:
             if not as_json:
-                _render_retraction(preview, final=False)
+                _render_retraction(preview, shorts)
             if not yes:
                 if not sys.stdin.isatty():
                     raise AttemptError("retract.unconfirmed", "refusing to retract without confirmation; "
@@ -478,15 +513,15 @@ def retract_cmd(session, attempt, event_id, reason, note, yes, dry_run, db, as_j
         echo_json(res)
         return
     if dry_run:
-        _render_retraction(res, final=False)
+        _render_retraction(res, shorts)
         click.echo("(dry run — nothing was written)")
     else:
-        click.echo(f"wrote retraction {res['event_id']} ({res['target_type']} {res['target']})")
-        click.echo("undo is not possible: retractions are facts too; a wrong one can only be documented "
-                   "with `attempt correct`")
+        say(f"wrote retraction {res['event_id']} ({res['target_type']} {res['target']})")
+        say("undo is not possible: retractions are facts too; a wrong one can only be documented "
+            "with `attempt correct`")
 
 
-def _render_retraction(res, final: bool):
+def _render_retraction(res, shorts: dict):
     from ..query.read import clean, local_time
     from ..render.termtable import plural
     d = res["description"]
@@ -502,14 +537,13 @@ def _render_retraction(res, final: bool):
     else:
         what = (f"event {res['target']}: {clean(d.get('provider'), 20)} {d.get('kind')} "
                 f"{clean(d.get('tool_name') or '', 20)} at {local_time(d.get('observed_at'), '%Y-%m-%d %H:%M:%S')}")
-    lines = [f"retract {what}", f"reason  {res['reason']}",
-             f"effect  {res['retracted_events']} fact event(s) leave every projection and the sanitized "
-             "export; the events stay in the log"]
-    ch = _render_changes(res["changes"], res["counts"])
+    say(f"retract {what}")
+    click.echo(f"reason  {printable(res['reason'])}")
+    say(f"effect  {res['retracted_events']} fact event(s) leave every projection and the sanitized "
+        "export; the events stay in the log", indent=" " * 8)
+    ch = _render_changes(res["changes"], res["counts"], shorts)
     if ch:
-        lines.append("projection changes:")
-        lines += ch
-    click.echo("\n".join(lines))
+        click.echo("\n".join(["projection changes:"] + ch))
 
 
 # --- reproject ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ the store first (core.housekeeping), then only read-only connections touch the f
 
 import click
 
-from .common import db_option, db_path, printable, style
+from .common import db_option, db_path
 
 CONTENT_HELP = ("Show content (prompt, command and output text, raw payloads, notes); "
                 "without it those columns read as null.")
@@ -30,24 +30,6 @@ def mcp_registrations(report, mcp, providers, dry_run, remove=False):
     # the server reads the database the hooks write to (`--db` when install was given one)
     return mcpconfig.register(list(providers) or None, dry_run=dry_run, remove=remove, executable=exe,
                               db=None if remove else report.database)
-
-
-_MCP_WORDS = {"installed": "registered", "updated": "updated", "already_current": "already registered",
-              "removed": "removed", "not_installed": "not registered", "skipped": "skipped", "failed": "FAILED"}
-
-
-def print_mcp(regs, dry_run):
-    """One line per agent: what `--mcp` did (or would do) to its MCP config."""
-    for r in regs:
-        word = _MCP_WORDS.get(r.outcome, r.outcome)
-        if dry_run and r.outcome in ("installed", "updated", "removed"):
-            word = "would be " + word
-        color = {"failed": "red", "skipped": "yellow"}.get(r.outcome, "green")
-        click.echo(f"{r.agent.label:<12} {style(f'MCP server {word:<20}', fg=color)} {printable(r.config_path)}")
-        lines = ([f"error[{r.error[0]}]: {r.error[1]}"] if r.error else []) + ([r.reason] if r.reason else []) \
-            + ([f"backup: {r.backup}"] if r.backup else []) + [f"note: {n}" for n in r.notes]
-        for line in lines:
-            click.echo(printable(f"  {line}"))
 
 
 def report_json(report, regs):

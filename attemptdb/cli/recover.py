@@ -6,7 +6,7 @@ import sys
 import click
 
 from ..model import clock
-from .common import db_option, db_path, echo_json, json_option, printable, style
+from .common import db_option, db_path, echo_json, json_option, say
 
 
 @click.command("recover")
@@ -29,28 +29,31 @@ def recover_cmd(out, db, as_json):
     if as_json:
         echo_json(d)
     else:
-        click.echo(f"recovered {rep.kept:,} events into {printable(rep.out)} ({rep.from_sqlite:,} read through "
-                   f"SQLite, {rep.from_pages:,} from the pages of the damaged file)")
+        say(f"recovered {rep.kept:,} events into {rep.out} ({rep.from_sqlite:,} read through "
+            f"SQLite, {rep.from_pages:,} from the pages of the damaged file)", paths=(rep.out,))
         if rep.lost:
             from ..render.termtable import plural
             click.echo(f"lost {plural(rep.lost_rows(), 'row', grouped=True)}:")
             for r in rep.lost:
                 span = f"seq {r['from']}" if r["from"] == r["to"] else f"seq {r['from']}..{r['to']}"
-                click.echo(printable(f"  {span}: {r['why']}"))
+                say(f"  {span}: {r['why']}", indent="    ")
         else:
             click.echo("lost nothing: every row of the chain verifies")
         if rep.repaired_links:
-            click.echo(f"{rep.repaired_links} damaged chain column(s) restored from the link the next row was "
-                       "written after")
+            say(f"{rep.repaired_links} damaged chain column(s) restored from the link the next row was "
+                "written after")
         for n in rep.notes:
-            click.echo(printable(f"note: {n}"))
-        click.echo(style(printable(f"verify: {rep.verify_line}"), fg="green" if rep.verify_ok else "red"))
+            say(f"note: {n}", paths=(src, rep.out))
+        say(f"verify: {rep.verify_line}", fg="green" if rep.verify_ok else "red")
         q = lambda p: "'" + p.replace("'", "'\\''") + "'"  # noqa: E731
         # the paths are the database's (a directory name can hold anything): each line through the
-        # commands' rule, so no control character in them reaches the terminal
+        # commands' rule (say), so no control character in them reaches the terminal; one command
+        # a line, its quoted paths whole
         click.echo("to use it (stop the agents first; the damaged file is kept beside it):")
-        click.echo(printable(f"  attempt daemon stop --db {q(src)}"))
-        click.echo(printable(f"  mv {q(src)} {q(src + '.damaged')}; mv {q(src + '-wal')} {q(src + '.damaged-wal')} "
-                             f"2>/dev/null; rm -f {q(src + '-shm')}"))
-        click.echo(printable(f"  mv {q(rep.out)} {q(src)}"))
+        moves = [f"attempt daemon stop --db {q(src)}", f"mv {q(src)} {q(src + '.damaged')}",
+                 f"mv {q(src + '-wal')} {q(src + '.damaged-wal')} 2>/dev/null", f"rm -f {q(src + '-shm')}",
+                 f"mv {q(rep.out)} {q(src)}"]
+        paths = [q(p) for p in (src, src + ".damaged", src + "-wal", src + ".damaged-wal", src + "-shm", rep.out)]
+        for cmd in moves:
+            say(f"  {cmd}", paths=paths, indent="    ")
     sys.exit(0 if rep.verify_ok else 1)

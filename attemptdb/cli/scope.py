@@ -14,7 +14,7 @@ def scope_options(f):
     f = click.option("-n", "--limit", type=click.IntRange(1, 10**9), default=None, metavar="N",
                      help="At most N rows (newest).")(f)
     f = click.option("--until", metavar="T", help="Up to T (RFC 3339, YYYY-MM-DD, now, -2h, …).")(f)
-    f = click.option("--since", metavar="T", help="From T (RFC 3339, YYYY-MM-DD, today, -15m, -2h, -3d, -1w).")(f)
+    f = click.option("--since", metavar="T", help="From T (RFC 3339, YYYY-MM-DD, today, yesterday, -15m, -2h, -3d, -1w).")(f)
     f = click.option("--project", metavar="P", help="Project name (owner/repo), prj_ id or directory.")(f)
     f = click.option("--session", metavar="S", help="Session id (ses_…, bare or short), or the name `attempt run --session` gave it.")(f)
     return f
@@ -26,7 +26,7 @@ def scope_time(flag, text):
     try:
         return resolve_time("text", text, clock.now_us())
     except AQLError:
-        raise click.BadParameter("expected RFC 3339, YYYY-MM-DD, now, today or -15m/-2h/-3d/-1w",
+        raise click.BadParameter("expected RFC 3339, YYYY-MM-DD, now, today, yesterday or -15m/-2h/-3d/-1w",
                                  param_hint=flag) from None
 
 

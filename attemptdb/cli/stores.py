@@ -100,10 +100,13 @@ def write_store(db, *, create=False, read=False):
     return st
 
 
-def read_store(db, *, readonly=False, sign=True):
+def read_store(db, *, readonly=False, sign=True, key=False):
     """Open the database for a read command: ingest the spool first, and sign the new head
     when the chain grew (spec/checkpoint.md; `sign=False` for repair tools, which must not
-    vouch for a file they are about to judge). Never creates the database."""
+    vouch for a file they are about to judge). Never creates the database. `key`: the command
+    signs with the file's key next (`bundle export`, `prove`): a lost or wrong key
+    (keys.signing_key) is its error, raised here, once, not also a note that no checkpoint
+    was signed."""
     from ..capture import spool
     try:
         st = open_store(db, readonly=readonly)
@@ -117,6 +120,13 @@ def read_store(db, *, readonly=False, sign=True):
             spool.drain(st)
         except Exception:
             pass
+        if key:
+            from ..integrity import keys
+            try:
+                keys.signing_key(st)
+            except BaseException:
+                st.close()
+                raise
         if sign:
             sign_head(st)
     return st

@@ -66,12 +66,61 @@ def _in_transaction(st, write) -> None:
         raise
 
 
-def _device(text: str) -> str:
+def _device(text: str, known=None) -> str:
+    """DEVICE as written: a device id (dev_<uuid>, or the bare uuid), or, given the `known`
+    devices of the file (pinned or synced from), the start of one of their ids, as the short
+    form `attempt keys list` prints; anything else, or a start several share, keys.bad_device."""
     from ..model import ids
-    bare = text[4:] if text.startswith("dev_") else text
-    if not ids.is_uuid(bare):
-        raise AttemptError("keys.bad_device", "DEVICE is a device id (dev_<uuid>)")
-    return "dev_" + bare.lower()
+    bare = (text[4:] if text.startswith("dev_") else text).lower()
+    if ids.is_uuid(bare):
+        return "dev_" + bare
+    if known is not None and _short_shaped(bare):
+        hits = [d for d in known if d.startswith("dev_" + bare)]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            raise AttemptError("keys.bad_device", f"DEVICE is a device id (dev_<uuid>); dev_{printable(bare)} "
+                               f"starts {len(hits)} devices' ids: give more of it")
+    raise AttemptError("keys.bad_device", "DEVICE is a device id (dev_<uuid>), or the short form "
+                       "`attempt keys list` prints of a device it lists")
+
+
+def _whole_device(text: str) -> str | None:
+    """DEVICE checked before the file is opened: its id when written whole, None when it can be
+    a short form (`_device` resolves it with the file's devices), else keys.bad_device."""
+    bare = (text[4:] if text.startswith("dev_") else text).lower()
+    try:
+        return _device(text)
+    except AttemptError:
+        if _short_shaped(bare):
+            return None
+        raise
+
+
+def _short_shaped(bare: str) -> bool:
+    """The start of a uuid that a short device id can be: 8 hex digits at least."""
+    from ..model import ids
+    return (len(bare) >= ids.MIN_SHORT_HEX and all(c in "0123456789abcdef-" for c in bare)
+            and all(c != "-" for c in bare[:8]))
+
+
+def _known_devices(conn) -> list[str]:
+    """The other devices this file knows: pinned, revoked or synced from (keys list's rows)."""
+    from ..integrity import sync_state as state
+    return [r["device_id"] for r in state.summary(conn)]
+
+
+def _short_devices(devices: list[str]) -> dict:
+    """{device id: its shortest start, dev_ and 8 hex digits at least and never ending on a
+    hyphen, that no other of `devices` starts with} (what `_device` resolves back)."""
+    from ..model import ids
+    out = {}
+    for d in devices:
+        n = len("dev_") + ids.MIN_SHORT_HEX
+        while n < len(d) and (d[n - 1] == "-" or any(o != d and o.startswith(d[:n]) for o in devices)):
+            n += 1
+        out[d] = d[:n]
+    return out
 
 
 @click.command("trust")
@@ -88,7 +137,7 @@ def keys_trust(device, key, db, as_json):
     from ..integrity import keys
     from ..integrity import sync_state as state
     from .stores import write_store
-    dev = _device(device)
+    dev = _whole_device(device)  # None: a short form, resolved against the file's devices below
     if key.startswith("id_"):
         if len(key) != 35 or any(c not in "0123456789abcdef" for c in key[3:].lower()):
             raise AttemptError("keys.bad_key", "KEY is id_ followed by 32 hex digits, or a base64 public key")
@@ -103,6 +152,7 @@ def keys_trust(device, key, db, as_json):
         key_id, public = keys.fingerprint(raw), key
     st = write_store(db, create=True)
     try:
+        dev = dev or _device(device, _known_devices(st.conn))
         if dev == "dev_" + st.device_id:
             raise AttemptError("keys.own_device", "that is this device: its own key is `attempt keys show`")
         _in_transaction(st, lambda c: (state.ensure(c), state.pin(c, dev, key_id, public, "trusted")))
@@ -138,12 +188,15 @@ def keys_list(db, as_json):
               f"{r['segments']:,}", f"{r['events'] or 0:,}"] for r in rows]
     table = [[printable(v) for v in row] for row in table]
     width = termtable.terminal_width()
-    # ids are never cut: the counts give way first; where the device, its key and its pin
-    # state cannot all fit, the key does (a pin state left out could hide a revocation)
-    lines, hidden = termtable.fit(headers, table, width, drop_order=["events", "segments"])
-    if "pin" in hidden:
-        lines, hidden = termtable.fit(headers, table, width, drop_order=["key", "events", "segments"])
+    # ids are never cut: a device id too wide is its short form (`keys trust`/`revoke` take it
+    # back), then the counts give way, then the pin state; the key, what the command is for,
+    # stays (a revocation a left-out pin state would hide is named below the table)
+    shorts = {k: printable(v) for k, v in _short_devices([r["device_id"] for r in rows]).items()}
+    lines, hidden = termtable.fit(headers, table, width, shorten=shorts, drop_order=["events", "segments", "pin"])
     click.echo("\n".join(lines + termtable.hidden_note(hidden, width)))
+    revoked = [shorts.get(r["device_id"], r["device_id"]) for r in rows if r["revoked"]]
+    if "pin" in hidden and revoked:
+        say(f"REVOKED: {', '.join(revoked)}", fg="red")
 
 
 @click.command("revoke")
@@ -157,9 +210,10 @@ def keys_revoke(device, db, as_json):
     ok would claim its segments are refused when its first sync would pin its key."""
     from ..integrity import sync_state as state
     from .stores import write_store
-    dev = _device(device)
+    dev = _whole_device(device)
     st = write_store(db)
     try:
+        dev = dev or _device(device, _known_devices(st.conn))
         _in_transaction(st, lambda c: state.revoke(c, dev))
     except AttemptError as e:
         if e.code != "keys.not_pinned":

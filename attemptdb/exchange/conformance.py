@@ -58,24 +58,36 @@ class Report:
             "notes": self.notes,
         }
 
-    def render(self, color=lambda s, ok: s) -> str:
+    def render(self, color=lambda s, ok: s, width: int | None = None) -> str:
+        """The report for people; with `width`, each check line and note wrapped to it at spaces
+        (termtable.prose), a check's text under its rule column, a note's under two spaces."""
+        from ..render.termtable import prose
+
+        def lines(text: str, indent: str) -> list[str]:
+            return prose(text, width, indent) if width else [text]
         out = [f"AttemptDB Event v1 \u00b7 {self.events:,} event{'s' if self.events != 1 else ''}", ""]
+        mark_at = 20
         for name, rule in CHECKS:
             n = self.counts[name]
             if n == 0 and not self.events:  # no event to hold it to: neither passed nor failed
-                out.append(f"{name:<20}-   {rule} (no readable event to check)")
+                mark, ok, text = "-", None, f"{rule} (no readable event to check)"
             elif n == 0:
-                out.append(f"{name:<20}{color(chr(0x2713), True)}   {rule}")
+                mark, ok, text = chr(0x2713), True, rule
             else:
                 first = self.problems[name][0]
                 more = f" (+{n - 1} more)" if n > 1 else ""
                 where = "" if first["line"] is None else f"line {first['line']}: "
-                out.append(f"{name:<20}{color(chr(0x2717), False)}   {where}{first['message']}{more}")
+                mark, ok, text = chr(0x2717), False, f"{where}{first['message']}{more}"
+            shown = lines(f"{name:<{mark_at}}{mark}   {text}", " " * (mark_at + 4))
+            if ok is not None:  # coloured after wrapping: the escape codes take no columns
+                shown[0] = shown[0][:mark_at] + color(mark, ok) + shown[0][mark_at + 1:]
+            out.extend(shown)
         out.append("")
         out.append("COMPATIBLE" if self.compatible else "NOT COMPATIBLE")
         if self.notes:
             out.append("")
-            out.extend(f"note: {n}" for n in self.notes)
+            for n in self.notes:
+                out.extend(lines(f"note: {n}", "  "))
         return "\n".join(out)
 
 

@@ -193,11 +193,12 @@ AGENTS = {a.provider: a for a in (ClaudeCode(), Codex(), Cursor(), GeminiCLI())}
 
 def get(name: str) -> Agent:
     """The agent for a provider id, hook id or alias; AttemptError on anything else."""
-    from ..errors import AttemptError
+    from ..errors import AttemptError, did_you_mean
     pid = registry.provider_id(name)
     if pid is None or pid not in AGENTS:
-        raise AttemptError("installer.unknown_provider",
-                           "unknown provider (use one of: " + ", ".join(registry.HOOK_IDS.values()) + ")")
+        names = list(registry.HOOK_IDS.values())
+        raise AttemptError("installer.unknown_provider", f"unknown provider {name!r}{did_you_mean(name, names)} "
+                           f"(use one of: {', '.join(names)})")
     return AGENTS[pid]
 
 

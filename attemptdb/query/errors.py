@@ -120,6 +120,7 @@ class AQLError(AttemptError):
         return line, col
 
     def render(self) -> str:
+        from ..render.results import safe_chars
         from ..render.termtable import cols
         head = f"error[{self.code}]: {printable(self.message)}"
         lc = self.line_col()
@@ -127,7 +128,9 @@ class AQLError(AttemptError):
             return head
         line, col = lc
         src_line = self.source.split("\n")[line - 1]
-        shown = "".join(c if c.isprintable() else " " for c in src_line)
+        # the rule of every line (a control character shows as `?`, one for one), a tab in the
+        # statement's layout as the space it stands for
+        shown = safe_chars(src_line.replace("\t", " "))
         width = len(str(line))
         pos = max(0, min(self.pos, len(self.source)))
         end = self.end if self.end is not None else pos + 1

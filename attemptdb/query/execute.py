@@ -193,7 +193,7 @@ def describe(ctx, text: str) -> Result:
         doc = documented.get(r[1])
         kind = doc["type"] if doc else (r[2] or "").lower() or "any"
         nullable = doc["null"] if doc and "null" in doc else not (r[3] or r[5])
-        rows.append((r[1], kind, "yes" if nullable else "", r[5] > 0))
+        rows.append((r[1], kind, bool(nullable), r[5] > 0))  # booleans: true/false, as primary_key
     return Result(["column", "type", "null", "primary_key"], rows,
                   [f"{name}: {len(rows)} columns; `attempt schema {name}` says what they mean"], language="sql")
 

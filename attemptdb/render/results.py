@@ -18,7 +18,7 @@ from ..model import fastjson
 MAX_CELL = 60
 
 
-def _clean(text: str) -> str:
+def safe_chars(text: str) -> str:
     """The rule of every terminal line (errors.printable): each control character (ESC and
     its sequences included) and each disguising one shows as `?`; any other unprintable
     character (a private-use or unassigned one, an odd space) as `?` too, a space as a space.
@@ -54,7 +54,7 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
     if width and len(text) > width:  # cut first: cleaning keeps lengths, and cells can be long
         from .termtable import clip
         text = clip(text, width)
-    return _clean(text)
+    return safe_chars(text)
 
 
 def shown(result) -> tuple[list, list]:
@@ -75,7 +75,7 @@ def table(result, *, evidence_ids: bool = False, max_rows: int | None = None, te
     rows = result.rows if max_rows is None else result.rows[:max_rows]
     width = MAX_CELL if not evidence_ids else 0
     cells = [[cell(c, r[i], evidence_ids=evidence_ids, width=width) for c, i in zip(cols, index)] for r in rows]
-    heads = [_clean(str(c)) for c in cols]  # a column name is a statement's text (`AS "…"`): the cells' rule
+    heads = [safe_chars(str(c)) for c in cols]  # a column name is a statement's text (`AS "…"`): the cells' rule
     if term_width and not evidence_ids:
         from . import termtable
         lines, hidden = termtable.fit(heads, cells, term_width, shorten=shorten)
@@ -106,7 +106,7 @@ def vertical(result, *, evidence_ids: bool = False, max_rows: int | None = None,
             if term_width and w + 1 + termtable.cols(v) > term_width and term_width - w - 1 >= 20:
                 parts = termtable.lines_of(v, term_width - w - 1, break_long_words=False) or [v]
                 v = ("\n" + " " * (w + 1)).join(parts)
-            lines.append(f"{_clean(str(c)):<{w}} {v}")
+            lines.append(f"{safe_chars(str(c)):<{w}} {v}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -117,7 +117,7 @@ def listing(result) -> str:
     w = max(len(str(r[i])) for r in result.rows)
     lines = []
     for r in result.rows:
-        detail = "\n".join(_clean(x) for x in str(r[j]).split("\n"))
+        detail = "\n".join(safe_chars(x) for x in str(r[j]).split("\n"))
         lines.append(f"{r[i]:<{w}}  " + detail.replace("\n", "\n" + " " * (w + 2)))
     return "\n".join(lines)
 
@@ -151,7 +151,7 @@ def text(result, *, evidence_ids: bool = False, max_rows: int | None = None, ter
 def note(text) -> str:
     """A result's note as its line (`note: …`), in every form (--json writes them on stderr):
     notes name stored values (a project's name), shown through the cells' rule."""
-    return f"note: {_clean(str(text))}"
+    return f"note: {safe_chars(str(text))}"
 
 
 def _count(result, max_rows):
