@@ -497,3 +497,14 @@ def test_a_named_session_is_retracted_by_its_name(tmp_path, home):
     assert sql(db, "SELECT count(*) FROM sessions WHERE NOT retracted") == [(1,)]  # ci-4712 stays
     p = attempt("retract", "--session", "ci-9999", "--reason", "test", "--yes", db=db, ok=False)
     assert p.returncode != 0 and b"error[target." in p.stderr
+
+
+def test_the_timeline_of_a_retracted_session_says_so_not_that_nothing_was_recorded(tmp_path, home):
+    db = str(tmp_path / "a.db")
+    attempt("run", "--session", "ci-4711", "--", PY, "-c", "pass", db=db, cwd=tmp_path)
+    attempt("retract", "--session", "ci-4711", "--reason", "test", "--yes", db=db)
+    for args in (["--session", "ci-4711"], []):
+        out = " ".join(attempt("timeline", *args, db=db).stdout.decode().split())
+        assert "no sessions yet" not in out and "retracted" in out, (args, out)
+    out = " ".join(attempt("timeline", "--since", "2000-01-01", "--until", "2000-01-02", db=db).stdout.decode().split())
+    assert out == "no sessions in this scope."

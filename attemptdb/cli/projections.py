@@ -119,8 +119,14 @@ def print_timeline(db, session=None, project=None, since=None, until=None, limit
                                  show_all=show_all, tools=tools, turns=max_turns)
         shorts = {} if as_json else shortids.shorten(st.conn, _printed_ids(data))
         runs = {} if as_json else _run_texts(st.conn, data)
+        empty = None if as_json or data.get("sessions") or data.get("work_units") else \
+            _why_empty(st.conn, session, bool(session or project or since or until))
     finally:
         st.close()
+    if empty is not None:
+        from ..render.termtable import terminal_width, wrap
+        click.echo("\n".join(wrap(empty, terminal_width())))
+        return
     if as_json:
         echo_json(data)
         return
@@ -130,6 +136,26 @@ def print_timeline(db, session=None, project=None, since=None, until=None, limit
         _render_units(data, tools, shorts, width, runs)
     else:
         _render_timeline(data, tools, shorts, width, runs)
+
+
+def _why_empty(conn, session, scoped: bool) -> str | None:
+    """Why a timeline shows no session, when it is not that none was ever recorded: the session
+    named was retracted, the scope holds none, or every session was retracted. None: nothing
+    recorded yet (the timeline's own hint)."""
+    from ..render.termtable import plural
+    if session:
+        sid = _session_id(conn, session)
+        row = conn.execute("SELECT retracted FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+        if row and row[0]:
+            return (f"session {sid} was retracted: it left every projection (its events stay in the log; "
+                    "`attempt events --session …` lists them, and AttemptQL shows it with INCLUDING RETRACTED).")
+    if scoped:
+        return "no sessions in this scope."
+    gone = conn.execute("SELECT count(*) FROM sessions WHERE retracted").fetchone()[0]
+    if gone:
+        return (f"no sessions to show: all {plural(gone, 'session')} were retracted (their events stay in the "
+                "log; AttemptQL shows them with INCLUDING RETRACTED).")
+    return None
 
 
 RUN_PROVIDER = "attempt"
