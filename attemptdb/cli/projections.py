@@ -153,8 +153,9 @@ def _why_empty(conn, session, scoped: bool) -> str | None:
         return "no sessions in this scope."
     gone = conn.execute("SELECT count(*) FROM sessions WHERE retracted").fetchone()[0]
     if gone:
-        return (f"no sessions to show: all {plural(gone, 'session')} were retracted (their events stay in the "
-                "log; AttemptQL shows them with INCLUDING RETRACTED).")
+        which = "the only session was" if gone == 1 else f"all {plural(gone, 'session')} were"
+        return (f"no sessions to show: {which} retracted (the events stay in the log; AttemptQL shows "
+                "retracted rows with INCLUDING RETRACTED).")
     return None
 
 
