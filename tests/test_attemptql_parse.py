@@ -137,7 +137,8 @@ def test_show_with_every_clause():
     ("SHOW DECISIONS", "decisions"), ("SHOW SESSIONS", "sessions"), ("SHOW TURNS", "turns"),
     ("SHOW TOOL CALLS", "tool_calls"), ("SHOW TOOL_CALLS", "tool_calls"), ("SHOW EDGES", "edges"),
     ("SHOW SIGNALS", "signals"), ("SHOW CORRECTIONS", "corrections"), ("SHOW RETRACTIONS", "retractions"),
-    ("SHOW COMMITS", "commits"), ("SHOW EVIDENCE FOR att_01a03f10", "evidence"),
+    ("SHOW COMMITS", "commits"), ("SHOW NOTES", "notes"), ("SHOW APPROVALS", "approvals"),
+    ("SHOW EVIDENCE FOR att_01a03f10", "evidence"),
 ])
 def test_every_show_target(text, target):
     assert cmd(text).target == target

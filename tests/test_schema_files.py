@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (19, "b69e9aeeb3a5921f1fdadaa24497b2b428e1c1791022f8dcb2b741fedc93e72b")
+RECORDED = (20, "383a2c15b62a196a2dd49031d06de1a4d20dacd5bf02ae448d4a61ecde994e54")
 
 
 def statements(text):

@@ -32,6 +32,8 @@ CONTENT_COLUMNS = {
     "work_units": ("objective",),
     "corrections": ("note",),
     "retractions": ("note",),
+    "notes": ("note",),
+    "approvals": ("subject", "note"),
 }
 """Per table, the columns that carry content: those the catalog calls Content, and the events'
 unknown top-level fields (a writer's extensions carry anything, as in the ingestion contract).

@@ -12,8 +12,10 @@ The rules and every deliberate difference from the original are in spec/projecti
 ALGORITHM_VERSION = "tier1-v5-sql1"
 
 PUBLIC_VIEWS = ("sessions", "turns", "tool_calls", "attempts", "signals", "edges", "handoffs",
-                "commits", "corrections", "retractions", "work_units", "decisions", "conflicts", "needs_you")
-"""The catalog names this package maintains (seed 003), all views over the stored state."""
+                "commits", "corrections", "retractions", "notes", "approvals", "work_units", "decisions",
+                "conflicts", "needs_you")
+"""The catalog names this package maintains (seed 003, and the notes and approvals people record:
+spec/evidence.md §5), all views over the stored state."""
 
 READ_CLOCK_COLUMNS = {"work_units": ("status_reason",)}
 """Columns that quote the clock of the read itself (idle seconds): two reads a second apart

@@ -23,7 +23,7 @@ DEFAULT_REMOTE = "github.com/acme/demo"
 ID_COLUMNS = {
     "sessions": ("session_id",), "turns": ("turn_id",), "tool_calls": ("tool_call_id",),
     "attempts": ("attempt_id",), "signals": ("event_id",), "commits": ("commit_id",),
-    "corrections": ("event_id",), "retractions": ("event_id",),
+    "corrections": ("event_id",), "retractions": ("event_id",), "notes": ("event_id",), "approvals": ("event_id",),
     "handoffs": ("from_turn", "to_turn"), "edges": ("edge_kind", "from_id", "to_id"),
     "events": ("event_id",), "work_units": ("work_unit_id",), "decisions": ("decision_id",),
     "conflicts": ("first_work_unit", "second_work_unit"), "needs_you": ("kind", "work_unit_id"),

@@ -136,8 +136,8 @@ LABELS = {
     "id_value": "an id",
     "timestamp": "a timestamp ('2026-08-20T14:00:00Z', '2026-08-20', NOW or -2h)",
     "target": ("a SHOW target (ATTEMPTS, FAILED ATTEMPTS, SUPERSEDED ATTEMPTS, SESSIONS, TURNS, "
-               "TOOL CALLS, HANDOFFS, EDGES, SIGNALS, COMMITS, CORRECTIONS, RETRACTIONS, "
-               "WORK UNITS, DECISIONS, CONFLICTS or EVIDENCE FOR)"),
+               "TOOL CALLS, HANDOFFS, EDGES, SIGNALS, COMMITS, CORRECTIONS, RETRACTIONS, NOTES, "
+               "APPROVALS, WORK UNITS, DECISIONS, CONFLICTS or EVIDENCE FOR)"),
     "state_name": "a state name (BLOCKED or FAILED)",
     "integer": "a whole number",
     "string": "a quoted string",
@@ -393,7 +393,8 @@ _TARGETS = {
     "sessions_target": "sessions",
     "turns_target": "turns", "tool_calls_target": "tool_calls", "edges_target": "edges",
     "signals_target": "signals", "corrections_target": "corrections",
-    "retractions_target": "retractions", "commits_target": "commits",
+    "retractions_target": "retractions", "commits_target": "commits", "notes_target": "notes",
+    "approvals_target": "approvals",
 }
 
 

@@ -149,6 +149,14 @@ TARGETS = {
                         ("first_work_unit", "second_work_unit", "paths", "overlapping", "first_committed",
                          "second_committed", "started_at", "evidence", "uncertainty"),
                         note="overlapping = 1: both work units are open now, two agents editing the same files"),
+    "notes": Target("NOTES", "notes", "event_id", "observed_at", (("observed_at", "DESC"), ("event_id", "ASC")), False,
+                    ("event_id", "observed_at", "session_name", "note", "evidence", "uncertainty"),
+                    note="notes people recorded (attempt note): facts, not inferences"),
+    "approvals": Target("APPROVALS", "approvals", "event_id", "observed_at",
+                        (("observed_at", "DESC"), ("event_id", "ASC")), False,
+                        ("event_id", "observed_at", "session_name", "approved", "subject", "note", "evidence",
+                         "uncertainty"),
+                        note="approved = 1: attempt approve; 0: attempt reject (recorded facts, not inferences)"),
     "evidence": Target("EVIDENCE", "events", "event_id", "observed_at", (("observed_at", "ASC"), ("seq", "ASC")), True,
                        ("observed_at", "kind", "provider", "tool_name", "path_relative", "outcome_status",
                         "event_id", "session_id")),
@@ -307,6 +315,14 @@ def f_correction_outcome(ctx, f, a, arg):
     return f"{a}.outcome = ?", [v]
 
 
+def f_verdict(ctx, f, a, arg):
+    v = _text(f).lower()
+    if v not in ("approved", "rejected"):
+        raise AQLError("AQL0406", f"{f.key} must be one of approved, rejected", source=ctx.source,
+                       pos=f.value.pos, end=f.value.end, label="not in the vocabulary")
+    return f"{a}.approved = ?", [int(v == "approved")]
+
+
 def f_time(ctx, f, a, op):
     col = ctx.target.time
     if col is None:
@@ -387,6 +403,11 @@ FILTERS = {
     "decisions": {
         "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
         "session": (f_entity, ("session", "eq", "session_id")), "turn": (f_entity, ("turn", "eq", "turn_id")), **_TIME,
+    },
+    "notes": {"project": (f_project, "project_id"), "session": (f_entity, ("session", "eq", "session_id")), **_TIME},
+    "approvals": {
+        "project": (f_project, "project_id"), "session": (f_entity, ("session", "eq", "session_id")),
+        "status": (f_verdict, None), "outcome": (f_verdict, None), **_TIME,
     },
     "evidence": {**_TIME},
 }
@@ -479,11 +500,24 @@ _PRINT = {
 
 # --- uncertainty ---------------------------------------------------------------------------
 
+RECORDED_TEXT = {"notes": ("note", "note_chars"), "approvals": ("subject", "subject_chars")}
+"""Tables of recorded facts → (their text column, its length): a row whose text is NULL while
+its length is known had its text withheld (metadata_only, or a reader's content wall)."""
+_WITHHELD = ("the capture mode kept it out, or this reader withholds it (attempt mcp or attempt ui without "
+             "--include-content)")
+
+
 def uncertainty_sql(table: str, q: str, columns: set) -> str:
     """The `uncertainty` JSON object of a row of `table` (alias q)."""
     if table == "events":
         return ("json_object('confidence', 1.0, 'reason', 'deterministic', "
                 "'note', 'an observed event: a fact, not an inference')")
+    if table in RECORDED_TEXT:  # what people recorded: facts; a text withheld says so, as a turn's objective does
+        text, chars = RECORDED_TEXT[table]
+        withheld = f"{q}.{text} IS NULL AND {q}.{chars} IS NOT NULL"
+        return (f"json_object('confidence', {q}.confidence, 'reason', CASE WHEN {withheld} THEN 'content_unavailable' "
+                f"ELSE 'deterministic' END, 'note', CASE WHEN {withheld} THEN '{text} text unavailable: {_WITHHELD}' "
+                "ELSE 'recorded by a person or a CI job: a fact, not an inference' END)")
     whens = []
     note = f"{q}.algorithm_version" if "algorithm_version" in columns else "NULL"
     if "corrected_by" in columns:
@@ -498,9 +532,7 @@ def uncertainty_sql(table: str, q: str, columns: set) -> str:
         note = (f"CASE WHEN {q}.corrected_by IS NOT NULL THEN 'set by a human correction (' || {q}.corrected_by || ')' "
                 f"ELSE {note} END")
     if table in ("attempts", "turns"):
-        note = (f"CASE WHEN ({reason}) = 'content_unavailable' THEN 'objective text unavailable: the capture "
-                f"mode kept it out, or this reader withholds it (attempt mcp or attempt ui without "
-                f"--include-content)' ELSE {note} END")
+        note = f"CASE WHEN ({reason}) = 'content_unavailable' THEN 'objective text unavailable: {_WITHHELD}' ELSE {note} END"
     return f"json_object('confidence', {q}.confidence, 'reason', {reason}, 'note', {note})"
 
 

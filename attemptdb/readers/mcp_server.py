@@ -57,9 +57,10 @@ _PROJECT = {"type": "string", "maxLength": MAX_SUBJECT_CHARS,
 
 TOOLS = {
     "query": ("Run ONE AttemptQL statement (SHOW FAILED ATTEMPTS FOR path = 'src/x.rs', SHOW ATTEMPTS, "
-              "SHOW HANDOFFS, SHOW WORK UNITS, WHY …, TRACE …, STATE …, DIFF STATE …, WHAT IS project DOING NOW) "
-              "or ONE read-only SQL statement (SELECT/WITH/VALUES/EXPLAIN/DESCRIBE <table>/SHOW TABLES) over "
-              "the history. At most 200 rows (`truncated`, `total`). Writes and multiple statements are refused.",
+              "SHOW HANDOFFS, SHOW WORK UNITS, SHOW APPROVALS, SHOW NOTES, WHY …, TRACE …, STATE …, DIFF STATE …, "
+              "WHAT IS project DOING NOW) or ONE read-only SQL statement (SELECT/WITH/VALUES/EXPLAIN/DESCRIBE "
+              "<table>/SHOW TABLES) over the history. At most 200 rows (`truncated`, `total`). Writes and multiple "
+              "statements are refused.",
               {"statement": {"type": "string", "maxLength": bounded.MAX_STATEMENT_CHARS,
                              "description": "One AttemptQL or SQL statement."}}, ("statement",)),
     "schema": ("The table catalog: every public table and column with its meaning, and the query recipes. "
