@@ -562,13 +562,14 @@ def test_a_database_from_a_newer_attemptdb_is_never_written(db, home):
 def test_a_spooled_event_stamped_with_the_fallback_device_takes_the_database_identity(tmp_path, home):
     """Captured while the file's identity was unreadable: on ingest the event takes the
     database's device id, and a root-derived project id follows it (one file, one device)."""
+    from attemptdb.capture import fallback as fallback_mod
     from attemptdb.capture import spool as spool_mod
     from attemptdb.devtools import synth
     from attemptdb.model import ids
     from attemptdb.store.database import Store
     db = str(tmp_path / "identity.db")
     st = Store.open(db)
-    fallback = spool_mod.fallback_device()
+    fallback = fallback_mod.device()
     assert fallback != st.device_id
     env = next(synth.generate(1, seed=5, device_id=fallback))
     env["project"] = ids.project_identity("/work/somewhere", None, fallback)

@@ -6,7 +6,11 @@ Invariants: it answers `ok` only once the event is durably received — its enve
 privacy contract, spooled (`hook.receive`, into a spool file made ahead: `spool.reserve`), or
 when no spool can take it, committed or counted as the hook would have — and then, once the
 hook has let go of the connection, drains the spool into the file (`hook.settle`; a burst of
-hooks, one transaction) before it reads anything more than the hooks already waiting; it
+hooks, one transaction) before it reads anything more than the hooks already waiting. Its own
+writes (the drain, the signature) wait at most SETTLE_BUSY_S for another writer's lock; a file
+that stays busy (or read-only) is tried again after a growing pause while hooks keep being
+received and answered, so no hook waits on another writer's lock through the daemon; after a
+read-only failure the next request finds the connection opened again (`_reopen`). It
 serves only its own user (0700 socket directory, peer uid checked); it leaves when idle,
 stopped, or when its file or its code changed (`stale`: capture.codewatch); it works from `/`.
 """
@@ -25,6 +29,8 @@ SIGN_AFTER_S = 0.5  # a committed capture is signed outside the file this long a
 HOOK_CLOSE_S = 0.05  # how long an answered hook may keep its connection before the commit goes on
 SETTLE_BATCH = 32  # received events stored together at most (a burst of hooks: one transaction)
 SETTLE_AFTER_S = 0.2  # and none waits longer for its commit while hooks keep arriving
+SETTLE_BUSY_S = 0.2  # how long the daemon's own writes wait for another writer's lock
+RETRY_MIN_S, RETRY_MAX_S = 0.05, 1.0  # the pause before a busy (or read-only) file is tried again
 
 
 class Daemon:
@@ -38,6 +44,10 @@ class Daemon:
         self.stopping = False
         self.unsigned_since = None  # monotonic time of the oldest request not yet signed
         self.reserved = None  # the spool file the next receipt fills (spool.reserve)
+        self.pending = False  # answered events wait in the spool with no receipt in hand (a failed or partial drain)
+        self.retry_at = 0.0  # monotonic time before which a busy or read-only file is not tried again
+        self.pause = 0.0
+        self.reopen_due = False  # a write failed as read-only: open the file again on the next request
 
     def _open(self) -> None:
         """Open (creating or migrating) the database. Hooks are arriving meanwhile and writing it
@@ -48,12 +58,39 @@ class Daemon:
         from . import codewatch, spool
         self.watch = codewatch.CodeWatch()
         self.store = Store.open(self.db, create=True, busy_timeout_s=OPEN_BUSY_S)
-        self.store.set_busy_timeout(capture.CAPTURE_BUSY_S)
+        self.store.set_busy_timeout(SETTLE_BUSY_S)
         spool.prepare()
         spool.clear_reservations(self.db)
         self.reserve()
         st = os.stat(self.db)
         self.file_id = (st.st_dev, st.st_ino)
+
+    def _reopen(self) -> None:
+        """After a write failed as read-only: close the connection and open the file again, now
+        that it can be written (SQLite keeps what it opened read-only for as long as the process
+        has the file open: a file read-only or on read-only media when this daemon opened it, a
+        -shm made while it was read-only, whose mode database.free_sides gives back). A file
+        still read-only is left as it is (tried again on the next request); one that cannot be
+        opened makes the daemon leave (hooks then write themselves)."""
+        from ..store.database import Store, free_sides
+        try:
+            if not os.access(self.db, os.W_OK):
+                return
+        except OSError:
+            return
+        self.reopen_due = False
+        try:
+            self.store.close()
+        except Exception:
+            pass
+        try:
+            free_sides(self.db)
+            self.store = Store.open(self.db, create=False, busy_timeout_s=SETTLE_BUSY_S)
+        except Exception as e:
+            hooklog.log(f"daemon err=reopen:{hooklog.why(e)}")
+            self.stopping = True
+            return
+        self.retry_at = 0.0
 
     def same_file(self) -> bool:
         try:
@@ -112,7 +149,11 @@ class Daemon:
             event = capture.prepare(req["argv"] + ["--db", self.db], hook, store=self.store)
             received = event is not None and capture.receive(event, self.reserved)
             if event is not None and not received:  # no spool took it: stored (or counted) first
-                capture.deliver(event)
+                self.store.set_busy_timeout(capture.CAPTURE_BUSY_S)  # as a hook would wait
+                try:
+                    capture.deliver(event)
+                finally:
+                    self.store.set_busy_timeout(SETTLE_BUSY_S)
         except Exception as e:
             hooklog.log(f"daemon err=internal:{hooklog.why(e)}")
             conn.sendall(b"error\n")
@@ -128,13 +169,41 @@ class Daemon:
 
     def settle(self, received: list) -> None:
         """The events answered on their receipt, into the file: one drain of the spool, so one
-        transaction for a burst."""
-        if received:
-            try:
-                capture.settle(received)
-            except Exception as e:
-                hooklog.log(f"daemon err=settle:{hooklog.why(e)}")
+        transaction for a burst. A drain that failed (the file busy beyond SETTLE_BUSY_S,
+        read-only) or left events behind leaves them in the spool, `pending`: a failed one is
+        tried again after a pause that doubles up to RETRY_MAX_S (hooks are received and
+        answered meanwhile), one that left events behind at once."""
+        if not (received or self.pending):
+            return
+        if time.monotonic() < self.retry_at:  # their files wait in the spool (read back later): none held here
+            self.pending = self.pending or bool(received)
             received.clear()
+            return
+        try:
+            more, err = capture.settle(received, self.store, self.db, log=self.pause == 0.0)
+        except Exception as e:
+            hooklog.log(f"daemon err=settle:{hooklog.why(e)}")
+            more, err = True, e
+        received.clear()
+        self.pending = more
+        if err is None:
+            self.pause = self.retry_at = 0.0
+            return
+        from ..store import sqlerrors
+        self.pause = min(RETRY_MAX_S, max(RETRY_MIN_S, 2 * self.pause))
+        self.retry_at = time.monotonic() + self.pause
+        if sqlerrors.condition(err) == "read_only":
+            self.reopen_due = True
+
+    def _wait(self, received: list) -> float:
+        """How long the next accept may wait: not at all with events to settle (only a hook
+        already waiting comes first), until the pause ends for a file found busy, else until a
+        signature is due (or a second, to check the file)."""
+        now = time.monotonic()
+        if received or self.pending:
+            return max(0.01, self.retry_at - now) if now < self.retry_at else 0.0
+        unsigned = self.unsigned_since
+        return 1.0 if unsigned is None else max(0.01, SIGN_AFTER_S - (now - unsigned))
 
     def reserve(self) -> None:
         """Make the spool file the next receipts fill, if there is none (or it was given up)."""
@@ -198,22 +267,26 @@ class Daemon:
                     self.settle(received)
                     self.reserve()
                     self.sign_if_due()
-                unsigned = self.unsigned_since
-                # with events to settle, only a hook already waiting comes first
-                srv.settimeout(0.0 if received else 1.0 if unsigned is None
-                               else max(0.01, SIGN_AFTER_S - (time.monotonic() - unsigned)))
+                srv.settimeout(self._wait(received))
                 try:
                     conn, _ = srv.accept()
                 except OSError:  # none waiting: settle; or the accept timeout: sign, check the file
-                    if received:
+                    if received or self.pending:
                         self.settle(received)
                         self.reserve()
                         self.sign_if_due()
+                        if self.pending and not self.same_file():
+                            break
                         continue
                     self.sign_if_due()
                     if not self.same_file():
                         break
                     continue
+                if self.reopen_due:
+                    self._reopen()
+                    if self.stopping:  # not answered: the hook stores the event itself
+                        conn.close()
+                        continue
                 try:
                     event = self.handle(conn)
                     if event is not None:
@@ -239,8 +312,8 @@ class Daemon:
         committed capture is covered by a signature outside the file within a second
         (spec/checkpoint.md); nothing to sign (a spooled event, no key) costs two reads."""
         since = self.unsigned_since
-        if since is None or (not now and time.monotonic() - since < SIGN_AFTER_S):
-            return
+        if since is None or (not now and (time.monotonic() - since < SIGN_AFTER_S or self.pending)):
+            return  # nothing new, or not yet; or the file is busy: once the spool is drained
         self.unsigned_since = None
         from ..integrity import checkpoint
         try:

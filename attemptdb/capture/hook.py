@@ -14,7 +14,9 @@ Invariants (DESIGN.md invariant 4):
 - Lean: imports only the stdlib C modules, apsw and our own hook-path modules — never click,
   jsonschema, cryptography, parsimonious, tabulate (a test checks `sys.modules`). Never signs.
 - One pipeline: `run` is `prepare` (adapter, privacy contract: the event) then `deliver` (the
-  spool drained a bounded share, then the append; the spool when the file cannot take it).
+  spool drained a bounded share, then the append; the spool when the file cannot take it, and
+  when spooled events are still waiting ahead of this one: chain order is arrival order, and a
+  hook waits out a busy file once at most — spec/capture.md).
   The capture daemon runs the same `prepare`, then `receive` (spool the event) before it
   answers and `settle` (drain the spool into the file) after (spec/capture-daemon.md).
 `--dry-run` prints the envelope the adapter produced (before ingestion) and stores nothing;
@@ -137,8 +139,8 @@ def _open_store(path: str, mode_override):
 
 
 def _fallback_device() -> str:
-    from .spool import fallback_device
-    return fallback_device()
+    from . import fallback
+    return fallback.device()
 
 
 seen = {"bytes": 0, "db": None, "store": None, "unsaid": False}
@@ -245,7 +247,10 @@ def prepare(argv, hook: Hook | None = None, store=None) -> Prepared | None:
 
 def deliver(event: Prepared) -> None:
     """Store the event: the spool drained first (a bounded share), then the append; into the
-    spool instead when the file cannot take it (not open, damaged, the append failed)."""
+    spool instead when the file cannot take it (not open, damaged, the append failed) or when
+    spooled events are still waiting ahead of it (more than the share, or the drain failed:
+    chain order is arrival order, and a file that was busy or read-only for the drain is not
+    waited for a second time)."""
     store, db_path, provider = event.store, event.db_path, event.provider
     store_error = event.store_error
     if store is not None:
@@ -253,27 +258,36 @@ def deliver(event: Prepared) -> None:
         if damage.refusal(store, db_path) is not None:  # never written into a damaged file
             store_error = "store.damaged"
         else:
-            _drain(store, db_path, provider)
-            try:
-                store.append([event.env])
-                return
-            except Exception as e:
-                store_error = hooklog.why(e)
-                if damage.is_corruption(e):
-                    damage.mark(db_path, "SQLite reports the file malformed", "capture")
+            ahead, failed = _drain(store, db_path, provider)
+            if failed is not None:
+                store_error = hooklog.why(failed)
+            elif ahead:
+                store_error = "spool_backlog"
+            else:
+                from . import spool
+                try:
+                    spool.append(store, [event.env])
+                    return
+                except Exception as e:
+                    store_error = hooklog.why(e)
+                    if damage.is_corruption(e):
+                        damage.mark(db_path, "SQLite reports the file malformed", "capture")
     _spool_or_count(provider, db_path, event.env, store_error)
 
 
-def _drain(store, db_path: str, provider, known: dict | None = None) -> None:
-    """Events spooled earlier go first (chain order = arrival order), a bounded share."""
+def _drain(store, db_path: str, provider, known: dict | None = None, log: bool = True) -> tuple:
+    """Events spooled earlier go first (chain order = arrival order), a bounded share:
+    (events still waiting ahead: True/False, the error that stopped the drain or None)."""
     from ..integrity import damage
     from . import spool
     try:
-        spool.drain(store, db_path, limit=HOOK_DRAIN_LIMIT, known=known)
+        return not spool.drain_ahead(store, db_path, HOOK_DRAIN_LIMIT, known), None
     except Exception as e:
-        hooklog.log(f"provider={_label(provider)} err=spool_drain:{hooklog.why(e)}")
+        if log:
+            hooklog.log(f"provider={_label(provider)} err=spool_drain:{hooklog.why(e)}")
         if damage.is_corruption(e):
             damage.mark(db_path, "SQLite reports the file malformed", "capture")
+        return True, e
 
 
 def receive(event: Prepared, reserved=None) -> bool:
@@ -292,16 +306,23 @@ def receive(event: Prepared, reserved=None) -> bool:
     return True
 
 
-def settle(events: list) -> None:
+def settle(events: list, store=None, db_path: str | None = None, log: bool = True) -> tuple:
     """After the receipts were answered: the spool, these events last, into the file in one
     transaction (their envelopes taken as they are, not read back), unless the file is damaged:
-    the events then wait in the spool, as a hook's would. All for one database and store."""
+    the events then wait in the spool, as a hook's would. All for one database: `store` and
+    `db_path` (else the events' own), with no events the spool alone. Returns what `_drain`
+    does: (events still waiting, the error that stopped the drain or None); `log`: a failed
+    drain is said in the hook log (a daemon trying a busy file again says it once)."""
     from ..integrity import damage
-    last = events[-1]
-    if damage.refusal(last.store, last.db_path) is not None:
-        hooklog.log(f"provider={_label(last.provider)} spooled reason=store.damaged")
-        return
-    _drain(last.store, last.db_path, last.provider, {e.spooled: e.env for e in events if e.spooled})
+    last = events[-1] if events else None
+    store = store if store is not None else last.store
+    db_path = db_path or last.db_path
+    provider = last.provider if last is not None else "daemon"
+    if damage.refusal(store, db_path) is not None:
+        if log:
+            hooklog.log(f"provider={_label(provider)} spooled reason=store.damaged")
+        return False, None
+    return _drain(store, db_path, provider, {e.spooled: e.env for e in events if e.spooled}, log)
 
 
 def _spool_or_count(provider, db_path: str, env: dict, store_error) -> None:

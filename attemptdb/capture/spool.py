@@ -7,7 +7,9 @@ directory's `…/attemptdb/spool/<sha>/`, usually another filesystem: see `_runt
 one file per event named `<unix ns, 19 digits>-<uuid7>.event` holding its canonical line after
 the ingestion contract (so a metadata_only capture spools no content either) and, on a second
 line, its seal: HMAC-SHA256 of the first line under this account's spool key
-(`<data dir>/spool-key`, 0600, made on first use). Written to a private temp file and renamed
+(`<data dir>/spool-key`, 0600, made on first use; made in the state or runtime directory when the
+data directory cannot take it, and copied to it later: `_key`). A file is never written unsealed
+(no key anywhere: the event is counted lost instead). Written to a private temp file and renamed
 into place. `drain` appends spooled events in name (= time) order; an event already stored is
 a duplicate, never a second row; a file is removed only after its event is committed; a file
 that cannot be read as an event, whose seal is missing or wrong, or whose event the store
@@ -157,35 +159,104 @@ def _open_spool(directory: str, create: bool) -> int | None:
 # --- the seal -------------------------------------------------------------------------------
 
 def _key(create: bool) -> bytes | None:
-    """This account's spool key (32 random bytes, hex in `<data dir>/spool-key`, 0600)."""
+    """This account's spool key (32 random bytes, hex in `<data dir>/spool-key`, 0600), made on
+    first use. Where the data directory cannot take it (a full or read-only disk) it is made in
+    the first private `attemptdb/` of the state and runtime directories that can (`_lost_places`),
+    and copied to the data directory by the first call that can: a key is never made while one
+    exists, so every spool file stays sealed under a key of this account's (`_keys`)."""
     from ..store import location
     d = location.data_dir()
-    path = os.path.join(d, KEY_FILE)
-    key = _read_key(path)
-    if key is None and create:
-        try:
-            os.makedirs(d, mode=0o700, exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.{time.time_ns()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, os.urandom(32).hex().encode("ascii") + b"\n")
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, path)  # atomic and never replaces: of two first captures, one key wins
-            except FileExistsError:
-                pass
-            finally:
-                os.unlink(tmp)
-        except OSError:
-            return None
-        key = _read_key(path)
-    return key
-
-
-def _read_key(path: str) -> bytes | None:
+    key = _read_key(os.path.join(d, KEY_FILE))
+    if key is not None:
+        return key
+    found = _fallback_keys()
+    if not create:
+        return found[0] if found else None
+    key = found[0] if found else os.urandom(32)
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        dfd = os.open(d, _O_DIR & ~_O_NOFOLLOW)
+    except OSError:
+        dfd = None
+    places = [(None, dfd)] if dfd is not None else []
+    if not found:
+        places += [(root, parts) for root, parts in _lost_places()]
+    for root, where in places:
+        dfd = where if root is None else _open_private(root, where, create=True)
+        if dfd is None:
+            continue
+        try:
+            if _install_key(dfd, key):
+                got = _read_key(KEY_FILE, dfd)
+                if got is not None:
+                    return got
+        finally:
+            os.close(dfd)
+    return found[0] if found else None
+
+
+def _install_key(dfd: int, key: bytes) -> bool:
+    """`key` as the spool key of the directory `dfd` unless it has one: written in full to a temp
+    file, synced, then linked (atomic, never replaces: of two first captures, one key wins).
+    Nothing is left behind when a write fails (a full disk): no temp file, no empty key."""
+    try:
+        os.stat(KEY_FILE, dir_fd=dfd, follow_symlinks=False)
+        return True  # one is there (the caller reads it)
+    except OSError:
+        pass
+    tmp = f"{KEY_FILE}.{os.getpid()}.{time.time_ns()}.tmp"
+    data = key.hex().encode("ascii") + b"\n"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=dfd)
+    except OSError:
+        return False
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            if os.write(fd, data) != len(data):
+                raise OSError(28, "short write")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, KEY_FILE, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+        except FileExistsError:
+            pass
+        return True
+    except OSError:
+        return False
+    finally:
+        _unlink(dfd, tmp)
+
+
+def _fallback_keys() -> list:
+    """The spool keys made where the data directory could not take one (state, runtime)."""
+    out = []
+    for root, parts in _lost_places():
+        dfd = _open_private(root, parts, create=False)
+        if dfd is None:
+            continue
+        try:
+            key = _read_key(KEY_FILE, dfd)
+        finally:
+            os.close(dfd)
+        if key is not None and key not in out:
+            out.append(key)
+    return out
+
+
+def _keys() -> list:
+    """Every spool key of this account that can be read (the data directory's first): a spool
+    file sealed under any of them is this account's."""
+    from ..store import location
+    key = _read_key(os.path.join(location.data_dir(), KEY_FILE))
+    rest = [k for k in _fallback_keys() if k != key]
+    return ([key] if key is not None else []) + rest
+
+
+def _read_key(path: str, dfd=None) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dfd)
     except OSError:
         return None
     try:
@@ -209,21 +280,24 @@ def _mac(key: bytes, body: bytes) -> str:
 
 
 def seal(line: str) -> bytes:
-    """The bytes of a spool file for one canonical event line: the line, then its seal (none
-    when no key can be made: such a file is never ingested, and set aside once a key exists)."""
+    """The bytes of a spool file for one canonical event line: the line, then its seal. OSError
+    when no spool key can be read or made anywhere: an unsealed file is never written (it could
+    never be told from a planted one, so it would never be ingested; the event is counted lost)."""
     body = (line + "\n").encode("utf-8", "surrogatepass")
     key = _key(create=True)
-    return body + (_mac(key, body) + "\n").encode("ascii") if key else body
+    if key is None:
+        raise PermissionError("no spool key can be read or made (every place for it is full or read-only)")
+    return body + (_mac(key, body) + "\n").encode("ascii")
 
 
-def _unseal(data: bytes, key: bytes | None) -> bytes:
-    """The event line of a spool file whose seal is right; ValueError otherwise."""
+def _unseal(data: bytes, keys) -> bytes:
+    """The event line of a spool file whose seal is right under one of `keys`; ValueError otherwise."""
     body, sep, mac = data.rstrip(b"\n").rpartition(b"\n")
-    if not sep or key is None or len(mac) != 64:
+    if not sep or not keys or len(mac) != 64:
         raise ValueError("spool file without a valid seal")
     body += b"\n"
     from _operator import _compare_digest  # hmac.compare_digest, without importing hmac
-    if not _compare_digest(_mac(key, body).encode("ascii"), mac):
+    if not any(_compare_digest(_mac(k, body).encode("ascii"), mac) for k in keys):
         raise ValueError("spool file without a valid seal")
     return body
 
@@ -581,7 +655,7 @@ class _NotOurs(Exception):
     """The entry changed between the listing and the open: skip it."""
 
 
-def _read(dfd: int, name: str, key: bytes | None):
+def _read(dfd: int, name: str, keys):
     fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), dir_fd=dfd)
     try:
         st = os.fstat(fd)
@@ -595,7 +669,7 @@ def _read(dfd: int, name: str, key: bytes | None):
             chunks.append(chunk)
     finally:
         os.close(fd)
-    env = fastjson.loads(_unseal(b"".join(chunks), key).decode("utf-8"))
+    env = fastjson.loads(_unseal(b"".join(chunks), keys).decode("utf-8"))
     from ..model import event
     event.validate(env)
     env = event.canonical(env)
@@ -617,49 +691,6 @@ def _unlink(dfd: int, name: str):
         pass
 
 
-FALLBACK_DEVICE_FILE = "fallback-device-id"
-
-
-def fallback_device(create: bool = True) -> str | None:
-    """The stable per-user device id a capture stamps on an event when it cannot read the
-    database's own identity (the file is locked mid-creation, unreadable, corrupt)."""
-    from ..store import location
-    path = os.path.join(location.data_dir(), FALLBACK_DEVICE_FILE)
-    try:
-        with open(path, encoding="ascii") as f:
-            dev = f.read(64).strip()  # a UUID; anything longer is not one
-        if ids.is_uuid(dev):
-            return dev
-    except (OSError, ValueError):
-        pass
-    if not create:
-        return None
-    dev = ids.uuid7()
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(dev + "\n")
-    except FileExistsError:  # another capture won the race: use its id
-        return fallback_device(create=False) or dev
-    except OSError:
-        pass
-    return dev
-
-
-def _adopt_identity(env: dict, fallback: str | None, device: str) -> dict:
-    """A spooled event stamped with the fallback device was captured on this machine while the
-    database's identity could not be read: it takes the database's device id (and the project
-    id derived from it, for a project known only by its root) as it is ingested."""
-    if fallback is None or env["device_id"] != fallback or fallback == device:
-        return env
-    env = dict(env, device_id=device)
-    proj = env["project"]
-    if proj["project_id"] == ids.derive("prj_", "root", fallback, proj["root"]):
-        env["project"] = dict(proj, project_id=ids.derive("prj_", "root", device, proj["root"]))
-    return env
-
-
 def drain(store, db_path: str | None = None, limit: int = 10_000, known: dict | None = None) -> int:
     """Append every spooled event for this store; returns how many files were consumed
     (stored, already stored, or quarantined). A database error (locked, read-only, …) is
@@ -672,17 +703,42 @@ def drain(store, db_path: str | None = None, limit: int = 10_000, known: dict | 
         sp.close()
 
 
+def drain_ahead(store, db_path: str, limit: int, known: dict | None = None) -> bool:
+    """`drain` of at most `limit` events, before a new event is appended: True when nothing
+    spooled is left to go before it (chain order is arrival order), False when events beyond
+    the limit wait (the new one must be spooled after them). Spooled files that cannot be
+    authenticated now (no spool key) hold nothing back. A database error is raised."""
+    sp = _Spool(db_path)
+    try:
+        _drain(store, sp.entries[:limit], known or {})
+        return len(sp.entries) <= limit or not _keys()
+    finally:
+        sp.close()
+
+
+def append(store, envelopes):
+    """store.append, once more on a reopened connection when it failed as read-only and the
+    store could repair or refresh what made it so (Store.reopen: the file writable again, a
+    -shm of ours made while it was read-only)."""
+    try:
+        return store.append(envelopes)
+    except apsw.ReadOnlyError:
+        if not store.reopen():
+            raise
+    return store.append(envelopes)
+
+
 def _drain(store, entries, known: dict) -> int:
     if not entries:
         return 0
-    key = _key(create=False)
-    if key is None:  # nothing can be authenticated now (no key, or one others could read): wait
+    keys = _keys()
+    if not keys:  # nothing can be authenticated now (no key, or one others could read): wait
         return 0
     good, files = [], []
     consumed = 0
     for name, d, dfd in entries:
         try:
-            env = known.get(os.path.join(d, name)) or _read(dfd, name, key)
+            env = known.get(os.path.join(d, name)) or _read(dfd, name, keys)
         except (FileNotFoundError, _NotOurs):  # another process drained it; or not ours now
             continue
         except Exception:
@@ -693,10 +749,11 @@ def _drain(store, entries, known: dict) -> int:
         files.append((dfd, name))
     if not good:
         return consumed
-    fallback = fallback_device(create=False)
-    good = [_adopt_identity(e, fallback, store.device_id) for e in good]
+    from . import fallback
+    dev = fallback.device(create=False)
+    good = [fallback.adopt(e, dev, store.device_id) for e in good]
     try:
-        store.append(good)
+        append(store, good)
     except EVENT_REFUSED + ROW_REFUSED:
         return consumed + _one_by_one(store, good, files)
     for dfd, name in files:

@@ -16,7 +16,9 @@ Invariants:
 - The database is opened read-only and never created; its capture mode is the stored one,
   and an unreadable value is reported as failing closed to `metadata_only`. A database file,
   -wal or -shm that the group or others may read or write is a problem (`[store.exposed]`,
-  with the `chmod` to run); doctor never changes a mode itself.
+  with the `chmod` to run), and so is a -wal or -shm this user cannot write beside a file it
+  can (`[store.read_only_side]`: SQLite then refuses every write); doctor never changes a mode
+  itself.
 - Each installed agent names the database its hooks write to (`hooks_database`: the `--db`
   of its commands, None when they name none; `writes_to`), with a note when that is not the
   database the report reads. Given no database (`--db`, ATTEMPTDB_PATH), the report reads the
@@ -73,6 +75,12 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
     out["exposed"] = [{"path": f, "mode": f"{m:o}"} for f, m in loose]
     if loose:  # a privacy problem whatever else the file has
         problems.append(exposed_problem(loose))
+    from ..store.sqlerrors import read_only_sides, sides_said
+    stuck = read_only_sides(path) if out["exists"] else []
+    out["read_only_sides"] = [{"path": f, "mode": f"{m:o}", "uid": uid} for f, m, uid in stuck]
+    if stuck:  # every write refused, though the file itself is writable
+        problems.append(f"the database cannot be written: {sides_said(stuck)}; captures spool their events "
+                        "meanwhile [store.read_only_side]")
     if not out["exists"]:
         if need_db:
             problems.append(f"no database at {path}: run `attempt hook install` (its capture "

@@ -125,13 +125,8 @@ def read_outside(device_id: str) -> str | None:
 def _write_outside(device_id: str, note: str):
     path = outside_path(device_id)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(note)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    from . import keys  # loaded already: a note is written once it was signed
+    keys.write_private(path, note.encode("utf-8"))  # whole or not at all, no temp file left
 
 
 def latest(store) -> tuple[int, str] | None:

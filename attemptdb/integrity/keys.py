@@ -159,15 +159,39 @@ def create(device_id: str, directory: str | None = None) -> tuple[DeviceKey, boo
     raw = priv.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
                              serialization.NoEncryption())
     path = key_path(device_id, d)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except FileExistsError:  # another process won the race: use its key
-        return load(device_id, d), False
-    with os.fdopen(fd, "w") as f:
-        f.write(raw.hex() + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    if not write_private(path, (raw.hex() + "\n").encode("ascii"), replace=False):
+        return load(device_id, d), False  # another process won the race: use its key
     return load(device_id, d), True
+
+
+def write_private(path: str, data: bytes, *, replace: bool = True) -> bool:
+    """`data` as the file `path` (0600), whole or not at all: written to a temp file beside it
+    and synced, then renamed over `path` (`replace`), or linked to it (never replacing an
+    existing file: False when there is one). The temp file is removed whatever fails, so a full
+    disk leaves neither it nor a part-written file behind; the OSError is raised."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            os.replace(tmp, path)
+            return True
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 def from_public_b64(text: str) -> DeviceKey | None:
@@ -330,14 +354,7 @@ def _read_replaced(device_id: str, directory: str | None = None) -> list:
 
 def _write_replaced(device_id: str, notes: list, directory: str | None = None) -> None:
     import json
-    path = replaced_path(device_id, directory)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(json.dumps(notes, indent=1) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_private(replaced_path(device_id, directory), (json.dumps(notes, indent=1) + "\n").encode("utf-8"))
 
 
 def file_notes(store) -> list:

@@ -217,6 +217,34 @@ def make_private(path: str) -> None:
             os.close(fd)
 
 
+def free_sides(path: str) -> bool:
+    """After a read-only failure of a write: a -wal or -shm of this user's that it cannot write
+    while it can write the file (sqlerrors.read_only_sides: SQLite made it while the file was
+    read-only, with the file's mode) gets the file's mode back. Never through a symlink, never
+    another user's file, never a descriptor of the file (closing one would drop the locks SQLite
+    holds on it). True when one changed: a connection opened before must be reopened to write."""
+    from . import sqlerrors
+    stuck = sqlerrors.read_only_sides(path)
+    if not stuck:
+        return False
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return False
+    changed = False
+    for side, _mode, uid in stuck:
+        if uid != os.geteuid():
+            continue
+        try:
+            st = os.lstat(side)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                os.chmod(side, mode | stat.S_IWUSR, follow_symlinks=False)
+                changed = True
+        except (OSError, NotImplementedError):
+            continue
+    return changed
+
+
 def exposed(path: str) -> list:
     """[(file, mode)] of the database at `path` and its -wal and -shm (beside the file a symlink
     names, where SQLite keeps them) that its group or others may read or write."""
@@ -264,6 +292,8 @@ class Store:
         self._floor = None
         self._untouched = False
         self.created = False  # this open made the file a database (its identity is new)
+        self.writer = not readonly  # opened to write (read-only media may have made it a reader: `reopen`)
+        self._reopened = False
 
     # --- opening --------------------------------------------------------------------------
 
@@ -349,12 +379,16 @@ class Store:
             if not isinstance(e, (apsw.CantOpenError, apsw.IOError, apsw.PermissionsError, apsw.ReadOnlyError,
                                   apsw.FullError)):
                 raise
+            if isinstance(e, apsw.ReadOnlyError) and not readonly and exists and free_sides(path):  # once
+                return cls.open(path, create=create, capture_mode=capture_mode, busy_timeout_s=busy_timeout_s)
             from . import sqlerrors
             if (isinstance(e, apsw.FullError) or sqlerrors.no_space(path)) and not (readonly and exists):
                 raise sqlerrors.disk_full(path) from None
             if exists and (sqlerrors.unwritable(path) or (readonly and sqlerrors.no_space(path))):
                 # read-only media, or a reader on a full disk (no room for a -shm): read it as it is
-                return cls._open_immutable(path, busy_timeout_s, full=not sqlerrors.unwritable(path))
+                store = cls._open_immutable(path, busy_timeout_s, full=not sqlerrors.unwritable(path))
+                store.writer = not readonly
+                return store
             raise AttemptError("store.cannot_open", f"cannot open {path} ({type(e).__name__})") from None
         return store
 
@@ -389,6 +423,46 @@ class Store:
         except apsw.Error as e:
             raise AttemptError("store.cannot_open", f"cannot open {path} ({type(e).__name__})") from None
         return store
+
+    def reopen(self) -> bool:
+        """After a write failed as read-only (apsw.ReadOnlyError), when the file can be written
+        now: its -wal/-shm of ours get its mode back (free_sides), and the connection is closed
+        and opened again, since SQLite keeps what it opened read-only for as long as the process
+        has the file open (a file read-only when this store opened it, remounted or chmodded
+        since; a -shm made while the file was read-only). True when reopened: the caller retries
+        the write once. A reopen that can change nothing (the file still read-only; nothing
+        repaired, already reopened once for that) is not done. Only for a store whose
+        connection nobody holds on to: `conn` is a new connection after it."""
+        if not self.writer or self._untouched:
+            return False
+        try:
+            if not os.access(self.path, os.W_OK):
+                return False
+        except (OSError, ValueError):
+            return False
+        freed = free_sides(self.path)
+        try:
+            stale = self.readonly or self.conn.readonly("main")
+        except apsw.Error:  # closed (a reopen that failed half-way)
+            stale = True
+        if not (freed or stale or not self._reopened):
+            return False
+        self._reopened = True
+        busy = self.busy_timeout_s
+        try:
+            self.conn.close(True)  # every statement of it too: SQLite lets go of what it opened only then
+        except apsw.Error:
+            pass
+        self.conn = conn = _connection(self.path, apsw.SQLITE_OPEN_READWRITE)
+        self.readonly = False
+        self.set_busy_timeout(busy)
+        let_signals_in(conn)
+        conn.execute("PRAGMA trusted_schema=OFF")
+        if os.path.basename(os.path.dirname(self.path)) == ".attemptdb":
+            self._check_local_identity()
+        conn.execute("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY")
+        self._migrate(None)
+        return True
 
     def close(self):
         if not self.readonly and not self._untouched:

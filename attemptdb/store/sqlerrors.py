@@ -38,6 +38,52 @@ def unwritable(path: str) -> bool:
     return not os.access(d, os.W_OK) or not os.access(path, os.W_OK)
 
 
+def read_only_sides(path: str | None) -> list:
+    """[(file, mode, owner uid)] of the -wal and -shm beside the database at `path` (beside the
+    file a symlink names) that this user cannot write while it can write the file itself.
+    SQLite then opens them read-only and every write fails as if the file were read-only: it
+    gives them the file's mode when it makes them, so a -shm made while the file was 0400 stays
+    0400 after a `chmod 600` of the file (database.free_sides repairs one of ours)."""
+    if not path or os.name != "posix":
+        return []
+    import stat
+    real = os.path.realpath(path)
+    try:
+        if not os.access(real, os.W_OK):
+            return []
+    except (OSError, ValueError):
+        return []
+    out = []
+    for side in ("-wal", "-shm"):
+        try:
+            st = os.lstat(real + side)
+            if stat.S_ISREG(st.st_mode) and not os.access(real + side, os.W_OK):
+                out.append((real + side, stat.S_IMODE(st.st_mode), st.st_uid))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def sides_said(sides) -> str:
+    """`read_only_sides` in words, with what to do: a file of ours needs its write bit back
+    (database.free_sides gives it the file's mode on a capture's or a read's next write);
+    another user's must be made ours first."""
+    import shlex
+    mine = os.geteuid() if hasattr(os, "geteuid") else None
+    ours = [f for f, _m, uid in sides if uid == mine]
+    theirs = [f for f, _m, uid in sides if uid != mine]
+    named = " and ".join(f"{f} (mode {m:o}" + ("" if uid == mine else f", owned by uid {uid}") + ")"
+                         for f, m, uid in sides)
+    todo = []
+    if ours:
+        todo.append(f"run `chmod u+w {' '.join(shlex.quote(f) for f in ours)}` (the next capture or read "
+                    "command does it for you)")
+    if theirs:
+        todo.append(f"have it made yours: `sudo chown {mine} {' '.join(shlex.quote(f) for f in theirs)}`")
+    return (f"{named} beside it cannot be written while the file itself can, so SQLite opens the database "
+            f"read-only and refuses every write; {' and '.join(todo)}")
+
+
 def disk_full(path: str | None) -> AttemptError:
     where = f" ({path})" if path else ""
     return AttemptError("store.disk_full", f"the disk holding the database{where} is full; what was already "
@@ -94,6 +140,10 @@ def coded(e: BaseException, path: str | None, by: str = "a command") -> AttemptE
     if found == "full":
         return disk_full(path)
     if found in ("read_only", "denied"):
+        sides = read_only_sides(path) if found == "read_only" else []
+        if sides:
+            return AttemptError("store.read_only", f"{where} cannot be written: {sides_said(sides)}; "
+                                "commands that only read still work")
         return AttemptError("store.read_only", f"{where} cannot be written (a read-only file, "
                             "directory or filesystem); commands that only read still work")
     if found == "io":

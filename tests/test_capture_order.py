@@ -1,0 +1,111 @@
+"""A hook behind a spool it cannot drain whole, or in front of a file another writer holds:
+chain order stays arrival order, and no hook pays for another writer's lock more than once.
+
+- A direct hook drains at most HOOK_DRAIN_LIMIT spooled events before its own; with more
+  waiting, its own event goes to the spool after them (it used to be appended ahead of the
+  older ones).
+- A direct hook whose drain met a busy file spools its own event at once: the busy timeout is
+  paid once, not once for the drain and again for the append (4 s a hook).
+- Through the daemon, hooks are received and answered while another writer holds the lock;
+  the daemon tries the file again after a pause (its own writes wait SETTLE_BUSY_S at most), so
+  hooks no longer wait, one after another, for its 2 s busy wait; once the lock is gone the
+  events are stored without any read command.
+"""
+
+import os
+import time
+
+from test_capture import PROMPT, assert_silent, capture, hold_write_lock, spool_files, stored, tool_payload
+from test_daemon import hooks, tool  # noqa: F401  (the fixture)
+from test_spool import envelope
+
+from attemptdb.capture import spool
+from attemptdb.capture.hook import CAPTURE_BUSY_S, HOOK_DRAIN_LIMIT
+from attemptdb.store.database import Store
+
+
+def device(db):
+    st = Store.open(db)
+    try:
+        return st.device_id
+    finally:
+        st.close()
+
+
+def release(holder):
+    try:
+        if holder.poll() is None:
+            holder.stdin.write("go\n")
+            holder.stdin.flush()
+        holder.wait(timeout=30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        holder.stdin.close()
+        holder.stdout.close()
+
+
+def test_a_hook_behind_more_spooled_events_than_it_drains_goes_after_them(db, home):
+    assert_silent(capture(db, "claude-code", PROMPT))
+    dev = device(db)
+    waiting = [envelope(dev, i) for i in range(HOOK_DRAIN_LIMIT + 30)]
+    for env in waiting:
+        spool.put(db, env)
+    assert_silent(capture(db, "claude-code", tool_payload("toolu_after_the_spool")))
+    rows = stored(db)
+    assert len(rows) == 1 + HOOK_DRAIN_LIMIT  # a bounded share went in, the hook's own did not
+    assert "tool_call_finished" not in [r["kind"] for r in rows]
+    assert len(spool_files(db, home)) == 30 + 1
+    assert "spooled reason=spool_backlog" in open(os.path.join(home, ".local", "state", "attemptdb",
+                                                               "hook.log")).read()
+    from conftest import run_attempt
+    assert run_attempt(["events", "--db", db]).returncode == 0  # a read drains the rest, in order
+    rows = stored(db)
+    assert spool_files(db, home) == []
+    assert [r["event_id"][3:] for r in rows[1:-1]] == [e["event_id"] for e in waiting]
+    assert rows[-1]["kind"] == "tool_call_finished"  # arrival order: the hook came last
+
+
+def test_a_direct_hook_pays_a_held_lock_once(db, home):
+    """Something spooled to drain first, the lock held past the busy timeout: the drain waits
+    CAPTURE_BUSY_S, then the hook spools its own event at once (it waited twice before: 4 s)."""
+    assert_silent(capture(db, "claude-code", PROMPT))
+    spool.put(db, envelope(device(db)))
+    holder = hold_write_lock(db, "stdin")
+    try:
+        started = time.monotonic()
+        assert_silent(capture(db, "claude-code", tool_payload("toolu_behind_the_lock")))
+        took = time.monotonic() - started
+    finally:
+        release(holder)
+    assert CAPTURE_BUSY_S <= took < 2 * CAPTURE_BUSY_S - 0.5, took
+    assert len(spool_files(db, home)) == 2 and len(stored(db)) == 1
+    from conftest import run_attempt
+    assert run_attempt(["events", "--db", db]).returncode == 0
+    assert [r["kind"] for r in stored(db)] == ["prompt_submitted", "turn_stopped", "tool_call_finished"]
+
+
+def test_hooks_through_the_daemon_do_not_wait_on_a_held_lock_one_after_another(hooks):  # noqa: F811
+    e = hooks()
+    e.capture(tool(0))  # no daemon yet: stored by the hook, which starts one
+    e.wait_running()
+    e.capture(tool(1))
+    e.settled()
+    holder = hold_write_lock(e.db, "stdin")
+    try:
+        started = time.monotonic()
+        for i in range(2, 8):
+            e.capture(tool(i))
+            assert len(spool.pending(e.db)) == i - 1  # acknowledged: spooled, sealed
+        took = time.monotonic() - started
+    finally:
+        release(holder)
+    # each used to wait for the daemon's 2 s busy wait on the hook before it (≈ 10 s for 6)
+    assert took < 6 * CAPTURE_BUSY_S / 2, took
+    deadline = time.monotonic() + 15
+    while spool.pending(e.db) and time.monotonic() < deadline:  # no read command: the daemon retries
+        time.sleep(0.05)
+    assert spool.pending(e.db) == []
+    assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 8
+    assert e.hook_log().count("err=spool_drain") <= 1  # said once, not on every try
