@@ -109,3 +109,26 @@ def test_hooks_through_the_daemon_do_not_wait_on_a_held_lock_one_after_another(h
     assert spool.pending(e.db) == []
     assert [r[2] for r in e.rows()] == ["tool_call_finished"] * 8
     assert e.hook_log().count("err=spool_drain") <= 1  # said once, not on every try
+
+
+def test_a_run_behind_more_spooled_events_than_it_drains_goes_after_them(db, home, tmp_path):
+    """`attempt run` writes as a hook does: with more spooled than its share, its events are
+    spooled after the older ones, and the next read stores everything in arrival order."""
+    import sys
+
+    from conftest import run_attempt
+
+    from attemptdb.evidence.record import DRAIN_LIMIT
+    assert_silent(capture(db, "claude-code", PROMPT))
+    dev = device(db)
+    waiting = [envelope(dev, i) for i in range(DRAIN_LIMIT + 30)]
+    for env in waiting:
+        spool.put(db, env)
+    p = run_attempt(["run", "--db", db, "--", sys.executable, "-c", "pass"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert run_attempt(["events", "--db", db]).returncode == 0  # a read drains the rest
+    rows = stored(db)
+    assert spool_files(db, home) == []
+    ids = [r["event_id"][3:] for r in rows]
+    assert ids[1:1 + len(waiting)] == [e["event_id"] for e in waiting]  # the older ones first, in order
+    assert {r["provider_event_name"] for r in rows[1 + len(waiting):]} >= {"run.started", "command.finished"}

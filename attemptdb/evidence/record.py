@@ -273,11 +273,13 @@ class Writer:
         if busy_s is not None:
             self.store.set_busy_timeout(busy_s)
         try:
-            try:
-                spool.drain(self.store, limit=DRAIN_LIMIT)
-            except Exception:  # locked, unwritable: the append below finds out as well
-                pass
-            self.store.append(envs)
+            # events spooled earlier go first: when some stay behind (more than the share), or the
+            # drain met a file it cannot write now (locked past the wait, read-only), these are
+            # spooled after them, not appended ahead (chain order = arrival order) and without
+            # paying the wait twice (spec/capture.md)
+            if not spool.drain_ahead(self.store, self.store.path, DRAIN_LIMIT):
+                raise LookupError("spooled events wait ahead of these")
+            spool.append(self.store, envs)
         except Exception:
             for env in envs:
                 spool.put(self.store.path, env)
