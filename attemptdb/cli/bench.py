@@ -3,7 +3,7 @@ measured in the same run). Thin layer over attemptdb.devtools.bench and attemptd
 
 import click
 
-from .common import echo_json, json_option, no_db_option, printable
+from .common import echo_json, json_option, no_db_option, printable, say
 
 _BENCH_NO_DB = no_db_option("the benchmarks build their own scratch databases in a temporary directory and never "
                             "open yours")
@@ -161,6 +161,11 @@ def bench_faults(long_form, families, seed, as_json):
         click.echo(f"{'long' if long_form else 'short'} form, seed {seed}, {result['seconds']} s")
         for f in failures[:40]:
             click.echo(f"failure: {f}")
+        for t in result["tallies"]:  # a family whose every kill came too late proves nothing: say so
+            if t["trials"] and not t["faults"] and not t.get("skipped"):
+                say(f"note: {t['family']}: no fault was injected in {t['trials']} trials (each came after the "
+                    "command had ended): its row proves nothing; `--long` or another `--seed` injects some",
+                    err=True)
     sys.exit(1 if failures else 0)
 
 
