@@ -147,7 +147,7 @@ def _why_empty(conn, session, scoped: bool) -> str | None:
         sid = _session_id(conn, session)
         row = conn.execute("SELECT retracted FROM sessions WHERE session_id = ?", (sid,)).fetchone()
         if row and row[0]:
-            return (f"session {sid} was retracted: it left every projection (its events stay in the log; "
+            return (f"session {printable(sid)} was retracted: it left every projection (its events stay in the log; "
                     "`attempt events --session …` lists them, and AttemptQL shows it with INCLUDING RETRACTED).")
     if scoped:
         return "no sessions in this scope."

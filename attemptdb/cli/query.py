@@ -206,15 +206,12 @@ NO_HANDOFFS = (
 
 # --- status ------------------------------------------------------------------------------------
 
-def _rows_held(conn, meta: dict) -> int:
+def _rows_held(conn) -> int:
     """The rows the file holds, without counting them (no scan): the last sequence number less
     the rows its recovery note declares lost (recover leaves their numbers unused)."""
     last = conn.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
     from ..integrity import recovery
-    try:
-        note = recovery.parse(meta[recovery.META_KEY]) if recovery.META_KEY in meta else None
-    except ValueError:
-        note = None
+    note = recovery.read(conn) if _has(conn, "meta") else None
     lost = sum(max(0, min(hi, last) - lo + 1) for lo, hi, _ in (note.lost if note is not None else ()))
     return last - lost
 
@@ -227,7 +224,7 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
     from ..query.execute import public_tables
     tables = set(public_tables(conn))
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if _has(conn, "meta") else {}
-    events = _rows_held(conn, meta)
+    events = _rows_held(conn)
     report = {"database": path, "schema_version": conn.execute("PRAGMA user_version").fetchone()[0],
               "capture_mode": meta.get("capture_mode"), "device_id": ("dev_" + meta["device_id"])
               if meta.get("device_id") else None, "events": events, "size_bytes": _size(path),

@@ -323,12 +323,12 @@ def named_by(conn, aid: str) -> dict | None:
     events), `stored` false, and the event. None when no event names it."""
     if not is_artifact_id(aid):
         return None
-    import json
+    from ..model import fastjson
     for event_id, session_id, attrs_json in conn.execute(
             "SELECT event_id, session_id, attrs_json FROM events WHERE instr(attrs_json, ?) > 0 ORDER BY seq",
             ('"' + aid + '"',)):
         try:
-            attrs = json.loads(attrs_json)
+            attrs = fastjson.loads(attrs_json)
         except (TypeError, ValueError):
             continue
         if not isinstance(attrs, dict):
@@ -338,9 +338,9 @@ def named_by(conn, aid: str) -> dict | None:
                 continue
             stream = key[len("x_attempt_"):-len("_artifact")]
             sha, size = attrs.get(f"x_attempt_{stream}_sha256"), attrs.get(f"x_attempt_{stream}_bytes")
-            sha = sha[7:] if isinstance(sha, str) and sha.startswith("sha256:") else None
-            return {"artifact_id": aid, "sha256": sha if sha is not None and artifact_id(sha) == aid else None,
-                    "size_bytes": size if type(size) is int and sha is not None and artifact_id(sha) == aid else None,
+            whole = isinstance(sha, str) and sha.startswith("sha256:") and artifact_id(sha[7:]) == aid
+            return {"artifact_id": aid, "sha256": sha[7:] if whole else None,
+                    "size_bytes": size if whole and type(size) is int else None,
                     "media_type": None, "purpose": "command." + stream, "stored": False,
                     "named_by": event_id, "session_id": session_id}
     return None
