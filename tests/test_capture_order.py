@@ -132,3 +132,28 @@ def test_a_run_behind_more_spooled_events_than_it_drains_goes_after_them(db, hom
     ids = [r["event_id"][3:] for r in rows]
     assert ids[1:1 + len(waiting)] == [e["event_id"] for e in waiting]  # the older ones first, in order
     assert {r["provider_event_name"] for r in rows[1 + len(waiting):]} >= {"run.started", "command.finished"}
+
+
+def test_a_first_opener_waits_for_another_turning_a_new_file_to_wal(tmp_path):
+    """A hook and the daemon it starts create a new file together: while one holds it in the
+    rollback-journal transaction that turns it to WAL, the other's `PRAGMA journal_mode=WAL` is
+    answered busy at once (SQLite calls no busy handler for it). It waits as for any lock."""
+    import subprocess
+    import sys
+    path = str(tmp_path / "new.db")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, apsw\n"
+        f"c = apsw.Connection({path!r})\n"
+        "c.execute('BEGIN IMMEDIATE'); c.execute('CREATE TABLE t (x)')\n"
+        "print('held', flush=True); time.sleep(0.5); c.execute('ROLLBACK'); c.close()\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        st = Store.open(path, create=True)  # busy at once before: BusyError
+        try:
+            assert st.created and st.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        finally:
+            st.close()
+    finally:
+        holder.wait(timeout=30)
+        holder.stdout.close()

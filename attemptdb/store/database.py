@@ -561,7 +561,15 @@ class Store:
         c = self.conn
         if v == 0 and c.execute("PRAGMA page_count").fetchone()[0] == 0:
             c.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only a file not yet written takes it
-        c.execute("PRAGMA journal_mode=WAL")
+        deadline = time.monotonic() + self.busy_timeout_s  # the pragma skips the busy handler: another
+        while True:  # first opener of a new file (a hook and its daemon) may hold it, turning it to WAL
+            try:
+                c.execute("PRAGMA journal_mode=WAL")
+                break
+            except apsw.BusyError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
         # every pending migration in one transaction: concurrent first openers (64 hooks on a
         # fresh file) see either nothing or the whole schema and its identity, never a part
         c.execute("BEGIN IMMEDIATE")
