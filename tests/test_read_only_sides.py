@@ -5,7 +5,7 @@ SQLite gives a -shm (and a -wal) it creates the database file's mode, so a read 
 was `chmod 400` leaves a 0400 -shm behind; after `chmod 600` of the file every write was still
 refused (every capture spooled, reads could not drain, imports said store.read_only) until the
 -shm was chmodded by hand. Now a write that fails as read-only gives a -shm/-wal of the user's
-the file's mode and reopens (Store.reopen, database.free_sides); one that belongs to someone
+the file's mode and reopens (Store.reopen, sidefiles.free_sides); one that belongs to someone
 else is named by the error and by `attempt doctor` ([store.read_only_side]). A capture daemon
 that opened the file while it was read-only opens it again once it is writable.
 """

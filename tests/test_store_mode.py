@@ -14,7 +14,7 @@ import tempfile
 import pytest
 from conftest import run_attempt
 
-from attemptdb.store import database
+from attemptdb.store import sidefiles
 from attemptdb.store.database import Store
 
 
@@ -76,14 +76,14 @@ def test_a_symlinked_database_is_never_chmodded_through_the_link(home, tmp_path)
     st = Store.open(link)
     st.close()
     assert _mode(real) == 0o644  # left as it was ...
-    assert database.exposed(link) == [(real, 0o644)]  # ... and doctor will say so
+    assert sidefiles.exposed(link) == [(real, 0o644)]  # ... and doctor will say so
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_someone_elses_empty_file_is_not_chmodded(home, tmp_path):
     path = _touch(tmp_path / "theirs.db")
     os.chown(path, 65534, 65534)
-    database.make_private(path)
+    sidefiles.make_private(path)
     assert _mode(path) == 0o644
 
 
@@ -117,7 +117,7 @@ def test_a_database_with_content_keeps_its_mode_and_doctor_warns(home, short_dir
     assert any("[store.exposed]" in x for x in rep["problems"])
     p = run_attempt(["init", "--db", path], env=_env(home))  # init says so too, on stderr
     assert p.returncode == 0 and "[store.exposed]" in p.stderr.decode() and _mode(path) == 0o644
-    for e in database.exposed(path):  # the chmod doctor said to run
+    for e in sidefiles.exposed(path):  # the chmod doctor said to run
         os.chmod(e[0], 0o600)
     assert run_attempt(["doctor", "--db", path], env=_env(home)).returncode == 0
 
@@ -129,7 +129,7 @@ def test_doctor_names_a_wal_others_can_read(home, tmp_path):
     try:
         st.set_meta("x", "1")
         os.chmod(path + "-wal", 0o640)
-        assert database.exposed(path) == [(path + "-wal", 0o640)]
+        assert sidefiles.exposed(path) == [(path + "-wal", 0o640)]
         p = run_attempt(["doctor", "--db", path, "--json"], env=_env(home))
         rep = json.loads(p.stdout)
         assert p.returncode == 1 and rep["database"]["exposed"] == [{"path": path + "-wal", "mode": "640"}]

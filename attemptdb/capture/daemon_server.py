@@ -69,10 +69,11 @@ class Daemon:
         """After a write failed as read-only: close the connection and open the file again, now
         that it can be written (SQLite keeps what it opened read-only for as long as the process
         has the file open: a file read-only or on read-only media when this daemon opened it, a
-        -shm made while it was read-only, whose mode database.free_sides gives back). A file
+        -shm made while it was read-only, whose mode sidefiles.free_sides gives back). A file
         still read-only is left as it is (tried again on the next request); one that cannot be
         opened makes the daemon leave (hooks then write themselves)."""
-        from ..store.database import Store, free_sides
+        from ..store.database import Store
+        from ..store.sidefiles import free_sides
         try:
             if not os.access(self.db, os.W_OK):
                 return
@@ -93,11 +94,13 @@ class Daemon:
         self.retry_at = 0.0
 
     def same_file(self) -> bool:
+        """The file this daemon opened, still holding its pages: one truncated to nothing leaves
+        only its -wal, which the daemon must not write on (Store.close leaves it untouched)."""
         try:
             st = os.stat(self.db)
         except OSError:
             return False
-        return (st.st_dev, st.st_ino) == self.file_id
+        return (st.st_dev, st.st_ino) == self.file_id and st.st_size > 0
 
     def handle(self, conn):
         """One connection: read the request, run the hook pipeline up to the receipt, answer.
@@ -243,7 +246,8 @@ class Daemon:
                 f.write(f"{os.getpid()}\n")
             daemon.unlink_quietly(self.sock_path + ".starting")
             self._loop(srv)
-            self.sign_if_due(now=True)
+            if self.same_file():  # never a checkpoint into a file truncated under the daemon
+                self.sign_if_due(now=True)
         finally:
             for suffix in ("", ".pid", ".starting"):
                 daemon.unlink_quietly(self.sock_path + suffix)

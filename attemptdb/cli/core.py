@@ -61,7 +61,7 @@ def init_cmd(local, capture_mode, db, as_json):
     report = {"path": path, "created": not existed or st.created, "device_id": "dev_" + st.device_id,
               "capture_mode": st.capture_mode, "key_id": key.identity, "events": st.count()}
     st.close()
-    from ..store.database import exposed
+    from ..store.sidefiles import exposed
     loose = exposed(path)
     if loose:
         report["exposed"] = [{"path": f, "mode": f"{m:o}"} for f, m in loose]

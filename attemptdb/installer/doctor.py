@@ -70,7 +70,7 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
     path = location.resolve(db)
     out = {"path": path, "exists": os.path.exists(path), "reachable": False}
     problems = []
-    from ..store.database import exposed
+    from ..store.sidefiles import exposed
     loose = exposed(path) if out["exists"] else []
     out["exposed"] = [{"path": f, "mode": f"{m:o}"} for f, m in loose]
     if loose:  # a privacy problem whatever else the file has
@@ -128,7 +128,7 @@ def database_report(db, need_db: bool) -> tuple[dict, list[str], object]:
 
 
 def exposed_problem(loose) -> str:
-    """The problem line for database files others may read or write (`database.exposed`: [(file,
+    """The problem line for database files others may read or write (`sidefiles.exposed`: [(file,
     mode)]): which, their modes, and the chmod that makes them private again."""
     names = ", ".join(f"{f} (mode {m:o})" for f, m in loose)
     return (f"the database is not private to you: {names} can be read or written by your group or "

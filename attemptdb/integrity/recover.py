@@ -41,7 +41,7 @@ import apsw
 
 from ..errors import AttemptError
 from ..model import clock, event
-from . import chain, recover_sync, recovery
+from . import chain, recover_sync, recovery, walframes
 
 RANGE = 512  # rows read per b-tree query before a failing range is narrowed
 COPY_CHUNK = 1 << 20
@@ -502,6 +502,11 @@ def _recover(src: str, dst: str, work: str, rep: Report, now_us) -> Report:
         raise AttemptError("recover.unreadable", f"cannot read {src}: {e.strerror}") from None
     if rep.unreadable_bytes:
         rep.notes.append(f"{rep.unreadable_bytes} bytes of the damaged file could not be read (read as zeros)")
+    if not os.path.getsize(copy) and os.path.exists(copy + "-wal"):  # SQLite would delete this -wal
+        laid = walframes.lay_into(copy)
+        if laid:
+            rep.notes.append(f"the file was empty: only the {laid} pages its -wal holds were read (the rest of "
+                             "the file, and the rows on it, are lost)")
     sink = _Rows(os.path.join(work, "rows.db"))
     try:
         return _recover_rows(copy, dst, work, rep, sink, now_us)
@@ -522,8 +527,9 @@ def _recover_rows(copy: str, dst: str, work: str, rep: Report, sink: _Rows, now_
             try:  # the WAL's committed pages into the copy, so the page scan sees them too
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except apsw.Error:
-                rep.notes.append("the -wal could not be folded into the copy; rows only in it were read through "
-                                 "SQLite")
+                if os.path.exists(copy + "-wal"):
+                    rep.notes.append("the -wal could not be folded into the copy; rows only in it were read "
+                                     "through SQLite")
             columns = _events_columns(conn)
             meta = _meta(conn)
             top = _top(conn)

@@ -5,9 +5,9 @@ Invariants:
   order, each in its own transaction; a file newer than this code is refused (fail closed).
 - The device identity (`dev_`, UUIDv7) is created once per file, race-free.
 - A file is private from its first byte: created with mode 0600, and a file of the user's with
-  nothing in it yet (`touch`) gets 0600 before a writer opens it (`make_private`: never
-  through a symlink). A database with content keeps the mode it has: `exposed` names the files
-  others can read, for doctor to say so.
+  nothing in it yet (`touch`) gets 0600 before a writer opens it (`sidefiles.make_private`:
+  never through a symlink). A database with content keeps the mode it has: `sidefiles.exposed`
+  names the files others can read, for doctor to say so.
 - `append` runs in one `BEGIN IMMEDIATE` transaction: duplicates (by event id, within the batch
   and against the file) are found before anything is linked; every new row gets `source_seq`
   (per device, strictly increasing), `hlc` (never backwards), `ingested_at`, `event_hash` and
@@ -27,7 +27,7 @@ import apsw
 
 from ..errors import AttemptError
 from ..model import clock
-from . import schema
+from . import schema, sidefiles
 
 BUSY_TIMEOUT_S = 10.0
 APPEND_BATCH = 500
@@ -151,115 +151,10 @@ def close_untouched(conn: apsw.Connection) -> None:
         pass
 
 
-JOURNAL_SETTLE_S = 1.0
-"""How long a `-journal` beside a WAL file may take to go before it is taken for a stray one: the
-process creating the file turns it to WAL in a first, rollback-journal transaction, and a hook
-and the daemon it starts open a new file at the same moment (milliseconds, longer under load)."""
-
-
-def _stray_journal(path: str) -> bool:
-    """A non-empty `-journal` beside a file whose header says WAL (bytes 18-19 = 2) that stays
-    there (JOURNAL_SETTLE_S). SQLite plays a hot journal back into the file before it looks at
-    the WAL, whatever database the journal came from; an AttemptDB file is in WAL mode from its
-    first write, so it has one only while another process is creating it."""
-    end = None
-    while _journal_beside_wal(path):
-        now = time.monotonic()
-        end = now + JOURNAL_SETTLE_S if end is None else end
-        if now >= end:
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def _journal_beside_wal(path: str) -> bool:
-    real = os.path.realpath(path)  # SQLite puts the journal beside the file a symlink names
-    if not _size(real + "-journal"):
-        return False
-    try:
-        with open(real, "rb") as f:
-            head = f.read(20)
-    except OSError:
-        return False
-    return len(head) == 20 and head[18] == 2 and head[19] == 2
-
-
 def _uri_path(path: str) -> str:
     """`path` for a `file:` URI (percent-encoded where SQLite's URI parser would read it)."""
     return "".join(c if c.isalnum() or c in "/._-~" else "%{:02X}".format(ord(c)) if ord(c) < 128
                    else c for c in os.path.abspath(path))
-
-
-SIDE_FILES = ("", "-wal", "-shm")
-
-
-def make_private(path: str) -> None:
-    """Mode 0600 (at most: `chmod go=`) for a file AttemptDB turns into a database (nothing in it
-    yet: a `touch`ed file has the umask's 0644) and a -wal or -shm another opener made beside it;
-    SQLite creates them with the file's mode, and they will hold prompts, commands and output.
-    Only files of this process's user, never through a symlink (O_NOFOLLOW); anything that fails
-    leaves the file as it was. Never while this process has the file open through SQLite: the
-    close of the descriptor opened here would drop the POSIX locks SQLite holds on it."""
-    if os.name != "posix":
-        return
-    for p in (path + side for side in SIDE_FILES):
-        try:
-            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
-                os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o600)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-
-def free_sides(path: str) -> bool:
-    """After a read-only failure of a write: a -wal or -shm of this user's that it cannot write
-    while it can write the file (sqlerrors.read_only_sides: SQLite made it while the file was
-    read-only, with the file's mode) gets the file's mode back. Never through a symlink, never
-    another user's file, never a descriptor of the file (closing one would drop the locks SQLite
-    holds on it). True when one changed: a connection opened before must be reopened to write."""
-    from . import sqlerrors
-    stuck = sqlerrors.read_only_sides(path)
-    if not stuck:
-        return False
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        return False
-    changed = False
-    for side, _mode, uid in stuck:
-        if uid != os.geteuid():
-            continue
-        try:
-            st = os.lstat(side)
-            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
-                os.chmod(side, mode | stat.S_IWUSR, follow_symlinks=False)
-                changed = True
-        except (OSError, NotImplementedError):
-            continue
-    return changed
-
-
-def exposed(path: str) -> list:
-    """[(file, mode)] of the database at `path` and its -wal and -shm (beside the file a symlink
-    names, where SQLite keeps them) that its group or others may read or write."""
-    if os.name != "posix":
-        return []
-    real = os.path.realpath(path)
-    out = []
-    for side in SIDE_FILES:
-        try:
-            st = os.stat(real + side)
-        except (OSError, ValueError):
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-            out.append((real + side, stat.S_IMODE(st.st_mode)))
-    return out
 
 
 class AppendResult:
@@ -316,17 +211,23 @@ class Store:
         if exists and not stat.S_ISREG(info.st_mode):  # SQLite would block forever on a pipe
             raise AttemptError("store.not_a_file", f"{path} is not a regular file (a directory, device "
                                "or pipe); choose another --db")
-        if exists and _stray_journal(path):
+        if exists and sidefiles.stray_journal(path):
             raise AttemptError("store.cannot_open", f"cannot open {path}: a rollback journal ({path}-journal) lies "
                                "beside it, and a file in WAL mode never has one; SQLite would copy its pages into "
                                "the file (another database's, or planted). Move the -journal away (keep it), "
                                "then run the command again")
+        if exists and sidefiles.wal_without_file(path):
+            raise AttemptError("store.wal_without_file", f"{path} is empty, but the -wal beside it holds "
+                               f"{sidefiles.wal_without_file(path):,} bytes of its newest writes: the file was "
+                               "truncated or replaced by an empty one. Nothing was opened (SQLite would delete "
+                               "that -wal). Keep both files as they are; restore the file from a copy, or read "
+                               "what the -wal holds with `attempt recover`", exit_status=1)
         if not exists and (readonly or not create):
             raise AttemptError("store.missing",
                                f"no database at {path} (run `attempt init`, or let a hook create it)")
         # nothing in it yet (a `touch`, a failed copy); a file seen empty is looked at again: the
         # process creating it may have written it while the journal check above waited
-        empty = exists and info.st_size == 0 and not _size(path) and not _size(path + "-wal")
+        empty = exists and info.st_size == 0 and not sidefiles.size(path) and not sidefiles.size(path + "-wal")
         if empty and (readonly or not create):
             # a reader never turns an empty file into a database
             raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt init`, or "
@@ -342,7 +243,7 @@ class Store:
             # an empty file (a `touch`: the umask's 0644) about to become a database: private
             # before its first byte, and before this process opens it through SQLite (closing a
             # descriptor of a file drops every POSIX lock the process holds on it, SQLite's too)
-            make_private(path)
+            sidefiles.make_private(path)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         conn = None
         try:
@@ -379,7 +280,7 @@ class Store:
             if not isinstance(e, (apsw.CantOpenError, apsw.IOError, apsw.PermissionsError, apsw.ReadOnlyError,
                                   apsw.FullError)):
                 raise
-            if isinstance(e, apsw.ReadOnlyError) and not readonly and exists and free_sides(path):  # once
+            if isinstance(e, apsw.ReadOnlyError) and not readonly and exists and sidefiles.free_sides(path):  # once
                 return cls.open(path, create=create, capture_mode=capture_mode, busy_timeout_s=busy_timeout_s)
             from . import sqlerrors
             if (isinstance(e, apsw.FullError) or sqlerrors.no_space(path)) and not (readonly and exists):
@@ -440,7 +341,7 @@ class Store:
                 return False
         except (OSError, ValueError):
             return False
-        freed = free_sides(self.path)
+        freed = sidefiles.free_sides(self.path)
         try:
             stale = self.readonly or self.conn.readonly("main")
         except apsw.Error:  # closed (a reopen that failed half-way)
@@ -466,7 +367,10 @@ class Store:
 
     def close(self):
         if not self.readonly and not self._untouched:
-            self._fold_wal()
+            if sidefiles.wal_without_file(self.path):  # truncated while open: the -wal is all there is
+                self.keep_untouched()
+            else:
+                self._fold_wal()
         self.conn.close()
 
     def _fold_wal(self) -> None:
@@ -792,8 +696,3 @@ def dict_rows(conn, sql: str, params=()) -> list[dict]:
     cur = conn.cursor()
     cur.row_trace = lambda c, r: dict(zip((d[0] for d in c.getdescription()), r))
     return cur.execute(sql, params).fetchall()
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0

@@ -43,7 +43,7 @@ def read_only_sides(path: str | None) -> list:
     file a symlink names) that this user cannot write while it can write the file itself.
     SQLite then opens them read-only and every write fails as if the file were read-only: it
     gives them the file's mode when it makes them, so a -shm made while the file was 0400 stays
-    0400 after a `chmod 600` of the file (database.free_sides repairs one of ours)."""
+    0400 after a `chmod 600` of the file (sidefiles.free_sides repairs one of ours)."""
     if not path or os.name != "posix":
         return []
     import stat
@@ -66,7 +66,7 @@ def read_only_sides(path: str | None) -> list:
 
 def sides_said(sides) -> str:
     """`read_only_sides` in words, with what to do: a file of ours needs its write bit back
-    (database.free_sides gives it the file's mode on a capture's or a read's next write);
+    (sidefiles.free_sides gives it the file's mode on a capture's or a read's next write);
     another user's must be made ours first."""
     import shlex
     mine = os.geteuid() if hasattr(os, "geteuid") else None
