@@ -211,6 +211,7 @@ CODES = {
     'store.corrupt': (2, '… is damaged: SQLite cannot read part of it (a malformed page); nothing more is written to it. `attempt …'),
     'store.damaged': (1, '… is damaged (…); nothing was written: …'),
     'store.disk_full': (2, 'the disk holding the database… is full; what was already committed stays, free some space and run the …'),
+    'store.emptied': (1, '… is empty, but it held the history of …: the file was truncated or replaced by an empty one. Nothing …'),
     'store.empty': (2, '… is empty, not yet an AttemptDB (run `attempt init`, or let a hook create it)'),
     'store.identity': (1, '… has no valid device identity (meta.device_id is not a UUID)'),
     'store.io': (2, 'the disk returned an I/O error on …; what was committed stays (SQLite rolls back what was not); check the …'),

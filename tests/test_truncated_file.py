@@ -120,3 +120,48 @@ def test_only_committed_frames_of_the_current_generation_count():
     stale = head + frame(1, 1) + frame(2, 2, salt=b"OLDSALTS")
     assert sorted(walframes.committed_pages(stale)[1]) == [1]  # an earlier generation's frame ends it
     assert walframes.committed_pages(b"not a wal" * 10) == (0, {})
+
+
+def registry(e):
+    with open(os.path.join(e.vars["XDG_DATA_HOME"], "attemptdb", "databases")) as f:
+        return dict(line.rstrip("\n").split("\t") for line in f)
+
+
+def test_a_history_emptied_in_place_never_becomes_a_new_identity(tmp_path):
+    e = Env(tmp_path)
+    e.capture(tool(0), daemon_on=False)
+    p = run_attempt(["status", "--db", e.db, "--json"], env=e.vars, cwd=e.cwd)
+    held = json.loads(p.stdout)["device_id"]
+    assert registry(e) == {os.path.realpath(e.db): held}
+    for suffix in ("-wal", "-shm"):  # a clean close: nothing beside it
+        if os.path.exists(e.db + suffix):
+            os.unlink(e.db + suffix)
+    os.truncate(e.db, 0)  # `> attempt.db`
+    e.capture(tool(1), daemon_on=False)  # exit 0, silent (Env.capture); the event waits in the spool
+    assert len(spool.pending(e.db)) == 1 and "store.emptied" in e.hook_log()
+    assert os.path.getsize(e.db) == 0
+    for args in (["status"], ["init"], ["verify"]):
+        p = run_attempt([*args, "--db", e.db], env=e.vars, cwd=e.cwd)
+        assert p.returncode == 1 and b"[store.emptied]" in p.stderr and held.encode() in p.stderr, (args, p)
+    os.unlink(e.db)  # what the message says to do to begin a new history here
+    e.capture(tool(2), daemon_on=False)
+    p = run_attempt(["status", "--db", e.db, "--json"], env=e.vars, cwd=e.cwd)
+    new = json.loads(p.stdout)["device_id"]
+    assert new != held and registry(e) == {os.path.realpath(e.db): new}
+    assert [r[0] for r in e.rows("SELECT tool_call_id FROM events ORDER BY seq")] == ["toolu_daemon_1", "toolu_daemon_2"]
+
+
+def test_a_file_made_before_the_record_is_recorded_when_signed(tmp_path):
+    e = Env(tmp_path)
+    e.capture(tool(0), daemon_on=False)
+    os.unlink(os.path.join(e.vars["XDG_DATA_HOME"], "attemptdb", "databases"))
+    p = run_attempt(["checkpoint", "--db", e.db], env=e.vars, cwd=e.cwd)
+    assert p.returncode == 0, p
+    assert list(registry(e)) == [os.path.realpath(e.db)]
+
+
+def test_a_file_nobody_used_yet_still_becomes_a_database(tmp_path):
+    e = Env(tmp_path)
+    open(e.db, "w").close()  # `touch`: never recorded
+    e.capture(tool(0), daemon_on=False)
+    assert len(e.rows()) == 1 and not spool.pending(e.db)

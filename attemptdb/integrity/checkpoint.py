@@ -310,6 +310,7 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
             # round, a first checkpoint committed without its outside copy would leave a file
             # that verify reports and nothing signs again (checkpoint.outside_missing)
             _write_outside(device, note)
+            location.remember_database(store.path, "dev_" + device)  # a file signed before the record began
             c.execute("INSERT INTO checkpoints(size, head_hash, created_at, key_id, note) VALUES (?,?,?,?,?)",
                       (size, head, stamp, key.identity, note))
             if nodes:  # what a file written before the tree lacked, now checked: later appends keep it

@@ -228,6 +228,14 @@ class Store:
         # nothing in it yet (a `touch`, a failed copy); a file seen empty is looked at again: the
         # process creating it may have written it while the journal check above waited
         empty = exists and info.st_size == 0 and not sidefiles.size(path) and not sidefiles.size(path + "-wal")
+        if empty:
+            from . import location
+            held = location.device_at(path)
+            if held is not None:  # `> attempt.db`: never a new identity in the place of a history
+                raise AttemptError("store.emptied", f"{path} is empty, but it held the history of {held}: the "
+                                   "file was truncated or replaced by an empty one. Nothing was written to it. "
+                                   "Restore it from a copy; or, to begin a new history here, remove the empty "
+                                   "file", exit_status=1)
         if empty and (readonly or not create):
             # a reader never turns an empty file into a database
             raise AttemptError("store.empty", f"{path} is empty, not yet an AttemptDB (run `attempt init`, or "
@@ -498,6 +506,9 @@ class Store:
             if not c.getautocommit():
                 c.execute("ROLLBACK")
             raise
+        if self.created:  # what tells this history emptied in place from a file nobody used yet
+            from . import location
+            location.remember_database(self.path, "dev_" + self.device_id)
 
     def _create_identity(self, capture_mode: str | None):
         from ..model import ids

@@ -88,6 +88,53 @@ def remember_local(db_path: str, device_id: str | None = None) -> None:
     os.replace(tmp, _registry())
 
 
+DATABASES = "databases"
+"""`<data dir>/databases`: for each database file this account gave an identity or signed, its real
+path, a tab and its device id: what tells a history emptied in place (`> attempt.db`) from a file
+nobody used yet."""
+
+
+def device_at(db_path: str) -> str | None:
+    """The device id (`dev_…`) of the history this account last kept at `db_path`, if any."""
+    real, found = os.path.realpath(db_path), None
+    try:
+        with open(os.path.join(data_dir(), DATABASES), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                path, _, dev = line.rstrip("\n").partition("\t")
+                if path == real and dev:
+                    found = dev
+    except OSError:
+        return None
+    return found
+
+
+def remember_database(db_path: str, device_id: str) -> None:
+    """Record that `db_path` holds device `device_id`'s history (replacing what was recorded for
+    the path; the file is rewritten whole, atomically). Never raises: a record not written
+    costs only the warning `device_at` would give."""
+    real = os.path.realpath(db_path)
+    if "\n" in real or "\t" in real or device_at(real) == device_id:
+        return
+    registry = os.path.join(data_dir(), DATABASES)
+    tmp = f"{registry}.{os.getpid()}.tmp"
+    try:
+        try:
+            with open(registry, encoding="utf-8", errors="replace") as f:
+                kept = [line for line in f if line.partition("\t")[0] != real and line.endswith("\n")]
+        except FileNotFoundError:
+            kept = []
+        os.makedirs(data_dir(), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("".join(kept) + f"{real}\t{device_id}\n")
+        os.replace(tmp, registry)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 GITIGNORE = ("# Written by `attempt init --local`: this directory holds your captured prompts and\n"
              "# commands. Never commit it.\n*\n")
 
