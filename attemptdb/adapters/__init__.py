@@ -28,8 +28,12 @@ from .draft import ATTR_KEYS, Draft, count
 __all__ = ("Context", "parse_payload", "hook_cwd", "build_event", "normalise", "ATTR_KEYS",
            "PAYLOAD_GAPS", "registry")
 
-PAYLOAD_GAPS = ("invalid_json", "payload_not_object", "empty_payload", "payload_truncated")
-"""capture_gap reasons about the payload bytes themselves (they also record the byte count)."""
+PAYLOAD_GAPS = ("invalid_json", "payload_not_object", "empty_payload", "payload_truncated",
+                "payload_unrepresentable")
+"""capture_gap reasons about the payload bytes themselves (they also record the byte count).
+`invalid_json` is said only of a text shown to break the JSON grammar; `payload_unrepresentable`
+of one that holds what no event can: a number past a float's range (`1e999`) or of more digits
+than Python reads (4,300), or nesting deeper than the parser's limit (about 1,000 levels)."""
 TRANSCRIPT_KEYS = ("transcript_path", "agent_transcript_path")
 CAPTURE_TEST_NAMES = frozenset(registry.CAPTURE_TEST_EVENT.values())
 def capture_mode(text) -> str | None:
@@ -91,7 +95,10 @@ def _mode(text) -> str:
 def parse_payload(data, truncated: bool = False) -> tuple:
     """(payload, gap): the parsed JSON and None, or what is wrong with the bytes. A non-object
     JSON value comes back with gap "payload_not_object". Invalid UTF-8 is replaced, a BOM
-    skipped, lone surrogates replaced by U+FFFD; NaN/Infinity are not JSON."""
+    skipped, lone surrogates replaced by U+FFFD; NaN/Infinity are not JSON. A text whose first
+    problem is a value too large or nesting too deep to hold is "payload_unrepresentable",
+    unless the rest of it breaks the grammar (then "invalid_json"; a bounded check: a text
+    nested too deeply to finish it in about a second stays "payload_unrepresentable")."""
     if truncated:
         return None, "payload_truncated"
     if isinstance(data, str):
@@ -104,6 +111,8 @@ def parse_payload(data, truncated: bool = False) -> tuple:
         return None, "empty_payload"
     try:
         obj = fastjson.loads(text, exact_errors=False)  # never import json/re on the hook path
+    except fastjson.JSONUnrepresentable:
+        return None, "invalid_json" if fastjson.is_json(text) is False else "payload_unrepresentable"
     except (ValueError, RecursionError):
         return None, "invalid_json"
     if "\\ud" in text or "\\uD" in text:

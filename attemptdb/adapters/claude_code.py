@@ -6,7 +6,7 @@ Invariant: every native name in KINDS maps to its documented kind; any other nam
 `unknown` event that still keeps the common facts and, if present, the tool call.
 """
 
-from .draft import class_token, exit_code_of, integer, text
+from .draft import class_token, exit_code, exit_code_of, text
 
 SESSION_KEYS = ("session_id",)
 TURN_KEYS = ("prompt_id", "turn_id")
@@ -118,7 +118,7 @@ def _post_tool_use_failure(d, p):
         d.output(response)
     code = exit_code_of(response)
     if code is None:
-        code = integer(p.get("exit_code"))
+        code = exit_code(p.get("exit_code"))
     if p.get("is_interrupt") is True:
         d.failure(message, cls="interrupted", status="cancelled")
     else:

@@ -73,6 +73,35 @@ def integer(value) -> int | None:
     return None
 
 
+class _Unstorable:
+    """The exit code of a tool that reported a nonzero number no event can hold as one (past
+    signed 64 bits, or not whole): a failure, its code not recorded. Truthy, and not an int,
+    so no envelope can carry it (`Draft.success`/`failure` leave it out)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "UNSTORABLE_EXIT_CODE"
+
+
+UNSTORABLE = _Unstorable()
+
+
+def exit_code(value):
+    """An exit code a payload states: the integer (integral floats accepted) within signed 64
+    bits; UNSTORABLE for any other nonzero number (18446744073709551617, 1e300, 1.5): the tool
+    failed, whatever its code; None for no number (absent, a string, a boolean)."""
+    code = integer(value)
+    if code is not None:
+        return code
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value != 0:
+        return UNSTORABLE
+    return None
+
+
 def count(value) -> int | None:
     """A non-negative integer (durations, token counts)."""
     if isinstance(value, float) and value == value and 0 <= value < 2**63:
@@ -90,16 +119,17 @@ def class_token(value, bare: bool = True) -> str | None:
     return s if token(s, failures.TOKEN_MAX_BYTES) else None
 
 
-def exit_code_of(obj) -> int | None:
-    """The exit code a tool result reports: `exit_code`, `exitCode` or `metadata.exit_code`."""
+def exit_code_of(obj):
+    """The exit code a tool result reports (`exit_code`, `exitCode` or `metadata.exit_code`),
+    as `exit_code` reads it: an int, UNSTORABLE or None."""
     if not isinstance(obj, dict):
         return None
     for key in ("exit_code", "exitCode"):
-        code = integer(obj.get(key))
+        code = exit_code(obj.get(key))
         if code is not None:
             return code
     meta = obj.get("metadata")
-    return integer(meta.get("exit_code")) if isinstance(meta, dict) else None
+    return exit_code(meta.get("exit_code")) if isinstance(meta, dict) else None
 
 
 def output_text(value) -> str | None:
@@ -329,12 +359,13 @@ class Draft:
 
     def success(self, exit_code=None) -> None:
         self.outcome = {"status": "success"}
-        if exit_code is not None:
+        if type(exit_code) is int:
             self.outcome["exit_code"] = exit_code
 
     def failure(self, message=None, cls=None, exit_code=None, status="failure") -> None:
         """A failed/cancelled outcome: class from `cls` (a token), else from the message; an
-        exit code from `exit_code`, else from the message; unknown + exit code → nonzero_exit."""
+        exit code from `exit_code`, else from the message; unknown + exit code → nonzero_exit.
+        An UNSTORABLE code counts as nonzero and is not recorded."""
         msg = text(message)
         text_cls, text_code = failures.classify_text(msg) if msg else ("unknown", None)
         c = cls or text_cls
@@ -342,7 +373,7 @@ class Draft:
         if c == "unknown" and code:
             c = "nonzero_exit"
         self.outcome = {"status": status, "class": c}
-        if code is not None:
+        if type(code) is int:
             self.outcome["exit_code"] = code
         self.attr("error_class", c)
         if msg:

@@ -6,7 +6,7 @@ or its `tool_response` says so (an `error` of false, null or "" is success).
 """
 
 from ..model import fastjson
-from .draft import exit_code_of, integer, text
+from .draft import exit_code, exit_code_of, text
 
 SESSION_KEYS = ("session_id",)
 TURN_KEYS = ()
@@ -50,7 +50,7 @@ def _after_tool(d, p):
         failed, message = True, p["error"]
     if p.get("success") is False:
         failed = True
-    code = integer(p.get("exit_code"))
+    code = exit_code(p.get("exit_code"))
     if isinstance(response, dict):
         err = response.get("error")
         if err is not None and err is not False and err != "":
