@@ -104,8 +104,12 @@ FROM unit_index u JOIN unit_state s ON s.work_unit_id = u.work_unit_id;
 CREATE VIEW unit_verdicts AS
 SELECT u.work_unit_id,
   (WITH b AS MATERIALIZED (SELECT * FROM unit_base x WHERE x.work_unit_id = u.work_unit_id),
+        -- idle = now - updated_at, never below 0: a member's activity stamped after now (a
+        -- provider clock ahead of the capture clock, up to the 7-day bound of
+        -- spec/canonical-event.md) reads 0 s idle, and `ahead_s` says by how much (§16)
         v AS MATERIALIZED (
-          SELECT b.*, (@us(@now()) - @us(b.updated_at)) / 1000000 AS idle_s FROM b),
+          SELECT b.*, max(0, (@us(@now()) - @us(b.updated_at)) / 1000000) AS idle_s,
+                 (@us(b.updated_at) - @us(@now())) / 1000000 AS ahead_s FROM b),
         w AS MATERIALIZED (
           SELECT v.*,
             CASE WHEN v.coverage_unknown THEN 'unknown'
@@ -124,8 +128,12 @@ SELECT u.work_unit_id,
                                 THEN 'the last turn never stopped and ' ELSE 'last attempt ' || w.last_outcome || ' and ' END
                            || w.idle_s || 's idle (> 2 h)'
      ELSE CASE WHEN w.blocking_signal IS NOT NULL THEN 'the last turn is waiting on a human'
-               WHEN w.last_session_ended THEN 'session ended but the work did not finish: ' || w.idle_s || 's idle (<= 2 h)'
-               ELSE 'session open and ' || w.idle_s || 's idle' || CASE WHEN w.idle_s <= 1800 THEN ' (<= 30 min)' ELSE '' END END
+               WHEN w.last_session_ended THEN 'session ended but the work did not finish: ' || w.idle_s || 's idle (<= 2 h'
+                                              || CASE WHEN w.ahead_s > 0 THEN '; its last activity is stamped ' || w.ahead_s
+                                                      || 's after now' ELSE '' END || ')'
+               ELSE 'session open and ' || w.idle_s || 's idle'
+                    || CASE WHEN w.ahead_s > 0 THEN ' (<= 30 min; its last activity is stamped ' || w.ahead_s || 's after now)'
+                            WHEN w.idle_s <= 1800 THEN ' (<= 30 min)' ELSE '' END END
      END FROM w) AS status_x,
   -- phase: blocked while a wait is pending, otherwise the stored verdict of the recent calls
   (SELECT CASE WHEN b.blocking_signal IS NULL THEN b.calm_phase

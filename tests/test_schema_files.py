@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (20, "383a2c15b62a196a2dd49031d06de1a4d20dacd5bf02ae448d4a61ecde994e54")
+RECORDED = (21, "de2fd77906d2f6ad199f15609072ae24add7eacc1068d77ba3e3b3133e0b96a6")
 
 
 def statements(text):

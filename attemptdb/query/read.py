@@ -140,7 +140,7 @@ def needs_you(conn, project_ids=None, now_us: int | None = None) -> dict:
     now = clock.now_us() if now_us is None else now_us
     named = {f"p{i}": pid for i, pid in enumerate(ids)}
     member = (" AND m.project_id IN (" + ", ".join(":" + k for k in named) + ")") if ids else ""
-    unit_sql = unit_rules.program(conn, unit_rules.candidates_sql(member), at=False, materialize=False) + \
+    unit_sql = unit_rules.program(conn, unit_rules.candidates_sql(member, started=False), at=False, materialize=False) + \
         "SELECT count(*) FROM work_units w WHERE w.status = 'open'"
     open_units = conn.execute(unit_sql, dict(named, t=clock.iso(now),
                                              t_wait=clock.iso(now - unit_rules.WAIT_WINDOW_US))).fetchone()[0]

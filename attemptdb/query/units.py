@@ -390,11 +390,13 @@ def _words(text: str) -> frozenset:
 
 # --- the units a statement reads ------------------------------------------------------------
 
-def candidates_sql(member_cond: str = "", *, window: bool = True) -> str:
+def candidates_sql(member_cond: str = "", *, window: bool = True, started: bool = True) -> str:
     """Units with a member started by :t (and, with `window`, a member active within 12 h
     before :t: named parameter :t_wait) whose members match `member_cond` (over unit_turns
-    alias m)."""
-    cond = "m.started_at <= :t" + (" AND m.active_until >= :t_wait" if window else "") + member_cond
+    alias m). Without `started` a member stamped after :t counts too: a read judged now, as
+    units_open_now judges (a provider clock ahead of the capture stamps a turn after now)."""
+    conds = (["m.started_at <= :t"] if started else []) + (["m.active_until >= :t_wait"] if window else [])
+    cond = " AND ".join(conds or ["1"]) + member_cond
     return (f"SELECT u.* FROM main.unit_index u WHERE u.work_unit_id IN "
             f"(SELECT m.work_unit_id FROM main.unit_turns m WHERE {cond})")
 

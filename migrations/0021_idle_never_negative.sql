@@ -1,0 +1,9 @@
+-- 0021: a work unit's idle time is never negative (sql/85_work_units.sql unit_verdicts,
+-- spec/projections.md §16). An event's observed_at is the provider's own clock unless it is more
+-- than 7 days after the capture (spec/canonical-event.md), so a provider clock minutes or days
+-- ahead of the capture clock stamps a unit's latest activity after the moment it is read. Before,
+-- `status_reason` then read `session open and -448s idle`. Idle is now now − updated_at held at
+-- 0, and the reason says how far after now the last activity is stamped (`0s idle (<= 30 min; its
+-- last activity is stamped 448s after now)`). Status is unchanged (a negative idle never passed
+-- the 30 min or 2 h bounds), and so is every stored table: the views are re-installed, this
+-- migration holds no change of its own.
