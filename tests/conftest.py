@@ -82,6 +82,26 @@ def db(tmp_path, home):
     return str(tmp_path / "attempt.db")
 
 
+def signed_demo(path, key_dir=None, env=None) -> None:
+    """The demo history at `path` (what `attempt demo --db path` builds), its signing key and
+    checkpoint copy kept in `key_dir` (default: the key directory of this process's HOME) so
+    later commands can sign it: `attempt demo` itself deletes its one-off key. `env` (HOME,
+    XDG_*: a module fixture's isolated home) is this process's meanwhile, so nothing the
+    signing records lands in the real HOME."""
+    from attemptdb.devtools.demo import run_demo
+    from attemptdb.store import location
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        run_demo(path, key_dir=key_dir or location.key_dir())
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def attempt_cmd():
     """How to run the `attempt` CLI in a subprocess: the installed script if it sits beside
     this interpreter, else `python -m attemptdb`."""

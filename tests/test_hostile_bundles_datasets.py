@@ -9,7 +9,7 @@ import uuid
 import zipfile
 
 import pytest
-from conftest import run_attempt
+from conftest import run_attempt, signed_demo
 from sync_world import Device, events_by_device
 
 from attemptdb.exchange import bundle
@@ -73,7 +73,7 @@ def stranger_bundle(src, dst, device, shift=1000):
 
 def test_a_bundle_signed_by_anyone_does_not_add_events_as_this_devices_own(tmp_path, home):
     src, mine = str(tmp_path / "src.db"), str(tmp_path / "mine.db")
-    assert attempt("demo", "--db", src)[0] == 0
+    signed_demo(src)  # its key kept: the bundle is signed by it
     assert attempt("run", "--db", mine, "--", "echo", "hi")[0] == 0
     exported = str(tmp_path / "b.zip")
     assert attempt("bundle", "export", exported, "--include-content", "--db", src)[0] == 0
@@ -96,7 +96,7 @@ def test_a_bundle_signed_by_anyone_does_not_add_events_as_this_devices_own(tmp_p
 
 def test_this_devices_own_bundle_and_a_relayed_one_still_import(tmp_path, home):
     a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
-    assert attempt("demo", "--db", a)[0] == 0
+    signed_demo(a)
     assert attempt("run", "--db", b, "--", "echo", "hi")[0] == 0
     a_zip, b_zip = str(tmp_path / "a.zip"), str(tmp_path / "b.zip")
     assert attempt("bundle", "export", a_zip, "--db", a)[0] == 0
@@ -201,7 +201,7 @@ def test_a_damaged_parquet_footer_in_the_team_dataset_is_a_coded_error(tmp_path,
     pytest.importorskip("pyarrow")
     pytest.importorskip("datafusion")
     db, ds = str(tmp_path / "a.db"), str(tmp_path / "ds")
-    assert attempt("demo", "--db", db)[0] == 0
+    signed_demo(db)
     assert attempt("export", "--dataset", ds, "--db", db)[0] == 0
     for table in ("events", "sessions"):
         root = os.path.join(ds, table)
@@ -220,7 +220,7 @@ def test_a_damaged_parquet_footer_in_an_export_is_a_coded_error(tmp_path, home):
     pytest.importorskip("pyarrow")
     pytest.importorskip("datafusion")
     db, out_dir = str(tmp_path / "a.db"), str(tmp_path / "exp")
-    assert attempt("demo", "--db", db)[0] == 0
+    signed_demo(db)
     assert attempt("export", "--format", "parquet", out_dir, "--db", db)[0] == 0
     damage_footer_length(os.path.join(out_dir, "sessions.parquet"))
     code, out, err = attempt("query", "--engine", "datafusion", "--from", out_dir, "SELECT count(*) FROM sessions")

@@ -11,7 +11,7 @@ import sqlite3
 import struct
 
 import pytest
-from conftest import run_attempt
+from conftest import run_attempt, signed_demo
 
 
 def _sha(path):
@@ -21,7 +21,7 @@ def _sha(path):
 
 @pytest.fixture(scope="module")
 def demo_files(tmp_path_factory):
-    """Two AttemptDB files built by `attempt demo` (each with its own device and key)."""
+    """Two AttemptDB files of the demo's history (each with its own device and key, kept)."""
     root = tmp_path_factory.mktemp("hostile_db")
     env = {"HOME": str(root), "XDG_DATA_HOME": str(root / "share"), "XDG_STATE_HOME": str(root / "state"),
            "XDG_CONFIG_HOME": str(root / "config"), "ATTEMPTDB_KEY_DIR": str(root / "keys"),
@@ -29,8 +29,7 @@ def demo_files(tmp_path_factory):
     out = {}
     for name in ("mine", "other"):
         path = str(root / f"{name}.db")
-        r = run_attempt(["demo", "--db", path], env=env)
-        assert r.returncode == 0, r.stderr
+        signed_demo(path, env["ATTEMPTDB_KEY_DIR"], env)
         out[name] = path
     return root, env, out
 

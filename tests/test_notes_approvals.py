@@ -232,6 +232,30 @@ def test_a_retracted_approval_and_a_retracted_session_s_notes_disappear(tmp_path
     assert json.loads(attempt(db, env, "reproject", "--check", "--json").stdout)["clean"] is True
 
 
+def test_the_retraction_preview_counts_the_notes_and_approvals_it_hides(tmp_path, home):
+    """`attempt retract` without --yes (and --dry-run) shows what leaves each public table:
+    the notes and approvals views too, not only sessions, turns, attempts and the like."""
+    db, env = str(tmp_path / "p.db"), _env(home)
+    attempt(db, env, "init")
+    attempt(db, env, "note", "to be forgotten", "--session", "scratch")
+    attempt(db, env, "approve", "build 7", "--session", "scratch")
+    attempt(db, env, "note", "kept", "--session", "rel")
+    scratch = query(db, env, "SHOW NOTES FOR session = 'scratch'")[0]["session_id"]
+    p = attempt(db, env, "retract", "--session", scratch, "--reason", "test", "--dry-run", "--json")
+    counts = json.loads(p.stdout)["counts"]
+    assert counts["notes"] == {"before": 2, "after": 1} and counts["approvals"] == {"before": 1, "after": 0}, counts
+    p = attempt(db, env, "retract", "--session", scratch, "--reason", "test", ok=False)  # no terminal: refused
+    assert p.returncode == 1 and b"error[retract.unconfirmed]" in p.stderr, p.stderr
+    rows = [ln.split() for ln in p.stdout.decode().splitlines()]
+    assert ["notes", "2", "1"] in rows and ["approvals", "1", "0"] in rows, p.stdout.decode()
+    one = [e for e in recorded_ids(attempt(db, env, "approve", "build 8", "--session", "rel", "--json"))
+           if query(db, env, f"SELECT 1 AS x FROM approvals WHERE event_id = '{e}'")]
+    counts = json.loads(attempt(db, env, "retract", "--event", one[0], "--reason", "test", "--dry-run",
+                                "--json").stdout)["counts"]
+    assert counts["approvals"] == {"before": 2, "after": 1} and "notes" not in counts, counts
+    assert len(query(db, env, "SHOW APPROVALS")) == 2  # a preview writes nothing
+
+
 # --- the Python Recorder, the schema ---------------------------------------------------------
 
 def test_the_recorder_s_notes_and_approvals_are_read_back(tmp_path, home):

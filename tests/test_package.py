@@ -73,9 +73,14 @@ def test_installed_attempt_runs_init_demo_verify(installed, tmp_path):
     assert "ok: " in r.stdout
     r = _run(target, ["verify", "--db", str(tmp_path / "demo.db")], cwd, home)
     assert r.returncode == 0 and r.stdout.startswith("ok: ")
-    # a bundle (its manifest schema is package data) exported and verified by the wheel
-    bundle = str(tmp_path / "demo.zip")
-    r = _run(target, ["bundle", "export", bundle, "--db", str(tmp_path / "demo.db")], cwd, home)
+    keys = os.listdir(home / "data" / "attemptdb" / "keys")
+    assert len([k for k in keys if k.endswith(".key")]) == 1, keys  # init's: the demo left none
+    # a bundle (its manifest schema is package data) exported and verified by the wheel: of the
+    # database `init` made (the demo deletes its one-off key, so nothing signs its file again)
+    r = _run(target, ["note", "a bundle needs an event"], cwd, home)
+    assert r.returncode == 0, r.stderr
+    bundle = str(tmp_path / "note.zip")
+    r = _run(target, ["bundle", "export", bundle], cwd, home)
     assert r.returncode == 0, r.stderr
     r = _run(target, ["bundle", "verify", bundle], cwd, home)
     assert r.returncode == 0 and r.stdout.startswith("ok: bundle bun_"), r.stdout + r.stderr

@@ -134,13 +134,24 @@ def test_the_needs_you_note_fits(db):
 
 
 def test_the_datafusion_note_never_breaks_the_snapshot_id(db, tmp_path):
+    """The snapshot key is 81 characters: a line that holds it whole has it (never broken);
+    at 80 columns it fits no line, so the note names it (generation and device) and --json
+    prints it whole."""
     pytest.importorskip("pyarrow", reason="the arrow extra is part of the test extra")
     pytest.importorskip("datafusion", reason="the arrow extra is part of the test extra")
     ds = str(tmp_path / "ds")
     run(["export", "--dataset", ds, "--db", db])
-    out, _ = run(["query", "--engine", "datafusion", "--from", ds, "SELECT count(*) AS n FROM sessions"])
+    sql = "SELECT count(*) AS n FROM sessions"
+    out, err = run(["query", "--json", "--engine", "datafusion", "--from", ds, sql])
+    assert err.startswith("note: team dataset") and len(err.splitlines()) == 1, err
+    sid = err.split()[-1]
+    assert len(sid) == 81 and sid.count("/") == 3 and "dev_" in sid, err
+    out, _ = run(["query", "--engine", "datafusion", "--from", ds, sql], COLUMNS="83")
     note = out[out.index("note: team dataset"):]
-    sid = joined(note).rsplit(" ", 1)[1]
-    assert sid.count("/") == 3 and "dev_" in sid, note
-    assert any(ln.strip() == sid or ln.endswith(" " + sid) for ln in note.splitlines()), note  # whole
-    fits(out, whole=(sid,))
+    assert any(ln.strip() == sid for ln in note.splitlines()), note  # whole, on a line of its own
+    fits(out, 83)
+    out, _ = run(["query", "--engine", "datafusion", "--from", ds, sql])  # 80 columns
+    fits(out)  # every line, the note's too
+    note = joined(out[out.index("note: team dataset"):])
+    _, _, device, gen = sid.split("/")
+    assert note.endswith(f"latest snapshot generation {int(gen)} of {device} (its key: --json)"), note

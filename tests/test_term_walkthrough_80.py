@@ -13,7 +13,7 @@ import os
 import shutil
 
 import pytest
-from conftest import run_attempt
+from conftest import run_attempt, signed_demo
 from test_term_prose import _home, fits, joined
 
 ENV = {"COLUMNS": "80", "NO_COLOR": "1", "TZ": "UTC", "ATTEMPTDB_NO_DAEMON": "1"}
@@ -28,13 +28,16 @@ def run(home: dict, args, ok=(0,), **env):
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """The demo history (signed, three agents) in an isolated HOME: (home, db, root)."""
+    """The demo history (signed, three agents) in an isolated HOME: (home, db, root, what
+    `attempt demo` printed). `attempt demo` deletes its key: the database is built again
+    with its key kept in that HOME, so commands can sign it."""
     root = tmp_path_factory.mktemp("walk80")
     (root / "home").mkdir()
     home = _home(root / "home")
     db = str(root / "a demo dir" / "attemptdb-demo.db")
     os.mkdir(os.path.dirname(db))
     out, _ = run(home, ["demo", "--db", db])
+    signed_demo(db, os.path.join(home["XDG_DATA_HOME"], "attemptdb", "keys"), home)
     return home, db, root, out
 
 

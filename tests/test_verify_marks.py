@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 
-from conftest import run_attempt
+from conftest import run_attempt, signed_demo
 
 from attemptdb.integrity import damage
 from attemptdb.store import location
@@ -23,9 +23,9 @@ def attempt(*args, env=None):
 
 
 def _used(db, tmp_path):
-    """A database in use: the demo's events, then a few `attempt run`s (each signs a checkpoint
-    beside the key)."""
-    assert attempt("demo", "--db", db)[0] == 0
+    """A database in use: the demo's events (its key kept), then a few `attempt run`s (each
+    signs a checkpoint beside the key)."""
+    signed_demo(db)
     for _ in range(2):
         assert attempt("run", "--db", db, "--", "true")[0] == 0
 

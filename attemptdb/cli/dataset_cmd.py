@@ -1,4 +1,5 @@
-"""`attempt export --dataset DIR`: thin layer over attemptdb.exchange.dataset."""
+"""`attempt export --dataset DIR`: thin layer over attemptdb.exchange.dataset; and how a line
+names a snapshot key it cannot hold (`attempt query --engine datafusion --from DIR`'s note)."""
 
 
 from .common import echo_json, printable, say
@@ -33,3 +34,20 @@ def export_dataset(directory, include_content, db, as_json):
         f"{plural(len(m['files']), 'new file')}, {plural(rows, 'row', grouped=True)}, events through source_seq "
         f"{m['events_through']:,}; content {'included' if m['content'] else 'left out (null)'}"
         f"{'; projections snapshot ' + snapshot if snapshot else ''}", paths=(shown,))
+
+
+def fit_snapshot_keys(text: str, width: int) -> str:
+    """`text` (prose: a note) with each snapshot key in it told as `generation N of dev_…` when
+    a line of `width` columns, indented by two as wrapped prose is, cannot hold it whole. A key
+    is at least 81 characters, so an 80-column terminal never can: it is not printed past the
+    line but named, and `--json` prints it whole (as `attempt export --dataset` does)."""
+    from ..exchange import dataset
+    from ..render.termtable import cols
+
+    def told(found):
+        key = found.group(0)
+        if cols(key) + 2 <= width:
+            return key
+        _, _, device, generation = key.split("/")
+        return f"generation {int(generation)} of {device} (its key: --json)"
+    return dataset.SNAPSHOT_KEY.sub(told, text)

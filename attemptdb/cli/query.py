@@ -97,6 +97,10 @@ def _run_datafusion(db, statement, from_dir, *, explain=False, **emit_as):
             result = engine_datafusion.run(statement, conn=st.conn, explain=explain)
         finally:
             st.close()
+    if from_dir and not (emit_as.get("as_json") or emit_as.get("as_csv")):  # a team dataset's note
+        from ..render.termtable import terminal_width
+        from .dataset_cmd import fit_snapshot_keys
+        result.notes = [fit_snapshot_keys(n, terminal_width()) for n in result.notes]
     emit(result, **emit_as)
 
 

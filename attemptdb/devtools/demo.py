@@ -3,10 +3,17 @@ through the same pipeline a hook uses (adapter → ingestion contract → chaine
 summary of what was recorded.
 
 Invariant: the demo only ever writes to a database it created itself (marked in `meta`); it
-refuses to touch any other file.
+refuses to touch any other file. Nor does it leave anything in the user's key directory: its
+checkpoint is signed by a one-off key made in a private temporary directory (with the
+checkpoint copy kept beside a key) that is deleted once it has signed. The file records the
+public key, so `attempt verify` still checks the signature (noting that no local key holds
+it); a command that would sign the demo database again finds its key gone (`keys.lost`).
 """
 
+import contextlib
 import os
+import shutil
+import tempfile
 
 from .. import resources
 from ..errors import AttemptError
@@ -20,9 +27,39 @@ def _story() -> dict:
         return fastjson.loads(f.read())
 
 
-def run_demo(path: str, command: str = "attempt") -> dict:
+ONE_OFF_KEY = ("(signed by a one-off key, deleted after signing: no key is left behind, so",
+               " no signed bundle or team dataset can be made from this file)")
+KEY_DIR_ENV = "ATTEMPTDB_KEY_DIR"  # what location.key_dir() reads first
+
+
+@contextlib.contextmanager
+def _keys_in(directory: str | None):
+    """Device keys and checkpoint copies go to `directory` meanwhile, or (None) to a private
+    temporary directory removed afterwards, never to the user's key directory."""
+    tmp = None
+    if directory is None:
+        directory = tmp = tempfile.mkdtemp(prefix="attemptdb-demo-keys-")
+    else:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    old = os.environ.get(KEY_DIR_ENV)
+    os.environ[KEY_DIR_ENV] = os.path.abspath(directory)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(KEY_DIR_ENV, None)
+        else:
+            os.environ[KEY_DIR_ENV] = old
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_demo(path: str, command: str = "attempt", *, key_dir: str | None = None) -> dict:
     """Build the demo history at `path`; the closing hints run `command` (shell words that
-    start this same `attempt`)."""
+    start this same `attempt`). Its checkpoint is signed by a one-off key, deleted once it has
+    signed, unless `key_dir` names where to keep that key (and the checkpoint copy beside it)
+    for later commands run with ATTEMPTDB_KEY_DIR set to it: tests that need a signable demo
+    database; `attempt demo` never keeps it."""
     from ..adapters import Context, build_event
     from ..ingest import privacy
     from ..integrity import checkpoint
@@ -54,10 +91,14 @@ def run_demo(path: str, command: str = "attempt") -> dict:
         envs.append(privacy.ingest(build_event(item["provider"], payload, None, ctx), db_mode=st.capture_mode))
     res = st.append(envs)
     from ..integrity import keys
-    key, _ = keys.create(st.device_id)
-    st.set_meta("public_key", key.public_b64)
-    checkpoint.create(st, key)
-    rep = verify(st)
+    with _keys_in(key_dir):
+        key, _ = keys.create(st.device_id)
+        st.set_meta("public_key", key.public_b64)
+        checkpoint.create(st, key)
+        if key_dir is not None:
+            rep = verify(st)
+    if key_dir is None:  # as `attempt verify` sees it now: against the public key the file records
+        rep = verify(st)
     kinds = st.conn.execute("SELECT provider, kind, count(*) FROM events GROUP BY provider, kind "
                             "ORDER BY provider, min(seq)").fetchall()
     failures = st.conn.execute(
@@ -79,7 +120,10 @@ def run_demo(path: str, command: str = "attempt") -> dict:
             lines.append(f"    {provider} {tool}: {cls}")
     import shlex
     db = shlex.quote(path)
-    lines += ["", rep.line(), "", "Look around:",
+    lines += ["", rep.line()]
+    if rep.ok and rep.checkpoints and key_dir is None:
+        lines += [f"  {line}" for line in ONE_OFF_KEY]
+    lines += ["", "Look around:",
               f"  {command} events --db {db}",
               f"  {command} verify --db {db}"]
     if "attempts" in tables:

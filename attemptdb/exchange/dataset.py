@@ -47,7 +47,7 @@ SNAPSHOT_COLUMN = "_snapshot"
 EVENTS = "events"
 _DEVICE = re.compile(r"dev_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _GEN = re.compile(r"([0-9]{6,9})\.json\Z")
-_SNAPSHOT = re.compile(r"[0-9]{12}/[0-9]{20}/dev_[0-9a-f-]{36}/[0-9]{6,9}")  # export's f-string below
+SNAPSHOT_KEY = re.compile(r"[0-9]{12}/[0-9]{20}/dev_[0-9a-f-]{36}/[0-9]{6,9}")  # export's f-string below
 _PATH = re.compile(r"([a-z_]{1,64})/device=(dev_[0-9a-f-]{36})/date=([0-9]{4}-[0-9]{2}-[0-9]{2})/part-([0-9]{6,9})\.parquet\Z")
 MAX_MANIFEST = 16 << 20
 
@@ -89,7 +89,7 @@ def check_manifest(data: bytes, device: str, gen: int) -> dict:
         raise AttemptError("dataset.signature", f"{where}: its signature does not verify (device {device})",
                            exit_status=1)
     snap = m.get("snapshot")
-    if snap is not None and not (isinstance(snap, str) and _SNAPSHOT.fullmatch(snap)
+    if snap is not None and not (isinstance(snap, str) and SNAPSHOT_KEY.fullmatch(snap)
                                  and snap.endswith(f"/{device}/{gen:06d}")):
         raise AttemptError("dataset.bad_manifest", f"{where}: its snapshot key is not one an export writes",
                            exit_status=1)

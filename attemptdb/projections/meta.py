@@ -213,6 +213,10 @@ _UNIT_COUNTS = (
     ("work_units", "SELECT count(*) FROM unit_index"),
     ("decisions", "SELECT count(*) FROM decisions"),
 )
+_NOTE_COUNTS = (  # the public views of migration 0020 (sql/88_notes.sql): a range of events_notes
+    ("notes", "SELECT count(*) FROM notes"),
+    ("approvals", "SELECT count(*) FROM approvals"),
+)
 _ATTEMPT_FIELDS = ("outcome", "failure_class", "objective", "note", "corrected_by", "superseded_by",
                    "supersedes", "retracted")
 _TURN_FIELDS = ("objective", "corrected_by", "tool_call_count", "retracted")
@@ -229,7 +233,8 @@ def _snapshot(conn, session_id: str, unit_turns=()) -> dict:
     unit), and the counts a retraction reports."""
     from ..store.database import dict_rows as rows
     units = _has(conn, "unit_turns")
-    snap = {"counts": {k: conn.execute(q).fetchone()[0] for k, q in _COUNTS + (_UNIT_COUNTS if units else ())}}
+    counted = _COUNTS + (_UNIT_COUNTS if units else ()) + (_NOTE_COUNTS if _has(conn, "notes") else ())
+    snap = {"counts": {k: conn.execute(q).fetchone()[0] for k, q in counted}}
     for r in rows(conn, "SELECT * FROM attempts WHERE session_id = ?", (session_id,)):
         snap[("attempt", r["attempt_id"])] = {f: r[f] for f in _ATTEMPT_FIELDS}
     for r in rows(conn, "SELECT * FROM turns WHERE session_id = ?", (session_id,)):
