@@ -165,3 +165,15 @@ def test_a_file_nobody_used_yet_still_becomes_a_database(tmp_path):
     open(e.db, "w").close()  # `touch`: never recorded
     e.capture(tool(0), daemon_on=False)
     assert len(e.rows()) == 1 and not spool.pending(e.db)
+
+
+def test_the_record_keeps_no_file_that_is_gone(tmp_path, home):
+    from attemptdb.store import location
+    a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    for path, dev in ((a, "dev_a"), (b, "dev_b")):
+        open(path, "w").close()
+        location.remember_database(path, dev)
+    assert location.device_at(a) == "dev_a" and location.device_at(b) == "dev_b"
+    os.unlink(a)  # a throwaway demo's file, removed
+    location.remember_database(b, "dev_c")
+    assert location.device_at(a) is None and location.device_at(b) == "dev_c"

@@ -108,10 +108,16 @@ def device_at(db_path: str) -> str | None:
     return found
 
 
+def _other_file(path: str, real: str) -> bool:
+    """A record of another path that still names a file (a file removed on purpose begins a new
+    history when made again: its record, a throwaway demo's, is dropped)."""
+    return path != real and os.path.lexists(path)
+
+
 def remember_database(db_path: str, device_id: str) -> None:
     """Record that `db_path` holds device `device_id`'s history (replacing what was recorded for
-    the path; the file is rewritten whole, atomically). Never raises: a record not written
-    costs only the warning `device_at` would give."""
+    the path, dropping records of files that are gone; the file is rewritten whole, atomically).
+    Never raises: a record not written costs only the refusal `device_at` would give."""
     real = os.path.realpath(db_path)
     if "\n" in real or "\t" in real or device_at(real) == device_id:
         return
@@ -120,7 +126,7 @@ def remember_database(db_path: str, device_id: str) -> None:
     try:
         try:
             with open(registry, encoding="utf-8", errors="replace") as f:
-                kept = [line for line in f if line.partition("\t")[0] != real and line.endswith("\n")]
+                kept = [line for line in f if line.endswith("\n") and _other_file(line.partition("\t")[0], real)]
         except FileNotFoundError:
             kept = []
         os.makedirs(data_dir(), mode=0o700, exist_ok=True)
