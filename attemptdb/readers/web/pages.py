@@ -3,8 +3,10 @@ stdlib sqlite3 connection from Datasette, or any DB-API connection): Needs You, 
 units, recent sessions, one session's timeline, one attempt's evidence.
 
 Invariants: only the public views are read (needs_you, work_units, sessions, turns, attempts,
-tool_calls, events), with bound parameters; list columns come back as lists; retracted rows
-are left out of the timeline; every page is bounded, in rows (LIMIT) and in the size of each
+tool_calls, events, retractions), with bound parameters; list columns come back as lists;
+retracted rows are left out of every list (as SHOW leaves them out); a retracted session or
+attempt reads as `{"retracted": …}`, its retractions and nothing else of it (no outcome,
+evidence or content: a retraction for `privacy` or `revoked` took them out); every page is bounded, in rows (LIMIT) and in the size of each
 text (a value longer than MAX_TEXT_CHARS, which a hostile hook payload can make megabytes
 long, is shown cut, ending in `…`; Datasette's table pages show it whole, as they truncate
 cells themselves); control and bidi characters read as U+FFFD; the functions return plain
@@ -86,14 +88,29 @@ def full_id(conn, kind: str, text: str) -> str:
         return text
 
 
+def retracted(conn, kind: str, subject_id: str, session_id: str, attempt_id: str | None = None) -> dict:
+    """What the page of a retracted subject shows instead of it: its kind and id and the
+    retractions that cover it (an attempt's own, its session's), oldest first, each with its
+    reason, time and Retraction event. Nothing else of the subject is read."""
+    rows = _rows(conn, "SELECT event_id, retracted_at, target_type, target, reason FROM retractions "
+                       "WHERE (target_type = 'attempt' AND target = ?1) OR (target_type = 'session' AND target IN "
+                       "(?2, (SELECT e.session_id FROM events e WHERE e.event_id = "
+                       "(SELECT s.first_event_id FROM sessions s WHERE s.session_id = ?2)))) "
+                       "ORDER BY retracted_at, event_id LIMIT ?3", (attempt_id, session_id, LIMIT))
+    return {"retracted": {"kind": kind, "subject_id": subject_id, "session_id": session_id, "retractions": rows}}
+
+
 def session_timeline(conn, session_id: str) -> dict | None:
     """The session, its turns (in order) → attempts → tool calls. An attempt's calls are its
     `tool_call_ids`; calls no attempt lists stay under their turn. Failed and superseded
-    attempts and failed calls are flagged (`failed`, `superseded`). A short id is read back."""
+    attempts and failed calls are flagged (`failed`, `superseded`). A short id is read back; a
+    retracted session reads as retracted()."""
     session_id = full_id(conn, "session", session_id)
     found = _rows(conn, "SELECT * FROM sessions WHERE session_id = ?", (session_id,))
     if not found:
         return None
+    if found[0]["retracted"]:
+        return retracted(conn, "session", session_id, session_id)
     turns = _rows(conn, "SELECT * FROM turns WHERE session_id = ? AND NOT retracted ORDER BY turn_index LIMIT ?",
                   (session_id, LIMIT))
     attempts = _rows(conn, "SELECT * FROM attempts WHERE session_id = ? AND NOT retracted "
@@ -124,11 +141,13 @@ def session_timeline(conn, session_id: str) -> dict | None:
 
 def attempt_evidence(conn, attempt_id: str) -> dict | None:
     """The attempt and the events its evidence names, in observation (then chain) order. A
-    short id is read back."""
+    short id is read back; a retracted attempt (itself or its session) reads as retracted()."""
     attempt_id = full_id(conn, "attempt", attempt_id)
     found = _rows(conn, "SELECT * FROM attempts WHERE attempt_id = ?", (attempt_id,))
     if not found:
         return None
+    if found[0]["retracted"]:
+        return retracted(conn, "attempt", attempt_id, found[0]["session_id"], attempt_id)
     events = _rows(conn, "SELECT e.seq, e.event_id, e.observed_at, e.provider, e.kind, e.provider_event_name, "
                          "e.tool_name, e.tool_call_id, e.path_relative, e.outcome_status, e.outcome_class, "
                          "e.exit_code, e.duration_ms, e.capture_mode, e.content_json, e.retracted "

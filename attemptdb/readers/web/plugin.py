@@ -11,7 +11,9 @@ pages); a request's own mistake on Datasette's pages is a 400, never a 500 (mist
 value reaches the page through Jinja's autoescaping or the DOM's textContent, never as markup;
 the pages run no inline script of their own (Needs You's is served as `needs-you.js`) under a
 Content-Security-Policy that allows none (PAGE_CSP); an unknown id or recipe is a 404, never
-an exception; of Datasette's own pages under `/-/` only its static files are served, its
+an exception; a retracted session or attempt is a 410 that names its retractions and shows
+nothing else of it (pages.retracted); a recipe the engine refuses is a 400, its page as its
+JSON; of Datasette's own pages under `/-/` only its static files are served, its
 introspection and debug pages answer 404 (KEPT_DATASETTE_PAGES).
 """
 
@@ -101,11 +103,21 @@ async def _read(datasette, fn, *args):
         raise BadRequest(str(e)) from None
 
 
-async def _page(datasette, request, template, **context):
+async def _page(datasette, request, template, *, status=200, **context):
     cfg = _config(datasette)
     context.update(prefix=PREFIX, db_name=cfg.db_name, include_content=cfg.include_content)
     return Response.html(await datasette.render_template(template, context, request=request),
-                         headers={"content-security-policy": PAGE_CSP})
+                         status=status, headers={"content-security-policy": PAGE_CSP})
+
+
+async def _subject_page(datasette, request, template, data, missing: str):
+    """A page of one subject: 404 when there is none, 410 naming its retractions when a
+    Retraction removed it (Gone: the id was recorded, and a retraction is never undone)."""
+    if data is None:
+        raise NotFound(missing)
+    if "retracted" in data:
+        return await _page(datasette, request, "attemptdb/retracted.html", status=410, **data["retracted"])
+    return await _page(datasette, request, template, **data)
 
 
 _SCRIPTS: dict = {}
@@ -145,16 +157,12 @@ async def units_page(datasette, request):
 
 async def session_page(datasette, request):
     data = await _read(datasette, pages.session_timeline, request.url_vars["ident"])
-    if data is None:
-        raise NotFound("no session with that id")
-    return await _page(datasette, request, "attemptdb/session.html", **data)
+    return await _subject_page(datasette, request, "attemptdb/session.html", data, "no session with that id")
 
 
 async def attempt_page(datasette, request):
     data = await _read(datasette, pages.attempt_evidence, request.url_vars["ident"])
-    if data is None:
-        raise NotFound("no attempt with that id")
-    return await _page(datasette, request, "attemptdb/attempt.html", **data)
+    return await _subject_page(datasette, request, "attemptdb/attempt.html", data, "no attempt with that id")
 
 
 def _run_recipe(cfg: UIConfig, statement: str) -> dict:
@@ -191,11 +199,12 @@ async def recipe_page(datasette, request):
             error = e.to_json()
         except AttemptError as e:
             error = {"code": e.code, "message": e.message}
+    status = 400 if error else 200  # the same for the page and its JSON
     if request.args.get("_format") == "json":
         return Response.json({"recipe": recipe, "answer": answer, "error": error},
-                             status=400 if error else 200, headers={"cache-control": "no-store"})
-    return await _page(datasette, request, "attemptdb/recipe.html", recipe=recipe, values=values,
-                       answer=answer, error=error)
+                             status=status, headers={"cache-control": "no-store"})
+    return await _page(datasette, request, "attemptdb/recipe.html", status=status, recipe=recipe,
+                       values=values, answer=answer, error=error)
 
 
 # Datasette's own pages under /-/ that a reader of this UI uses: its static files (CSS, JS) and
