@@ -3,6 +3,7 @@ signing key and a checkpoint copy there on every run, one per demo database. Its
 now signed by a one-off key deleted once it has signed, the demo says so, and `attempt verify`
 still checks that signature against the public key the file records."""
 
+import json
 import os
 
 from conftest import run_attempt, signed_demo
@@ -43,3 +44,22 @@ def test_a_demo_database_asked_to_keep_its_key_keeps_it_where_it_is_told(tmp_pat
     assert not os.path.exists(location.key_dir())
     r = run_attempt(["checkpoint", "--db", db], env={"ATTEMPTDB_KEY_DIR": keep})
     assert r.returncode == 0, r.stderr.decode()
+
+
+def test_writing_to_the_demo_database_says_nothing_of_its_deleted_key(tmp_path, home):
+    """The README's commands run on the demo file (a retraction, a correction) are not told, on
+    every read after, that no checkpoint was signed (`keys.lost`): the demo deleted its key on
+    purpose and said so."""
+    work = tmp_path / "work"
+    work.mkdir()
+    r = run_attempt(["demo"], cwd=str(work), env={"ATTEMPTDB_NO_DAEMON": "1"}, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    db = str(work / "attemptdb-demo.db")
+    r = run_attempt(["query", "SELECT session_id FROM sessions LIMIT 1", "--db", db, "--json"])
+    session = json.loads(r.stdout)[0]["session_id"]
+    r = run_attempt(["retract", "--session", session, "--reason", "test", "--yes", "--db", db])
+    assert r.returncode == 0, r.stderr.decode()
+    assert "keys.lost" not in r.stderr.decode(), r.stderr.decode()
+    for read in (["events"], ["status"], ["failures"]):  # each read signs a due head: nothing to say of it
+        r = run_attempt([*read, "--db", db])
+        assert r.returncode == 0 and "keys.lost" not in (r.stdout + r.stderr).decode(), (read, r)

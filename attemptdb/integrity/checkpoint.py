@@ -401,6 +401,8 @@ def maybe_checkpoint(store, *, quiet: bool = False, say=None) -> Checkpoint | No
             return None
         return create(store, key)
     except AttemptError as e:  # say so on every due read; sign nothing
+        if e.code == "keys.lost" and store.meta("demo") == "1":
+            return None  # `attempt demo`'s file: its one-off key was deleted by design (devtools/demo.py)
         if not quiet:
             import sys
             note = f"note: no checkpoint signed: {e}"
