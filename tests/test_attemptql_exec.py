@@ -7,7 +7,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_attemptql_scenario import A1, A2, A3, A4, AMB1, NOW, S1, S2, S3, S4, S5, build, open_readonly
+from test_attemptql_scenario import A1, A2, A3, A4, AMB1, NOW, S1, S2, S3, S4, S5, T1, build, open_readonly
 
 from attemptdb.projections import catalog
 from attemptdb.query import execute, sqltext, state
@@ -173,6 +173,96 @@ def test_filters_and_vocabulary(db):
     assert fails(db, "SHOW ATTEMPTS FOR project = 'nowhere'").code == "AQL0303"
     assert fails(db, "SHOW ATTEMPTS FOR provider = 'notanagent'").code == "AQL0306"
     assert fails(db, "SHOW HANDOFFS BETWEEN agent = 'codex' AND agent = 'codex'").code == "AQL0402"
+
+
+def test_provider_vocabulary_is_the_providers_sessions_have(db):
+    """FOR provider names the providers SHOW prints: the agents' and `attempt` (attempt run,
+    note, approve), in every spelling a user sees (hook id, display name); `attemptdb` (only
+    corrections and retractions have it) is refused instead of matching nothing."""
+    from attemptdb.adapters import registry
+    from attemptdb.evidence import record
+    from attemptdb.query.resolve import providers
+    assert providers() == registry.PROVIDERS + (record.PROVIDER,) and "attemptdb" not in providers()
+    e = fails(db, "SHOW ATTEMPTS FOR provider = 'nope'")
+    assert e.code == "AQL0306" and e.message.endswith("providers: claude_code, codex, cursor, gemini_cli, attempt")
+    assert e.to_json()["choices"] == list(providers()) and "nope" not in e.message
+    assert all(len(line) <= 80 for line in str(e).split("\n"))
+    assert "did you mean `codex`?" in fails(db, "SHOW SESSIONS FOR provider = 'codx'").message
+    for text in ("SHOW ATTEMPTS FOR provider = 'attemptdb'", "SHOW TURNS FOR agent = 'AttemptDB'",
+                 "STATE agent 'attemptdb' AT NOW"):
+        e = fails(db, text)
+        assert e.code == "AQL0306" and "corrections and retractions" in e.message, text
+    r = run(db, "SHOW ATTEMPTS FOR provider = 'attempt'")  # this file has no attempt run session: none, no error
+    assert r.rows == [] and any("no attempts matched" in n for n in r.notes)
+    assert run(db, "SHOW SESSIONS FOR agent = 'attempt'").rows == []
+    claude = set(col(run(db, "SHOW SESSIONS FOR provider = 'claude_code'"), "session_id"))
+    assert claude == {S1}
+    for spelling in ("claude-code", "Claude Code", "CLAUDE_CODE", "claude"):
+        assert set(col(run(db, f"SHOW SESSIONS FOR provider = '{spelling}'"), "session_id")) == claude, spelling
+    assert col(run(db, "SHOW ATTEMPTS FOR provider = 'gemini-cli'"), "attempt_id") == \
+        col(run(db, "SHOW ATTEMPTS FOR provider = 'gemini_cli'"), "attempt_id")
+
+
+def test_an_id_example_is_of_the_kind_typed(db):
+    for text, kind, example in (("WHY 'ses_zzzz' BLOCKED", "session", "ses_01a04762"),
+                                ("SHOW EVIDENCE FOR 'tc_zzzz'", "tool call", "tc_01a04762"),
+                                ("TRACE 'trn_zz-zz' CAUSES", "turn", "trn_01a04762"),
+                                ("WHY attempt 'att_zz' STATUS FAILED", "attempt", "att_01a04762"),
+                                ("WHY session 'ses_zz' STATUS BLOCKED", "session", "ses_01a04762")):
+        e = fails(db, text)
+        assert e.code == "AQL0105" and e.message.startswith(f"malformed {kind} id;") and f"(e.g. {example})" in e.message
+    e = fails(db, "WHY 'foo_12345678' BLOCKED")
+    assert e.code == "AQL0105" and e.message.endswith("id prefixes: att_, dec_, ev_, ses_, spn_, tc_, trn_, wu_")
+
+
+def test_messages_use_the_right_article(db):
+    cases = {
+        f"WHY attempt {A1} STATUS BLOCKED": "not an attempt; for an attempt ask STATUS FAILED",
+        f"WHY '{A1}' BLOCKED": "not an attempt; for an attempt ask STATUS FAILED",
+        "WHY event ev_00000001 STATUS FAILED": "FAILED applies to an attempt, not an event",
+        f"WHY turn {T1} STATUS FAILED": "FAILED applies to an attempt, not a turn",
+        f"WHY '{S1}' STATUS FAILED": "not a session; for a session ask STATUS BLOCKED",
+        "WHY agent 'codex' STATUS FAILED": "for an agent ask STATUS BLOCKED",
+        f"STATE attempt {A1} AT NOW": "not an attempt",
+        f"WHY session '{A1}' STATUS BLOCKED": "expected a session id (ses_…), got an attempt id",
+        f"WHY attempt '{S1}' STATUS FAILED": "expected an attempt id (att_…), got a session id",
+        "TRACE agent 'codex' CAUSES": "not an agent",
+    }
+    import re
+    for text, fragment in cases.items():
+        e = fails(db, text)
+        assert fragment in e.message, (text, e.message)
+        assert not re.search(r"\ba [aeio]", e.message + " " + (e.label or "")), e.message
+
+
+WIDE_ERRORS = ["SHOW ATTEMPTS ORDER BY nope", "SHOW ATTEMPTS WHERE outcom = 1", "SHOW TOOL CALLS WHERE foo(1)",
+               "SHOW ATTEMPTS FOR colour = 'red'", "SHOW NOTES FOR provider = 'codex'", "DESCRIBE attempt",
+               "SHOW ATTEMPTS FOR outcome = 'exploded'", "SHOW HANDOFFS FOR agent = 'agt_00000001'",
+               "SHOW SUPERSEDED ATTEMPTS ORDER BY successor", "SHOW ATTEMPTS FOR provider = 'agt_00000001'"]
+
+
+@pytest.mark.parametrize("text", WIDE_ERRORS)
+def test_an_error_listing_many_alternatives_fits_80_columns(db, text):
+    """The lists of AQL0405 (a target's columns), AQL0404, AQL0412, AQL0307, AQL0406 and
+    AQL0306 go under the statement in lines of at most 80 columns; message and to_json keep
+    them whole on one line."""
+    e = fails(db, text)
+    lines = str(e).split("\n")
+    assert all(len(line) <= 80 for line in lines), lines
+    name, items = e.listing
+    assert e.message.endswith(f"{name}: {', '.join(items)}") and e.to_json()["choices"] == list(items)
+    if len(f"error[{e.code}]: {e.message}") > 80:
+        assert lines[0] == f"error[{e.code}]: {e.brief}" and lines[5].startswith(f"   = {name}: ")
+        assert " ".join(" ".join(lines[5:]).replace(",", "").split()) == f"= {name}: " + " ".join(items)
+
+
+def test_a_near_name_is_suggested(db):
+    assert fails(db, "SHOW ATTEMPTS ORDER BY outcom").brief == "unknown column; did you mean `outcome`?"
+    assert fails(db, "SHOW ATTEMPTS WHERE failure_clas IS NULL").brief == \
+        "unknown column; did you mean `failure_class`?"
+    assert fails(db, "SHOW ATTEMPTS FOR projct = 'x'").brief == "unknown filter; did you mean `project`?"
+    assert fails(db, "SHOW ATTEMPTS FOR outcome = 'faild'").brief == "unknown outcome; did you mean `failed`?"
+    assert fails(db, "DESCRIBE sesions").brief == "unknown table; did you mean `sessions`?"
 
 
 def test_order_limit_and_notes(db):

@@ -111,6 +111,66 @@ def test_where_cannot_break_out_of_its_expression():
     assert e.pos == len("SHOW ATTEMPTS WHERE true")
 
 
+@pytest.mark.parametrize("text, first, second", [
+    ("SHOW ATTEMPTS FOR since = -1d SINCE -2d", "FOR since", "SINCE"),
+    ("SHOW ATTEMPTS SINCE -2d FOR since = -1d", "SINCE", "FOR since"),
+    ("SHOW ATTEMPTS FOR since = -1d AND project = 'x' AND since = -2d", "FOR since", "FOR since"),
+    ("SHOW ATTEMPTS UNTIL now FOR project = 'widget' AND until = -2d", "UNTIL", "FOR until"),
+])
+def test_a_time_bound_given_twice_is_refused_naming_both(text, first, second):
+    """`FOR since = …` and SINCE set one bound: given twice (which would win?) is AQL0205 like
+    LIMIT 1 LIMIT 2, naming both ways it was given, the caret on the second."""
+    e = err(text)
+    bound = first.split()[-1].upper()
+    assert e.code == "AQL0205" and e.message == f"{bound} is given twice: as {first} and as {second}"
+    assert text[e.pos:e.end].split()[0].upper() in (bound, "SINCE", "UNTIL") and e.pos > text.find(first.split()[-1])
+    assert len(str(e).split("\n")[0]) <= 80
+
+
+def test_one_since_and_one_until_still_go_together():
+    c = cmd("SHOW ATTEMPTS FOR since = -2d UNTIL -1d")
+    assert [f.key for f in c.filters] == ["since"] and c.until.text == "-1d"
+
+
+@pytest.mark.parametrize("text", ["SHOW NOPE", "SHOW", "SHOW VERDICTS LIMIT 3", "show attempt"])
+def test_an_unknown_target_lists_every_target_within_80_columns(text):
+    from attemptdb.query.syntax_errors import TARGET_WORDS
+    e = err(text)
+    assert e.code in ("AQL0201", "AQL0202")
+    lines = str(e).split("\n")
+    assert max(len(line) for line in lines) <= 80, lines
+    listed = " ".join(lines[5:])
+    assert listed.lstrip().startswith("= targets: ") and all(w in listed for w in TARGET_WORDS)
+    assert e.label == "expected a SHOW target"
+    assert e.message.endswith("targets: " + ", ".join(TARGET_WORDS))  # one line for machines
+    assert e.to_json()["choices"] == list(TARGET_WORDS)
+    if "attempt" in text:
+        assert "did you mean `ATTEMPTS`?" in lines[0]
+
+
+def test_a_listing_is_packed_whole_and_the_caret_stays_put():
+    e = AQLError("AQL0405", "unknown column", source="SHOW X ORDER BY nope", pos=16, end=20, label="unknown column",
+                 listing=("columns of SHOW X", [f"column_number_{i}" for i in range(30)] + ["a b c"]))
+    lines = str(e).split("\n")
+    assert lines[0] == "error[AQL0405]: unknown column"
+    assert lines[3] == " 1 | SHOW X ORDER BY nope" and lines[4] == "   | " + " " * 16 + "^^^^ unknown column"
+    assert lines[5].startswith("   = columns of SHOW X: column_number_0, ")
+    assert all(len(line) <= 80 for line in lines) and all(line.startswith("     ") for line in lines[6:])
+    words = " ".join(lines[5:])[len("   = columns of SHOW X: "):].replace(",", "").split()
+    assert words == [f"column_number_{i}" for i in range(30)] + ["a", "b", "c"]
+    assert "a b c" in lines[-1]  # an alternative is never split between lines
+    short = AQLError("AQL0406", "unknown status", listing=("valid values", ["approved", "rejected"]))
+    assert str(short) == "error[AQL0406]: unknown status; valid values: approved, rejected"  # fits: one line
+
+
+def test_article():
+    from attemptdb.query.errors import article
+    assert [article(w) for w in ("attempt", "event", "id", "outcome", "session", "tool call", "work unit",
+                                 "unit", "update", "agent")] == [
+        "an attempt", "an event", "an id", "an outcome", "a session", "a tool call", "a work unit", "a unit",
+        "an update", "an agent"]
+
+
 def test_messages_do_not_echo_string_contents():
     secret = "hunter2-secret-token"
     e = err(f"SHOW ATTEMPTS WHERE note = '{secret}' LIMIT x")
@@ -298,8 +358,7 @@ def test_cached_grammar_is_equivalent_to_a_fresh_build(tmp_path, monkeypatch):
     assert os.listdir(tmp_path / "attemptdb")[0].startswith("attemptql-")
     outcomes = []
     for rules in (fresh, stored, loaded):
-        monkeypatch.setattr(P, "_GRAMMAR", rules)
-        monkeypatch.setattr(P, "_DESCENDANTS", None)
+        monkeypatch.setattr(P, "_GRAMMAR", rules)  # syntax_errors works out each grammar's own rule sets
         got = []
         for text in VALID:
             got.append(P.parse(text).command.describe())

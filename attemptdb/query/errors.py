@@ -11,6 +11,10 @@ echoes database content, and which renders like
        |                             ^^^ expected 'DOING'
 
 The only text shown back is the statement the user typed, and only in the source excerpt.
+An error that names many alternatives (`listing`: a target's columns, the SHOW targets) fits
+WIDTH columns: when its one line would not, the header keeps the message and the alternatives
+go under the statement, packed into lines (`= columns: …`); `message` and `to_json` keep them
+in one line, for machines.
 """
 
 from ..errors import AttemptError, printable
@@ -76,6 +80,17 @@ RANGES = {"lexical": "AQL01", "syntax": "AQL02", "resolution": "AQL03", "semanti
 SHOWN_CHARS = 120
 """At most this much of a long statement line is echoed under an error, around the mark."""
 
+WIDTH = 80
+"""The columns a rendered error's header and list lines fit in (a terminal's)."""
+
+
+def article(noun: str) -> str:
+    """`noun` after its indefinite article, as a message says it: "an attempt", "a session",
+    "a work unit", "a unit" (`u` read as "you" takes `a`)."""
+    low = noun.lower()
+    vowel = low[:1] in ("a", "e", "i", "o") or (low[:1] == "u" and not low.startswith(("uni", "use", "usu")))
+    return f"{'an' if vowel else 'a'} {noun}"
+
 
 class AQLError(AttemptError):
     """A statement failure. `pos`/`end` are character offsets into `source` (the statement
@@ -83,12 +98,18 @@ class AQLError(AttemptError):
 
     def __init__(self, code: str, message: str, *, source: str | None = None,
                  pos: int | None = None, end: int | None = None, label: str | None = None,
-                 exit_status: int | None = None):
+                 exit_status: int | None = None, listing: tuple[str, tuple | list] | None = None):
+        """`listing` = (name, alternatives), e.g. ("columns", [...]): the message is `message`
+        followed by `; name: a, b, c` (after a question, by ` name: …`)."""
         if code not in CODES:  # a programming error: keep the contract honest
             raise ValueError(f"unknown AQL code {code}")
         if exit_status is None:  # a refused or malformed statement is bad input (2); a statement
             # that could not finish (time, memory, an unreadable file) or broke an invariant is 1
             exit_status = 1 if code.startswith(("AQL06", "AQL0501", "AQL0502", "AQL0503", "AQL0504")) else 2
+        self.brief = message
+        self.listing = (listing[0], tuple(listing[1])) if listing else None
+        if self.listing:
+            message += ("" if message.endswith("?") else ";") + f" {self.listing[0]}: {', '.join(self.listing[1])}"
         super().__init__(code, message, exit_status=exit_status)
         self.source = source
         self.pos = pos
@@ -123,9 +144,15 @@ class AQLError(AttemptError):
         from ..render.results import safe_chars
         from ..render.termtable import cols
         head = f"error[{self.code}]: {printable(self.message)}"
+        listed = self.listing is not None and cols(head) > WIDTH
+        if listed:  # the alternatives go under the statement, so the header fits
+            head = f"error[{self.code}]: {printable(self.brief)}"
+            if cols(head) > WIDTH:
+                from ..render.termtable import lines_of
+                head = "\n".join(lines_of(head, WIDTH, indent=" " * len(f"error[{self.code}]: ")))
         lc = self.line_col()
         if lc is None:
-            return head
+            return "\n".join([head] + (self._listed(1) if listed else []))
         line, col = lc
         src_line = self.source.split("\n")[line - 1]
         # the rule of every line (a control character shows as `?`, one for one), a tab in the
@@ -154,7 +181,27 @@ class AQLError(AttemptError):
             f"{' ' * (width + 2)}|",
             f" {line:>{width}} | {shown}",
             f"{' ' * (width + 2)}| {caret}",
-        ])
+        ] + (self._listed(width + 2) if listed else []))
+
+    def _listed(self, indent: int) -> list[str]:
+        """The alternatives as lines of at most WIDTH columns, `= name: a, b,` then the rest
+        aligned under the first (under the name after a long one); an alternative is never split
+        between lines."""
+        from ..render.termtable import cols
+        name, items = self.listing
+        lead = f"{' ' * indent}= {printable(name)}: "
+        hang = " " * (cols(lead) if cols(lead) <= WIDTH // 3 else indent + 2)
+        lines, line = [], lead
+        for i, item in enumerate(items):
+            word = printable(item) + ("," if i < len(items) - 1 else "")
+            if line == lead:
+                line += word
+            elif cols(line) + 1 + cols(word) > WIDTH:
+                lines.append(line)
+                line = hang + word
+            else:
+                line += " " + word
+        return lines + [line]
 
     def to_json(self) -> dict:
         out = {"code": self.code, "category": self.category, "message": self.message}
@@ -164,6 +211,8 @@ class AQLError(AttemptError):
             out["offset"] = self.pos
             if self.label:
                 out["expected"] = self.label
+        if self.listing:
+            out["choices"] = list(self.listing[1])
         return out
 
     def __str__(self) -> str:

@@ -16,6 +16,7 @@ Invariants:
 
 import apsw
 
+from ..errors import did_you_mean
 from ..model import fastjson
 from ..store.database import let_signals_in
 from ..store.sqlerrors import condition
@@ -180,9 +181,9 @@ def describe(ctx, text: str) -> Result:
     if not table_exists(ctx.conn, name):
         if name in PLANNED_TABLES:
             raise planned_error(name.replace("_", " "), (text, k, j2))
-        names = ", ".join(n for n, _ in documented_tables(ctx.conn))
-        raise AQLError("AQL0307", f"unknown table; the tables are {names} (`attempt schema` describes them)",
-                       source=text, pos=k, end=j2, label="unknown table")
+        names = [n for n, _ in documented_tables(ctx.conn)]
+        raise AQLError("AQL0307", "unknown table" + (did_you_mean(name, names) or "; `attempt schema` describes each"),
+                       source=text, pos=k, end=j2, label="unknown table", listing=("tables", names))
     documented = _documented_columns(name)
     # the catalog's type and nullability where it documents the column (what `attempt schema`
     # says: a view's columns declare no type or an affinity only); else what SQLite declares

@@ -10,8 +10,9 @@ Invariants:
 - Lookups are index range scans on the id columns (prefix → [lo, hi) text range).
 """
 
+from ..errors import did_you_mean
 from ..model import clock, ids
-from .errors import AQLError
+from .errors import AQLError, article
 
 MIN_SHORT_HEX = ids.MIN_SHORT_HEX
 MAX_CANDIDATES = 5
@@ -31,12 +32,16 @@ BARE_ORDER = ("attempt", "session", "turn", "span", "work_unit", "event")
 PREFIX_KIND = {p: k for k, v in KINDS.items() for p in v[0]}
 PLANNED_TABLES = ("work_units", "decisions", "conflicts")  # absent from files written before work units (AQL0408)
 
+RECORDER_PROVIDER = "attempt"
+"""The provider of what `attempt run`, `note` and `approve` record: attemptdb.evidence.record.PROVIDER
+(a test keeps the two equal; importing the recorder would cost a statement ~25 ms)."""
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def _err(code, message, loc, label=None):
+def _err(code, message, loc, label=None, listing=None):
     source, pos, end = loc if loc else (None, None, None)
-    return AQLError(code, message, source=source, pos=pos, end=end, label=label)
+    return AQLError(code, message, source=source, pos=pos, end=end, label=label, listing=listing)
 
 
 # --- times -------------------------------------------------------------------------------
@@ -148,7 +153,7 @@ def _named_session(conn, name: str, live: bool) -> str | None:
     """The id of the `attempt` session named `name` (its provider session id), when stored."""
     if not table_exists(conn, "sessions"):
         return None
-    sid = "ses_" + ids.session_id("attempt", name)
+    sid = "ses_" + ids.session_id(RECORDER_PROVIDER, name)
     row = conn.execute("SELECT session_id FROM sessions WHERE session_id = ?" + (" AND NOT retracted" if live else ""),
                        (sid,)).fetchone()
     return row[0] if row else None
@@ -164,18 +169,20 @@ def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -
         if named is not None:
             return "session", named
     prefix, hexpart, ok = split_id(text)
-    what = KINDS[kind][4] if kind else "entity"
     if prefix and prefix not in PREFIX_KIND:
-        raise _err("AQL0105", f"malformed id: unknown prefix; expected one of "
-                   f"{', '.join(sorted(PREFIX_KIND))}", loc, "unknown id prefix")
+        raise _err("AQL0105", "malformed id: unknown prefix", loc, "unknown id prefix",
+                   ("id prefixes", sorted(PREFIX_KIND)))
+    # the kind the statement asks for, else the one the typed prefix names: the example is of that kind
+    what = KINDS[kind][4] if kind else KINDS[PREFIX_KIND[prefix]][4] if prefix else "entity"
     if prefix and kind and prefix not in KINDS[kind][0]:
         other = KINDS[PREFIX_KIND[prefix]][4]
-        raise _err("AQL0304", f"expected a {what} id ({KINDS[kind][0][0]}…), got a {other} id", loc,
-                   f"expected a {what} id")
+        raise _err("AQL0304", f"expected {article(what)} id ({KINDS[kind][0][0]}…), got {article(other)} id", loc,
+                   f"expected {article(what)} id")
     if not ok:
         named = " or the name of a session `attempt run` or `attempt note` recorded" if kind == "session" else ""
+        example = prefix or (KINDS[kind][0][0] if kind else "att_")
         raise _err("AQL0105", f"malformed {what} id; expected hex digits after the prefix "
-                   f"(e.g. {(KINDS[kind][0][0] if kind else 'att_')}01a04762){named}", loc, "not an id")
+                   f"(e.g. {example}01a04762){named}", loc, "not an id")
     if len(hexpart) < MIN_SHORT_HEX:
         raise _err("AQL0305", f"short {what} id needs at least {MIN_SHORT_HEX} hex digits", loc,
                    "too short")
@@ -238,9 +245,23 @@ def resolve_project(conn, name: str, loc=None) -> list[tuple[str, str]]:
     return sorted({(r[0], r[1]) for r in rows})
 
 
+META_PROVIDER = "attemptdb"
+"""The provider of corrections and retractions (attemptdb.projections.meta): events only; no
+session, turn, attempt or call has it."""
+
+
+def providers() -> tuple[str, ...]:
+    """The providers a session (its turns, attempts, calls …) has, as SHOW prints them: each
+    agent adapter's (attemptdb.adapters.registry.PROVIDERS) and RECORDER_PROVIDER. The one list
+    FOR provider, agent subjects and their errors name."""
+    from ..adapters import registry
+    return registry.PROVIDERS + (RECORDER_PROVIDER,)
+
+
 def resolve_agent(conn, name: str, loc=None) -> tuple[str, str]:
     """('provider', provider id) or ('agent', agt_ id) for an agent name as typed: a provider
-    id or display name ('claude-code', 'Claude Code'), or an agt_ id."""
+    as SHOW prints it ('claude_code', 'attempt'), its hook id or display name ('claude-code',
+    'Claude Code'), a provider stored in this file's sessions, or an agt_ id."""
     from ..adapters import registry
     n = name.strip()
     if n.lower().startswith("agt_"):
@@ -261,10 +282,14 @@ def resolve_agent(conn, name: str, loc=None) -> tuple[str, str]:
     if pid:
         return "provider", pid
     low = n.lower()
-    if low == "attemptdb" or conn.execute("SELECT 1 FROM sessions WHERE provider = ? LIMIT 1", (low,)).fetchone():
+    known = providers()
+    if low in known or conn.execute("SELECT 1 FROM sessions WHERE provider = ? LIMIT 1", (low,)).fetchone():
         return "provider", low
-    known = ", ".join(registry.PROVIDERS + ("attemptdb",))
-    raise _err("AQL0306", f"unknown agent '{n}'; expected a provider ({known}) or an agt_ id", loc, "unknown agent")
+    if low == META_PROVIDER:  # would silently match nothing
+        raise _err("AQL0306", f"{META_PROVIDER} records corrections and retractions, never sessions", loc,
+                   "SHOW CORRECTIONS lists them", ("providers", known))
+    raise _err("AQL0306", "unknown agent; " + (did_you_mean(low, known)[2:] or "expected a provider or an agt_ id"),
+               loc, "unknown agent", ("providers", known))
 
 
 def project_of_directory(conn, cwd: str | None) -> tuple[str, str] | None:

@@ -3,7 +3,7 @@
 
 
 from . import sqlgen as C
-from .errors import AQLError
+from .errors import AQLError, article
 from .resolve import project_of_directory, resolve_agent, resolve_project, table_exists
 
 # ... subject scoping shared by STATE, WHY, DIFF, WHAT IS
@@ -54,7 +54,7 @@ def scope_of(ctx, subject, statement: str) -> Scope:
     if kind != "session":
         if statement in ("STATE", "DIFF STATE"):
             raise AQLError("AQL0409", f"{statement} takes a project, a session, an agent or a work unit, "
-                           f"not a {C.KIND_LABEL[kind]}", source=ctx.source, pos=subject.pos, end=subject.end,
+                           f"not {article(C.KIND_LABEL[kind])}", source=ctx.source, pos=subject.pos, end=subject.end,
                            label="not a state subject")
         turn = _turn_of(ctx, kind, ident)
         ident = _session_of(ctx, kind, ident)

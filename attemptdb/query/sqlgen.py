@@ -13,14 +13,16 @@ Invariants:
   (`{"confidence", "reason", "note"}`, a JSON object built in SQL).
 """
 
+from ..errors import did_you_mean
 from . import nodes as ast
-from .errors import AQLError
+from .errors import AQLError, article
 from .resolve import (
     MAX_CANDIDATES,
     MIN_SHORT_HEX,
     PLANNED_TABLES,
     one_match,
     planned_error,
+    providers,
     resolve_agent,
     resolve_id,
     resolve_project,
@@ -195,11 +197,17 @@ def f_project(ctx, f, a, how):
     return _in(f"{a}.project_id", ids)
 
 
+def not_a_provider(ctx, f, message="provider takes a provider name; agent = 'agt_…' names one agent",
+                   label="not a provider"):
+    """AQL0404 for an agt_ id where a provider name goes, listing the providers."""
+    return AQLError("AQL0404", message, source=ctx.source, pos=f.value.pos, end=f.value.end, label=label,
+                    listing=("providers", providers()))
+
+
 def f_provider(ctx, f, a, cols):
     kind, value = resolve_agent(ctx.conn, _text(f), _loc(ctx, f.value))
     if kind == "agent":
-        raise AQLError("AQL0404", "provider takes a provider name (claude_code, codex, …); use agent = 'agt_…' "
-                       "for one agent", source=ctx.source, pos=f.value.pos, end=f.value.end, label="not a provider")
+        raise not_a_provider(ctx, f)
     return _provider_sql(a, cols, value)
 
 
@@ -219,9 +227,8 @@ def f_agent(ctx, f, a, arg):
     if kind == "provider":
         return _provider_sql(a, provider_cols, value)
     if agent_col is None:
-        raise AQLError("AQL0404", f"agent ids filter SESSIONS, TOOL CALLS, ATTEMPTS and SIGNALS only; "
-                       f"use a provider name for SHOW {ctx.target.name}", source=ctx.source,
-                       pos=f.value.pos, end=f.value.end, label="agent id not supported here")
+        raise not_a_provider(ctx, f, "agent ids filter SESSIONS, TOOL CALLS, ATTEMPTS and SIGNALS only",
+                             "use a provider name")
     if agent_col == "agents":
         return f"EXISTS (SELECT 1 FROM json_each({a}.agents) WHERE value = ?)", [value]
     return f"{a}.{agent_col} = ?", [value]
@@ -251,9 +258,7 @@ def f_unit_member(ctx, f, a, arg):
         who, value = resolve_agent(ctx.conn, _text(f), _loc(ctx, f.value))
         if who == "agent":
             if kind == "provider":
-                raise AQLError("AQL0404", "provider takes a provider name (claude_code, codex, …); use agent = "
-                               "'agt_…' for one agent", source=ctx.source, pos=f.value.pos, end=f.value.end,
-                               label="not a provider")
+                raise not_a_provider(ctx, f)
             member = "m.session_id IN (SELECT g.session_id FROM session_agents g WHERE g.agent_id = ?)"
         else:
             member = "m.provider = ?"
@@ -288,9 +293,14 @@ def f_vocab(ctx, f, a, arg):
     v = _text(f).lower()
     allowed = VOCAB.get((table, col))
     if allowed and v not in allowed:
-        raise AQLError("AQL0406", f"{f.key} must be one of {', '.join(allowed)}", source=ctx.source,
-                       pos=f.value.pos, end=f.value.end, label="not in the vocabulary")
+        raise outside_vocabulary(ctx, f, allowed)
     return f"{a}.{col} = ?", [v]
+
+
+def outside_vocabulary(ctx, f, allowed) -> AQLError:
+    """AQL0406 for a FOR value outside its closed vocabulary, listing the vocabulary."""
+    return AQLError("AQL0406", f"unknown {f.key}{did_you_mean(_text(f).lower(), allowed)}", source=ctx.source,
+                    pos=f.value.pos, end=f.value.end, label="not in the vocabulary", listing=("valid values", allowed))
 
 
 def f_tool(ctx, f, a, arg):
@@ -305,8 +315,7 @@ def f_signal_status(ctx, f, a, arg):
     conds = {"pending": f"{a}.pending", "cleared": f"NOT {a}.pending", "blocking": f"{a}.blocking",
              "non_blocking": f"NOT {a}.blocking"}
     if v not in conds:
-        raise AQLError("AQL0406", "status must be one of pending, cleared, blocking, non_blocking",
-                       source=ctx.source, pos=f.value.pos, end=f.value.end, label="not in the vocabulary")
+        raise outside_vocabulary(ctx, f, tuple(conds))
     return conds[v], []
 
 
@@ -318,8 +327,7 @@ def f_correction_outcome(ctx, f, a, arg):
 def f_verdict(ctx, f, a, arg):
     v = _text(f).lower()
     if v not in ("approved", "rejected"):
-        raise AQLError("AQL0406", f"{f.key} must be one of approved, rejected", source=ctx.source,
-                       pos=f.value.pos, end=f.value.end, label="not in the vocabulary")
+        raise outside_vocabulary(ctx, f, ("approved", "rejected"))
     return f"{a}.approved = ?", [int(v == "approved")]
 
 
@@ -445,9 +453,7 @@ class WherePrinter:
         if n.name in self.extra:
             return self.extra[n.name]
         if n.name not in self.columns:
-            cols = ", ".join(sorted(self.columns | set(self.extra)))
-            raise AQLError("AQL0405", f"unknown column for SHOW {self.ctx.target.name}; columns: {cols}",
-                           source=self.ctx.source, pos=n.pos, end=n.end, label="unknown column")
+            raise unknown_column(self.ctx, self.ctx.target, self.columns | set(self.extra), n.name, n.pos, n.end)
         return f'{self.alias}."{n.name}"'
 
     def literal(self, n: ast.SqlLiteral) -> str:
@@ -483,10 +489,9 @@ class WherePrinter:
     def call(self, n: ast.SqlCall) -> str:
         spec = FUNCTIONS.get(n.name)
         if spec is None or n.star or not spec[0] <= len(n.args) <= spec[1]:
-            allowed = ", ".join(sorted(FUNCTIONS))
             why = "takes a different number of arguments" if spec and not n.star else "is not allowed in WHERE"
-            raise AQLError("AQL0412", f"function {n.name} {why}; scalar functions allowed: {allowed}",
-                           source=self.ctx.source, pos=n.pos, end=n.end, label="function not allowed")
+            raise AQLError("AQL0412", f"function {n.name} {why}", source=self.ctx.source, pos=n.pos, end=n.end,
+                           label="function not allowed", listing=("scalar functions allowed", sorted(FUNCTIONS)))
         return f"{n.name}({', '.join(self.print(x) for x in n.args)})"
 
 
@@ -558,15 +563,19 @@ def order_sql(target: Target, show: ast.Show, alias: str, columns: set, ctx) -> 
     if show.order:
         col, direction, pos, end = show.order
         if col not in columns and not (col == "successor_outcome" and target.table == "attempts"):
-            cols = ", ".join(sorted(columns))
-            raise AQLError("AQL0405", f"unknown column for SHOW {target.name}; columns: {cols}", source=ctx.source,
-                           pos=pos, end=end, label="unknown column")
+            raise unknown_column(ctx, target, columns, col, pos, end)
         items.append(f'"{col}" {direction}' if alias is None else f'{alias}."{col}" {direction}')
     for col, direction in target.order:
         if show.order and show.order[0] == col:
             continue
         items.append(f'"{col}" {direction}' if alias is None else f'{alias}."{col}" {direction}')
     return ", ".join(items)
+
+
+def unknown_column(ctx, target: Target, columns, name: str, pos: int, end: int) -> AQLError:
+    """AQL0405 for a column `target` does not have, the nearest one suggested, all listed."""
+    return AQLError("AQL0405", "unknown column" + did_you_mean(name, columns), source=ctx.source, pos=pos, end=end,
+                    label="unknown column", listing=(f"columns of SHOW {target.name}", sorted(columns)))
 
 
 def compile_show(ctx, show: ast.Show) -> ShowPlan:
@@ -605,13 +614,15 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
     rules = FILTERS.get(show.target, {})
     for f in show.filters:
         if f.key not in FILTER_KEYS:
-            raise AQLError("AQL0404", f"unknown filter; expected one of {', '.join(FILTER_KEYS)}", source=ctx.source,
-                           pos=f.key_pos, end=f.key_pos + len(f.key), label="unknown filter")
+            raise AQLError("AQL0404", "unknown filter" + did_you_mean(f.key, FILTER_KEYS), source=ctx.source,
+                           pos=f.key_pos, end=f.key_pos + len(f.key), label="unknown filter",
+                           listing=("filters", FILTER_KEYS))
         rule = rules.get(f.key)
         if rule is None:
-            supported = ", ".join(k for k in FILTER_KEYS if k in rules) or "none"
-            raise AQLError("AQL0404", f"filter {f.key} is not supported for SHOW {target.name}; supported: {supported}",
-                           source=ctx.source, pos=f.key_pos, end=f.key_pos + len(f.key), label="not supported here")
+            supported = [k for k in FILTER_KEYS if k in rules] or ["none"]
+            raise AQLError("AQL0404", f"filter {f.key} is not supported for SHOW {target.name}", source=ctx.source,
+                           pos=f.key_pos, end=f.key_pos + len(f.key), label="not supported here",
+                           listing=("supported", supported))
         builder, arg = rule
         if units_program and f.key in UNIT_INDEX_FILTERS:  # read off the unit index, before any unit is judged
             sql, p = builder(ctx, f, "u", arg)
@@ -697,9 +708,7 @@ def _between(ctx, between):
     for f in (f1, f2):
         kind, value = resolve_agent(ctx.conn, f.value.text, (ctx.source, f.value.pos, f.value.end))
         if kind != "provider":
-            raise AQLError("AQL0404", "BETWEEN matches providers on either side of a handoff; use a provider "
-                           "name (claude_code, codex, cursor, gemini_cli)", source=ctx.source, pos=f.value.pos,
-                           end=f.value.end, label="not a provider")
+            raise not_a_provider(ctx, f, "BETWEEN matches the providers on either side of a handoff")
         v.append(value)
     if v[0] == v[1]:
         raise AQLError("AQL0402", "BETWEEN needs two different agents", source=ctx.source, pos=f2.value.pos,
@@ -730,7 +739,7 @@ def resolve_subject_entity(ctx, subject: ast.Subject, allowed=None) -> tuple[str
     loc = (ctx.source, subject.pos, subject.end)
     if subject.kind in ("project", "agent"):
         raise AQLError("AQL0409", f"this statement takes an id (attempt, session, turn, tool call, event), "
-                       f"not a {subject.kind}", source=ctx.source, pos=subject.pos, end=subject.end,
+                       f"not {article(subject.kind)}", source=ctx.source, pos=subject.pos, end=subject.end,
                        label="needs an id")
     kind = None if subject.kind == "ref" else subject.kind
     return resolve_id(ctx.conn, kind, subject.value, loc)

@@ -3,7 +3,7 @@
 from ..model import fastjson
 from . import fixed_sql as F
 from . import sqlgen as C
-from .errors import AQLError
+from .errors import AQLError, article
 from .result import FAILED, Result, dedup, loads_list, uncertainty
 from .scope import scope_of
 from .state import block_of, state_at, state_queries, unit_block, unit_evidence, unit_uncertainty, units_at, units_query
@@ -110,23 +110,23 @@ class WhyHandler:
                                source=ctx.source, pos=cmd.state_pos, end=cmd.state_end, label="not for a work unit")
             return "BLOCKED_UNIT", C.resolve_subject_entity(ctx, s)[1]
         if st == "FAILED":
-            if s.kind in ("project", "agent", "session", "turn", "span", "event"):
-                raise AQLError("AQL0411", f"FAILED applies to an attempt; for a {s.kind} ask STATUS BLOCKED",
+            if s.kind in ("project", "agent", "session"):  # these answer BLOCKED
+                raise AQLError("AQL0411", f"FAILED applies to an attempt; for {article(s.kind)} ask STATUS BLOCKED",
                                source=ctx.source, pos=s.pos, end=s.end, label="not an attempt")
-            kind, ident = C.resolve_subject_entity(ctx, s)
+            kind, ident = (s.kind, None) if s.kind in ("turn", "span", "event") else C.resolve_subject_entity(ctx, s)
             if kind != "attempt":
-                raise AQLError("AQL0411", f"FAILED applies to an attempt, not a {C.KIND_LABEL[kind]}",
+                raise AQLError("AQL0411", f"FAILED applies to an attempt, not {article(C.KIND_LABEL[kind])}"
+                               + ("; for a session ask STATUS BLOCKED" if kind == "session" else ""),
                                source=ctx.source, pos=s.pos, end=s.end, label="not an attempt")
             return "FAILED", ident
-        if s.kind in ("turn", "span", "event", "attempt"):
-            raise AQLError("AQL0411", f"BLOCKED applies to a session, a project or a work unit, not a "
-                           f"{C.KIND_LABEL.get(s.kind, s.kind)}; for an attempt ask STATUS FAILED",
-                           source=ctx.source, pos=s.pos, end=s.end, label="not blockable")
+        kind = s.kind if s.kind in ("turn", "span", "event", "attempt") else None
         if s.kind == "ref":
-            kind, ident = C.resolve_subject_entity(ctx, s)
-            if kind != "session":
-                raise AQLError("AQL0411", f"BLOCKED applies to a session, a project or a work unit, not a "
-                               f"{C.KIND_LABEL[kind]}", source=ctx.source, pos=s.pos, end=s.end, label="not blockable")
+            kind = C.resolve_subject_entity(ctx, s)[0]
+        if kind not in (None, "session"):
+            raise AQLError("AQL0411", "BLOCKED applies to a session, a project or a work unit, not "
+                           + article(C.KIND_LABEL[kind])
+                           + ("; for an attempt ask STATUS FAILED" if kind == "attempt" else ""),
+                           source=ctx.source, pos=s.pos, end=s.end, label="not blockable")
         return "BLOCKED", None
 
     @classmethod
