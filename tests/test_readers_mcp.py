@@ -271,3 +271,18 @@ def test_the_install_hint_names_the_mcp_extra_of_setup_cfg():
              for line in cfg["options.extras_require"]["mcp"].splitlines() if line.strip()]
     assert tuple(extra) == mcp_server.MCP_EXTRA
     assert "mcp>=2" in cfg["options.extras_require"]["test"]
+
+
+def test_an_unknown_table_of_the_schema_tool_suggests_one_and_lists_them_as_choices(scen, home):
+    """The schema tool's AQL0307 as the engine's DESCRIBE says it: the nearest table first, the
+    tables as `choices` (the message keeps them whole, for a client that shows only it)."""
+    db, _ = scen
+    r = mcp_server.Reader(db)
+    try:
+        with pytest.raises(Exception) as e:
+            r.call("schema", {"table": "attempt"})
+        payload = mcp_server.error_payload(e.value)
+    finally:
+        r.close()
+    assert payload["code"] == "AQL0307" and "did you mean `attempts`?" in payload["message"], payload
+    assert "attempts" in payload["choices"] and "sessions" in payload["choices"], payload

@@ -198,8 +198,9 @@ class Reader:
         table = _arg(args, "table", str, maximum=64)
         cat = catalog.build(self.conn, table)
         if table is not None and not cat["tables"]:
-            names = ", ".join(t["name"] for t in catalog.build(self.conn)["tables"])
-            raise AQLError("AQL0307", f"unknown table; the tables are {names}")
+            from ..errors import did_you_mean
+            names = [t["name"] for t in catalog.build(self.conn)["tables"]]
+            raise AQLError("AQL0307", "unknown table" + (did_you_mean(table, names) or ""), listing=("tables", names))
         return {"catalog": bounded.json_safe(cat), "truncated": False}
 
     def tool_needs_you(self, args):
