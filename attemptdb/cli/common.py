@@ -1,7 +1,8 @@
 """Options and rendering shared by every command.
 
 Invariants: every command takes `--db PATH` (env ATTEMPTDB_PATH); data goes to stdout,
-messages to stderr; `NO_COLOR` (or a non-terminal) means no ANSI colour; errors are one coded
+messages to stderr; JSON on a terminal never carries a raw C1 or disguising character
+(`json_text`); `NO_COLOR` (or a non-terminal) means no ANSI colour; errors are one coded
 line, never a traceback. Exit statuses: 0 ok, 1 a problem found, 2 bad usage or malformed input.
 Importing this module imports no click (cli/lean.py runs reads without it): the option
 decorators below load click when a command module calls them, and `echo` prints what
@@ -126,8 +127,15 @@ def echo(message: str = "", *, err: bool = False, nl: bool = True, whole: bool =
     stream.flush()
 
 
+def json_text(text: str) -> str:
+    """JSON text as stdout gets it: on a terminal with C1 controls and disguising characters as
+    \\u escapes (render/jsonterm, the rule of every `--json` and `--jsonl`), else unchanged."""
+    from ..render import jsonterm
+    return jsonterm.for_stream(text, sys.stdout)
+
+
 def echo_json(obj) -> None:
-    echo(fastjson.dumps(obj))
+    echo(json_text(fastjson.dumps(obj)))
 
 
 def err(message: str) -> None:

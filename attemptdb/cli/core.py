@@ -477,7 +477,10 @@ def events_cmd(session, project, since, until, limit, kind, as_jsonl, db, as_jso
 
 def _print_events(st, sql, params, as_jsonl, as_json, out):
     from ..model import event as ev
+    from ..render import jsonterm
     rows = st.conn.execute(sql, params)
+    # JSON to a terminal: C1 and disguising characters as \u escapes, the same values to a parser
+    shown = jsonterm.escaped if (as_jsonl or as_json) and jsonterm.is_terminal(out) else str
     if as_jsonl:
         for r in rows:
             try:
@@ -485,7 +488,7 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             except (ValueError, TypeError, AttributeError):
                 raise AttemptError("events.row_unreadable", f"row seq={_seq(st, r[0])} ({r[0]}) no longer holds "
                                    "what the writer stored; run `attempt verify`", exit_status=1) from None
-            out.write(line + "\n")
+            out.write(shown(line) + "\n")
     elif as_json:
         names = ev.COLUMNS
         from ..model import fastjson
@@ -500,7 +503,7 @@ def _print_events(st, sql, params, as_jsonl, as_json, out):
             except (ValueError, TypeError):
                 raise AttemptError("events.row_unreadable", f"row seq={_seq(st, r[0])} ({r[0]}) no longer holds "
                                    "what the writer stored; run `attempt verify`", exit_status=1) from None
-            out.write(("" if first else ",") + fastjson.dumps(obj))
+            out.write(("" if first else ",") + shown(fastjson.dumps(obj)))
             first = False
         out.write("]\n")
     else:

@@ -14,7 +14,7 @@ import os
 
 import click
 
-from .common import db_option, db_path, echo_json, json_option, printable
+from .common import db_option, db_path, echo_json, json_option, json_text, printable, say
 from .reads import emit, needs_you, open_read, run_statement
 from .scope import scope_options
 
@@ -306,7 +306,9 @@ def _size(path):
 @json_option
 @db_option
 def status_cmd(project, session, since, until, limit, as_json, db):
-    """What this database holds: capture mode, events, sessions per agent and per project."""
+    """What this database holds: capture mode, events, sessions per agent and per project.
+
+    The lines fit the terminal (COLUMNS, else its width, else 80 when not a terminal)."""
     path = db_path(db)
     conn, _ = open_read(db)
     try:
@@ -318,36 +320,82 @@ def status_cmd(project, session, since, until, limit, as_json, db):
     if as_json:
         echo_json(rep)
         return
-    # every value from the file (or a repository, through a captured project name) is shown
-    # through the read commands' filter: no control character reaches the terminal
+    from ..render.termtable import terminal_width
+    click.echo("\n".join(status_lines(rep, terminal_width())))
+    for w in rep["warnings"]:
+        say(f"warning: {w}", err=True)
+
+
+LABEL = 14
+"""The width of status's labels (`capture mode  `): continuation lines start under the values."""
+
+
+def status_lines(rep: dict, width: int) -> list[str]:
+    """`attempt status` as lines of at most `width` display columns (termtable.cols: a wide
+    character takes two). Every value from the file (or a repository, through a captured project
+    name) is shown through the read commands' rule (query.read.clean: a control or disguising
+    character as `?`) and cut by display width with "…"; counts and times are never cut."""
     from ..query.read import clean
     from ..render import termtable
-    from ..render.termtable import plural
-    click.echo("\n".join(termtable.prose(f"database      {printable(rep['database'])}", termtable.terminal_width(),
-                                         " " * 14, whole=(printable(rep["database"]),))))
-    click.echo(f"schema        {rep['schema_version']}")
-    click.echo(f"capture mode  {clean(rep['capture_mode'] or 'unknown', 40)}")
-    events = (f"events        {rep['events']}" + (f" · {plural(rep['sessions'], 'session')}" if rep["sessions"] is not None else "")
+    from ..render.termtable import clip, compact_time, plural, size_text
+
+    def field(label, text, whole=()):  # a labelled value, wrapped under the values
+        return termtable.prose(f"{label:<{LABEL}}{text}", width, " " * LABEL, whole=whole)
+    out = field("database", printable(rep["database"]), whole=(printable(rep["database"]),))
+    out += field("schema", str(rep["schema_version"]))
+    mode = clean(rep["capture_mode"] or "unknown")  # a vocabulary value whole; anything else cut
+    out += field("capture mode", mode if termtable.is_token(mode) else clip(mode, max(min(40, width - LABEL), 8)))
+    events = (f"{rep['events']}" + (f" · {plural(rep['sessions'], 'session')}" if rep["sessions"] is not None else "")
               + (f" · {plural(rep['work_units'], 'work unit')}" if rep.get("work_units") is not None else "")
               + (f" (not counted: {plural(rep['capture_test_sessions'], 'capture-test session')}, from "
                  "`attempt hook install`'s checks)" if rep.get("capture_test_sessions") else ""))
-    click.echo("\n".join(termtable.prose(events, termtable.terminal_width(), " " * 14)))
+    out += field("events", events)
     if rep.get("needs_you") is not None:
-        click.echo(f"needs you     {rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
-    from ..render.termtable import size_text
-    click.echo(f"on disk       {size_text(rep['size_bytes'])} · WAL {size_text(rep['wal_bytes'])}"
-               + (" (the WAL's space is reused)" if rep["wal_bytes"] > rep["size_bytes"] else ""))
-    for p in rep["providers"]:
-        from ..render.termtable import compact_time
-        click.echo(f"  {clean(p['provider'], 24):<12} {plural(p['events'], 'event'):>16}  "
-                   f"{plural(p['sessions'], 'session'):>14}  last {compact_time(clean(p['last_event_at'], 32))}")
+        out += field("needs you", f"{rep['needs_you']}" + ("  (attempt needs-you lists them)" if rep["needs_you"] else ""))
+    out += field("on disk", f"{size_text(rep['size_bytes'])} · WAL {size_text(rep['wal_bytes'])}"
+                 + (" (the WAL's space is reused)" if rep["wal_bytes"] > rep["size_bytes"] else ""))
+    out += _count_rows([[clean(p["provider"]), plural(p["events"], "event"), plural(p["sessions"], "session"),
+                         "last " + compact_time(clean(p["last_event_at"], 32))] for p in rep["providers"]],
+                       width, name_width=12, name_max=24)
     if rep["projects"]:
-        click.echo("projects")
-        for p in rep["projects"]:
-            click.echo(f"  {clean(p['project_name'], 40):<40} {plural(p['events'], 'event'):>16}  "
-                       f"{plural(p['sessions'], 'session'):>14}")
-    for w in rep["warnings"]:
-        click.echo(printable(f"warning: {w}"), err=True)
+        out.append("projects")
+        out += _count_rows([[clean(p["project_name"]), plural(p["events"], "event"), plural(p["sessions"], "session")]
+                            for p in rep["projects"]], width, name_width=40, name_max=40)
+    return out
+
+
+def _count_rows(rows: list, width: int, *, name_width: int, name_max: int) -> list[str]:
+    """Rows of [name, events, sessions(, last …)] under two spaces, fitted to `width` columns.
+    Where it fits, the fixed layout: the names padded to `name_width` (or the widest, cut to
+    `name_max`), the counts right-aligned in columns of 16 and 14 whatever their values. Else
+    the counts take only the room they need, the names are cut to what is left, and the
+    `last …` time goes to a line of its own; where even that leaves a name fewer than 8
+    columns, each row's counts go under its name. Counts and times are never cut, unless a
+    terminal is narrower than they are."""
+    from ..render.termtable import TEXT_MIN, clip, cols, join_fit, pad
+    if not rows:
+        return []
+    widest = max(cols(clip(r[0], name_max)) for r in rows)
+    fixed = ["  " + pad(clip(r[0], name_max), max(name_width, widest)) + f" {r[1]:>16}  {r[2]:>14}"
+             + (f"  {r[3]}" if len(r) > 3 else "") for r in rows]
+    if all(cols(x) <= width for x in fixed):
+        return fixed
+    w_counts = [max(len(r[k]) for r in rows) for k in (1, 2)]
+    w_name = min(widest, width - 2 - 2 - w_counts[0] - 2 - w_counts[1])
+    tail = max((len(r[3]) for r in rows if len(r) > 3), default=0)
+    out = []
+    if w_name >= min(widest, TEXT_MIN):
+        beside = tail and 2 + w_name + 2 + sum(w_counts) + 2 + 2 + tail <= width
+        for r in rows:
+            out.append("  " + pad(clip(r[0], w_name), w_name) + "  " + r[1].rjust(w_counts[0]) + "  "
+                       + r[2].rjust(w_counts[1]) + (f"  {r[3]}" if beside else ""))
+            if len(r) > 3 and not beside:
+                out.append(clip(f"    {r[3]}", width))
+    else:  # too narrow for the counts beside even a short name
+        for r in rows:
+            out.append(clip("  " + r[0], width))
+            out += join_fit(r[1:], width, sep="  ", first="    ", indent="    ")
+    return [x.rstrip() for x in out]
 
 
 # --- needs-you ---------------------------------------------------------------------------------
@@ -399,7 +447,7 @@ def schema_cmd(table, fmt, as_json, db):
     if fmt == "markdown":
         click.echo(catalog.render_markdown(cat), nl=False)
     elif fmt == "json":
-        click.echo(catalog.render_json(cat), nl=False)
+        click.echo(json_text(catalog.render_json(cat)), nl=False)
     else:
         from ..render.termtable import terminal_width
         click.echo(catalog.render_text(cat, terminal_width()), nl=False)

@@ -29,24 +29,17 @@ def open_read(db):
 
 def emit(result, *, as_json=False, as_csv=False, evidence=False, limit=None, shorten=None):
     from ..render import results as render
+    from ..render.jsonterm import is_terminal
     if as_json:
-        echo(render.json_rows(result, terminal=_on_terminal()))
+        echo(render.json_rows(result, terminal=is_terminal(sys.stdout)))
         for n in result.notes:
             echo(render.note(n), err=True)
         return
     if as_csv:
-        echo(render.csv_text(result, terminal=_on_terminal()), nl=False, whole=True)
+        echo(render.csv_text(result, terminal=is_terminal(sys.stdout)), nl=False, whole=True)
         return
     from ..render.termtable import terminal_width
     echo(render.text(result, evidence_ids=evidence, max_rows=limit, term_width=terminal_width(), shorten=shorten))
-
-
-def _on_terminal() -> bool:
-    import sys
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def short_ids(conn, result, limit=None) -> dict:

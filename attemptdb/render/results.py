@@ -1,7 +1,8 @@
 """Rendering a `Result` for a terminal, as JSON or as CSV.
 
 Invariants: the table and vertical forms collapse evidence to a count ("3 events") unless
-asked for the ids, show uncertainty as "<confidence> <reason>", never emit control characters
+asked for the ids, show uncertainty as "<confidence> <reason>", write a decimal as the sqlite3
+shell does (`real`: 15 significant digits, a decimal point always), never emit control characters
 from cell values or column names (they show as `?`, errors.printable, as everywhere else), and truncate long cells with "…" (widths in display columns: a wide character takes two); JSON
 prints every column of every row as objects (repeated names made unique, infinities as text), on a
 terminal with C1 controls and disguising characters written as \\u escapes (the same values to a
@@ -12,8 +13,9 @@ No third-party imports: `--json` output must stay within the start-up budget.
 
 import math
 
-from ..errors import DISGUISING, printable
+from ..errors import printable
 from ..model import fastjson
+from . import jsonterm
 
 MAX_CELL = 60
 
@@ -31,6 +33,20 @@ def safe_chars(text: str) -> str:
     return "".join(c if c.isprintable() or c == " " else (" " if c.isspace() else "?") for c in text)
 
 
+def real(value) -> str:
+    """A decimal (REAL) as the sqlite3 shell prints it (its `%!.15g`): 15 significant digits and
+    always a decimal point (`1234567.891`, `100000.5`, `1.0`, `1.23456789012346e+29`), infinities
+    `Inf` and `-Inf`. The one spelling of a decimal in every table and record on the terminal
+    (--json and --csv print the value exactly)."""
+    v = float(value) or 0.0  # SQLite writes no sign on a zero
+    if not math.isfinite(v):
+        return "NaN" if v != v else ("Inf" if v > 0 else "-Inf")
+    mantissa, e, exponent = ("%.15g" % v).partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
+
+
 def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CELL) -> str:
     if value is None:
         return ""
@@ -38,7 +54,8 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
         return f"{len(value)} event" + ("" if len(value) == 1 else "s")
     if column == "uncertainty" and isinstance(value, dict):
         c = value.get("confidence")
-        text = ("" if c is None else f"{c:g} ") + str(value.get("reason") or "")
+        shown = "" if c is None else (real(c) if isinstance(c, (int, float)) else str(c)) + " "
+        text = shown + str(value.get("reason") or "")
     elif isinstance(value, list):
         text = ", ".join(str(v) for v in value)
     elif isinstance(value, dict):
@@ -46,7 +63,7 @@ def cell(column: str, value, *, evidence_ids: bool = False, width: int = MAX_CEL
     elif isinstance(value, bool):  # SQL's spelling, not Python's (DESCRIBE's primary_key)
         text = "true" if value else "false"
     elif isinstance(value, float):
-        text = f"{value:g}"
+        text = real(value)
     elif isinstance(value, bytes):
         text = f"<{len(value)} bytes>"
     else:
@@ -188,20 +205,11 @@ def json_rows(result, *, terminal: bool = False) -> str:
     SQL's JSON text (Result.encoded_rows) are written as that text when each is what decoding and
     encoding it again would write; otherwise every row is decoded first. `terminal`: the text
     goes to a terminal, so C1 controls and disguising characters are written as \\u escapes
-    (the same values to a parser; through a pipe they are kept: escaping a megabyte costs
-    ~20 ms a read)."""
+    (render/jsonterm: the rule of every JSON output)."""
     cols = _unique(result.columns)
     text = _spliced(result, cols)
     text = text if text is not None else fastjson.dumps(_objects(cols, result.rows))
-    return _escaped(text) if terminal else text
-
-
-# raw in JSON text, these are inside strings only: as escapes they are the same string to a parser
-_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in list(range(0x7F, 0xA0)) + [ord(ch) for ch in DISGUISING]}
-
-
-def _escaped(text: str) -> str:
-    return text if text.isascii() else text.translate(_JSON_ESCAPES)
+    return jsonterm.escaped(text) if terminal else text
 
 
 def _spliced(result, cols) -> str | None:

@@ -47,11 +47,15 @@ def is_time(v: str) -> bool:
 
 
 def is_number(v: str) -> bool:
-    """An optional sign, digits, an optional fraction, an optional `%`."""
+    """An optional sign, digits, an optional fraction, an optional exponent (`e+29`, `e-07`: how
+    a table writes a decimal, results.real), an optional `%`."""
     if v.endswith("%"):
         v = v[:-1]
     if v[:1] in ("-", "+"):
         v = v[1:]
+    v, e, exponent = v.partition("e")
+    if e and not (exponent[:1] in ("-", "+") and _digits(exponent[1:])):
+        return False
     whole, dot, frac = v.partition(".")
     return _digits(whole) and (not dot or _digits(frac))
 
