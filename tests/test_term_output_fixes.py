@@ -250,3 +250,12 @@ def test_status_on_a_terminal_fits_it(wide_names_db):
     lines = seen.decode().replace("\r\n", "\n").splitlines()
     assert "日本" in seen.decode()
     assert lines and all(termtable.cols(line) <= 80 for line in lines if db not in line), lines
+
+
+def test_del_is_escaped_though_it_is_ascii():
+    """DEL (U+007F) is one of the characters the rule writes as an escape, in text that is
+    otherwise ASCII too (a shortcut for ASCII text passed it through raw)."""
+    from attemptdb.readers import mcp_server
+    from attemptdb.render import jsonterm
+    assert jsonterm.escaped('{"a":"x\x7fy"}') == '{"a":"x\\u007fy"}'
+    assert mcp_server.terminal_safe_json({"a": "x\x7f"}) == '{"a":"x\\u007f"}'

@@ -31,9 +31,10 @@ import re
 import threading
 import time
 
-from ..errors import DISGUISING, AttemptError, printable
+from ..errors import AttemptError, printable
 from ..model import fastjson
 from ..query.errors import AQLError
+from ..render import jsonterm
 from . import bounded, content
 
 SERVER_NAME = "attemptdb"
@@ -271,16 +272,10 @@ class Reader:
 
 # --- the protocol ------------------------------------------------------------------------------
 
-# what JSON leaves raw inside a string but a terminal or a reader acts on: DEL, the C1 controls
-# (U+009B is CSI) and the characters that disguise text (errors.DISGUISING: bidi overrides,
-# zero-width characters, line separators); JSON itself escapes C0, ESC included
-_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), *map(ord, DISGUISING)]}
-
-
 def terminal_safe_json(payload) -> str:
     """`payload` as JSON text that decodes to the same value but carries no control character
     (stored values come from hostile hook payloads; the text is what a client shows)."""
-    return fastjson.dumps(payload).translate(_JSON_ESCAPES)
+    return jsonterm.escaped(fastjson.dumps(payload))  # always: a client shows the text as it is
 
 
 def error_payload(exc: BaseException) -> dict:

@@ -18,7 +18,7 @@ ESCAPES = {c: f"\\u{c:04x}" for c in list(range(0x7F, 0xA0)) + [ord(ch) for ch i
 
 def escaped(text: str) -> str:
     """`text` (JSON) with the characters of ESCAPES written as escapes."""
-    return text if text.isascii() else text.translate(ESCAPES)
+    return text if text.isascii() and "\x7f" not in text else text.translate(ESCAPES)  # DEL is ASCII
 
 
 def is_terminal(stream=None) -> bool:
