@@ -128,6 +128,7 @@ CODES = {
     'installer.config_invalid_json': (1, 'the config is not JSON we can edit safely (what, line …, column …); left untouched'),
     'installer.config_not_a_file': (2, '… is not a regular file'),
     'installer.config_not_utf8': (2, "an agent's config file is not valid UTF-8; it is left as it is"),
+    'installer.config_read_only': (2, '… is read-only (mode …), or not writable by you: nothing written (`chmod u+w …`, then run the command again)'),
     'installer.config_shape': (2, '…: the top level is not a JSON object; refusing to modify it'),
     'installer.config_too_large': (2, '… is larger than … MiB'),
     'installer.config_unreadable': (2, 'cannot read … (…)'),

@@ -351,16 +351,18 @@ def test_recognises_every_form_of_ours(cmd):
     "attempt-notify", "/usr/bin/attempt2 capture codex", "echo attempt capture", "attempt",
     "python -m attemptdbx capture codex", "python -I /x/__main__.py capture codex", "/bin/attempt run", "~/bin/check.sh", "", None, 42,
     "'/opt/x/attempt-hook' not-a-provider",
+    "~/bin/my-attemptdb-hook.sh", "/opt/run-attemptdb-hook-tests --all", "echo attemptdb-hooks",
 ])
 def test_never_claims_other_commands(cmd):
     assert not is_ours(cmd)
 
 
-def test_gemini_entries_named_attemptdb_are_ours():
-    g = agents.AGENTS["gemini_cli"]
-    assert g.is_ours_object({"name": "attemptdb-beforetool", "type": "command", "command": "x"})
-    assert not g.is_ours_object({"name": "vibemon-beforetool", "type": "command", "command": "x"})
-    assert not agents.AGENTS["claude_code"].is_ours_object({"name": "attemptdb-x", "command": "x"})
+def test_a_hook_is_ours_by_its_command_never_its_name():
+    """Gemini CLI's `attemptdb-…` name is what we write, but a user may name a hook so too."""
+    for agent in agents.AGENTS.values():
+        assert not agent.is_ours_object({"name": "attemptdb-beforetool", "type": "command", "command": "x"})
+        assert agent.is_ours_object({"name": "mine", "type": "command", "command": EXE.command(agent.hook_id)})
+    assert not agents.AGENTS["gemini_cli"].is_ours_object({"name": "vibemon-beforetool", "command": "x"})
 
 
 def test_quoted_command_runs_the_right_file(tmp_path):

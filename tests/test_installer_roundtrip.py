@@ -118,7 +118,7 @@ def test_cursor_version_the_user_had_or_changed_stays(home):
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_config_file_install_created_is_removed_by_uninstall(home, provider):
     """It stayed behind as `{}` (Cursor: `{"version": 1}`). One the user wrote to meanwhile
-    stays, with what they wrote."""
+    stays, with what they wrote (Cursor: and the `version` their hook is read under)."""
     make_home(home, provider)
     path = agents.AGENTS[provider].config_path()
     before = _listing(path)
@@ -135,7 +135,8 @@ def test_a_config_file_install_created_is_removed_by_uninstall(home, provider):
     doc["hooks"]["MyEvent"] = [{"command": "mine.sh"}]
     _write(provider, json.dumps({"zz_user": True, **doc}, indent=2).encode())
     _uninstall(provider)
-    assert json.loads(_read(path)) == {"zz_user": True, "hooks": {"MyEvent": [{"command": "mine.sh"}]}}
+    kept = {"version": 1} if provider == "cursor" else {}
+    assert json.loads(_read(path)) == {"zz_user": True, **kept, "hooks": {"MyEvent": [{"command": "mine.sh"}]}}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -16,6 +16,10 @@ Shapes (agents' current documentation):
   (flat), timeout 10.
 - Gemini CLI `~/.gemini/settings.json` (comments allowed): nested, `{name, type, command,
   timeout (ms)}` with name `attemptdb-<event lowercased>`, timeout 5000.
+
+A hook object is ours only when its `command` is one of ours (`command.is_ours`), for every
+agent: a name (Gemini CLI's `attemptdb-…`) is the user's to choose too, so a hook of theirs
+named so stays through install and uninstall.
 """
 
 import os
@@ -180,12 +184,6 @@ class GeminiCLI(Agent):
     def entry(self, event, command):
         return {"name": GEMINI_NAME_PREFIX + event.lower(), "type": "command",
                 "command": command, "timeout": self.TIMEOUT_MS}
-
-    def is_ours_object(self, obj):
-        if super().is_ours_object(obj):
-            return True
-        name = obj.get("name") if isinstance(obj, dict) else None
-        return isinstance(name, str) and name.startswith(GEMINI_NAME_PREFIX)
 
 
 AGENTS = {a.provider: a for a in (ClaudeCode(), Codex(), Cursor(), GeminiCLI())}

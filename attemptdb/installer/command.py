@@ -12,8 +12,9 @@ path>'` after the hook id, so the hooks write where the user chose. Recognition 
 named `attempt`/`attempt.exe` followed by `capture` (or the legacy `hook`),
 `attempt-hook <provider>`, a Python interpreter running `-I …/attemptdb/__main__.py` or (the
 old, unsafe form, recognised so that `hook install` replaces it) `-m attemptdb`, then
-`capture|hook`, or a command containing the legacy marker `attemptdb-hook`. Nothing else is
-ever ours.
+`capture|hook`, or a command with a word that is the legacy hook program (its file name is the
+legacy marker `attemptdb-hook`, or `attemptdb-hook.exe`). Nothing else is ever ours: a
+command that merely contains the marker (`~/bin/my-attemptdb-hook.sh`) is the user's.
 """
 
 import os
@@ -26,6 +27,7 @@ LEGACY_MARKER = "attemptdb-hook"
 VERBS = ("capture", "hook")
 _EXE_NAMES = ("attempt", "attempt.exe")
 _HOOK_BIN_NAMES = ("attempt-hook", "attempt-hook.exe")
+_LEGACY_NAMES = (LEGACY_MARKER, LEGACY_MARKER + ".exe")
 
 
 class Executable:
@@ -175,7 +177,8 @@ def parse_ours(cmd) -> dict | None:
                      or (w[1] == "-I" and w[2].replace("\\", "/").endswith("/attemptdb/__main__.py")))):
             return {"binary": w[0], "verb": w[3], "hook_id": w[4] if len(w) > 4 else None,
                     "form": "python-module"}
-    if LEGACY_MARKER in cmd:
+    if LEGACY_MARKER in cmd and any(command_basename(x).lower() in _LEGACY_NAMES
+                                    for x in split_command(cmd, limit=64)):
         return {"binary": w[0] if w else None, "verb": None, "hook_id": None, "form": "legacy-marker"}
     return None
 

@@ -16,11 +16,16 @@ Invariants:
   A backup the disk cannot hold is removed, never left half written.
 - Remove: only a config our install created goes (`remove_created`, under the same `expect`
   check), the file a link names and never the link.
+- Read-only: a config with no write bit for its owner (`chmod 444`: made read-only so that tools
+  leave it alone), or one this user may not write, is never replaced or removed
+  (`check_writable`, `installer.config_read_only`, naming the file and `chmod u+w`), although
+  the replace, a rename in its folder, would succeed; its mode is never changed.
 """
 
 import errno
 import fcntl
 import os
+import shlex
 import stat
 import time
 
@@ -93,6 +98,28 @@ def read_config(path: str) -> bytes | None:
     except OSError as e:
         raise FileOpError("installer.config_unreadable",
                           f"cannot read {path} ({e.strerror or e.__class__.__name__})") from None
+
+
+def check_writable(path: str) -> None:
+    """Refuse (`installer.config_read_only`) to change the file `path` finally names when its
+    owner took its write bit away, or when this user may not write it: an atomic replace needs
+    only the folder's write permission, so it would silently replace a file someone made
+    read-only to keep tools out. No file (or one that cannot be inspected: reading it says
+    why) passes."""
+    target = resolve_links(path)
+    try:
+        st = os.stat(target)
+    except OSError:
+        return
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & stat.S_IWUSR:
+        raise FileOpError("installer.config_read_only",
+                          f"{path} is read-only (mode {mode:04o}): to let attempt edit it, "
+                          f"run `chmod u+w {shlex.quote(path)}` and run the command again")
+    if not os.access(target, os.W_OK):
+        raise FileOpError("installer.config_read_only",
+                          f"{path} is not writable by you (it belongs to uid {st.st_uid}, mode {mode:04o}); "
+                          "make it writable for you, then run the command again")
 
 
 class Lock:

@@ -8,8 +8,11 @@ container of the user's it filled) and uninstall takes back exactly that, so ins
 uninstall gives back the bytes before (a file install created is
 removed, after a backup, once nothing else is in it); `recording` / `unrecording` do the same
 for the MCP server's JSON configs (attemptdb.installer.mcpconfig), in the one record per file
-both installs share (Gemini CLI's settings.json); a malformed config is
-reported as `failed` with a coded error and left untouched; `dry_run` computes everything
+both installs share (Gemini CLI's settings.json); a malformed config, or one the user made
+read-only (`installer.config_read_only`, for Codex also a config.toml that would change,
+checked before hooks.json is touched), is reported as `failed` with a coded error and left
+untouched; a switch in the config that keeps the agent from running hooks is noted and left
+as set (`state.silencing`); `dry_run` computes everything
 and writes nothing (no lock file, no directory, no backup). Directories are created only
 for detected agents. For Codex, `config.toml` gets the minimal feature-flag edit of
 `codexconfig` (never trust state), through the same `edit` and record (shared there with
@@ -24,7 +27,7 @@ import os
 from ..errors import AttemptError
 from ..store import location
 from . import agents as agents_mod
-from . import codexconfig, fileops, jsonstyle, mcpentry, merge, record
+from . import codexconfig, fileops, jsonstyle, mcpentry, merge, record, state
 from .command import Executable, find_hook_executable
 
 FAILED = "failed"
@@ -114,14 +117,19 @@ def _write(path, before, new_text, dry_run):
 
 def edit(path, plan, dry_run, after=None):
     """Read → plan(text) → write (or remove, `res.delete`) → after(res), under the config's
-    lock (no lock, no write and no `after` for a dry run)."""
+    lock (no lock, no write and no `after` for a dry run). A change to a file made read-only is
+    refused before anything is written (`fileops.check_writable`; a dry run says so too)."""
     if dry_run:
         before, text = _read_text(path)
         res = plan(text)
+        if res.changed:
+            fileops.check_writable(path)
         return res, None
     with fileops.Lock(path):
         before, text = _read_text(path)
         res = plan(text)
+        if res.changed:
+            fileops.check_writable(path)
         bak = None
         if res.delete:
             bak = fileops.backup(path, before)
@@ -210,14 +218,32 @@ def unrecording(agent, path, owner, plan_fn):
     return plan, after, notes
 
 
-def _plan_install(agent, path, command, before):
+def _plan_install(agent, path, command, before, off):
     """(plan(text), after(res), notes) for install: the merge given the record of earlier
     installs, then the record of what this one created (a fresh install's starts anew).
-    `before` gets the databases the hooks already there wrote to (`merge.hook_dbs`)."""
+    `before` gets the databases the hooks already there wrote to (`merge.hook_dbs`), `off` a
+    note for each switch in the config that keeps our hooks from running (`state.silencing`:
+    left as the user set it, as Codex's `[features] hooks = false` is)."""
     def plan(text):
-        before.update(merge.hook_dbs(agent, merge.parse_config(agent, text)))
+        root = merge.parse_config(agent, text)
+        before.update(merge.hook_dbs(agent, root))
+        off[:] = _silenced_notes(agent, path, root, command)
         return merge.plan_install(agent, text, command)
     return recording(agent, path, record.HOOKS, plan, lambda res: not res.removed)
+
+
+def _silenced_notes(agent, path, root, command) -> list:
+    if root is None:
+        return []
+    names = {agent.entry(ev, command).get("name") for ev in agent.events} - {None}
+    where = os.path.basename(path)
+    out = []
+    for problem, every in state.silencing(agent, root.to_python(), names):
+        said = f"{problem[:-1]} in {where})" if problem.endswith(")") else f"{problem} in {where}"
+        out.append(f"{said}; left as you set it — attempt captures nothing "
+                   + (f"from {agent.label} until you turn its hooks on" if every
+                      else "through those hooks until you take them out of that list"))
+    return out
 
 
 def hook_database(db) -> str | None:
@@ -272,6 +298,24 @@ def _codex_settings(agent, action, uninstalling, dry_run):
     action.settings = out
 
 
+def _settings_writable(agent, uninstalling):
+    """Codex: refuse the agent's whole change up front (`installer.config_read_only`, before
+    hooks.json is touched) when config.toml would change but was made read-only."""
+    path = agent.settings_path()
+    if not os.path.isdir(os.path.dirname(path)):
+        return
+    if uninstalling:
+        def plan(text):
+            return codexconfig.plan_cleanup(text, record.load(path))
+    else:
+        plan = codexconfig.plan_enable
+    try:
+        edit(path, plan, True)
+    except AttemptError as e:  # anything else is the settings step's to report
+        if e.code == "installer.config_read_only":
+            raise
+
+
 def _detect(agent, action):
     found, how = agent.detect()
     action.detected, action.detected_how = found, how
@@ -303,9 +347,11 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
                 report.missing.append(a)
             continue
         command = exe.command(agent.hook_id, report.database)
-        before = set()
-        plan, after, notes = _plan_install(agent, path, command, before)
+        before, off = set(), []
+        plan, after, notes = _plan_install(agent, path, command, before, off)
         try:
+            if agent.provider == "codex":
+                _settings_writable(agent, False)
             if not dry_run:
                 fileops.make_parent(path)
             res, bak = edit(path, plan, dry_run, after)
@@ -313,7 +359,7 @@ def install(providers=None, *, dry_run=False, executable: Executable | None = No
             a.outcome, a.error = FAILED, (e.code, e.message)
             continue
         a.outcome, a.backup = res.outcome, bak
-        a.notes.extend(notes)
+        a.notes.extend(notes + off)
         if before - {report.database}:
             a.notes.append(f"the hooks wrote to {', '.join(sorted(_where(d) for d in before))}; "
                            f"{'they would write' if dry_run else 'they now write'} to {_where(report.database)}")
@@ -347,6 +393,8 @@ def uninstall(providers=None, *, dry_run=False) -> Report:
         plan, after, notes = unrecording(
             agent, path, record.HOOKS, lambda text, rec: merge.plan_uninstall(agent, text, record=rec))
         try:
+            if agent.provider == "codex":
+                _settings_writable(agent, True)
             res, bak = edit(path, plan, dry_run, after)
         except AttemptError as e:
             a.outcome, a.error = FAILED, (e.code, e.message)

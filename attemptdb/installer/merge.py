@@ -24,7 +24,14 @@ Invariants (pure functions, no I/O):
   child of a container always leaves `{}` / `[]`.
 - A config that already holds exactly the wanted subscriptions is left byte-for-byte alone;
   otherwise only the spliced parts change (see jsonstyle).
+- A base key install added (Cursor's `"version": 1`, which the file's hooks are read under) is
+  recorded with the SHA-256 of the hooks the document held then (`hooks_digest`, as
+  `hooks_before`), and uninstall takes it back only while the hooks left are those: a hook the
+  user added meanwhile keeps its `version` (a record without it: only once no hook is left).
 """
+
+import hashlib
+import json
 
 from . import command as command_mod
 from . import jsonstyle
@@ -258,6 +265,20 @@ def written_command(agent: Agent, root, command: str) -> str:
     return command if mode is None else command_mod.with_capture_mode(command, mode)
 
 
+def hooks_digest(root) -> str:
+    """`sha256:<hex>` of the hooks a document holds: its `hooks` object less the event arrays
+    that hold nothing, as JSON with sorted keys (no `hooks`, or one holding no hook, is `{}`)."""
+    hooks = root.get("hooks") if root is not None and root.kind == "object" else None
+    value = hooks.value.to_python() if hooks is not None else {}
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if v != []}
+    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+NO_HOOKS = hooks_digest(None)
+
+
 def filled_part(text: str, node, path) -> dict | None:
     """The record's `filled` entry for inserting the first child into container `node` (at
     `path`: its keys from the document, [] for the document itself), when it holds only
@@ -325,7 +346,7 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
         prefix = jsonstyle.BOM if text and text.startswith(jsonstyle.BOM) else ""
         text = prefix + jsonstyle.render_document(agent.base_document(), style)
         root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
-        created += [{"path": [k], "value": v} for k, v in agent.base_document().items()]
+        created += [{"path": [k], "value": v, "hooks_before": NO_HOOKS} for k, v in agent.base_document().items()]
     else:
         style = jsonstyle.detect_style(text, root)
     original = text
@@ -334,9 +355,10 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
     for k, v in agent.base_document().items():  # Cursor: "version": 1 first if absent
         if root.get(k) is None:
             filling(root, [])
+            before = hooks_digest(root)
             text = jsonstyle.insert_member(text, root, 0, k, v, style)
             root = jsonstyle.parse(text, allow_comments=agent.allow_comments)
-            created.append({"path": [k], "value": v})
+            created.append({"path": [k], "value": v, "hooks_before": before})
     if root.get("hooks") is None:
         filling(root, [])
         text = jsonstyle.insert_member(text, root, None, "hooks", {}, style)
@@ -374,9 +396,10 @@ def _member_at(root, path):
     return node, node.get(path[-1])
 
 
-def _still_as_written(text, node, part) -> bool:
-    if "value" in part:
-        return same_value(node.to_python(), part["value"])
+def _still_as_written(text, node, part, root) -> bool:
+    if "value" in part:  # a base key: also only while the hooks are those it was added beside
+        return (same_value(node.to_python(), part["value"])
+                and hooks_digest(root) == part.get("hooks_before", NO_HOOKS))
     if node.kind != part["kind"]:
         return False
     return not (node.members if node.kind == "object" else node.items) and jsonstyle.bare(text, node)
@@ -389,7 +412,7 @@ def _take_back(text, root, created, allow_comments):
     for i in order:
         part = created[i]
         obj, m = _member_at(root, part["path"])
-        if m is None or not _still_as_written(text, m.value, part):
+        if m is None or not _still_as_written(text, m.value, part, root):
             continue
         text = jsonstyle.remove_member(text, obj, m.key)
         root = jsonstyle.parse(text, allow_comments=allow_comments)

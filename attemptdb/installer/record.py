@@ -26,7 +26,10 @@ one install and emptied by the other's uninstall): an uninstall that leaves such
 empty (`{}`, as removing the last child always does) writes the whitespace back, so the user's
 bytes come back; a filled container that is still holding something stays listed until it is
 emptied (see `pending`).
-It holds key names and whitespace, never a value of the user's.
+It holds key names and whitespace, never a value of the user's; beside a base key install added
+(Cursor's `"version": 1`) the SHA-256 of the hooks the file held then (`hooks_before`, see
+merge: the key goes back only while those are the hooks left), which says nothing the backups
+beside the config (0600, the whole bytes) do not.
 
 Codex's config.toml has the same record (the hooks' feature flag and `--mcp`'s server table
 both write it), but what each install added there carries its own mark in the text (lines
@@ -78,8 +81,8 @@ def _merge_filled(have, more) -> list:
 
 class Record:
     """`created`: {install (HOOKS, MCP): [{"path": [key, …], "kind": "object"|"array"} or
-    {"path": [...], "value": v}], outermost first}, an install listed (even with no part) being
-    one whose entries this record knows; `file` (EXISTED, ABSENT, BLANK) and `blank` (the text,
+    {"path": [...], "value": v, "hooks_before": "sha256:…" (optional)}], outermost first}, an
+    install listed (even with no part) being one whose entries this record knows; `file` (EXISTED, ABSENT, BLANK) and `blank` (the text,
     for BLANK); `filled`: [{"path": [key, …] ([] = the document), "inner": whitespace}], the
     user's empty containers an install put something into, with the whitespace they held."""
 
@@ -190,13 +193,19 @@ def record_path(config_path: str) -> str:
     return os.path.abspath(config_path) + SUFFIX
 
 
+def _is_digest(v) -> bool:
+    return (isinstance(v, str) and v.startswith("sha256:") and len(v) == 71
+            and all(ch in "0123456789abcdef" for ch in v[7:]))
+
+
 def _valid_part(c) -> bool:
     if not isinstance(c, dict) or not isinstance(c.get("path"), list) or not c["path"]:
         return False
     if not all(isinstance(k, str) for k in c["path"]):
         return False
-    if "value" in c:
-        return set(c) == {"path", "value"}
+    if "value" in c:  # a base key (Cursor's version), with the hooks it was added beside
+        return set(c) <= {"path", "value", "hooks_before"} and (
+            "hooks_before" not in c or _is_digest(c["hooks_before"]))
     return set(c) == {"path", "kind"} and c["kind"] in ("object", "array")
 
 

@@ -132,21 +132,32 @@ def inspect(agent, executable) -> AgentState:
     return st
 
 
-def _switches(agent, root, st):
-    doc = root.to_python()
+def silencing(agent, doc, names) -> list[tuple[str, bool]]:
+    """What in the agent's hooks config (`doc`, parsed) keeps our hooks from running, as
+    (problem, whether it silences every hook): Claude Code's `disableAllHooks`, Gemini CLI's
+    `hooksConfig.enabled = false`, or one of `names` (our hooks' names) in its
+    `hooksConfig.disabled`. (Codex's switch is in config.toml: codexconfig.hooks_feature.)
+    Doctor reports each as a problem; install notes it and leaves it as the user set it."""
+    out = []
+    if not isinstance(doc, dict):
+        return out
     if agent.provider == "claude_code" and doc.get("disableAllHooks") is True:
-        st.problems.append("Claude Code has disableAllHooks set to true")
+        out.append(("Claude Code has disableAllHooks set to true", True))
     elif agent.provider == "gemini_cli":
         hc = doc.get("hooksConfig")
         if isinstance(hc, dict):
             if hc.get("enabled") is False:
-                st.problems.append("Gemini CLI hooks are turned off (hooksConfig.enabled = false)")
+                out.append(("Gemini CLI hooks are turned off (hooksConfig.enabled = false)", True))
             disabled = hc.get("disabled")
-            if isinstance(disabled, list):
-                names = {e["object"].get("name") for e in st.entries}
-                if names & set(x for x in disabled if isinstance(x, str)):
-                    st.problems.append("some attemptdb hooks are listed in hooksConfig.disabled")
-    elif agent.provider == "codex":
+            if isinstance(disabled, list) and set(names) & {x for x in disabled if isinstance(x, str)}:
+                out.append(("some attemptdb hooks are listed in hooksConfig.disabled", False))
+    return out
+
+
+def _switches(agent, root, st):
+    names = {e["object"].get("name") for e in st.entries}
+    st.problems.extend(p for p, _ in silencing(agent, root.to_python(), names))
+    if agent.provider == "codex":
         _codex(agent, st)
 
 
