@@ -15,6 +15,8 @@ Invariants:
   is found, so `redact(redact(t)[0]) == (redact(t)[0], 0)` holds for every text.
 - Precision over recall: names, types, references (`$TOKEN`, `${{ … }}`), placeholders
   (`<your-key>`, `****`, `YOUR_API_KEY`), code (`let token = next()`) and prose stay.
+- `redact_value` walks a JSON value up to MAX_DEPTH (950) levels deep whatever the caller's
+  stack, and raises TooDeep past it (the ingestion contract then drops the content: fails safe).
 - No `re`, `json` or `hashlib` import: this module is on the hook path.
 """
 
@@ -45,8 +47,8 @@ from .secretscan import run_end as _run_end
 RULESET = "secrets-v2"
 
 # the scanner's public names are this module's face too
-__all__ = ["AWS_SECRET_LABELS", "MAX_ASSIGNED_VALUE", "MAX_IDENT", "MAX_PASSES", "MAX_TOKEN",
-           "PEM_KINDS", "PREFIXED", "RULESET", "RedactionError", "RedactionMemo",
+__all__ = ["AWS_SECRET_LABELS", "MAX_ASSIGNED_VALUE", "MAX_DEPTH", "MAX_IDENT", "MAX_PASSES", "MAX_TOKEN",
+           "PEM_KINDS", "PREFIXED", "RULESET", "RedactionError", "RedactionMemo", "TooDeep",
            "contains_secret", "find", "has_issuer_prefix", "is_placeholder", "is_reference",
            "is_secret_name", "redact", "redact_value", "secret_shaped", "splice"]
 
@@ -197,26 +199,51 @@ def _member_name(key: str) -> tuple:
     return known
 
 
-def _redact_json(v, counter: list, memo: dict):
+MAX_DEPTH = 950
+"""The deepest value `redact_value` walks (a container it is given is level 1); a deeper one
+raises TooDeep, and the ingestion contract drops the content (fails safe), whatever the stack
+the walk starts from. The recursion limit (1,000) less a margin: `fastjson.loads` holds ~990
+levels from a hook's shallow stack, less from a reader's (`attempt import jsonl`, bundles,
+sync: ~975), and the store writes an event through the C encoder, which counts against the same
+limit from a stack deeper than the parser's (a hook payload of 988 levels, walked whole, was
+lost there). So a stored event never holds more than a reader can read back."""
+
+
+class TooDeep(RecursionError):
+    """A value nested more than MAX_DEPTH levels: not walked, so not stored (the caller drops it)."""
+
+
+def _too_deep():
+    raise TooDeep(f"nested more than {MAX_DEPTH} levels deep")
+
+
+def _redact_json(v, counter: list, memo: dict, depth: int = 1):
     t = type(v)
     if t is dict:
-        return _redact_dict(v, counter, memo)
+        return _redact_dict(v, counter, memo, depth)
     if t is list:
-        return _redact_list(v, counter, memo)
+        return _redact_list(v, counter, memo, depth)
     if isinstance(v, str):
         return v if len(v) < 7 else _redact_text(v, counter, memo)
     if isinstance(v, list):
-        return _redact_list(v, counter, memo)
+        return _redact_list(v, counter, memo, depth)
     if isinstance(v, dict):
-        return _redact_dict(v, counter, memo)
+        return _redact_dict(v, counter, memo, depth)
     return v
 
 
-# The walk: explicit loops (not comprehensions), one Python frame per nesting level. Strings
-# (the memo looked up in place), scalars and containers of the exact JSON types are handled
-# in the loop; anything else (subclasses) takes the general path, with the same result.
+# The walk: explicit loops (not comprehensions), one Python frame per nesting level (a list
+# in a list or a dict once took two, through _redact_json, and a payload of ~490 nested arrays
+# exhausted the recursion limit the parser's ~990 levels stay within), `depth` the level of
+# the container at hand. Strings (the memo looked up in place), scalars and containers of the
+# exact JSON types are handled in the loop; anything else (subclasses) takes the general path,
+# with the same result. A value within MAX_DEPTH but nested more deeply than the interpreter's
+# stack allows from where the walk starts is walked again by `_redact_deep`, the same walk with
+# a stack of its own (`redact_value`).
 
-def _redact_list(v: list, counter: list, memo: dict):
+def _redact_list(v: list, counter: list, memo: dict, depth: int = 1):
+    if depth > MAX_DEPTH:
+        _too_deep()
     before = counter[0]
     items = []
     add = items.append
@@ -233,19 +260,23 @@ def _redact_list(v: list, counter: list, memo: dict):
                     x = hit[0]
             add(x)
         elif t is dict:
-            add(_redact_dict(x, counter, memo))
+            add(_redact_dict(x, counter, memo, depth + 1))
         elif t is int or t is float or t is bool or x is None:
             add(x)
+        elif t is list:
+            add(_redact_list(x, counter, memo, depth + 1))
         elif isinstance(x, str):
             add(x if len(x) < 7 else _redact_text(x, counter, memo))
         elif isinstance(x, _SCALAR_TYPES):
             add(x)
         else:
-            add(_redact_json(x, counter, memo))
+            add(_redact_json(x, counter, memo, depth + 1))
     return v if counter[0] == before else items
 
 
-def _redact_dict(v: dict, counter: list, memo: dict):
+def _redact_dict(v: dict, counter: list, memo: dict, depth: int = 1):
+    if depth > MAX_DEPTH:
+        _too_deep()
     before = counter[0]
     members = {}
     seen = memo.get
@@ -279,9 +310,11 @@ def _redact_dict(v: dict, counter: list, memo: dict):
                     x = hit[0]
                 members[k] = x
         elif t is dict:
-            members[k] = _redact_dict(x, counter, memo)
+            members[k] = _redact_dict(x, counter, memo, depth + 1)
         elif t is int or t is float or t is bool or x is None:
             members[k] = x
+        elif t is list:
+            members[k] = _redact_list(x, counter, memo, depth + 1)
         elif isinstance(x, str):
             if special:
                 members[k] = _redact_member(k, x, counter, memo)
@@ -290,7 +323,7 @@ def _redact_dict(v: dict, counter: list, memo: dict):
         elif isinstance(x, _SCALAR_TYPES):
             members[k] = x
         else:
-            members[k] = _redact_json(x, counter, memo)
+            members[k] = _redact_json(x, counter, memo, depth + 1)
     return v if counter[0] == before else members
 
 
@@ -326,5 +359,88 @@ def redact_value(v, counter: list | None = None, memo: dict | None = None):
     nothing was, so callers can keep its serialised text — where members whose name says secret
     (`{"password": "hunter2"}`) lose their whole literal value, `authorization` members their
     credential. `counter[0]` accumulates the number of spans replaced; pass the same `memo`
-    dict to several calls to scan a long string that occurs in several places only once."""
-    return _redact_json(v, [0] if counter is None else counter, {} if memo is None else memo)
+    dict to several calls to scan a long string that occurs in several places only once.
+    Up to MAX_DEPTH levels, whatever the caller's stack (a value within it but too deep for the
+    stack left here is walked again without recursion); deeper, TooDeep."""
+    if counter is None:
+        counter = [0]
+    if memo is None:
+        memo = {}
+    before = counter[0]
+    try:
+        return _redact_json(v, counter, memo)
+    except TooDeep:
+        raise
+    except RecursionError:
+        # within MAX_DEPTH, but deeper than the stack left from here allows: the memo only
+        # holds finished scans, so the count is reset and the value walked again, iteratively
+        counter[0] = before
+        return _redact_deep(v, counter, memo)
+
+
+def _member_key(k, counter: list, memo: dict) -> tuple:
+    """(a member name redacted, whether `_redact_member` judges its value), as `_redact_dict`."""
+    if type(k) is str:
+        known = _MEMBER_NAMES.get(k)
+        if known is None:
+            known = _member_name(k)
+        if known[1]:
+            counter[0] += known[1]
+            return known[0], known[2]
+        return k, known[2]
+    if isinstance(k, str):
+        if len(k) >= 7:
+            k = _redact_text(k, counter, memo)
+        return k, _special_name(k)
+    return k, False
+
+
+def _redact_deep(v, counter: list, memo: dict):
+    """`_redact_json` with a stack of its own instead of the interpreter's: the same result (the
+    same object for a container where nothing was redacted, members judged by their names),
+    whatever the caller's stack, up to MAX_DEPTH levels. A frame: [container, its items, the
+    redacted copy, counter before it, the member name its open child goes under]."""
+    if not isinstance(v, (dict, list)):
+        return _redact_json(v, counter, memo)
+    stack = [[v, iter(v.items()) if isinstance(v, dict) else iter(v), {} if isinstance(v, dict) else [],
+              counter[0], None]]
+    while True:
+        frame = stack[-1]
+        out = frame[2]
+        members = type(out) is dict
+        child = None
+        for item in frame[1]:
+            if members:
+                k, x = item
+                k, special = _member_key(k, counter, memo)
+            else:
+                k, x, special = None, item, False
+            if isinstance(x, (dict, list)):
+                child = x
+                frame[4] = k
+                break
+            if isinstance(x, str):
+                if special:
+                    x = _redact_member(k, x, counter, memo)
+                elif len(x) >= 7:
+                    x = _redact_text(x, counter, memo)
+            if members:
+                out[k] = x
+            else:
+                out.append(x)
+        if child is not None:
+            if len(stack) >= MAX_DEPTH:
+                _too_deep()
+            is_dict = isinstance(child, dict)
+            stack.append([child, iter(child.items()) if is_dict else iter(child), {} if is_dict else [],
+                          counter[0], None])
+            continue
+        stack.pop()
+        done = frame[0] if counter[0] == frame[3] else out
+        if not stack:
+            return done
+        parent = stack[-1]
+        if type(parent[2]) is dict:
+            parent[2][parent[4]] = done
+        else:
+            parent[2].append(done)

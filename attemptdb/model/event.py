@@ -672,6 +672,15 @@ def attrs_problem(attrs: dict) -> tuple | None:
     return None
 
 
+def _unrepresentable(why: str) -> str:
+    """What a line holds that `fastjson.loads` cannot (its JSONUnrepresentable reason)."""
+    if "number" in why:
+        return "holds a number no event can hold (past a float's range, or of more than 4,300 digits)"
+    if "nest" in why:
+        return "holds a value nested more deeply than an event can hold (about 1,000 levels)"
+    return "holds a value no event can hold"
+
+
 def parse_line(raw: bytes, lineno: int) -> dict:
     """One JSONL line → a valid canonical envelope within the attrs bounds, or AttemptError
     (`import.bad_line`) naming the line."""
@@ -681,6 +690,13 @@ def parse_line(raw: bytes, lineno: int) -> dict:
         raise AttemptError("import.bad_line", f"line {lineno}: not UTF-8 (byte {e.start})") from None
     try:
         obj = fastjson.loads(text)
+    except fastjson.JSONUnrepresentable as e:
+        # JSON (as far as the grammar goes) holding what no event can: said so, as capture
+        # says it (spec/capture.md "A payload that cannot be read or held"); a text that also
+        # breaks the grammar is malformed (is_json reads the whole of it, bounded)
+        if fastjson.is_json(text) is False:
+            raise AttemptError("import.bad_line", f"line {lineno}: malformed JSON") from None
+        raise AttemptError("import.bad_line", f"line {lineno}: {_unrepresentable(e.msg)}") from None
     except (ValueError, RecursionError) as e:
         pos = getattr(e, "pos", None)
         where = f" at character {pos}" if isinstance(pos, int) else ""

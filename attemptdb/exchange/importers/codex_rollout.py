@@ -9,14 +9,18 @@ user/agent messages) and the modern one (`event_msg` `item_completed` items). A 
 carry is stored once: prompts and messages come only from `event_msg`, a call from whichever
 encoding names its call id first (the second is the same event id, a duplicate). Reasoning,
 developer and environment context, token records and settings never become events; an
-unlisted `event_msg` type becomes a content-free `unknown` event.
+unlisted `event_msg` type becomes a content-free `unknown` event. An exit code (an item's or
+metadata's number, a `Process exited with code N` line) is read as the adapters read one
+(`attemptdb.adapters.draft.exit_code`): any nonzero code is a failure, recorded only within
+signed 64 bits (spec/canonical-event.md).
 """
 
 import itertools
 import os
 
 from ...adapters import commands
-from ...adapters.draft import class_token, count, text, token
+from ...adapters.draft import UNSTORABLE, class_token, count, text, token
+from ...adapters.draft import exit_code as read_exit_code
 from ...model import fastjson
 from .base import PEEK_LINES, Report, entries, observed
 from .base import result_text as _item_text
@@ -168,9 +172,7 @@ class _Rollout(Transcript):
         if known:
             name, tool_input = name or known[0], tool_input if tool_input is not None else known[1]
         if exit_code is None and isinstance(output, str) and _EXIT in output:
-            tail = output.split(_EXIT, 1)[1].split("\n", 1)[0].strip()
-            digits = tail.lstrip("-")
-            exit_code = int(tail) if digits.isascii() and digits.isdigit() and len(tail) < 12 else None
+            exit_code = _stated_exit_code(output)
         if failed is None:
             failed = bool(exit_code) or error is not None
         d = self.draft("tool_result", e, "tool_call_failed" if failed else "tool_call_finished")
@@ -210,7 +212,7 @@ class _Rollout(Transcript):
                     parsed = fastjson.loads(output, exact_errors=False)
                     if isinstance(parsed, dict):
                         meta = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
-                        exit_code = count(meta.get("exit_code"))
+                        exit_code = read_exit_code(meta.get("exit_code"))
                         output = parsed.get("output", output)
                 except ValueError:
                     pass
@@ -271,9 +273,10 @@ class _Rollout(Transcript):
             cmd = item.get("command")
             if isinstance(cmd, list) and all(isinstance(x, str) for x in cmd):
                 cmd = commands.command_text({"command": cmd}) or " ".join(cmd)
-            failed = item.get("status") == "failed" or bool(count(item.get("exit_code")))
+            code = read_exit_code(item.get("exit_code"))
+            failed = item.get("status") == "failed" or bool(code)
             return self.pair(e, key, "exec_command", iid, {"cmd": cmd} if isinstance(cmd, str) else None,
-                             item.get("aggregated_output"), failed=failed, exit_code=count(item.get("exit_code")),
+                             item.get("aggregated_output"), failed=failed, exit_code=code,
                              duration=_duration(item.get("duration")))
         if t == "FileChange":
             changes = item.get("changes") if isinstance(item.get("changes"), dict) else {}
@@ -295,6 +298,20 @@ class _Rollout(Transcript):
             return []
         d = self.draft("item" if not token(t, 64) else f"item:{t}", e, "unknown")
         return [self.finish(d, e, key, "unknown")]
+
+
+def _stated_exit_code(output: str):
+    """The exit code of a `Process exited with code N` line, read as the adapters read one
+    (`attemptdb.adapters.draft.exit_code`): an int within signed 64 bits, UNSTORABLE for a
+    nonzero code past them (a failure, its code not recorded), None for no number."""
+    tail = output.split(_EXIT, 1)[1].split("\n", 1)[0].strip()
+    digits = tail[1:] if tail[:1] == "-" else tail
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    significant = digits.lstrip("0")
+    if len(significant) > 19:  # past 2**63 whatever its sign: never converted (int() stops at 4,300 digits)
+        return UNSTORABLE
+    return read_exit_code(int(tail))
 
 
 def _duration(d):
