@@ -53,6 +53,10 @@ def test_schema_formats_and_one_table(home, tmp_path):
     assert p.returncode == 0 and b"observed_at" in p.stdout and b"When the agent did the thing" in p.stdout
     p = run_attempt(["schema", "nope", "--db", db])
     assert p.returncode == 2 and b"AQL0307" in p.stderr
+    p = run_attempt(["schema", "attempt", "--db", db], env={"COLUMNS": "80"})
+    lines = p.stderr.decode().splitlines()
+    assert p.returncode == 2 and "did you mean `attempts`?" in lines[0], lines
+    assert max(len(line) for line in lines) <= 80 and "sessions" in p.stderr.decode(), lines  # the list, wrapped
 
 
 def test_the_text_catalog_fits_the_terminal_and_keeps_every_word(home, tmp_path):

@@ -441,7 +441,9 @@ def schema_cmd(table, fmt, as_json, db):
     finally:
         conn.close()
     if table is not None and not cat["tables"]:
-        raise AQLError("AQL0307", f"unknown table '{printable(table)[:80]}'; the tables are: {', '.join(known)}")
+        from ..errors import did_you_mean
+        raise AQLError("AQL0307", f"unknown table '{printable(table)[:40]}'" + did_you_mean(table, known),
+                       listing=("tables", known))
     if as_json:  # --json, as every other command says it
         fmt = "json"
     if fmt == "markdown":
