@@ -116,11 +116,11 @@ def print_timeline(db, session=None, project=None, since=None, until=None, limit
             data = read.timeline_units(st.conn, cond, params, limit=10 if limit is None else limit, tools=tools)
         else:
             data = read.timeline(st.conn, cond, params, limit=10 if limit is None else limit,
-                                 show_all=show_all, tools=tools, turns=max_turns)
+                                 show_all=show_all or bool(session), tools=tools, turns=max_turns)  # named: shown
         shorts = {} if as_json else shortids.shorten(st.conn, _printed_ids(data))
         runs = {} if as_json else _run_texts(st.conn, data)
         empty = None if as_json or data.get("sessions") or data.get("work_units") else \
-            _why_empty(st.conn, session, bool(session or project or since or until))
+            _why_empty(st.conn, session, bool(session or project or since or until), data.get("sessions_without_turns"))
     finally:
         st.close()
     if empty is not None:
@@ -138,11 +138,16 @@ def print_timeline(db, session=None, project=None, since=None, until=None, limit
         _render_timeline(data, tools, shorts, width, runs)
 
 
-def _why_empty(conn, session, scoped: bool) -> str | None:
+def _why_empty(conn, session, scoped: bool, quiet: int | None = 0) -> str | None:
     """Why a timeline shows no session, when it is not that none was ever recorded: the session
-    named was retracted, the scope holds none, or every session was retracted. None: nothing
-    recorded yet (the timeline's own hint)."""
+    named was retracted, the scope's only sessions hold no prompt and no tool call (`quiet` of
+    them: notes, approvals or snapshots only, which `--all` shows), the scope holds none, or every
+    session was retracted. None: nothing recorded yet (the timeline's own hint)."""
     from ..render.termtable import plural
+    if quiet:
+        return (f"no session with a prompt or a tool call{' in this scope' if scoped else ''}: "
+                f"{plural(quiet, 'session')} {'holds' if quiet == 1 else 'hold'} only notes, approvals or "
+                "snapshots (`--all` shows them; `attempt query \"SHOW NOTES\"` lists the notes).")
     if session:
         sid = _session_id(conn, session)
         row = conn.execute("SELECT retracted FROM sessions WHERE session_id = ?", (sid,)).fetchone()
@@ -341,8 +346,9 @@ def _render_timeline(data: dict, tools: bool, shorts: dict, width: int, runs: di
             if i == 0:
                 h = style("▌ ", fg="blue") + style(agent, bold=True) + "  "
             out.append(h + t + tl)
+        recorded = [plural(s[k], k[:-1]) for k in ("notes", "approvals") if s.get(k)]
         out += join_fit([f"{s['coverage']} coverage", plural(s["turn_count"], "turn"),
-                         plural(s["tool_call_count"], "tool call"), plural(s["failure_count"], "failure")],
+                         plural(s["tool_call_count"], "tool call"), plural(s["failure_count"], "failure")] + recorded,
                         width, first="  ", indent="  ")
         title = runs.get(s["session_id"])
         commands = {runs.get(t["turn_id"]) for t in s["turns"]}

@@ -29,19 +29,24 @@ def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: boo
     """Sessions (newest first) matching `cond` (over the sessions view aliased `s`) → turns →
     attempts, plus the handoffs that involve a listed session. Retracted rows are left out.
     With `turns`, each session keeps only its last `turns` turns and counts the rest in
-    `more_turns`."""
+    `more_turns`. Without `show_all`, a session with no prompt and no tool call is left out and
+    counted (`sessions_without_turns`); each session shown counts its notes and approvals."""
     cond = f"({cond}) AND NOT s.retracted"
     params = list(params)
+    quiet = 0  # sessions left out: no prompt and no tool call (only notes, approvals, snapshots)
     if not show_all:
+        quiet = conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond} AND s.prompt_count = 0 "
+                             "AND s.tool_call_count = 0", params).fetchone()[0]
         cond += " AND (s.prompt_count > 0 OR s.tool_call_count > 0)"
     total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond}", params).fetchone()[0]
     sessions = rows(conn, f"SELECT * FROM sessions s WHERE {cond} ORDER BY s.started_at DESC, s.session_id "
                           f"LIMIT ?", params + [limit])
     out = {"algorithm_version": ALGORITHM_VERSION,
            "events": conn.execute("SELECT count(*) FROM events").fetchone()[0],
-           "sessions_matching": total, "more_sessions": max(0, total - len(sessions)),
+           "sessions_matching": total, "more_sessions": max(0, total - len(sessions)), "sessions_without_turns": quiet,
            "sessions": [], "handoffs": []}
     ids = []
+    recorded = conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'notes'").fetchone() is not None
     for s in sessions:
         ids.append(s["session_id"])
         cap = -1 if turns is None else turns
@@ -52,6 +57,10 @@ def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: boo
             - len(found)
         _fill_turns(conn, found, tools)
         s["turns"] = found
+        if recorded:  # what people recorded in it (public views of migration 0020)
+            s["notes"], s["approvals"] = conn.execute(
+                "SELECT (SELECT count(*) FROM notes WHERE session_id = ?), "
+                "(SELECT count(*) FROM approvals WHERE session_id = ?)", (s["session_id"],) * 2).fetchone()
         out["sessions"].append(s)
     if ids:
         marks = ",".join("?" * len(ids))
