@@ -128,12 +128,15 @@ def run_cmd(session, title, attach_output, verbose, db, command):
             f"{printable(damaged.message)}")
     ex = res.exit
     if ex.error is not None:
-        err(f"attempt: {printable(command[0])}: {printable(ex.error)}")
+        err(f"attempt: {_shown_name(command[0])}: {printable(ex.error)}")
     for n in res.notes:
         err(f"note: {printable(n)}")
     if w.spooled:
         err(f"note: the database could not be written; {plural(w.spooled, 'event')} "
             + ("waits" if w.spooled == 1 else "wait") + " in the spool")
+    for stream, number in sorted(ex.undelivered.items()):
+        _say_undelivered(stream, number)
+    status = res.exit_status or (1 if ex.undelivered else 0)  # the command's failure, else ours
     if verbose:
         arts = ", ".join(f"{k} {v}" for k, v in res.artifacts.items()) or "no output"
         err(f"attempt: recorded in ses_{w.session_id}: exit {res.exit_status}, {arts}")
@@ -150,7 +153,26 @@ def run_cmd(session, title, attach_output, verbose, db, command):
             os.kill(os.getpid(), ex.signal)
         except OSError:
             pass
-    sys.exit(res.exit_status)
+    sys.exit(status)
+
+
+def _shown_name(name: str) -> str:
+    """A command name as a message shows it: `''` when empty, bytes that are not UTF-8 (a
+    shell's, surrogate-escaped) as `?` like control characters (errors.printable)."""
+    if not name:
+        return "''"
+    return printable(os.fsencode(name).decode("utf-8", "replace").replace("\ufffd", "?"))
+
+
+def _say_undelivered(stream: str, number: int) -> None:
+    """The one line saying a stream of the command could not be passed on to ours (on stderr,
+    when stderr is what still works)."""
+    why = os.strerror(number)
+    try:
+        err(str(AttemptError("output.unwritable", f"cannot write the command's {stream}: {why} (the run is "
+                             "recorded, with its output's SHA-256 and size)")))
+    except (OSError, ValueError):  # stderr is what failed (or is closed): the exit status says it
+        pass
 
 
 @click.command("snapshot")

@@ -29,10 +29,15 @@ Invariants:
   its pipe can hold, or waiting for them adds up to DRAIN_MAX_S (what the command itself wrote
   is all in the pipe when it exits: it never makes us wait, however slow our own reader is).
   Then they are closed: the writer left behind gets SIGPIPE.
-  When the reader of this process's stdout or stderr goes away, that pipe is closed, so the
-  command gets the SIGPIPE it would have got without `attempt run` in between.
+  When the reader of this process's stdout or stderr goes away (EPIPE), that pipe is closed, so
+  the command gets the SIGPIPE it would have got without `attempt run` in between. Any other
+  failure to write one of them (a full disk, an I/O error, a closed descriptor) stops the echo
+  of that stream only: the command runs on, its output still goes to the sink to its end, and
+  the caller learns which stream could not be delivered and why (`Exit.undelivered`).
+- An empty command name is not found (127), as a shell has it, not "permission denied".
 """
 
+import errno
 import os
 import selectors
 import signal
@@ -57,10 +62,12 @@ READ = 1 << 16
 class Exit:
     """How the command ended: `returncode` (negative: killed by that signal), `signals` this
     process received while it ran (names), start/end times (µs), `duration_ms`, and `error`
-    (the OSError text when it could not be started: returncode 127 or 126 then)."""
+    (the OSError text when it could not be started: returncode 127 or 126 then), and
+    `undelivered`: {stream: errno number} for each stream this process could not write to its
+    own stdout or stderr (the reader going away, EPIPE, is not one: module invariants)."""
 
     __slots__ = ("returncode", "signals", "forwarded", "started_us", "ended_us", "duration_ms", "error",
-                 "pid", "mask")
+                 "pid", "mask", "undelivered")
 
     def __init__(self):
         self.mask = None  # the signal mask to restore once the run is recorded (restore_signals)
@@ -70,6 +77,7 @@ class Exit:
         self.started_us = self.ended_us = self.duration_ms = None
         self.error = None
         self.pid = None
+        self.undelivered: dict = {}
 
     @property
     def signal(self) -> int | None:
@@ -153,15 +161,16 @@ def reached_child(info, child_pid: int, witness: "_Witness | None") -> bool:
     return info.si_code == SI_KERNEL if seen is None else seen
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    """False once the reader of `fd` is gone (EPIPE and friends): stop echoing, keep draining."""
+def _write_all(fd: int, data: bytes) -> int | None:
+    """None once `data` is all written, else the errno of the write that failed (EPIPE: the
+    reader is gone)."""
     try:
         while data:
             n = os.write(fd, data)
             data = data[n:]
-        return True
-    except (BrokenPipeError, OSError):
-        return False
+        return None
+    except OSError as e:
+        return e.errno or errno.EIO
 
 
 def _pipe_max() -> int:
@@ -173,12 +182,14 @@ def _pipe_max() -> int:
         return 1 << 20
 
 
-def _pump(streams, exited: threading.Event, echo: bool) -> None:
+def _pump(streams, exited: threading.Event, echo: bool, undelivered: dict | None = None) -> None:
     """Copy each pipe to its echo fd and its sink until EOF (or, after the exit, silence or a
-    writer left behind: module invariants)."""
+    writer left behind: module invariants). A stream whose echo failed otherwise than by EPIPE
+    goes on into its sink only, and `undelivered[name]` is set to the errno."""
     sel = selectors.DefaultSelector()
-    for pipe, fd, sink in streams:
-        sel.register(pipe, selectors.EVENT_READ, [fd if echo else None, sink, 0])
+    undelivered = {} if undelivered is None else undelivered
+    for pipe, fd, sink, name in streams:
+        sel.register(pipe, selectors.EVENT_READ, [fd if echo else None, sink, 0, name])
     last = time.monotonic()
     ended, waited, most = False, 0.0, _pipe_max()  # after the exit: time spent waiting for bytes
     while sel.get_map():
@@ -209,7 +220,15 @@ def _pump(streams, exited: threading.Event, echo: bool) -> None:
                     sel.unregister(key.fileobj)
                     more = False
             sink.feed(chunk)
-            if target is not None and chunk and not _write_all(target, chunk) and more:
+            failed = _write_all(target, chunk) if target is not None and chunk else None
+            if failed is None:
+                continue
+            key.data[0] = None  # no more echo of this stream
+            if failed != errno.EPIPE:
+                # a full disk, an I/O error, a closed descriptor: the output is not wanted less;
+                # the command runs on, its bytes still reach the sink, the caller says so
+                undelivered.setdefault(key.data[3], failed)
+            elif more:
                 # our reader is gone (`attempt run -- yes | head`): let the command's next write
                 # fail as it would have without us (SIGPIPE), instead of draining it forever
                 sel.unregister(key.fileobj)
@@ -226,6 +245,8 @@ def execute(argv, sinks: dict, *, cwd=None, env=None, echo=True) -> Exit:
     ex.started_us = clock.now_us()
     t0 = time.monotonic()
     try:
+        if not argv[0]:  # a shell's "command not found"; exec would try "" in each PATH directory
+            raise FileNotFoundError(errno.ENOENT, "command not found")
         child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:
         ex.ended_us = clock.now_us()
@@ -240,7 +261,8 @@ def execute(argv, sinks: dict, *, cwd=None, env=None, echo=True) -> Exit:
         witness = _Witness()  # after the block: it starts with those signals blocked
     exited = threading.Event()
     pump = threading.Thread(target=_pump, name="attempt-run-tee", daemon=True, args=(
-        [(child.stdout, 1, sinks["stdout"]), (child.stderr, 2, sinks["stderr"])], exited, echo))
+        [(child.stdout, 1, sinks["stdout"], "stdout"), (child.stderr, 2, sinks["stderr"], "stderr")], exited, echo,
+        ex.undelivered))
     pump.start()
     try:
         if main:

@@ -22,6 +22,7 @@ Invariants:
   for a locked file, then go to the spool (drained, in order, by the next write or read).
 """
 
+import errno
 import os
 import shlex
 import shutil
@@ -244,6 +245,9 @@ class Writer:
             d.attr("tests_failed", counts[1])
             d.attr("tests_skipped", counts[2])
         extra = {"x_attempt_signal": signal_name(ex)}
+        for name, number in sorted(ex.undelivered.items()):
+            # its output could not be passed on to this process's own stream (a full disk, …)
+            extra[f"x_attempt_{name}_undelivered"] = errno.errorcode.get(number, "EIO")
         for name, out in outputs.items():
             if out.size:
                 extra[f"x_attempt_{name}_sha256"] = "sha256:" + out.sha256
