@@ -26,7 +26,9 @@ REF_PREFIXED = [
     ("stripe_key", "sk_live_", 20), ("stripe_key", "sk_test_", 20), ("stripe_key", "rk_live_", 20),
     ("anthropic_api_key", "sk-ant-", 20), ("openai_api_key", "sk-proj-", 20),
     ("npm_token", "npm_", 36), ("supabase_service_key", "sbp_", 20), ("vercel_token", "vercel_", 20),
-]
+] + [("gitlab_token", p, 20) for p in ("glpat-", "gloas-", "gldt-", "glrt-", "glptt-", "glcbt-", "glft-",
+                                       "glimt-", "glagent-", "glsoat-", "glffct-", "GR1348941")]
+R_ROUTABLE = re.compile(r"\.[0-9]{1,2}\.[A-Za-z0-9]{1,16}(?![A-Za-z0-9])")
 R_PREFIXED = [(rule, re.compile(re.escape(p) + r"([A-Za-z0-9_\-+/=]*)"), n) for rule, p, n in REF_PREFIXED]
 R_PEM = re.compile("-----BEGIN (RSA PRIVATE KEY|EC PRIVATE KEY|DSA PRIVATE KEY|OPENSSH PRIVATE KEY|"
                    "PRIVATE KEY|ENCRYPTED PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----")
@@ -103,13 +105,30 @@ def ref_secret_name(name):
     return last == "key" and len(parts) >= 2 and parts[-2] in {"api", "secret", "access", "private", "auth"}
 
 
+def ref_flag_name(arg):
+    """`--token`, `--api-key`: a whole secret-named long option (argv lists)."""
+    m = re.fullmatch(r"--([A-Za-z][A-Za-z0-9_.\-]{4,63})", arg)
+    return bool(m) and not arg.endswith((".", "-")) and ref_secret_name(m.group(1))
+
+
+def ref_flag_value(v):
+    """The argument after such an option, when it is a value shaped like a secret."""
+    return (not v.startswith("-") and blen(v) >= 3 and not ref_placeholder(v) and not ref_reference(v)
+            and not R_WS.search(v) and "://" not in v and not v.endswith(":") and "::" not in v
+            and not R_DOTTED.fullmatch(v) and ref_secret_shaped(v))
+
+
 def ref_token(s, i):
     if i >= len(s):
         return None
     for rule, rx, mn in R_PREFIXED:
         m = rx.match(s, i)
         if m and len(m.group(1)) >= mn:
-            return (rule, i, m.end())
+            if rule != "gitlab_token":
+                return (rule, i, m.end())
+            if re.search(r"[^a-z_\-]", m.group(1)):  # a kebab/snake identifier is not a token
+                r = R_ROUTABLE.match(s, m.end())
+                return (rule, i, r.end() if r else m.end())
     m = R_PEM.match(s, i)
     if m:
         end = s.find("-----END " + m.group(1) + "-----", i)
@@ -498,6 +517,8 @@ FRAGMENTS = [
     "AKIA", "IOSFODNN7EXAMPLE", "ghp_", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123", "eyJhbGciOiJI", "eyJzdWIiOiIx",
     "sk-", "sk-ant-", "a1B2c3D4a1B2c3D4a1B2c3D4a1B2c3D4", "xoxb-", "1234567890", AWS_SECRET,
     PEM_RSA, PEM_RSA_END, "-----BEGIN ", "npm_", "vercel_", "K", "\u212a", "İ", "x",
+    "glpat-", "glrt-", "GR1348941", "abcdefghij1234567890", "runner-authentication-token", ".01.", "1a2b3c4d5",
+    "--token", "--api-key", "--password",
 ]
 
 
@@ -596,7 +617,27 @@ def _walk_reference(v, counter):
         counter[0] += n
         return out
     if isinstance(v, list):
-        return [x if isinstance(x, (int, float, bool, type(None))) else _walk_reference(x, counter) for x in v]
+        out, flag = [], False
+        for x in v:
+            if not isinstance(x, str):
+                flag = False
+                out.append(x if isinstance(x, (int, float, bool, type(None))) else _walk_reference(x, counter))
+                continue
+            n = 0
+            if len(x) >= 7:
+                red, n = secrets.redact(x)
+                counter[0] += n
+            if n:
+                out.append(red)
+                flag = False
+            elif flag and ref_flag_value(x):
+                counter[0] += 1
+                out.append(R("generic_assignment"))
+                flag = False
+            else:
+                out.append(x)
+                flag = ref_flag_name(x)
+        return out
     if isinstance(v, dict):
         members = {}
         for k, x in v.items():

@@ -15,6 +15,9 @@ Invariants:
   is found, so `redact(redact(t)[0]) == (redact(t)[0], 0)` holds for every text.
 - Precision over recall: names, types, references (`$TOKEN`, `${{ … }}`), placeholders
   (`<your-key>`, `****`, `YOUR_API_KEY`), code (`let token = next()`) and prose stay.
+- In a list (an argv), the item after a whole secret-named long option (`["--token", v]`) is
+  replaced whole when it is a value the generic rule would take after `--token ` in a command
+  line and no other rule finds anything in it (`_list_text`; short options are left alone).
 - `redact_value` walks a JSON value up to MAX_DEPTH (950) levels deep whatever the caller's
   stack, and raises TooDeep past it (the ingestion contract then drops the content: fails safe).
 - No `re`, `json` or `hashlib` import: this module is on the hook path.
@@ -23,12 +26,15 @@ Invariants:
 from ..errors import AttemptError
 from .secretscan import (
     AWS_SECRET_LABELS,
+    GITLAB_PREFIXES,
     MAX_ASSIGNED_VALUE,
     MAX_IDENT,
     MAX_TOKEN,
     PEM_KINDS,
     PREFIXED,
     find,
+    is_flag_name,
+    is_flag_value,
     is_placeholder,
     is_reference,
     is_secret_name,
@@ -47,10 +53,10 @@ from .secretscan import run_end as _run_end
 RULESET = "secrets-v2"
 
 # the scanner's public names are this module's face too
-__all__ = ["AWS_SECRET_LABELS", "MAX_ASSIGNED_VALUE", "MAX_DEPTH", "MAX_IDENT", "MAX_PASSES", "MAX_TOKEN",
+__all__ = ["AWS_SECRET_LABELS", "GITLAB_PREFIXES", "MAX_ASSIGNED_VALUE", "MAX_DEPTH", "MAX_IDENT", "MAX_PASSES", "MAX_TOKEN",
            "PEM_KINDS", "PREFIXED", "RULESET", "RedactionError", "RedactionMemo", "TooDeep",
-           "contains_secret", "find", "has_issuer_prefix", "is_placeholder", "is_reference",
-           "is_secret_name", "redact", "redact_value", "secret_shaped", "splice"]
+           "contains_secret", "find", "has_issuer_prefix", "is_flag_name", "is_flag_value",
+           "is_placeholder", "is_reference", "is_secret_name", "redact", "redact_value", "secret_shaped", "splice"]
 
 
 def _splice(text: str, hits: list) -> str:
@@ -108,7 +114,9 @@ _ISSUER_GROUPS = (
     ("_", (("gh", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")), ("github_pat_", ("github_pat_",)),
            ("k_", ("sk_live_", "sk_test_", "rk_live_")),
            ("npm_", ("npm_",)), ("sbp_", ("sbp_",)), ("vercel_", ("vercel_",)))),
-    ("-", (("xox", ("xoxb-", "xoxp-", "xoxa-", "xoxr-")), ("sk-", ("sk-",)))),
+    ("-", (("xox", ("xoxb-", "xoxp-", "xoxa-", "xoxr-")), ("sk-", ("sk-",)),
+           ("gl", tuple(p for p in GITLAB_PREFIXES if p.endswith("-"))))),
+    ("R", (("GR1348941", ("GR1348941",)),)),
     ("J", (("eyJ", ("eyJ",)),)),
 )
 
@@ -241,6 +249,27 @@ def _redact_json(v, counter: list, memo: dict, depth: int = 1):
 # stack allows from where the walk starts is walked again by `_redact_deep`, the same walk with
 # a stack of its own (`redact_value`).
 
+def _list_text(x: str, counter: list, memo: dict, flag: bool) -> tuple:
+    """(a string item of a list redacted, whether it is a secret-named long option): `flag`
+    says the item before was one (`["--token", "<value>"]`, an argv), so this item, when it is
+    a value (secretscan.is_flag_value) and holds nothing another rule finds, is replaced whole,
+    as the generic rule replaces `--token <value>` in a command line. What `_redact_list`
+    does inline."""
+    if len(x) >= 7:
+        before = counter[0]
+        x2 = _redact_text(x, counter, memo)
+        if counter[0] != before:
+            return x2, False
+        if flag and is_flag_value(x):
+            counter[0] += 1
+            return _MEMBER_MARK, False
+        return x, x[0] == "-" and is_flag_name(x)
+    if flag and is_flag_value(x):
+        counter[0] += 1
+        return _MEMBER_MARK, False
+    return x, False
+
+
 def _redact_list(v: list, counter: list, memo: dict, depth: int = 1):
     if depth > MAX_DEPTH:
         _too_deep()
@@ -248,6 +277,7 @@ def _redact_list(v: list, counter: list, memo: dict, depth: int = 1):
     items = []
     add = items.append
     seen = memo.get
+    flag = False  # the item before was a secret-named long option (`--token`): _list_text
     for x in v:
         t = type(x)
         if t is str:
@@ -258,19 +288,34 @@ def _redact_list(v: list, counter: list, memo: dict, depth: int = 1):
                 if hit[1]:
                     counter[0] += hit[1]
                     x = hit[0]
+                    flag = False
+                elif flag and is_flag_value(x):
+                    counter[0] += 1
+                    x = _MEMBER_MARK
+                    flag = False
+                else:
+                    flag = x[0] == "-" and is_flag_name(x)
+            elif flag:
+                flag = False
+                if is_flag_value(x):
+                    counter[0] += 1
+                    x = _MEMBER_MARK
             add(x)
         elif t is dict:
+            flag = False
             add(_redact_dict(x, counter, memo, depth + 1))
         elif t is int or t is float or t is bool or x is None:
+            flag = False
             add(x)
         elif t is list:
+            flag = False
             add(_redact_list(x, counter, memo, depth + 1))
         elif isinstance(x, str):
-            add(x if len(x) < 7 else _redact_text(x, counter, memo))
-        elif isinstance(x, _SCALAR_TYPES):
+            x, flag = _list_text(x, counter, memo, flag)
             add(x)
         else:
-            add(_redact_json(x, counter, memo, depth + 1))
+            flag = False
+            add(x if isinstance(x, _SCALAR_TYPES) else _redact_json(x, counter, memo, depth + 1))
     return v if counter[0] == before else items
 
 
@@ -409,6 +454,7 @@ def _redact_deep(v, counter: list, memo: dict):
         out = frame[2]
         members = type(out) is dict
         child = None
+        flag = False  # resumed after a container: no option before the next item
         for item in frame[1]:
             if members:
                 k, x = item
@@ -422,8 +468,12 @@ def _redact_deep(v, counter: list, memo: dict):
             if isinstance(x, str):
                 if special:
                     x = _redact_member(k, x, counter, memo)
+                elif not members:
+                    x, flag = _list_text(x, counter, memo, flag)
                 elif len(x) >= 7:
                     x = _redact_text(x, counter, memo)
+            else:
+                flag = False
             if members:
                 out[k] = x
             else:

@@ -53,7 +53,27 @@ PREFIXED = (
     ("npm_token", "npm_", 36),
     ("supabase_service_key", "sbp_", 20),
     ("vercel_token", "vercel_", 20),
+    # GitLab (docs.gitlab.com security/tokens, "Token prefixes"): personal, project, group and
+    # impersonation tokens (glpat-), OAuth application secrets, deploy, runner authentication,
+    # pipeline trigger, CI/CD job, feed, incoming mail, agent, SCIM and feature-flag client
+    # tokens, and the deprecated runner registration tokens (GR1348941, no separator).
+    ("gitlab_token", "glpat-", 20),
+    ("gitlab_token", "gloas-", 20),
+    ("gitlab_token", "gldt-", 20),
+    ("gitlab_token", "glrt-", 20),
+    ("gitlab_token", "glptt-", 20),
+    ("gitlab_token", "glcbt-", 20),
+    ("gitlab_token", "glft-", 20),
+    ("gitlab_token", "glimt-", 20),
+    ("gitlab_token", "glagent-", 20),
+    ("gitlab_token", "glsoat-", 20),
+    ("gitlab_token", "glffct-", 20),
+    ("gitlab_token", "GR1348941", 20),
 )
+GITLAB_PREFIXES = tuple(p for rule, p, _m in PREFIXED if rule == "gitlab_token")
+_GITLAB_DASHED = tuple(p for p in GITLAB_PREFIXES if p.endswith("-"))
+_GITLAB_WORDISH = _LOWER + "-_"
+_ROUTABLE_CRC = 16
 _PEM_BEGIN = "-----BEGIN "
 # Built from parts so this file never holds a literal private-key marker.
 PEM_KINDS = ("RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY", "OPENSSH PRIVATE KEY",
@@ -270,7 +290,10 @@ def _token_at(s: str, i: int, dead: dict | None = None):
             j = i + len(prefix)
             e = _run_end(s, j, _B64ISH)
             if e - j >= mn:
-                return (rule, i, e)
+                if rule != "gitlab_token":
+                    return (rule, i, e)
+                if s[j:e].strip(_GITLAB_WORDISH):  # `glrt-runner-authentication-setup` stays
+                    return (rule, i, _routable_end(s, e))
             dead[prefix] = e
     if c == "-":
         if s.startswith(_PEM_BEGIN, i):
@@ -297,6 +320,18 @@ def _token_at(s: str, i: int, dead: dict | None = None):
                 return ("openai_api_key", i, e)
         dead["sk-"] = e
     return None
+
+
+def _routable_end(s: str, e: int) -> int:
+    """A GitLab routable token goes on past its random part as `.<version>.<checksum>`
+    (`glpat-<payload>.01.<crc>`): the span takes them too when both are there."""
+    if e >= len(s) or s[e] != ".":
+        return e
+    d = _run_end(s, e + 1, _DIGITS, 3)
+    if d == e + 1 or d - e - 1 > 2 or d >= len(s) or s[d] != ".":
+        return e
+    k = _run_end(s, d + 1, _ALNUM, _ROUTABLE_CRC + 1)
+    return k if d + 1 < k <= d + 1 + _ROUTABLE_CRC else e
 
 
 def _skip_label_gap(s: str, j: int) -> int:
@@ -487,6 +522,37 @@ def _value_facts(value: str) -> tuple:
     return facts
 
 
+def is_flag_name(arg: str) -> bool:
+    """A command-line argument that is a whole secret-named long option (`--token`,
+    `--api-key`, `--db-password`): the next argument is its value (argv lists, where no
+    text joins the two: redaction.py)."""
+    ok = _FLAG_CACHE.get(arg)
+    if ok is None:
+        name = arg[2:]
+        ok = (arg.startswith("--") and 5 <= len(name) <= MAX_IDENT and name[0] in _ALPHA
+              and not name.strip(_IDENT) and name[-1] not in ".-" and is_secret_name(name))
+        if len(_FLAG_CACHE) >= 4096:
+            _FLAG_CACHE.clear()
+        _FLAG_CACHE[arg] = ok
+    return ok
+
+
+_FLAG_CACHE: dict = {}
+
+
+def is_flag_value(v: str) -> bool:
+    """Whether the argument after a secret-named long option is its value, judged as the
+    generic rule judges `--password VALUE` in a command line: not another option, not a
+    placeholder, reference, URL, code (`a::b`, `a.b.c`) or blank-holding text, and shaped like
+    a secret (a digit or a symbol other than `_ - .`; all digits count)."""
+    if not v or v[0] == "-":
+        return False
+    facts = _VALUE_FACTS.get(v)
+    if facts is None:
+        facts = _value_facts(v)
+    return not (facts[0] or facts[1] or facts[2])
+
+
 # --- anchors --------------------------------------------------------------------------------
 #
 # A rule can only hit where its anchor is: an issuer prefix, `://`, `authorization`, an AWS
@@ -629,7 +695,14 @@ def _marks(s: str, low: str, found: dict) -> dict:
                 _mark(s, s, p, marks, _T)
         for p in ("npm_", "sbp_", "vercel_"):
             _mark(s, s, p, marks, _T)
+    if "G" in s and "R" in s and "GR1348941" in s:
+        _mark(s, s, "GR1348941", marks, _T)
     if "-" in s:
+        k = s.find("gl")  # one search for every GitLab prefix (one each costs ten times more)
+        while k >= 0:
+            if s.startswith(_GITLAB_DASHED, k) and (k == 0 or s[k - 1] not in _WORD):
+                marks[k] = marks.get(k, 0) | _T
+            k = s.find("gl", k + 2)
         if "xox" in s:
             for p in ("xoxb-", "xoxp-", "xoxa-", "xoxr-"):
                 _mark(s, s, p, marks, _T)
