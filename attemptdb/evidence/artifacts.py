@@ -425,3 +425,77 @@ def ingest(conn, meta: dict, path: str | None, keep: bool, now_us: int | None = 
         sink_out.kept_path, sink_out.kept_sha256, sink_out.kept_size = tmp, meta["sha256"], meta["size_bytes"]
     store(conn, sink_out, now_us)
     return keep and path is not None
+
+
+def stored_findings(conn) -> list[tuple[str, str, str]]:
+    """(the artifact id, or `row rowid=N` when the row's is none, kind, why) for every artifact row holding bytes that are not the
+    artifact it names, in artifact_id order (`attempt verify`, spec/checkpoint.md): read as
+    `attempt artifact` and bundle export read them (`row`, `read_chunks`), hashed and compared
+    with the row's `sha256` and `size_bytes` and with what the events naming the id say of the
+    bytes as written, when that is the same output (nothing was redacted: the id is its digest).
+    `artifact_changed`: the bytes decompress to other bytes (or more, or fewer), or the events
+    name other bytes under the id; `artifact_unreadable`: the row is malformed or its bytes do
+    not decompress (`artifact.malformed`, `artifact.corrupt`). Nothing when no row holds bytes:
+    the events are read only then, and a file from before migration 0010 has no artifacts."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'artifacts'").fetchone():
+        return []
+    rows = conn.execute("SELECT rowid, artifact_id FROM artifacts WHERE content IS NOT NULL "
+                        "ORDER BY artifact_id").fetchall()
+    if not rows:
+        return []
+    named = _named_outputs(conn, {aid for _, aid in rows if is_artifact_id(aid)})
+    out = []
+    for rowid, aid in rows:
+        if not is_artifact_id(aid):
+            out.append((f"row rowid={rowid}", "artifact_unreadable",
+                        "its artifact_id is not art_ and 32 lowercase hex digits"))
+            continue
+        try:
+            meta = row(conn, aid)
+            digest, n = hashlib.sha256(), 0
+            for data in read_chunks(conn, aid):
+                digest.update(data)
+                n += len(data)
+        except AttemptError as e:
+            out.append((aid, "artifact_unreadable", e.message.removeprefix(aid + ": ")
+                        + " (`attempt artifact` and bundle export refuse it)"))
+            continue
+        if n != meta["size_bytes"] or digest.hexdigest() != meta["sha256"]:
+            out.append((aid, "artifact_changed", "its stored bytes do not match its SHA-256 and size (`attempt "
+                        "artifact` and bundle export refuse them: the artifacts table was edited or the bytes were "
+                        "damaged)"))
+            continue
+        said = named.get(aid)
+        if said is not None and said[:2] != (meta["sha256"], meta["size_bytes"]):
+            out.append((aid, "artifact_changed", f"its row's SHA-256 or size is not what the event {said[2]} "
+                        "naming it records of the output (the artifacts table was edited)"))
+    return out
+
+
+def _named_outputs(conn, wanted: set) -> dict:
+    """{artifact id: (sha256 hex, size, event id)} of the first event naming each of `wanted` as
+    the output as written (the id is that output's digest: nothing was redacted). One pass over
+    the call events naming any artifact (command.finished is a tool_call_finished or
+    tool_call_failed event; the kind index finds them), stopping once all are found."""
+    from ..model import fastjson
+    found = {}
+    for event_id, attrs_json in conn.execute(
+            "SELECT event_id, attrs_json FROM events WHERE kind IN ('tool_call_finished', 'tool_call_failed') "
+            "AND instr(attrs_json, '_artifact\"') > 0 ORDER BY seq"):
+        try:
+            attrs = fastjson.loads(attrs_json)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(attrs, dict):
+            continue
+        for key, value in attrs.items():
+            if not (isinstance(value, str) and value in wanted and value not in found
+                    and key.startswith("x_attempt_") and key.endswith("_artifact")):
+                continue
+            stream = key[len("x_attempt_"):-len("_artifact")]
+            sha, size = attrs.get(f"x_attempt_{stream}_sha256"), attrs.get(f"x_attempt_{stream}_bytes")
+            if isinstance(sha, str) and sha.startswith("sha256:") and artifact_id(sha[7:]) == value:
+                found[value] = (sha[7:], size, event_id)
+        if len(found) == len(wanted):
+            break
+    return found

@@ -16,6 +16,11 @@ A large file's rows are checked by worker processes on every core, in ranges
 SQLite's integrity check as one more of their tasks, while this process does the other checks.
 Findings that leave the chain intact are warnings (exit 0): stored attrs that break the bounds
 every arrival path keeps now (attemptdb.integrity.attrs_bounds, in the same per-row pass).
+Every artifact row holding bytes is read as `attempt artifact` reads it and re-hashed
+(attemptdb.evidence.artifacts.stored_findings; one more task of the workers, or here after the
+chain): bytes that are not the ones the row and the events name are a problem
+(`artifact_changed`, `artifact_unreadable`) named by artifact id, with no damage mark (the rows
+are not the chain; a run keeping the same output replaces them).
 """
 
 import os
@@ -111,6 +116,45 @@ def _integrity_of(path: str) -> list[str]:
         conn.close()
 
 
+def _artifacts_of(path: str | None, conn=None) -> tuple[list, str | None]:
+    """(artifacts.stored_findings, None), or ([], what SQLite said) when it cannot read the
+    artifacts or the events naming them (damage), or (None, what it said) when it cannot query
+    them (the schema changed: its own check names that). A worker process's task when `path`
+    is given."""
+    import apsw
+
+    from ..evidence import artifacts
+    own = conn is None
+    try:
+        if own:
+            conn = bulkcheck.connect(path)
+        return artifacts.stored_findings(conn), None
+    except (apsw.CorruptError, apsw.NotADBError) as e:
+        return [], f"{e.__class__.__name__}: {_sqlite_text(e)}"
+    except UnicodeDecodeError:
+        return [], "text that is not UTF-8"
+    except apsw.SQLError as e:  # a table or column dropped: the schema's check names it
+        return None, _sqlite_text(e)
+    finally:
+        if own and conn is not None:
+            conn.close()
+
+
+def _report_artifacts(rep: Report, found: tuple[list | None, str | None]) -> None:
+    findings, unreadable = found
+    if findings is None:
+        rep.notes.append(f"the stored artifacts were not checked: SQLite cannot query them ({unreadable})")
+        return
+    if unreadable is not None:
+        if not any(p["kind"] == "damaged" for p in rep.problems):
+            rep.problem("damaged", f"the file is damaged: SQLite cannot read its artifacts ({unreadable}); "
+                        f"{DAMAGE_ADVICE}")
+        return
+    for shown, kind, why in findings:
+        rep.problems.append({**chain.problem(kind, f"artifact {shown}: {why}"),
+                             "artifact_id": shown if shown.startswith("art_") else None})
+
+
 def _damaged(rep: Report, found: list[str]) -> None:
     if found:
         rep.problem("damaged", f"the file is damaged: SQLite's integrity check fails ({_sqlite_text(found[0])}"
@@ -123,12 +167,15 @@ class _Chain:
     `cuts` (the sizes of the checkpoints that sign one), {size: head bytes}. Begun when made
     (the workers read while this process does the other checks), reported by `finish`.
     `with_integrity`: SQLite's integrity check runs too, as the first task of the same worker
-    processes (every core works on both), reported as `_verify` would report it."""
+    processes (every core works on both), reported as `_verify` would report it.
+    `with_artifacts`: every stored artifact is re-hashed too (`_artifacts_of`), by the workers
+    when there are any, else here after the chain (not on a damaged file)."""
 
-    def __init__(self, st, rep: Report, span: tuple, cuts=(), workers: int = 0, with_integrity: bool = False):
-        self.st, self.rep, self.with_integrity = st, rep, with_integrity
+    def __init__(self, st, rep: Report, span: tuple, cuts=(), workers: int = 0, with_integrity: bool = False,
+                 with_artifacts: bool = False):
+        self.st, self.rep, self.with_integrity, self.with_artifacts = st, rep, with_integrity, with_artifacts
         self.first, self.last = span
-        self.pool = None
+        self.pool = self.arts = None
         if self.first is None:
             return
         rep.last_seq = self.last
@@ -145,6 +192,7 @@ class _Chain:
         self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         try:
             self.checked = self.pool.submit(_integrity_of, st.path) if with_integrity else None
+            self.arts = self.pool.submit(_artifacts_of, st.path) if with_artifacts else None
             self.ranges = [self.pool.submit(bulkcheck.check_range, st.path, lo, hi, rep.gaps or None, self.want)
                            for lo, hi in bounds if lo < hi]
         except BaseException:
@@ -159,7 +207,12 @@ class _Chain:
     def finish(self) -> dict:
         st, rep = self.st, self.rep
         try:
-            return self._finish(st, rep)
+            heads = self._finish(st, rep)
+            if self.arts is not None:
+                _report_artifacts(rep, self.arts.result())
+            elif self.with_artifacts and not any(p["kind"] == "damaged" for p in rep.problems):
+                _report_artifacts(rep, _artifacts_of(None, st.conn))
+            return heads
         finally:
             self.close()
 
@@ -484,7 +537,7 @@ def _verify(st) -> Report:
         _recovery(st, early, key, device)
         rep.gaps, rep.recovery = early.gaps, early.recovery
         cuts = _merkle_sizes(st)
-    run = _Chain(st, rep, span, cuts, workers, deferred)  # the workers read while this process goes on
+    run = _Chain(st, rep, span, cuts, workers, deferred, True)  # the workers read while this process goes on
     try:
         for d in schema_integrity.differences(
                 c, v, reported_missing=_TRIGGERS + ("events_retracted_only_set",)):
