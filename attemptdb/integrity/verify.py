@@ -17,7 +17,7 @@ SQLite's integrity check as one more of their tasks, while this process does the
 Findings that leave the chain intact are warnings (exit 0): stored attrs that break the bounds
 every arrival path keeps now (attemptdb.integrity.attrs_bounds, in the same per-row pass).
 Every artifact row holding bytes is read as `attempt artifact` reads it and re-hashed
-(attemptdb.evidence.artifacts.stored_findings; one more task of the workers, or here after the
+(attemptdb.store.artifact_rows.stored_findings; one more task of the workers, or here after the
 chain): bytes that are not the ones the row and the events name are a problem
 (`artifact_changed`, `artifact_unreadable`) named by artifact id, with no damage mark (the rows
 are not the chain; a run keeping the same output replaces them).
@@ -117,18 +117,18 @@ def _integrity_of(path: str) -> list[str]:
 
 
 def _artifacts_of(path: str | None, conn=None) -> tuple[list, str | None]:
-    """(artifacts.stored_findings, None), or ([], what SQLite said) when it cannot read the
+    """(artifact_rows.stored_findings, None), or ([], what SQLite said) when it cannot read the
     artifacts or the events naming them (damage), or (None, what it said) when it cannot query
     them (the schema changed: its own check names that). A worker process's task when `path`
     is given."""
     import apsw
 
-    from ..evidence import artifacts
+    from ..store import artifact_rows
     own = conn is None
     try:
         if own:
             conn = bulkcheck.connect(path)
-        return artifacts.stored_findings(conn), None
+        return artifact_rows.stored_findings(conn), None
     except (apsw.CorruptError, apsw.NotADBError) as e:
         return [], f"{e.__class__.__name__}: {_sqlite_text(e)}"
     except UnicodeDecodeError:
