@@ -32,6 +32,7 @@ from ..store.artifact_rows import (  # noqa: F401
     artifact_id,
     intact,
     is_artifact_id,
+    outputs_named,
     read_chunks,
     row,
     stored_findings,
@@ -290,26 +291,14 @@ def named_by(conn, aid: str) -> dict | None:
     events), `stored` false, and the event. None when no event names it."""
     if not is_artifact_id(aid):
         return None
-    from ..model import fastjson
     for event_id, session_id, attrs_json in conn.execute(
             "SELECT event_id, session_id, attrs_json FROM events WHERE instr(attrs_json, ?) > 0 ORDER BY seq",
             ('"' + aid + '"',)):
-        try:
-            attrs = fastjson.loads(attrs_json)
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(attrs, dict):
-            continue
-        for key, value in attrs.items():
-            if value != aid or not (key.startswith("x_attempt_") and key.endswith("_artifact")):
-                continue
-            stream = key[len("x_attempt_"):-len("_artifact")]
-            sha, size = attrs.get(f"x_attempt_{stream}_sha256"), attrs.get(f"x_attempt_{stream}_bytes")
-            whole = isinstance(sha, str) and sha.startswith("sha256:") and artifact_id(sha[7:]) == aid
-            return {"artifact_id": aid, "sha256": sha[7:] if whole else None,
-                    "size_bytes": size if whole and type(size) is int else None,
-                    "media_type": None, "purpose": "command." + stream, "stored": False,
-                    "named_by": event_id, "session_id": session_id}
+        for named, stream, sha, size in outputs_named(attrs_json):
+            if named == aid:
+                return {"artifact_id": aid, "sha256": sha, "size_bytes": size if sha and type(size) is int else None,
+                        "media_type": None, "purpose": "command." + stream, "stored": False,
+                        "named_by": event_id, "session_id": session_id}
     return None
 
 

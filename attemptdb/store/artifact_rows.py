@@ -160,30 +160,41 @@ def stored_findings(conn) -> list[tuple[str, str, str]]:
     return out
 
 
+def outputs_named(attrs_json) -> list[tuple]:
+    """(artifact id, stream, SHA-256 hex of the output as written or None, its size as the attrs
+    say) of each output an event's attrs name (`x_attempt_<stream>_artifact`, spec/evidence.md);
+    the hex only when the id is that digest (nothing was redacted). [] for attrs that are not a
+    JSON object."""
+    from ..model import fastjson
+    try:
+        attrs = fastjson.loads(attrs_json)
+    except (TypeError, ValueError):
+        return []
+    if not isinstance(attrs, dict):
+        return []
+    out = []
+    for key, value in attrs.items():
+        if not (isinstance(value, str) and key.startswith("x_attempt_") and key.endswith("_artifact")):
+            continue
+        stream = key[len("x_attempt_"):-len("_artifact")]
+        sha, size = attrs.get(f"x_attempt_{stream}_sha256"), attrs.get(f"x_attempt_{stream}_bytes")
+        whole = isinstance(sha, str) and sha.startswith("sha256:") and artifact_id(sha[7:]) == value
+        out.append((value, stream, sha[7:] if whole else None, size))
+    return out
+
+
 def _named_outputs(conn, wanted: set) -> dict:
     """{artifact id: (sha256 hex, size, event id)} of the first event naming each of `wanted` as
     the output as written (the id is that output's digest: nothing was redacted). One pass over
     the call events naming any artifact (command.finished is a tool_call_finished or
     tool_call_failed event; the kind index finds them), stopping once all are found."""
-    from ..model import fastjson
     found = {}
     for event_id, attrs_json in conn.execute(
             "SELECT event_id, attrs_json FROM events WHERE kind IN ('tool_call_finished', 'tool_call_failed') "
             "AND instr(attrs_json, '_artifact\"') > 0 ORDER BY seq"):
-        try:
-            attrs = fastjson.loads(attrs_json)
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(attrs, dict):
-            continue
-        for key, value in attrs.items():
-            if not (isinstance(value, str) and value in wanted and value not in found
-                    and key.startswith("x_attempt_") and key.endswith("_artifact")):
-                continue
-            stream = key[len("x_attempt_"):-len("_artifact")]
-            sha, size = attrs.get(f"x_attempt_{stream}_sha256"), attrs.get(f"x_attempt_{stream}_bytes")
-            if isinstance(sha, str) and sha.startswith("sha256:") and artifact_id(sha[7:]) == value:
-                found[value] = (sha[7:], size, event_id)
+        for aid, _stream, sha, size in outputs_named(attrs_json):
+            if sha is not None and aid in wanted and aid not in found:
+                found[aid] = (sha, size, event_id)
         if len(found) == len(wanted):
             break
     return found

@@ -216,9 +216,9 @@ class Store:
                                "beside it, and a file in WAL mode never has one; SQLite would copy its pages into "
                                "the file (another database's, or planted). Move the -journal away (keep it), "
                                "then run the command again")
-        if exists and not info.st_size and sidefiles.wal_without_file(path):
+        if exists and not info.st_size and (wal := sidefiles.wal_without_file(path)):
             raise AttemptError("store.wal_without_file", f"{path} is empty, but the -wal beside it holds "
-                               f"{sidefiles.wal_without_file(path):,} bytes of its newest writes: the file was "
+                               f"{wal:,} bytes of its newest writes: the file was "
                                "truncated or replaced by an empty one. Nothing was opened (SQLite would delete "
                                "that -wal). Keep both files as they are; restore the file from a copy, or read "
                                "what the -wal holds with `attempt recover`", exit_status=1)

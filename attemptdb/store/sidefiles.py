@@ -131,8 +131,8 @@ def wal_without_file(path: str) -> int:
     a frame, and a WAL file never shrinks to nothing: so this is a main file truncated, or
     replaced by an empty one. SQLite deletes such a -wal when it opens the file, and with it the
     newest rows, which `attempt recover` reads from a copy."""
-    real = os.path.realpath(path)  # SQLite keeps the -wal beside the file a symlink names
-    if size(real):
+    if size(path):  # the file a symlink names, by one stat: the common case, on every writer's close
         return 0
+    real = os.path.realpath(path)  # SQLite keeps the -wal beside the file a symlink names
     wal = size(real + "-wal")
     return 0 if not wal or size(real) else wal  # the main looked at again: it is written first
