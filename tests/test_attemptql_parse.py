@@ -381,3 +381,36 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(tmp_path, monkeypatch):
     os.chmod(f, 0o666)  # world-writable: never trusted, rebuilt
     g = P._load_grammar()
     assert "statement" in g
+
+
+@pytest.mark.parametrize("text, word", [
+    ("SHOW EVIDENCE FOR project 'x'", "project"),
+    ("SHOW EVIDENCE FOR project", "project"),
+    ("SHOW EVIDENCE FOR Agent 'claude'", "agent"),
+    ("SHOW EVIDENCE FOR provider = 'codex'", "provider"),
+])
+def test_evidence_for_a_project_or_agent_says_what_it_takes(text, word):
+    """SHOW EVIDENCE FOR reads `project` as an id: it said "unexpected token" at the name after
+    it, or "malformed entity id"; it takes one inference's id, and says where a project's are."""
+    e = err(text)
+    assert e.code == "AQL0409"
+    assert "takes the id of an attempt, session" in e.message
+    assert f"SHOW ATTEMPTS FOR {word} = '<name>'" in e.message
+    assert text[e.pos:e.end].lower() == word
+
+
+@pytest.mark.parametrize("text", [
+    "SHOW ATTEMPTS FOR project = 'a' AND project = 'b'",
+    "SHOW ATTEMPTS FOR project = 'a' FOR PROJECT = 'b'",
+    "SHOW WORK UNITS FOR phase = 'x', outcome = 'y', phase = 'z'",
+])
+def test_a_one_value_filter_given_twice_is_refused(text):
+    """A row has one project: `project = 'a' AND project = 'b'` matched nothing, silently."""
+    e = err(text)
+    assert e.code == "AQL0205" and "is given twice" in e.message
+    assert e.pos > text.upper().find(" FOR ") + 5
+
+
+def test_a_many_value_filter_given_twice_is_an_and():
+    c = cmd("SHOW ATTEMPTS FOR path = 'a' AND path = 'b'")
+    assert [(f.key, f.value.text) for f in c.filters] == [("path", "a"), ("path", "b")]

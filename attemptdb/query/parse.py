@@ -24,7 +24,7 @@ from . import peg_runtime as peg
 from .errors import AQLError
 from .peg_runtime import NodeVisitor, Rules
 from .sqltext import skip_space
-from .syntax_errors import prescan, syntax_error
+from .syntax_errors import NOT_EVIDENCE_SUBJECTS, evidence_subject_error, prescan, syntax_error
 
 try:
     from _sha256 import sha256 as _sha256
@@ -149,6 +149,11 @@ _TARGETS = {
 }
 
 
+ONE_VALUE_FILTERS = ("project", "outcome", "status", "phase")
+"""FOR keys of which every SHOW target's row holds one value (path, session, provider… may match
+several members of one row: `path = 'a' AND path = 'b'` is an AND that can hold)."""
+
+
 class ASTBuilder(NodeVisitor):
     """Parse tree → `ast` nodes. Every method receives the already-visited children."""
 
@@ -236,6 +241,7 @@ class ASTBuilder(NodeVisitor):
         kw = {"filters": [], "where": None, "since": None, "until": None, "order": None,
               "limit": None, "limit_pos": 0, "including_retracted": False}
         seen = {}
+        seen_keys = set()  # FOR keys given so far
         bounds = {}  # since/until → how it was first given: `FOR since = …` and SINCE set the same bound
         clauses = ch[3] if _present(node.children[3]) else []
         for clause in clauses:
@@ -252,6 +258,12 @@ class ASTBuilder(NodeVisitor):
                                    source=self.text, pos=b_pos, end=b_end, label="second time")
                 bounds[bound] = how
             if kind == "for":
+                for f in value:
+                    if f.key in ONE_VALUE_FILTERS and f.key in seen_keys:
+                        raise AQLError("AQL0205", f"FOR {f.key} is given twice; a row has one {f.key} "
+                                       "(one statement for each)", source=self.text,
+                                       pos=f.pos, end=f.end, label="second time")
+                    seen_keys.add(f.key)
                 kw["filters"].extend(value)
             elif kind == "where":
                 kw["where"] = value
@@ -300,6 +312,8 @@ class ASTBuilder(NodeVisitor):
         r = ch[0]
         if isinstance(r, ast.Subject):
             return r
+        if node.text.strip("'\"").lower() in NOT_EVIDENCE_SUBJECTS:
+            raise evidence_subject_error(self.text, node.start, node.end)
         return ast.Subject(node.start, node.end, kind="ref", value=r)
 
     def visit_for_clause(self, node, ch):

@@ -12,7 +12,7 @@ Invariants:
 
 from ..errors import did_you_mean
 from . import peg_runtime as peg
-from .errors import AQLError
+from .errors import AQLError, article
 from .sqltext import skip_space
 
 _DESCENDANTS = None  # (grammar, its _descendants)
@@ -190,6 +190,28 @@ def _join(labels: list[str]) -> str:
     return ", ".join(labels[:-1]) + " or " + labels[-1]
 
 
+NOT_EVIDENCE_SUBJECTS = ("project", "agent", "provider")
+"""Words SHOW EVIDENCE FOR reads as an id but a user means as a subject it does not take."""
+
+
+def evidence_subject_error(text: str, pos: int, end: int) -> AQLError:
+    """SHOW EVIDENCE FOR a project or an agent: no single inference to show the evidence of."""
+    word = text[pos:end].strip("'\"").lower()
+    return AQLError("AQL0409", f"SHOW EVIDENCE FOR takes the id of an attempt, session, turn, tool call, work unit "
+                    f"or event, not {article(word)}: SHOW ATTEMPTS FOR {word} = '<name>' lists its attempts",
+                    source=text, pos=pos, end=end, label="not an id")
+
+
+def _evidence_of_subject(text: str, memo: peg.Memo, g, pos: int) -> AQLError | None:
+    """The evidence_subject_error when SHOW EVIDENCE FOR read `project`/`agent`/`provider` as
+    its id and failed just after it (`SHOW EVIDENCE FOR project 'x'`)."""
+    for start, node in memo.at(g["inference_ref"]):
+        if node.end <= pos and skip_space(text, node.end) >= pos \
+                and text[start:node.end].strip("'\"").lower() in NOT_EVIDENCE_SUBJECTS:
+            return evidence_subject_error(text, start, node.end)
+    return None
+
+
 def syntax_error(text: str, err, memo: peg.Memo, g) -> AQLError:
     """The coded error of a statement grammar `g` did not match (`err`, `memo`: peg.match's)."""
     pos = max(err.pos, 0)
@@ -250,6 +272,9 @@ def syntax_error(text: str, err, memo: peg.Memo, g) -> AQLError:
     if any(e.name == "end" for e in found) and text[:pos].rstrip().endswith(";"):
         return AQLError("AQL0204", "one statement per call: text follows the ';' that ended the statement",
                         source=text, pos=pos, end=tok_end, label="a second statement starts here")
+    wrong_subject = _evidence_of_subject(text, memo, g, pos)
+    if wrong_subject is not None:
+        return wrong_subject
     if not labels:
         labels = ["a valid continuation of the statement"]
         all_keywords = False
