@@ -414,3 +414,5 @@ def test_a_one_value_filter_given_twice_is_refused(text):
 def test_a_many_value_filter_given_twice_is_an_and():
     c = cmd("SHOW ATTEMPTS FOR path = 'a' AND path = 'b'")
     assert [(f.key, f.value.text) for f in c.filters] == [("path", "a"), ("path", "b")]
+    c = cmd("SHOW SIGNALS FOR status = 'pending' AND status = 'blocking'")  # two conditions of one row
+    assert [f.value.text for f in c.filters] == ["pending", "blocking"]

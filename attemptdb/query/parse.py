@@ -149,9 +149,10 @@ _TARGETS = {
 }
 
 
-ONE_VALUE_FILTERS = ("project", "outcome", "status", "phase")
+ONE_VALUE_FILTERS = ("project", "outcome", "phase")
 """FOR keys of which every SHOW target's row holds one value (path, session, provider… may match
-several members of one row: `path = 'a' AND path = 'b'` is an AND that can hold)."""
+several members of one row: `path = 'a' AND path = 'b'` is an AND that can hold; SHOW SIGNALS takes
+status = 'pending' AND status = 'blocking')."""
 
 
 class ASTBuilder(NodeVisitor):
