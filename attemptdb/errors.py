@@ -114,6 +114,7 @@ CODES = {
     'export.not_a_directory': (2, '… exists and is not a directory'),
     'export.unwritable': (2, 'cannot write in …: …'),
     'import.bad_line': (2, 'line …: not UTF-8 (byte …)'),
+    'import.conflicting_events': (1, '… event differs from the one stored under its id (ev_…): not imported, the stored event kept'),
     'import.nothing': (2, 'no Claude Code transcripts found (looked in ……)'),
     'import.unreadable': (2, 'cannot read …: …'),
     'import.worker': (2, 'the import worker stopped unexpectedly'),

@@ -65,8 +65,76 @@ def test_import_is_idempotent(tmp_path, home):
     src.write_bytes(_stream(120))
     r1 = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"])
     r2 = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"])
-    assert json.loads(r1.stdout) == {"lines": 120, "accepted": 120, "duplicates": 0}
-    assert json.loads(r2.stdout) == {"lines": 120, "accepted": 0, "duplicates": 120}
+    assert json.loads(r1.stdout) == {"lines": 120, "accepted": 120, "duplicates": 0, "conflicts": 0}
+    assert json.loads(r2.stdout) == {"lines": 120, "accepted": 0, "duplicates": 120, "conflicts": 0}
+
+
+@pytest.mark.parametrize("pipeline", [False, 2])
+def test_a_line_that_differs_from_the_event_stored_under_its_id_is_a_conflict(tmp_path, home, pipeline):
+    """An event id names one event: a line carrying a stored id with other content (an outcome
+    flipped, a later source_seq) was counted "already stored" and the import said nothing. It is
+    reported, never stored, the stored event kept; the rest of the file is imported; exit 1."""
+    db = str(tmp_path / "a.db")
+    envs = list(synth.generate(60, seed=5))
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"".join(event.line(e).encode() + b"\n" for e in envs[:40]))
+    assert run_attempt(["import", "jsonl", str(src), "--db", db]).returncode == 0
+    before = run_attempt(["events", "--jsonl", "--db", db]).stdout
+    stored = [json.loads(x) for x in before.splitlines()]
+    changed = [dict(stored[3], provider_event_name="Forged"), dict(stored[7], source_seq=stored[7]["source_seq"] + 1000)]
+    again = stored[10]  # the very line stored: a duplicate, no conflict
+    fresh = [event.line(e) for e in envs[40:]]
+    src.write_bytes("".join(json.dumps(e) + "\n" for e in changed + [again]).encode()
+                    + "".join(x + "\n" for x in fresh).encode())
+    st = Store.open(db)
+    try:
+        rep = jsonl.import_file(st, str(src), pipeline=pipeline)
+    finally:
+        st.close()
+    assert (rep.accepted, rep.duplicates) == (20, 3)
+    assert sorted(rep.conflicts) == sorted([changed[0]["event_id"], changed[1]["event_id"]])
+    after = run_attempt(["events", "--jsonl", "--db", db]).stdout.splitlines()
+    assert after[:40] == before.splitlines()  # the stored events kept, byte for byte
+    assert run_attempt(["verify", "--db", db]).returncode == 0
+    # the CLI: counts, then the coded error naming the ids, exit 1; a second run the same
+    r = run_attempt(["import", "jsonl", str(src), "--db", db])
+    assert r.returncode == 1, r.stderr
+    assert b"imported 0 events (23 already stored)" in r.stdout
+    err = r.stderr.decode()
+    assert err.startswith("error[import.conflicting_events]: 2 events differ from the one stored under their id")
+    assert "ev_" + changed[0]["event_id"] in err and "the stored events kept" in err
+    r = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"])
+    assert json.loads(r.stdout) == {"lines": 23, "accepted": 0, "duplicates": 23, "conflicts": 2}
+
+
+def test_two_lines_of_one_file_with_one_id_and_other_content_conflict(tmp_path, home):
+    db = str(tmp_path / "a.db")
+    e = next(iter(synth.generate(1, seed=9)))
+    src = tmp_path / "in.jsonl"
+    src.write_text(event.line(e) + "\n" + event.line(dict(e, provider_event_name="Other")) + "\n"
+                   + event.line(e) + "\n")
+    r = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"])
+    assert r.returncode == 1 and json.loads(r.stdout) == {"lines": 3, "accepted": 1, "duplicates": 2, "conflicts": 1}
+
+
+def test_a_hook_payload_delivered_twice_is_no_conflict(tmp_path, home):
+    """The store's duplicates of the capture path (a retried hook, a spool drained twice) leave
+    the writer's clocks to it: the same event, whatever clocks the second delivery would get."""
+    db = str(tmp_path / "h.db")
+    for _ in range(2):
+        r = run_attempt(["capture", "claude-code", "--db", db], input=as_bytes(tool_payload()),
+                        env={"ATTEMPTDB_NO_DAEMON": "1"})
+        assert r.returncode == 0
+    st = Store.open(db)
+    try:
+        line = run_attempt(["events", "--jsonl", "--db", db]).stdout.splitlines()[-1]
+        env = json.loads(line)
+        for k in ("source_seq", "hlc", "ingested_at"):
+            env.pop(k, None) if k == "ingested_at" else env.update({k: 0})
+        res = st.append([env])
+    finally:
+        st.close()
+    assert res.duplicates == [env["event_id"]] and res.conflicts == []
 
 
 @pytest.mark.parametrize("bad,why", [
@@ -365,7 +433,7 @@ def _intact_and_resumable(src, db, total):
     assert r.returncode == 0 and b"ok: the incremental state equals a rebuild" in r.stdout, r.stdout
     r = run_attempt(["import", "jsonl", str(src), "--db", db, "--json"], timeout=300)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"lines": total, "accepted": total - stored, "duplicates": stored}
+    assert json.loads(r.stdout) == {"lines": total, "accepted": total - stored, "duplicates": stored, "conflicts": 0}
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the worker through /proc (Linux)")

@@ -69,7 +69,7 @@ def test_json_output_draws_no_progress_even_on_a_terminal(small):
     d, small = small
     code, out, term = _under_pty(["import", "jsonl", small, "--db", str(d / "json.db"), "--json"])
     assert code == 0
-    assert json.loads(out) == {"lines": 2000, "accepted": 2000, "duplicates": 0}
+    assert json.loads(out) == {"lines": 2000, "accepted": 2000, "duplicates": 0, "conflicts": 0}
     assert b"importing" not in term and b"[" not in term, term[:500]
 
 

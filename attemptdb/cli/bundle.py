@@ -156,3 +156,8 @@ def import_cmd(file, key, db, as_json):
              + f" {bar.rate(imp.lines)}")
         for n in rep.notes:
             say(f"note: {n}", err=True)
+        if imp.conflicts:  # after the notes that say why known cases differ (content, paths)
+            n = len(imp.conflicts)
+            say(f"note: {n:,} of the bundle's events differ from the ones stored here under their ids "
+                f"(ev_{imp.conflicts[0]}{', …' if n > 1 else ''}): the stored events stay (an event never changes)",
+                err=True)

@@ -339,6 +339,20 @@ def import_jsonl(file, db, as_json):
         click.echo(f"imported {plural(rep.accepted, 'event', grouped=True)} ({rep.duplicates:,} already stored) from "
                    f"{plural(rep.lines, 'line', grouped=True)} "
                    f"{bar.rate(rep.lines, 'events')}")
+    if rep.conflicts:
+        raise conflicting_events(rep.conflicts)
+
+
+def conflicting_events(ids: list[str]) -> AttemptError:
+    """The error of lines that carry a stored event's id with other content (an import, a
+    bundle, a sync): not stored, the stored events kept."""
+    n = len(ids)
+    shown = ", ".join("ev_" + i for i in ids[:3]) + (f" and {n - 3:,} more" if n > 3 else "")
+    return AttemptError("import.conflicting_events",
+                        f"{n:,} event{' differs' if n == 1 else 's differ'} from the one stored under "
+                        f"{'its' if n == 1 else 'their'} id ({shown}): not imported, the stored "
+                        f"event{'' if n == 1 else 's'} kept (`attempt events --jsonl` shows what is stored)",
+                        exit_status=1)
 
 
 @import_group.command("claude-transcripts")

@@ -9,7 +9,9 @@ Invariants:
   never through a symlink). A database with content keeps the mode it has: `sidefiles.exposed`
   names the files others can read, for doctor to say so.
 - `append` runs in one `BEGIN IMMEDIATE` transaction: duplicates (by event id, within the batch
-  and against the file) are found before anything is linked; every new row gets `source_seq`
+  and against the file) are found before anything is linked, and a duplicate whose event differs
+  from the one stored under its id (its canonical line, with the clocks it leaves to the writer
+  taken from the stored row) is also a conflict: never stored, the stored event kept; every new row gets `source_seq`
   (per device, strictly increasing), `hlc` (never backwards), `ingested_at`, `event_hash` and
   `chain_hash`; projection triggers run in the same transaction. A batch is one INSERT, and a
   session its late events touch is re-derived once, after that INSERT (migrations/0006). An
@@ -157,14 +159,21 @@ def _uri_path(path: str) -> str:
                    else c for c in os.path.abspath(path))
 
 
-class AppendResult:
-    """What an append did: ids (bare UUIDs) stored, and ids that were already there."""
+def _clocked(p) -> tuple:
+    """An event.Prepared as the writer would store it, less the clocks it has yet to assign."""
+    return p.row, p.source_seq, p.hlc, p.ingested_at, p.pre, p.mid, p.rest, p.tail
 
-    __slots__ = ("accepted", "duplicates", "first_seq", "last_seq")
+
+class AppendResult:
+    """What an append did: ids (bare UUIDs) stored, and ids that were already there; of those,
+    `conflicts`: the ids whose event differs from the one stored (or first in the batch)."""
+
+    __slots__ = ("accepted", "duplicates", "conflicts", "first_seq", "last_seq")
 
     def __init__(self):
         self.accepted: list[str] = []
         self.duplicates: list[str] = []
+        self.conflicts: list[str] = []
         self.first_seq = None
         self.last_seq = None
 
@@ -608,21 +617,53 @@ class Store:
             found.update(r[0][3:] for r in c.execute(q, ["ev_" + x for x in chunk]))
         return found
 
+    def _differing(self, items) -> list[str]:
+        """The ids of `items` (event.Prepared, each id stored) whose event is not the stored one:
+        its line, finished with the stored row's clocks where it leaves them to the writer, does
+        not hash to the stored event_hash."""
+        from ..model import ids
+        c = self.conn
+        stored = {}
+        for i in range(0, len(items), APPEND_BATCH):
+            chunk = items[i:i + APPEND_BATCH]
+            q = ("SELECT event_id, source_seq, hlc, ingested_at, event_hash FROM events "
+                 f"WHERE event_id IN ({','.join('?' * len(chunk))})")
+            stored.update((r[0][3:], r[1:]) for r in c.execute(q, ["ev_" + p.event_id for p in chunk]))
+        out = []
+        for p in items:
+            seq, hlc, ing, h = stored[p.event_id]
+            try:
+                ing = p.ingested_at if p.ingested_at is not None else None if ing is None else clock.from_iso(ing)
+                same = p.finish_hashed(p.source_seq or seq, p.hlc or hlc, ing, ids.sha256)[1] == h
+            except (ValueError, TypeError, OverflowError):  # a stored row no writer made: not this event
+                same = False
+            if not same:
+                out.append(p.event_id)
+        return out
+
     def _append_locked(self, items, res: AppendResult, now: int):
         from ..integrity import chain
         from ..model import ids
         w = _write_sql()
         c = self.conn
         existing = self._existing([p.event_id for p in items])
-        seen = set()
+        seen = {}
         fresh = []
+        stored_again = []
         for p in items:
             eid = p.event_id
-            if eid in existing or eid in seen:
+            if eid in existing:
                 res.duplicates.append(eid)
+                stored_again.append(p)
+            elif eid in seen:
+                res.duplicates.append(eid)
+                if _clocked(p) != _clocked(seen[eid]):
+                    res.conflicts.append(eid)
             else:
-                seen.add(eid)
+                seen[eid] = p
                 fresh.append(p)
+        if stored_again:
+            res.conflicts.extend(self._differing(stored_again))
         if not fresh:
             return
         size, prev = self.head()

@@ -1,6 +1,7 @@
 """`attempt import jsonl FILE`: append canonical Event v1 lines to the store.
 
-Invariants: idempotent (events already stored are counted as duplicates, never re-linked);
+Invariants: idempotent (events already stored are counted as duplicates, never re-linked; a
+line whose event differs from the one stored under its id is a conflict, reported, never stored);
 one transaction per batch; every line of a batch is parsed and validated before the batch's
 transaction starts, so a malformed line (reported with its number, never its content) leaves
 nothing of its batch written and stops the import; every event passes the ingestion contract
@@ -45,15 +46,20 @@ def checkpoint_pages(page_size: int) -> int:
 
 
 class ImportReport:
-    __slots__ = ("lines", "accepted", "duplicates")
+    """Counts of an import; `conflicts`: the ids (bare) of lines whose event differs from the one
+    stored under their id (counted in `duplicates` too; never stored)."""
+
+    __slots__ = ("lines", "accepted", "duplicates", "conflicts")
 
     def __init__(self):
         self.lines = 0
         self.accepted = 0
         self.duplicates = 0
+        self.conflicts = []
 
     def as_dict(self):
-        return {"lines": self.lines, "accepted": self.accepted, "duplicates": self.duplicates}
+        return {"lines": self.lines, "accepted": self.accepted, "duplicates": self.duplicates,
+                "conflicts": len(self.conflicts)}
 
 
 def _lines(stream):
@@ -112,6 +118,7 @@ def _write(store, batches, rep: ImportReport, progress=None):
         res = store.append_prepared(items)
         rep.accepted += len(res.accepted)
         rep.duplicates += len(res.duplicates)
+        rep.conflicts += res.conflicts
         if progress is not None:
             progress(len(items))
 
