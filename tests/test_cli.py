@@ -71,6 +71,18 @@ def test_missing_database_is_a_coded_error_not_a_traceback(tmp_path, home):
     assert r.stdout == b""
 
 
+@pytest.mark.parametrize("args", [["note", "hello"], ["query", "SHOW SESSIONS"], ["needs-you"], ["status"],
+                                  ["doctor"], ["events", "--jsonl"]])
+def test_an_empty_db_option_is_refused_not_read_as_the_default(tmp_path, home, args):
+    """`--db "$DB"` with DB unset: it wrote to (and created) the default database, silently."""
+    env = {"ATTEMPTDB_PATH": str(tmp_path / "env.db"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    for empty in ("", "  "):
+        r = run_attempt(args + ["--db", empty], env=env)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.decode().startswith("error[usage.bad_value]: --db is empty"), r.stderr
+    assert not (tmp_path / "env.db").exists() and not (tmp_path / "data").exists()
+
+
 @pytest.mark.parametrize("args,code,says", [
     (["query", "--bogus", "SELECT 1"], "usage.unknown_option", "No such option '--bogus' (`attempt query --help`"),
     (["events", "-n", "abc"], "usage.bad_value", "'abc' is not a valid integer range (`attempt events --help`"),

@@ -46,6 +46,11 @@ def json_option(f):
 
 
 def db_path(db: str | None) -> str:
+    """The database of this command; `--db ''` (a script's unset variable) is refused, never
+    read as "the default": that would write to another history without a word."""
+    if db is not None and not db.strip():
+        raise AttemptError("usage.bad_value", "--db is empty: name a database file, or leave --db out "
+                           "for the default")
     return location.resolve(db)
 
 

@@ -15,7 +15,7 @@ import click
 from ..render import termtable
 from ..render.termtable import plural
 from ..store import location
-from .common import db_option, echo_json, json_option, no_db_option, printable, style
+from .common import db_option, db_path, echo_json, json_option, no_db_option, printable, style
 from .readers import mcp_option, mcp_registrations, report_json
 
 _WORDS = {"installed": "installed", "updated": "updated", "already_current": "already current",
@@ -291,7 +291,7 @@ def doctor_cmd(providers, as_json, db):
     """Check that every agent is wired, trusted and delivering, and that the database is
     reachable with a valid capture mode. Exit 1 on any problem."""
     from ..installer import doctor
-    rep = doctor.run(db, list(providers) or None)
+    rep = doctor.run(None if db is None else db_path(db), list(providers) or None)
     if as_json:
         echo_json(rep)
     else:
