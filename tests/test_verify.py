@@ -691,7 +691,7 @@ def test_the_key_never_signs_a_copy_or_a_rolled_back_file(tmp_path, home):
     cp_mod.create(sa)  # the original goes on
     with pytest.raises(AttemptError) as e:
         cp_mod.create(sb)  # the copy diverged: refused
-    assert e.value.code == "checkpoint.diverged"
+    assert e.value.code == "checkpoint.copy"  # recorded as a copy of a.db before its chain is read
     assert cp_mod.maybe_checkpoint(sb) is None  # read commands skip it silently
     outside = cp_mod.parse(cp_mod.read_outside(sa.device_id))
     assert outside.size == 8 and sa.conn.execute("SELECT chain_hash FROM events WHERE seq = 8").fetchone()[0] == outside.head

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import AttemptError
+from ..errors import AttemptError, printable
 from ..model import clock
 from ..store import location, plainfile
 from . import signednote
@@ -266,6 +266,23 @@ def _verify_rows(store, lo: int, hi: int, leaves=None) -> None:
                            "`attempt verify`", exit_status=1)
 
 
+def _refuse_a_copy(store, device: str) -> None:
+    """checkpoint.copy when another file this account recorded holds the same device's history
+    and is not damaged: the copy beside the key is that file's, and a signature of this one
+    (rows the other never had) would make the other read as rolled back. A damaged file is never
+    written again, so a file recovered from it (spec/recover.md) signs in its place."""
+    other = location.other_holder(store.path, "dev_" + device)
+    if other is None:
+        return
+    from . import damage
+    if damage.marked(other) is not None:
+        return
+    raise AttemptError("checkpoint.copy", f"this file is a copy of {printable(other)} (both hold the history of "
+                       f"dev_{device}, whose checkpoint is kept beside its key): nothing was signed, so that "
+                       "file stays whole. Sign one of them only: keep using the original, or remove or move it "
+                       "(this file is then the history, and signs)", exit_status=1)
+
+
 def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = None,
            adopt: bool = False) -> Checkpoint | None:
     """Verify the rows after the last signed checkpoint, then sign the current head and store
@@ -279,6 +296,7 @@ def create(store, key: keys.DeviceKey | None = None, *, now_us: int | None = Non
     key, _ = keys.signing_key(store, key)  # the file's own key: never a lost one's stand-in
     if key is None:
         raise AttemptError("keys.missing", "this device has no signing key yet (run `attempt keys init`)", exit_status=1)
+    _refuse_a_copy(store, device)
     stamp = clock.iso(clock.now_us() if now_us is None else now_us)
     c = store.conn
     with _OutsideLock(device):

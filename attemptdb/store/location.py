@@ -108,6 +108,21 @@ def device_at(db_path: str) -> str | None:
     return found
 
 
+def other_holder(db_path: str, device_id: str) -> str | None:
+    """Another file recorded as holding device `device_id`'s history that still exists: then the
+    file at `db_path` is a copy of it (`cp attempt.db try.db`), or it of this one."""
+    real = os.path.realpath(db_path)
+    try:
+        with open(os.path.join(data_dir(), DATABASES), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                path, _, dev = line.rstrip("\n").partition("\t")
+                if dev == device_id and _other_file(path, real) and os.path.realpath(path) != real:
+                    return path
+    except OSError:
+        return None
+    return None
+
+
 def _other_file(path: str, real: str) -> bool:
     """A record of another path that still names a file (a file removed on purpose begins a new
     history when made again: its record, a throwaway demo's, is dropped)."""
