@@ -190,3 +190,43 @@ def test_status_reads_no_count_from_a_changed_schema(demo_files, tmp_path):
     assert rep["needs_you"] is None and rep["sessions"] is None
     assert any("view needs_you is not what" in w for w in rep["warnings"]), rep["warnings"]
     assert _sha(f) == before
+
+
+def test_a_trigger_that_drops_writes_loses_no_event(tmp_path, home):
+    """A foreign `BEFORE INSERT … RAISE(IGNORE)` trigger on events: a capture exited 0 with its
+    event nowhere (not stored, not spooled), an import said "imported 31 events" storing none,
+    and once `reproject` dropped the trigger `verify` said ok. Now the write is refused as the
+    file's fault: the hook spools (the event kept, not quarantined), the import stops with a
+    coded error; after `reproject` the next capture brings the spooled event in."""
+    import json
+    env = {"ATTEMPTDB_NO_DAEMON": "1"}
+    db = str(tmp_path / "x.db")
+
+    def capture(n):
+        p = {"session_id": "s1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit", "prompt": f"prompt {n}"}
+        r = run_attempt(["capture", "claude-code", "--db", db], input=json.dumps(p).encode(), env=env)
+        assert r.returncode == 0 and r.stdout == b""
+
+    def stored():
+        r = run_attempt(["events", "--jsonl", "--db", db], env=env)
+        return [json.loads(x).get("content", {}).get("prompt") for x in r.stdout.splitlines()]
+
+    assert run_attempt(["init", "--db", db], env=env).returncode == 0
+    capture(1)
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TRIGGER zz BEFORE INSERT ON events BEGIN SELECT RAISE(IGNORE); END")
+    c.close()
+    capture(2)
+    spooled = [n for n in os.listdir(tmp_path / "x.db.spool") if n.endswith(".event")]
+    assert len(spooled) == 1
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(run_attempt(["events", "--jsonl", "--db", db], env=env).stdout.replace(b"prompt 1", b"prompt 9")
+                    .replace(b'"event_id":"0', b'"event_id":"f'))
+    r = run_attempt(["import", "jsonl", str(src), "--db", db], env=env)
+    assert r.returncode == 1 and r.stderr.startswith(b"error[store.write_ignored]: 1 of 1 events written did not land")
+    assert not os.path.exists(tmp_path / "x.db.spool" / "quarantine") or not os.listdir(tmp_path / "x.db.spool" / "quarantine")
+    assert stored() == ["prompt 1"]
+    assert b"dropped trigger zz on events" in run_attempt(["reproject", "--db", db], env=env).stdout
+    capture(3)
+    assert stored() == ["prompt 1", "prompt 2", "prompt 3"]
+    assert run_attempt(["verify", "--db", db], env=env).returncode == 0

@@ -164,6 +164,22 @@ def _clocked(p) -> tuple:
     return p.row, p.source_seq, p.hlc, p.ingested_at, p.pre, p.mid, p.rest, p.tail
 
 
+class WriteIgnored(AttemptError):
+    """store.write_ignored: the file dropped rows written to it (the database's fault, not an
+    event's: a spool keeps its events for later)."""
+
+
+def _landed(c, n: int) -> None:
+    """The INSERT just run stored its `n` rows (a trigger that is not ours can drop a row with
+    RAISE(IGNORE), and the append would count an event stored that is nowhere: the caller's
+    ROLLBACK undoes the rest, a capture spools)."""
+    got = c.changes()
+    if got != n:
+        raise WriteIgnored("store.write_ignored", f"{n - got:,} of {n:,} events written did not land in the events "
+                           "table: a trigger that is not AttemptDB's dropped them; nothing of this write was kept. "
+                           "`attempt verify` names the trigger; `attempt reproject` removes it", exit_status=1)
+
+
 class AppendResult:
     """What an append did: ids (bare UUIDs) stored, and ids that were already there; of those,
     `conflicts`: the ids whose event differs from the one stored (or first in the batch)."""
@@ -702,8 +718,11 @@ class Store:
             first = self._floor + 1
             c.execute(w["insert_at"], (first,) + rows[0])
         rest = rows if first == size + 1 else rows[1:]
+        if first != size + 1:
+            _landed(c, 1)
         if len(rest) == 1:
             c.execute(w["insert"], rest[0])
+            _landed(c, 1)
         elif rest:
             c.execute(w["stage"])
             c.executemany(w["stage_insert"], rest)
@@ -715,6 +734,7 @@ class Store:
                 # (migrations/0006); on failure the caller's ROLLBACK undoes flag, stage and notes
                 c.execute("UPDATE projection_control SET defer_replays = 1 WHERE id = 1")
             c.execute(w["from_stage"])
+            _landed(c, len(rest))
             c.execute("DELETE FROM temp.append_stage")
             if self._defers:
                 c.execute("UPDATE projection_control SET defer_replays = 0 WHERE id = 1")
