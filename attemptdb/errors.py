@@ -229,6 +229,7 @@ CODES = {
     'store.read_only': (2, '… cannot be written (a read-only file, directory or filesystem); commands that only read still work'),
     'store.read_only_wal': (2, '… is on read-only storage and its -wal still holds committed rows that only a writer can fold in; copy the …'),
     'store.schema_changed': (2, '… … …; AttemptDB does not rewrite a table (or remove another object under its name): restore the file from …'),
+    'store.version_reset': (1, '… says schema version 0 (a file never written) but holds AttemptDB\'s tables: its `PRAGMA user_version` was …'),
     'store.wal_without_file': (1, '… is empty, but the -wal beside it holds … bytes of its newest writes: the file was truncated or …'),
     'store.text_not_utf8': (1, 'the file holds text that is not valid UTF-8 (edited outside AttemptDB, or damage); verify names it'),
     'store.write_ignored': (1, '… of … events written did not land in the events table: a trigger that is not AttemptDB\'s dropped them; …'),

@@ -230,3 +230,41 @@ def test_a_trigger_that_drops_writes_loses_no_event(tmp_path, home):
     capture(3)
     assert stored() == ["prompt 1", "prompt 2", "prompt 3"]
     assert run_attempt(["verify", "--db", db], env=env).returncode == 0
+
+
+def test_a_reset_schema_version_is_named_by_verify_and_refused_by_writers(tmp_path, home):
+    """`PRAGMA user_version = 0` on a good file: verify said ok ("migrations pending") while
+    every capture spooled for ever and an import said "restore the file from a copy". Now verify
+    fails naming the version to put back, writers refuse with their own code, the hook spools,
+    and once the version is back the spooled event comes in."""
+    import json
+    env = {"ATTEMPTDB_NO_DAEMON": "1"}
+    db = str(tmp_path / "v.db")
+
+    def capture(n):
+        p = {"session_id": "s1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit", "prompt": f"prompt {n}"}
+        r = run_attempt(["capture", "claude-code", "--db", db], input=json.dumps(p).encode(), env=env)
+        assert r.returncode == 0 and r.stdout == b""
+
+    assert run_attempt(["init", "--db", db], env=env).returncode == 0
+    capture(1)
+    with sqlite3.connect(db) as c:
+        latest = c.execute("PRAGMA user_version").fetchone()[0]
+        c.execute("PRAGMA user_version = 0")
+    c.close()
+    v = run_attempt(["verify", "--db", db], env=env)
+    said = v.stdout.decode().replace("\n  ", " ")
+    assert v.returncode == 1 and "problem: schema version 0" in said, said
+    assert f"`sqlite3 FILE 'PRAGMA user_version = {latest}'` puts it back" in said
+    capture(2)
+    assert len([n for n in os.listdir(tmp_path / "v.db.spool") if n.endswith(".event")]) == 1
+    r = run_attempt(["note", "hello", "--db", db], env=env)
+    assert r.returncode == 1 and r.stderr.startswith(b"error[store.version_reset]: "), r.stderr
+    with sqlite3.connect(db) as c:
+        c.execute(f"PRAGMA user_version = {latest}")
+    c.close()
+    capture(3)
+    r = run_attempt(["events", "--jsonl", "--db", db], env=env)
+    prompts = [json.loads(x).get("content", {}).get("prompt") for x in r.stdout.splitlines()]
+    assert prompts == ["prompt 1", None, "prompt 3"], r.stdout  # spooled without the file's mode: metadata only
+    assert run_attempt(["verify", "--db", db], env=env).returncode == 0

@@ -505,6 +505,15 @@ def integrity(conn) -> list[str]:
     return [] if rows == ["ok"] else rows
 
 
+def _version_hint(conn, known: int) -> str:
+    """How to put back a reset schema version: the newest whose objects the file's match."""
+    from ..store import schema_integrity
+    for n in range(known, 0, -1):
+        if not schema_integrity.differences(conn, n):
+            return f"; its objects are those of version {n}: `sqlite3 FILE 'PRAGMA user_version = {n}'` puts it back"
+    return "; its objects match no version of this AttemptDB: `attempt recover` builds a sound file from it"
+
+
 def _verify(st) -> Report:
     rep = Report()
     c = st.conn
@@ -520,7 +529,11 @@ def _verify(st) -> Report:
     if v > known:
         rep.problem("migrations", f"schema version {v} is newer than this code ({known})")
         return rep
-    if v < known:
+    if v == 0:  # the writer refuses it (store.version_reset): every capture spools
+        rep.problem("migrations", "schema version 0 (a file never written) on a file that holds AttemptDB's "
+                    "tables: its `PRAGMA user_version` was changed outside AttemptDB, and every write is refused"
+                    + _version_hint(c, known))
+    elif v < known:
         rep.notes.append(f"schema version {v}; {known} after the next write (migrations pending); its views "
                          "and triggers are those of the AttemptDB that wrote it and were not compared")
     present = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
