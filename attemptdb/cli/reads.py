@@ -112,15 +112,57 @@ NEEDS_KIND = {"permission_gate": "permission", "input_request": "input", "repeat
               "work_conflict": "conflict"}
 
 
+NEEDS_YOU_SQL = "90_needs_you.sql"
+"""The view-and-trigger file (sql/) that creates the `needs_you` view."""
+
+
 def _since(iso: str | None) -> str:
     """When a need began, short: `09:58` today, `12-06 17:40` earlier (local time, as the
-    other summaries print it; --json has the stored value)."""
+    other summaries print it; --json has the stored value); a value that is no time, as
+    terminal-safe text."""
     from ..query import read
     if not iso:
         return "-"
     import time
-    day = read.local_time(iso, "%Y-%m-%d")
-    return read.local_time(iso, "%H:%M" if day == time.strftime("%Y-%m-%d") else "%m-%d %H:%M")
+    try:
+        day = read.local_time(iso, "%Y-%m-%d")
+        return read.local_time(iso, "%H:%M" if day == time.strftime("%Y-%m-%d") else "%m-%d %H:%M")
+    except (ValueError, TypeError, OverflowError, OSError):
+        return read.clean(iso, 20)
+
+
+def _confidence(value) -> str:
+    """A row's confidence, two decimals; a value that is no number, as terminal-safe text."""
+    from ..query import read
+    return f"{value:.2f}" if isinstance(value, (int, float)) else read.clean(value, 8)
+
+
+def _evidence(value) -> list:
+    """A row's evidence ids as a list (a forged view may hold any JSON there)."""
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
+def changed_needs_you(conn) -> str | None:
+    """The warning line when the file's `needs_you` view is not the text this version installs
+    (someone rewrote it: the rows it gives may be forged), else None. Only that view is compared,
+    in <1 ms: the whole-schema check `attempt status` runs (store/schema_integrity) builds every
+    migration in memory, ~60 ms, more than the rest of the command. SQLite keeps a view's
+    CREATE statement as written, without its `;`: NEEDS_YOU_SQL ends with that one statement
+    (tests/test_hostile_names.py: a freshly built file draws no warning). A file at an older
+    schema version has the view its own code wrote: not compared (`attempt verify` says so)."""
+    from .. import resources
+    from ..store import schema
+    if conn.execute("PRAGMA user_version").fetchone()[0] != schema.latest():
+        return None
+    have = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'needs_you' AND type = 'view'").fetchone()
+    with open(os.path.join(resources.folder("sql"), NEEDS_YOU_SQL), encoding="utf-8") as f:
+        text = schema.expand(f.read(), schema.predicates())
+    want = text[text.find("CREATE VIEW needs_you "):].rstrip().removesuffix(";").rstrip()
+    if have is None or have[0] == want:
+        return None  # a missing view fails the read itself, with its own coded error
+    from ..store import schema_integrity
+    found = [f"view needs_you is not what sql/{NEEDS_YOU_SQL} writes"]
+    return "warning: the schema: " + schema_integrity.summary(found) + "; the rows below come from it"
 
 
 _PUNCT = str.maketrans("(),;:[]", "       ")
@@ -159,16 +201,20 @@ def needs_you(project, evidence, as_json, db) -> None:
             except AQLError as e:
                 raise AttemptError("scope.unresolved", e.message) from None
             ids, label = [pid for pid, _ in found], ", ".join(sorted({n for _, n in found}))
+        changed = changed_needs_you(conn)
         data = read.needs_you(conn, ids)
         shorts = {}
         if not as_json:
             from ..query import shortids
-            named = [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id")]
+            named = [r[k] for r in data["needs_you"] for k in ("session_id", "work_unit_id") if isinstance(r[k], str)]
             named += [w for r in data["needs_you"] for w in _words(r["reason"]) if shortids.is_id(w)]
             shorts = shortids.shorten(conn, named)
     finally:
         conn.close()
     data["project"] = label
+    if changed:  # before the rows, so a forged row is never read without it
+        from ..render import termtable
+        echo("\n".join(termtable.prose(printable(changed), termtable.terminal_width(sys.stderr), "  ")), err=True)
     if as_json:
         echo_json(data)
         return
@@ -182,23 +228,24 @@ def needs_you(project, evidence, as_json, db) -> None:
         echo("\n".join(termtable.wrap(f"nothing needs you{where}: {looked}; no pending permission or input "
                                       "request, no repeated failure, no conflicting work", width)))
         return
-    table = []
+    table = []  # every cell from the file goes through read.clean (errors.printable): a view can be forged
     for r in rows:
-        ev = r["evidence"]
-        table.append([str(r["rank"]), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)), _since(r["since"]),
-                      read.clean(r["provider"] or "", 16), r["session_id"] or "-", r["work_unit_id"] or "-",
-                      f"{r['confidence']:.2f}", str(len(ev)), _shortened(read.clean(r["reason"]), shorts)])
+        table.append([read.clean(r["rank"], 8), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
+                      _since(r["since"]), read.clean(r["provider"] or "", 16), read.clean(r["session_id"]) or "-",
+                      read.clean(r["work_unit_id"]) or "-", _confidence(r["confidence"]),
+                      str(len(_evidence(r["evidence"]))), _shortened(read.clean(r["reason"]), shorts)])
     echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
                                   f"you{where} ({looked}):", width)))
     headers = ["rank", "kind", "since", "agent", "session", "work unit", "conf", "evidence", "reason"]
     # the reason is the point: whole, wrapped, beside what fits of the rest
-    lines, hidden = termtable.fit(headers, table, width, shorten={k: printable(v) for k, v in shorts.items()},
+    lines, hidden = termtable.fit(headers, table, width, shorten={read.clean(k): printable(v) for k, v in shorts.items()},
                                   fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank", "since"],
                                   text_min=12, wrap="reason", wrap_min=28)
     lines += termtable.hidden_note(hidden, width)
     if evidence:  # then each row's evidence ids, whole (an id is never broken), wrapped to the width
         for r in rows:
-            lines += termtable.prose(f"{r['rank']}. evidence: " + ", ".join(printable(x) for x in r["evidence"]),
+            lines += termtable.prose(f"{read.clean(r['rank'], 8)}. evidence: "
+                                     + ", ".join(printable(x) for x in _evidence(r["evidence"])),
                                      width, "   ")
     echo("\n".join(lines))
     echo("\n".join(termtable.prose("note: inferences with their evidence; `attempt why <id>` explains a session "

@@ -10,6 +10,9 @@ Invariants:
 - Files are written under a temporary name in DIR and renamed into place, the manifest last,
   so a reader that finds manifest.json finds every file it lists, complete. A DIR holding
   anything else is refused unless --force (then only the files of the export are replaced).
+- An OSError while writing (a full disk, an I/O error) is `export.unwritable` naming DIR and the
+  OS's reason: the files this export placed are removed and no manifest is written, so no
+  half-written file is ever taken as an export (os_reason: the reason without pyarrow's wording).
 - pyarrow is imported only here and in attemptdb.query.datafusion_engine (the `arrow` extra).
 """
 
@@ -97,8 +100,8 @@ def batches(conn, table: dict, *, include_content: bool, rows: int = BATCH_ROWS)
     import pyarrow as pa
     hidden = () if include_content else CONTENT_COLUMNS.get(table["name"], ())
     cols = table["columns"]
-    select = ", ".join("NULL" if n in hidden else f'"{n}"' for n, _ in cols)
-    cur = conn.execute(f'SELECT {select} FROM "{table["name"]}"')
+    select = ", ".join("NULL" if n in hidden else catalog.quoted(n) for n, _ in cols)
+    cur = conn.execute(f'SELECT {select} FROM {catalog.quoted(table["name"])}')
     while True:
         chunk = []
         for r in cur:
@@ -137,6 +140,13 @@ def _writer(path, schema, fmt):
         return pq.ParquetWriter(path, schema, compression="zstd")
     import pyarrow as pa
     return pa.ipc.new_file(path, schema)
+
+
+def os_reason(e: OSError) -> str:
+    """The OS's words for `e` ("No space left on device"), also when pyarrow wraps them in its own."""
+    if e.errno:
+        return os.strerror(e.errno)
+    return e.strerror or str(e) or type(e).__name__
 
 
 def file_sha256(path: str) -> str:
@@ -181,30 +191,40 @@ def export(store, out_dir: str, fmt: str, *, include_content: bool = False, forc
         size, head = store.head()
         tables = public_tables(conn)
         _prepare_dir(out_dir, force)
-        listed = []
-        for t in tables:
-            name = t["name"] + FORMATS[fmt]
-            tmp = os.path.join(out_dir, f".attempt-export-{os.getpid()}-{name}")
-            try:
+    except BaseException:
+        conn.execute("COMMIT")
+        raise
+    listed, placed = [], []
+    tmp = None
+    try:
+        try:
+            for t in tables:
+                name = t["name"] + FORMATS[fmt]
+                tmp = os.path.join(out_dir, f".attempt-export-{os.getpid()}-{name}")
                 rows = _write_table(conn, t, tmp, fmt, include_content)
                 listed.append({"table": t["name"], "file": name, "rows": rows, "sha256": file_sha256(tmp),
                                "content_columns_null": [] if include_content
                                else list(CONTENT_COLUMNS.get(t["name"], ()))})
                 os.replace(tmp, os.path.join(out_dir, name))
+                placed.append(name)
                 if progress is not None:
                     progress(1, total=len(tables))
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-    finally:
-        conn.execute("COMMIT")
-    manifest = {"format": fmt, "producer": f"attemptdb {__version__}",
-                "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
-                "device_id": "dev_" + store.device_id, "chain": {"size": size, "head": head},
-                "content": bool(include_content), "tables": listed}
-    tmp = os.path.join(out_dir, f".attempt-export-{os.getpid()}-{MANIFEST}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(fastjson.dumps(manifest) + "\n")
-    os.replace(tmp, os.path.join(out_dir, MANIFEST))
+        finally:
+            conn.execute("COMMIT")
+        manifest = {"format": fmt, "producer": f"attemptdb {__version__}",
+                    "created_at": clock.iso(clock.now_us() if now_us is None else now_us),
+                    "device_id": "dev_" + store.device_id, "chain": {"size": size, "head": head},
+                    "content": bool(include_content), "tables": listed}
+        tmp = os.path.join(out_dir, f".attempt-export-{os.getpid()}-{MANIFEST}")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(fastjson.dumps(manifest) + "\n")
+        os.replace(tmp, os.path.join(out_dir, MANIFEST))
+    except BaseException as e:  # no manifest: what this export placed goes too, nothing half-written stays
+        for path in ([tmp] if tmp else []) + [os.path.join(out_dir, n) for n in placed]:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if isinstance(e, OSError):
+            raise AttemptError("export.unwritable", f"cannot write in {out_dir}: {os_reason(e)}; nothing was "
+                               "published (no manifest.json; the files this export wrote are removed)") from None
+        raise
     return manifest

@@ -23,6 +23,11 @@ Invariants:
   table no such file holds (`events` when no device exported events of its own yet) is
   queried as an empty table with the columns an export writes (empty_schema).
 - Content columns are null unless the user opts in (export_arrow.CONTENT_COLUMNS).
+- An export that fails (an OSError: a full disk, an I/O error, is `dataset.unwritable` naming
+  DIR and the OS's reason) publishes nothing: the files of its generation it wrote and its
+  temporary files are removed, so no file stays that no manifest lists and the next export
+  writes that generation again (but when another export of the same generation ran at once,
+  `dataset.exists`: the paths are its files too).
 """
 
 import base64
@@ -192,7 +197,7 @@ def _event_batches(conn, table: dict, device: str, after: int, include_content: 
     hidden = () if include_content else export_arrow.CONTENT_COLUMNS.get("events", ())
     cols = table["columns"]
     names = [n for n, _ in cols]
-    select = ", ".join("NULL" if n in hidden else f'"{n}"' for n in names)
+    select = ", ".join("NULL" if n in hidden else '"' + n.replace('"', '""') + '"' for n in names)
     cur = conn.execute(f'SELECT substr(observed_at, 1, 10), {select} FROM events WHERE device_id = ? '
                        'AND source_seq > ? ORDER BY source_seq', (device, after))
     by_date: dict = {}
@@ -219,7 +224,6 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
     """Add this device's new files and a signed manifest to the dataset at `directory`.
     Returns the manifest (its `files` empty when nothing changed: then nothing is written)."""
     export_arrow.require_pyarrow()
-    import pyarrow as pa
     device = "dev_" + store.device_id
     try:
         os.makedirs(directory, exist_ok=True)
@@ -230,13 +234,33 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
     if before and before[-1]["signature"]["key_id"] != key.identity:
         raise AttemptError("dataset.key_mismatch", f"{directory}: the manifests under {device} are signed by another "
                            "key than this device's: nothing was written", exit_status=1)
+    files = []
+    try:
+        m = _publish(store, directory, key, before, files, include_content, now_us)
+    except BaseException as e:  # nothing half-published: no file stays that no manifest lists
+        raced = isinstance(e, AttemptError) and e.code == "dataset.exists"  # the paths are the other export's too
+        for f in [] if raced else files:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, f["path"]))
+        if isinstance(e, OSError):
+            raise AttemptError("dataset.unwritable", f"cannot write in {directory}: {export_arrow.os_reason(e)}; "
+                               "nothing was published (no new manifest; the files this export wrote are "
+                               "removed)") from None
+        raise
+    return m if m is not None else {"device_id": device, "generation": len(before), "files": [], "unchanged": True}
+
+
+def _publish(store, directory: str, key, before: list, files: list, include_content: bool, now_us):
+    """Write the next generation's files (each appended to `files` once in place), then its
+    signed manifest; the manifest, or None when nothing changed."""
+    import pyarrow as pa
+    device = "dev_" + store.device_id
     last = before[-1] if before else None
     gen = len(before) + 1
     after = last["events_through"] if last else 0
     now = clock.now_us() if now_us is None else now_us
     today = clock.iso(now)[:10]
     conn = store.conn
-    files = []
     conn.execute("BEGIN")  # one snapshot for every table
     try:
         size, head = store.head()
@@ -266,7 +290,7 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
     finally:
         conn.execute("COMMIT")
     if not files:
-        return {"device_id": device, "generation": len(before), "files": [], "unchanged": True}
+        return None
     for f in files:
         p = os.path.join(directory, f["path"])
         f["sha256"], f["size_bytes"] = export_arrow.file_sha256(p), os.path.getsize(p)
@@ -281,16 +305,20 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
     m = _sign(body, key)
     path = os.path.join(directory, MANIFESTS, device, f"{gen:06d}.json")
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".attempt-dataset-", suffix=".tmp")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write((fastjson.dumps(m) + "\n").encode("utf-8"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, 0o644)
-    if os.path.lexists(path):
-        os.unlink(tmp)
-        raise AttemptError("dataset.exists", f"{path} exists: another export ran at once; nothing more written",
-                           exit_status=1)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write((fastjson.dumps(m) + "\n").encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        if os.path.lexists(path):
+            raise AttemptError("dataset.exists", f"{path} exists: another export ran at once; nothing more written",
+                               exit_status=1)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return m
 
 

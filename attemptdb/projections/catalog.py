@@ -3,7 +3,7 @@
 every column with type, null and meaning; then the query recipes).
 
 Invariants:
-- Table and column names and their order come from the live schema (`PRAGMA table_xinfo`);
+- Table and column names and their order come from the live schema (`pragma_table_xinfo`);
   only meanings, logical types, nullability and vocabularies come from the documentation.
 - The public tables are the documented ones (seed 003's list); other tables and views in the
   file (projection machinery) are internal and never listed.
@@ -11,6 +11,9 @@ Invariants:
   column the schema lacks, a table's declared type that does not fit the documented one, a
   join naming a missing column); tests fail on any, and on `spec/catalog.md` differing from
   `render_markdown(build(...))` of a freshly migrated database.
+- A name read from the file is never spliced into SQL text: the schema is read with the name
+  as a bound parameter, and SQL that must name a table or column quotes it (`quoted`), so a
+  table named `t"); UPDATE …` is one odd name, not a statement.
 - Rendering is deterministic: the same schema and documentation give the same bytes.
 """
 
@@ -51,6 +54,11 @@ def shipped_schema_connection():
     return conn
 
 
+def quoted(name: str) -> str:
+    """`name` as an SQL identifier: in double quotes, each `"` in it doubled."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def live_tables(conn) -> dict:
     """name → [(column, declared type, notnull)] for every public table and view."""
     out = {}
@@ -59,8 +67,8 @@ def live_tables(conn) -> dict:
             "AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name"):
         if name in INTERNAL_TABLES:
             continue
-        cols = [(r[1], (r[2] or "").upper(), bool(r[3])) for r in conn.execute(f'PRAGMA table_xinfo("{name}")')
-                if not r[6]]
+        cols = [(c, (t or "").upper(), bool(nn)) for c, t, nn in conn.execute(
+            "SELECT name, type, \"notnull\" FROM pragma_table_xinfo(?) WHERE hidden = 0", (name,))]
         out[name] = {"kind": kind, "columns": cols}
     return out
 
@@ -251,8 +259,8 @@ def scratch_ddl(names=None) -> list[str]:
     for t in load_docs()["tables"]:
         if names is not None and t["name"] not in names:
             continue
-        cols = ", ".join(f'"{c["name"]}" {sql_type.get(c["type"], "INTEGER")}' for c in t["columns"])
-        out.append(f'CREATE TABLE "{t["name"]}" ({cols})')
+        cols = ", ".join(f'{quoted(c["name"])} {sql_type.get(c["type"], "INTEGER")}' for c in t["columns"])
+        out.append(f'CREATE TABLE {quoted(t["name"])} ({cols})')
     return out
 
 
