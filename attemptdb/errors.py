@@ -244,7 +244,7 @@ CODES = {
     'sync.unwritable': (2, 'cannot create …: …'),
     'target.ambiguous': (2, '…… matches several: …'),
     'target.kind': (2, 'expected an id starting with …'),
-    'target.malformed': (2, 'not a …… id (hex digits expected after the prefix)'),
+    'target.malformed': (2, 'not an attempt id (att_ and hex digits expected)'),
     'target.not_found': (1, 'no … ……'),
     'target.short': (2, 'give at least … hex digits after …'),
     'ui.cannot_listen': (2, 'cannot listen on … port … (…); choose another with --port (or --host)'),

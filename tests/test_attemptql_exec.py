@@ -592,3 +592,16 @@ def test_show_evidence_opens_the_commits_show_lists(db):
         assert sorted(d["event_id"] for d in r.dicts()) == sorted(json.loads(evidence)), text
     assert fails(db, "SHOW EVIDENCE FOR cmt_ffffffff").code == "AQL0301"
     assert fails(db, "SHOW EVIDENCE FOR cmt_0000").code == "AQL0305"
+
+
+@pytest.mark.parametrize("statement, listed", [
+    ("WHY attempt att_99999999 STATUS FAILED", "SHOW ATTEMPTS lists attempt ids"),
+    ("SHOW EVIDENCE FOR ev_99999999", "`attempt events` lists event ids"),
+    ("SHOW EVIDENCE FOR tc_99999999", "SHOW TOOL CALLS lists tool call ids"),
+    ("SHOW EVIDENCE FOR turn trn_99999999", "SHOW TURNS lists turn ids"),
+    ("SHOW EVIDENCE FOR 99999999", "SHOW SESSIONS / SHOW ATTEMPTS list ids"),
+])
+def test_an_unknown_id_points_to_where_its_kind_is_listed(db, statement, listed):
+    """`attempt why wu_…` that matched nothing said "SHOW SESSIONS / SHOW ATTEMPTS list ids"."""
+    e = fails(db, statement)
+    assert e.code == "AQL0301" and e.message.endswith(listed), e.message

@@ -131,6 +131,23 @@ def test_correct_refusals_are_coded(demo, args, code):
     assert count_events(path) == before
 
 
+@pytest.mark.parametrize("option, given, says", [
+    ("--session", "{att}", "expected a session id (ses_…), got an attempt id ({att})"),
+    ("--attempt", "{ses}", "expected an attempt id (att_…), got a session id ({ses})"),
+    ("--event", "zz", "not an event id (ev_ and hex digits expected)"),
+])
+def test_retract_names_the_kind_of_id_it_was_given(demo, option, given, says):
+    """`retract --session att_…` said "not a ses_… id (hex digits expected after the prefix)":
+    the digits were there, the kind was wrong (and "a att_")."""
+    path, b = demo
+    att = b.ref("att", "e2s")
+    ses = one(path, "SELECT session_id FROM attempts WHERE attempt_id = ?", (att,))[0]["session_id"]
+    given = given.replace("{att}", att).replace("{ses}", ses)
+    res = run("retract", option, given, "--reason", "mistake", "--dry-run", "--db", path)
+    assert res.exit_code == 2
+    assert says.replace("{att}", att).replace("{ses}", ses) in res.output, res.output
+
+
 def test_correct_on_a_retracted_attempt_is_refused(demo):
     path, b = demo
     att = b.ref("att", "e1f")

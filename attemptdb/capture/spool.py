@@ -752,10 +752,10 @@ def _drain(store, entries, known: dict) -> int:
     from . import fallback
     dev = fallback.device(create=False)
     good = [fallback.adopt(e, dev, store.device_id) for e in good]
-    from ..store.database import WriteIgnored
+    from ..store.database import IgnoredWriteError
     try:
         append(store, good)
-    except WriteIgnored:  # the file drops rows: every file stays for later
+    except IgnoredWriteError:  # the file drops rows: every file stays for later
         raise
     except EVENT_REFUSED + ROW_REFUSED:
         return consumed + _one_by_one(store, good, files)

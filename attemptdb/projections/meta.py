@@ -96,6 +96,9 @@ _LOOKUPS = {
 }
 
 
+_A = {"att_": "an attempt", "trn_": "a turn", "ses_": "a session", "ev_": "an event"}
+
+
 def resolve(conn, text: str, prefixes: tuple) -> str:
     """The full id `text` names (full id or unique prefix ≥ MIN_HEX hex digits) among `prefixes`."""
     t = (text or "").strip().lower()
@@ -103,9 +106,13 @@ def resolve(conn, text: str, prefixes: tuple) -> str:
     if prefix is None:
         raise AttemptError("target.kind", f"expected an id starting with {' or '.join(prefixes)}")
     body = t[len(prefix):]
+    other = next((p for p in _LOOKUPS if body.startswith(p)), None)
+    if other is not None:  # `--session att_…`: the option added its prefix to an id of another kind
+        raise AttemptError("target.kind", f"expected {_A[prefix]} id ({prefix}…), got {_A[other]} id "
+                           f"({body[:40]})")
     hexpart = body.replace("-", "")
     if not hexpart or any(c not in _HEX for c in hexpart) or len(hexpart) > 32:
-        raise AttemptError("target.malformed", f"not a {prefix}… id (hex digits expected after the prefix)")
+        raise AttemptError("target.malformed", f"not {_A[prefix]} id ({prefix} and hex digits expected)")
     if len(hexpart) < MIN_HEX:
         raise AttemptError("target.short", f"give at least {MIN_HEX} hex digits after {prefix}")
     # the canonical text has hyphens after hex digits 8, 12, 16, 20

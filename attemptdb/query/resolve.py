@@ -27,6 +27,11 @@ KINDS = {
     "event": (("ev_",), "events", "event_id", True, "event"),
     "decision": (("dec_",), "decisions", "decision_id", False, "decision"),
 }
+_LISTED = {"attempt": "SHOW ATTEMPTS lists attempt ids", "session": "SHOW SESSIONS lists session ids",
+           "turn": "SHOW TURNS lists turn ids", "span": "SHOW TOOL CALLS lists tool call ids",
+           "work_unit": "SHOW WORK UNITS lists work unit ids", "event": "`attempt events` lists event ids",
+           "decision": "SHOW DECISIONS lists decision ids"}
+"""Where a user finds the ids of a kind, for an id that matched nothing."""
 # a bare id (no prefix, no kind word) is tried against these, in this order
 BARE_ORDER = ("attempt", "session", "turn", "span", "work_unit", "event")
 PREFIX_KIND = {p: k for k, v in KINDS.items() for p in v[0]}
@@ -200,7 +205,8 @@ def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -
         if len(found) > MAX_CANDIDATES:
             break
     hint = " (retracted rows are not subjects)" if live and kinds != ["work_unit"] else ""
-    i = one_match([f for _, f in found], f"{what} matches this id{hint}", "SHOW SESSIONS / SHOW ATTEMPTS list ids", loc)
+    listed = _LISTED.get(kinds[0], "") if len(kinds) == 1 else "SHOW SESSIONS / SHOW ATTEMPTS list ids"
+    i = one_match([f for _, f in found], f"{what} matches this id{hint}", listed, loc)
     return found[i]
 
 

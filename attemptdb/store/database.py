@@ -164,7 +164,7 @@ def _clocked(p) -> tuple:
     return p.row, p.source_seq, p.hlc, p.ingested_at, p.pre, p.mid, p.rest, p.tail
 
 
-class WriteIgnored(AttemptError):
+class IgnoredWriteError(AttemptError):
     """store.write_ignored: the file dropped rows written to it (the database's fault, not an
     event's: a spool keeps its events for later)."""
 
@@ -175,7 +175,7 @@ def _landed(c, n: int) -> None:
     ROLLBACK undoes the rest, a capture spools)."""
     got = c.changes()
     if got != n:
-        raise WriteIgnored("store.write_ignored", f"{n - got:,} of {n:,} events written did not land in the events "
+        raise IgnoredWriteError("store.write_ignored", f"{n - got:,} of {n:,} events written did not land in the events "
                            "table: a trigger that is not AttemptDB's dropped them; nothing of this write was kept. "
                            "`attempt verify` names the trigger; `attempt reproject` removes it", exit_status=1)
 
