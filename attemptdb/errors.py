@@ -96,6 +96,7 @@ CODES = {
     'correct.turn_fields': (2, "a turn takes only --note (it becomes the turn's objective)"),
     'daemon.socket_dir': (2, 'the socket directory is not private to this user'),
     'dataset.bad_manifest': (1, '… is not a manifest of … generation …'),
+    'dataset.busy': (1, '…: another export of this device into it is running; nothing was written (run it again when that one …'),
     'dataset.chain': (1, '…/…: generation … does not continue the one before it'),
     'dataset.exists': (1, '… exists: a dataset file is never rewritten'),
     'dataset.file_changed': (1, '… is not the file its manifest signed'),

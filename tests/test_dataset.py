@@ -301,3 +301,41 @@ def test_bench_sync_short_form(capsys):
     assert out["pull_events"] == 300 and out["incremental_sync_events"] == 20
     assert out["incremental_old_files_unchanged"] is True and out["incremental_new_event_rows"] == 20
     assert out["same_rows"] is True and out["events_in_team_dataset"] == 320
+
+
+def test_what_a_killed_export_left_is_cleared_by_the_device_s_next_export(team, tmp_path, capsys):
+    """kill -9 of `export --dataset` between its part files and its manifest left files no
+    manifest lists: every reader refused the dataset (dataset.unlisted), and the device's next
+    export stopped at its own leftovers (dataset.exists), for good. Its next export now clears
+    them (its own partitions only, past its last manifest) and publishes; another export of the
+    same device running at once is dataset.busy."""
+    import fcntl
+
+    from attemptdb.errors import AttemptError
+    from attemptdb.query import datafusion_engine as engine_datafusion
+    ws = team["devices"]["workstation"]
+    mp, cap = team["mp"], capsys
+    out = str(tmp_path / "ds")
+    shutil.copytree(team["outs"]["workstation"], out)
+    dev = ws.device_id()
+    published = len(dataset.manifests(out, dev))
+    first = glob.glob(os.path.join(out, "events", f"device={dev}", "*", "*.parquet"))[0]
+    left = os.path.join(os.path.dirname(first), f"part-{published + 1:06d}.parquet")
+    shutil.copy(first, left)
+    tmp = os.path.join(os.path.dirname(first), ".attempt-dataset-ab_cd123.tmp")
+    open(tmp, "wb").write(b"half")
+    with pytest.raises(AttemptError) as e:
+        engine_datafusion.run("SELECT count(*) FROM events", directory=out)
+    assert e.value.code == "dataset.unlisted"
+    lock = os.open(os.path.join(out, "_manifests", dev, dataset.LOCK), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    code, _, said = ws.cli(mp, cap, "export", "--dataset", out)
+    os.close(lock)
+    assert code == 1 and "error[dataset.busy]" in said, said
+    assert len(dataset.manifests(out, dev)) == published and os.path.exists(left)
+    extra = [dict(e, event_id=e["event_id"][:-4] + "beef") for e in events_by_device()["workstation"][:3]]
+    ws.capture(extra)
+    code, _, said = ws.cli(mp, cap, "export", "--dataset", out)
+    assert code == 0, said
+    assert len(dataset.manifests(out, dev)) == published + 1 and not os.path.exists(tmp)
+    engine_datafusion.run("SELECT count(*) FROM events", directory=out)  # every file listed again: read

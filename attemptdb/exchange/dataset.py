@@ -53,6 +53,11 @@ EVENTS = "events"
 _DEVICE = re.compile(r"dev_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _GEN = re.compile(r"([0-9]{6,9})\.json\Z")
 SNAPSHOT_KEY = re.compile(r"[0-9]{12}/[0-9]{20}/dev_[0-9a-f-]{36}/[0-9]{6,9}")  # export's f-string below
+LOCK = ".lock"
+_TABLE = re.compile(r"[a-z_]{1,64}\Z")
+_DATE = re.compile(r"date=[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+_PART = re.compile(r"part-([0-9]{6,9})\.parquet\Z")
+_TMP = re.compile(r"\.attempt-dataset-[a-z0-9_]{8}\.tmp\Z")  # _write_parquet's mkstemp names
 _PATH = re.compile(r"([a-z_]{1,64})/device=(dev_[0-9a-f-]{36})/date=([0-9]{4}-[0-9]{2}-[0-9]{2})/part-([0-9]{6,9})\.parquet\Z")
 MAX_MANIFEST = 16 << 20
 
@@ -229,11 +234,71 @@ def export(store, directory: str, key, *, include_content: bool = False, now_us:
         os.makedirs(directory, exist_ok=True)
     except OSError as e:
         raise AttemptError("dataset.unwritable", f"cannot write in {directory}: {e.strerror}") from None
-    _folder(directory, f"{MANIFESTS}/{device}")
-    before = manifests(directory, device)
-    if before and before[-1]["signature"]["key_id"] != key.identity:
-        raise AttemptError("dataset.key_mismatch", f"{directory}: the manifests under {device} are signed by another "
-                           "key than this device's: nothing was written", exit_status=1)
+    own = _folder(directory, f"{MANIFESTS}/{device}")
+    with _DeviceLock(own, directory):
+        before = manifests(directory, device)
+        if before and before[-1]["signature"]["key_id"] != key.identity:
+            raise AttemptError("dataset.key_mismatch", f"{directory}: the manifests under {device} are signed by "
+                               "another key than this device's: nothing was written", exit_status=1)
+        _clear_unpublished(directory, device, len(before))
+        return _export_locked(store, directory, key, before, include_content, now_us)
+
+
+class _DeviceLock:
+    """One export of a device into a dataset at a time (an flock on `.lock` in the device's
+    manifest folder, held for the export): what its partitions hold past its last manifest is
+    then a dead export's, never a live one's. `dataset.busy` while another holds it."""
+
+    def __init__(self, folder: str, directory: str):
+        self.path, self.directory, self.fd = os.path.join(folder, LOCK), directory, None
+
+    def __enter__(self):
+        import fcntl
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise AttemptError("dataset.busy", f"{self.directory}: another export of this device into it is running; "
+                               "nothing was written (run it again when that one is done)", exit_status=1) from None
+        except OSError as e:
+            if self.fd is not None:
+                os.close(self.fd)
+            raise AttemptError("dataset.unwritable", f"cannot write in {self.directory}: {e.strerror}") from None
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)  # the lock goes with it
+
+
+def _clear_unpublished(directory: str, device: str, published: int) -> None:
+    """Remove what an export of `device` killed before its manifest left in its own partitions:
+    part files of a generation past `published` (no manifest lists them: readers refuse the
+    dataset while they are there) and its temporary files. Only regular files of those exact
+    names, under `<table>/device=<device>/date=…/`; never a link, never followed."""
+    try:
+        tables = [t for t in os.listdir(directory) if _TABLE.match(t)]
+    except OSError:
+        return
+    for t in tables:
+        part = os.path.join(directory, t, f"device={device}")
+        if os.path.islink(part) or not os.path.isdir(part):
+            continue
+        for date in os.listdir(part):
+            folder = os.path.join(part, date)
+            if not _DATE.match(date) or os.path.islink(folder) or not os.path.isdir(folder):
+                continue
+            for name in os.listdir(folder):
+                found = _PART.match(name)
+                if (found and int(found.group(1)) > published) or _TMP.match(name):
+                    path = os.path.join(folder, name)
+                    with contextlib.suppress(OSError):
+                        if os.path.isfile(path) and not os.path.islink(path):
+                            os.unlink(path)
+
+
+def _export_locked(store, directory: str, key, before: list, include_content: bool, now_us):
+    device = "dev_" + store.device_id
     files = []
     try:
         m = _publish(store, directory, key, before, files, include_content, now_us)
