@@ -424,6 +424,8 @@ def test_sessions_by_name_and_their_refusals(db, repo):
     evs = events(db)
     assert [e["provider_event_name"] for e in evs] == ["session.started", "session.note_added", "session.note_added"]
     sid = "ses_" + evs[0]["session_id"]
+    attempt("note", "third", "--session", sid[:12], db=db, cwd=repo, env=env)  # the short id a table prints
+    assert [e["session_id"] for e in events(db)][-1] == evs[0]["session_id"]
     attempt("close", "--session", sid, db=db, env=env)
     p = attempt("close", "--session", "work 1", db=db, env=env, ok=False)
     assert p.returncode == 1 and b"error[session.not_open]" in p.stderr

@@ -252,11 +252,13 @@ def test_an_edited_row_never_reaches_the_store_as_a_crash(db, tmp_path):
     assert open(db, "rb").read() == before
 
 
-@pytest.mark.parametrize("name", ["ev_0190aaaa-0000-7000-8000-000000000000", "art_" + "ab" * 16,
-                                  "ses_01a24feb", "tc_0190aaaa-0000-7000-8000-000000000000"])
-def test_an_id_of_another_kind_is_not_taken_as_a_new_session_s_name(db, tmp_path, name):
+@pytest.mark.parametrize("name, code", [("ev_0190aaaa-0000-7000-8000-000000000000", "session.bad_name"),
+                                        ("art_" + "ab" * 16, "session.bad_name"),
+                                        ("ses_01a24feb", "session.unknown"),  # a short id no session has
+                                        ("tc_0190aaaa-0000-7000-8000-000000000000", "session.bad_name")])
+def test_an_id_of_another_kind_is_not_taken_as_a_new_session_s_name(db, tmp_path, name, code):
     p = run_attempt(["note", "hi", "--session", name, "--db", db], cwd=tmp_path)
-    assert p.returncode == 2 and code_of(p) == "session.bad_name"
+    assert p.returncode == 2 and code_of(p) == code
     assert not os.path.exists(db) or "session.note_added" not in names(db)
 
 

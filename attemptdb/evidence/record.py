@@ -42,6 +42,24 @@ DRAIN_LIMIT = 100  # spooled events a write ingests before its own (as a hook do
 _CRASH = frozenset(("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP"))
 
 
+def _short_session(store, text: str) -> str:
+    """The full id of the one session whose id begins with the short id `text` (`ses_` and 8-32
+    hex digits, hyphens where the full id has them or none), or `text` unchanged when it is
+    no short id (then it is judged as a name or a mistake)."""
+    digits = text[4:].replace("-", "")
+    if not 8 <= len(digits) <= 32 or digits.strip("0123456789abcdef"):
+        return text
+    canon = "".join(("-" if i in (8, 12, 16, 20) else "") + c for i, c in enumerate(digits))
+    found = [r[0] for r in store.conn.execute("SELECT DISTINCT session_id FROM events WHERE session_id GLOB ? "
+                                              "LIMIT 6", ("ses_" + canon + "*",))]
+    if not found:
+        raise AttemptError("session.unknown", f"no session {text} in this file (a new session takes a name, not an id)")
+    if len(found) > 1:
+        raise AttemptError("session.unknown", f"{text} is the start of several sessions' ids ({', '.join(found[:5])}"
+                           f"{', …' if len(found) > 5 else ''}): give more hex digits")
+    return found[0]
+
+
 def _text(value, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise AttemptError("record.empty", f"the {what} is empty")
@@ -56,7 +74,10 @@ def _text(value, what: str) -> str:
 
 def session_name(store, text: str) -> str:
     """The provider session id a `--session` value names: an `attempt` session's `ses_` id
-    (full), else the text itself as a name (1–128 printable characters)."""
+    (full, or short as the tables print it: 8+ hex digits that one stored session's id begins
+    with), else the text itself as a name (1–128 printable characters)."""
+    if text.startswith("ses_") and not ids.is_uuid(text[4:]):
+        text = _short_session(store, text)
     if text.startswith("ses_") and ids.is_uuid(text[4:]):
         row = store.conn.execute("SELECT provider, provider_session_id FROM events WHERE session_id = ? LIMIT 1",
                                  (text,)).fetchone()
@@ -71,7 +92,7 @@ def session_name(store, text: str) -> str:
     if k and text[:k] in ids.PREFIXES and text[k:] and not text[k:].strip("0123456789abcdef-"):
         # an id (of another kind, or a ses_ id cut short) is a mistake, not a name for a new session
         raise AttemptError("session.bad_name", f"{text[:k]}… is how ids are written, not a session name: pass a name, "
-                           "or the full ses_ id of an attempt session")
+                           "or the id of an attempt session (ses_ and 8+ hex digits)")
     if not 0 < len(text) <= MAX_NAME or not text.isprintable() or text.strip() != text:
         raise AttemptError("session.bad_name", f"a session name is 1-{MAX_NAME} printable characters without "
                            "leading or trailing blanks")
