@@ -62,7 +62,7 @@ def test_needs_you_keeps_every_reason_whole(needs, width):
         if r["kind"] != "work_conflict":  # a conflict's reason names units: their short ids
             assert " ".join(r["reason"].split()) in flat, (r["reason"], out)
     assert "…" not in out.split("(not shown")[0]
-    head = next(ln for ln in out.splitlines() if ln.startswith(("rank ", "kind ")))
+    head = next(ln for ln in out.splitlines() if ln.startswith(("# ", "kind ")))
     assert head.split()[-1] == "reason" or (width < 50 and "reason" not in head)
 
 

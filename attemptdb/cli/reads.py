@@ -112,6 +112,9 @@ NEEDS_KIND = {"permission_gate": "permission", "input_request": "input", "repeat
               "work_conflict": "conflict"}
 
 
+CONFLICTS_SHOWN = 5
+"""Work conflicts the needs-you table lists before it counts the rest (--json has every row)."""
+
 NEEDS_YOU_SQL = "90_needs_you.sql"
 """The view-and-trigger file (sql/) that creates the `needs_you` view."""
 
@@ -228,23 +231,32 @@ def needs_you(project, evidence, as_json, db) -> None:
         echo("\n".join(termtable.wrap(f"nothing needs you{where}: {looked}; no pending permission or input "
                                       "request, no repeated failure, no conflicting work", width)))
         return
+    conflicts = [r for r in rows if r["kind"] == "work_conflict"]
+    more = len(conflicts) - CONFLICTS_SHOWN
+    total = len(rows)
+    if more > 0:  # one file edited by n units is n(n-1)/2 pairs: the waits above must stay in sight
+        rows = [r for r in rows if r["kind"] != "work_conflict"] + conflicts[:CONFLICTS_SHOWN]
     table = []  # every cell from the file goes through read.clean (errors.printable): a view can be forged
-    for r in rows:
-        table.append([read.clean(r["rank"], 8), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
+    for n, r in enumerate(rows, 1):
+        table.append([str(n), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
                       _since(r["since"]), read.clean(r["provider"] or "", 16), read.clean(r["session_id"]) or "-",
                       read.clean(r["work_unit_id"]) or "-", _confidence(r["confidence"]),
                       str(len(_evidence(r["evidence"]))), _shortened(read.clean(r["reason"]), shorts)])
-    echo("\n".join(termtable.wrap(f"{plural(len(rows), 'thing')} need{'s' if len(rows) == 1 else ''} "
+    echo("\n".join(termtable.wrap(f"{plural(total, 'thing')} need{'s' if total == 1 else ''} "
                                   f"you{where} ({looked}):", width)))
-    headers = ["rank", "kind", "since", "agent", "session", "work unit", "conf", "evidence", "reason"]
+    headers = ["#", "kind", "since", "agent", "session", "work unit", "conf", "evidence", "reason"]
     # the reason is the point: whole, wrapped, beside what fits of the rest
     lines, hidden = termtable.fit(headers, table, width, shorten={read.clean(k): printable(v) for k, v in shorts.items()},
-                                  fixed=("kind",), drop_order=["evidence", "agent", "conf", "rank", "since"],
+                                  fixed=("kind",), drop_order=["evidence", "agent", "conf", "#", "since"],
                                   text_min=12, wrap="reason", wrap_min=28)
     lines += termtable.hidden_note(hidden, width)
+    if more > 0:
+        lines += termtable.prose(f"… and {more:,} more conflicting pair{'s' if more > 1 else ''} of open work units "
+                                 f"({len(conflicts):,} in all): `attempt query \"SHOW CONFLICTS\"` lists them, "
+                                 "--json prints every row", width, "  ")
     if evidence:  # then each row's evidence ids, whole (an id is never broken), wrapped to the width
-        for r in rows:
-            lines += termtable.prose(f"{read.clean(r['rank'], 8)}. evidence: "
+        for n, r in enumerate(rows, 1):
+            lines += termtable.prose(f"{n}. evidence: "
                                      + ", ".join(printable(x) for x in _evidence(r["evidence"])),
                                      width, "   ")
     echo("\n".join(lines))

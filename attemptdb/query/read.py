@@ -142,7 +142,10 @@ def needs_you(conn, project_ids=None, now_us: int | None = None) -> dict:
         where, params = f" WHERE project_name IN ({', '.join('?' * len(names))})", names
     found = rows(conn, f"SELECT * FROM needs_you{where} ORDER BY rank, since, confidence DESC", params)
     for r in found:
-        r["evidence"] = fastjson.loads(r["evidence"] or "[]")
+        try:
+            r["evidence"] = fastjson.loads(r["evidence"] or "[]")
+        except (ValueError, TypeError):  # a view someone rewrote (the CLI warns): the text as it is
+            r["evidence"] = [r["evidence"]]
     scope = f" AND project_id IN ({', '.join('?' * len(ids))})" if ids else ""
     open_sessions = conn.execute(f"SELECT count(*) FROM sessions WHERE retracted = 0 AND state = 'open'{scope}",
                                  ids).fetchone()[0]
