@@ -37,3 +37,15 @@ def test_an_unscoped_timeline_says_what_it_left_out(db):
     assert data["sessions"] == [] and data["sessions_without_turns"] == 1
     data = json.loads(run_attempt(["timeline", "--all", "--json"], env=_env(db)).stdout)
     assert [(s["notes"], s["approvals"]) for s in data["sessions"]] == [(2, 1)]
+
+
+def test_a_scoped_timeline_counts_the_events_of_its_scope(db):
+    """`timeline --session X` said "from 11,587 events" (the whole file) of a session of 10."""
+    recorded(db)
+    p = run_attempt(["note", "elsewhere"], env=dict(_env(db), ATTEMPTDB_SESSION="other"))
+    assert p.returncode == 0
+    whole = json.loads(run_attempt(["timeline", "--all", "--json"], env=_env(db)).stdout)["events"]
+    one = json.loads(run_attempt(["timeline", "--session", "ci-9", "--json"], env=_env(db)).stdout)["events"]
+    mine = json.loads(run_attempt(["query", "SELECT event_count FROM sessions WHERE provider_session_id = 'ci-9'",
+                                   "--json"], env=_env(db)).stdout)[0]["event_count"]
+    assert one == mine == 4 and whole > one  # session.started and three records; the other session's too

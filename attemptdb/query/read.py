@@ -24,6 +24,15 @@ def _fill_turns(conn, turns: list, tools: bool) -> None:
                                    (t["turn_id"],))
 
 
+def _events_in_scope(conn, cond: str, params: list, scoped: bool) -> int:
+    """The events a timeline was read from: the file's, or (scoped by session, project, time)
+    those of the sessions in scope (a scoped timeline said "from 11,587 events" of a session
+    that holds 10)."""
+    if not scoped:
+        return conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    return conn.execute(f"SELECT coalesce(sum(s.event_count), 0) FROM sessions s WHERE {cond}", params).fetchone()[0]
+
+
 def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: bool = False,
              tools: bool = False, turns: int | None = None) -> dict:
     """Sessions (newest first) matching `cond` (over the sessions view aliased `s`) → turns →
@@ -31,8 +40,10 @@ def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: boo
     With `turns`, each session keeps only its last `turns` turns and counts the rest in
     `more_turns`. Without `show_all`, a session with no prompt and no tool call is left out and
     counted (`sessions_without_turns`); each session shown counts its notes and approvals."""
+    scoped = cond != "1"
     cond = f"({cond}) AND NOT s.retracted"
     params = list(params)
+    events = _events_in_scope(conn, cond, params, scoped)
     quiet = 0  # sessions left out: no prompt and no tool call (only notes, approvals, snapshots)
     if not show_all:
         quiet = conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond} AND s.prompt_count = 0 "
@@ -41,9 +52,7 @@ def timeline(conn, cond: str = "1", params=(), *, limit: int = 10, show_all: boo
     total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond}", params).fetchone()[0]
     sessions = rows(conn, f"SELECT * FROM sessions s WHERE {cond} ORDER BY s.started_at DESC, s.session_id "
                           f"LIMIT ?", params + [limit])
-    out = {"algorithm_version": ALGORITHM_VERSION,
-           "events": conn.execute("SELECT count(*) FROM events").fetchone()[0],
-           "sessions_matching": total, "more_sessions": max(0, total - len(sessions)), "sessions_without_turns": quiet,
+    out = {"algorithm_version": ALGORITHM_VERSION, "events": events, "sessions_matching": total, "more_sessions": max(0, total - len(sessions)), "sessions_without_turns": quiet,
            "sessions": [], "handoffs": []}
     ids = []
     recorded = conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'notes'").fetchone() is not None
@@ -171,6 +180,7 @@ def timeline_units(conn, cond: str = "1", params=(), *, limit: int = 10, tools: 
     now by the rules of the work_units view, attemptql/units.py)."""
     from ..model import fastjson
     from . import units as unit_rules
+    scoped = cond != "1"
     cond = f"({cond}) AND NOT s.retracted"
     params = list(params)
     chosen = (f"SELECT DISTINCT m.work_unit_id FROM unit_turns m WHERE m.session_id IN "
@@ -183,8 +193,7 @@ def timeline_units(conn, cond: str = "1", params=(), *, limit: int = 10, tools: 
                                    "(SELECT value FROM json_each(:ids))", at=False)
     found = {r["work_unit_id"]: r for r in rows(conn, sql + f"SELECT {_UNIT_COLUMNS} FROM work_units",
                                                 {"ids": fastjson.dumps(ids)})}
-    out = {"algorithm_version": ALGORITHM_VERSION,
-           "events": conn.execute("SELECT count(*) FROM events").fetchone()[0],
+    out = {"algorithm_version": ALGORITHM_VERSION, "events": _events_in_scope(conn, cond, params, scoped),
            "units_matching": total, "more_units": max(0, total - len(ids)), "work_units": []}
     for wu in ids:
         u = found[wu]
