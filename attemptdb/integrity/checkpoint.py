@@ -123,10 +123,16 @@ def read_outside(device_id: str) -> str | None:
 
 
 def _write_outside(device_id: str, note: str):
+    """The signed note as the copy beside the key; checkpoint.unwritable (nothing signed: the
+    caller rolls back) when the disk refuses it."""
     path = outside_path(device_id)
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     from . import keys  # loaded already: a note is written once it was signed
-    keys.write_private(path, note.encode("utf-8"))  # whole or not at all, no temp file left
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        keys.write_private(path, note.encode("utf-8"))  # whole or not at all, no temp file left
+    except OSError as e:
+        raise AttemptError("checkpoint.unwritable", f"cannot write the checkpoint beside the key ({printable(path)}): "
+                           f"{e.strerror or type(e).__name__}; nothing was signed", exit_status=1) from None
 
 
 def latest(store) -> tuple[int, str] | None:

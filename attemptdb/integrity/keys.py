@@ -154,13 +154,17 @@ def create(device_id: str, directory: str | None = None) -> tuple[DeviceKey, boo
     if existing is not None:
         return existing, False
     d = directory or location.key_dir()
-    os.makedirs(d, mode=0o700, exist_ok=True)
     priv = Ed25519PrivateKey.generate()
     raw = priv.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
                              serialization.NoEncryption())
     path = key_path(device_id, d)
-    if not write_private(path, (raw.hex() + "\n").encode("ascii"), replace=False):
-        return load(device_id, d), False  # another process won the race: use its key
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        if not write_private(path, (raw.hex() + "\n").encode("ascii"), replace=False):
+            return load(device_id, d), False  # another process won the race: use its key
+    except OSError as e:  # a full or read-only disk: no key, and nothing half-written (write_private)
+        raise AttemptError("keys.unwritable", f"cannot write the device key in {d}: "
+                           f"{e.strerror or type(e).__name__}; no key was made", exit_status=1) from None
     return load(device_id, d), True
 
 
