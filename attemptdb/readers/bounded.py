@@ -8,8 +8,13 @@ Invariants:
 - A plain SQL SELECT/WITH/VALUES is read through an outer `LIMIT max_rows + 1`, so a table
   of a million rows is never held in memory to return 200; AttemptQL statements carry their
   own LIMIT (default 100, at most 1,000,000) and are cut after they ran.
-- The answer says whether rows were cut (`truncated`) and how many the statement produced
-  (`total`) whenever every row was seen (None when the outer LIMIT stopped the read).
+- `truncated` is true whenever the statement has rows the answer leaves out: rows past
+  `max_rows` or the size cap, or rows a LIMIT stopped the read before (the outer LIMIT; a
+  SHOW's own LIMIT when as many rows as it allows came back and the same SHOW with one more
+  (the probe) finds another). `total` is how many rows the statement has when every one was
+  seen, else None: never a LIMIT passed off as a count. A SHOW whose LIMIT stopped the read
+  says so in its own note (`more`, given by the caller in its own terms, else how to ask for
+  more), in place of the engine's.
 - Values are JSON-safe: list columns and uncertainty decoded, BLOBs shown as their size,
   non-finite floats as text; nothing is rendered inside a value.
 - An answer is bounded in size as well as in rows, whatever the stored values hold (a hostile
@@ -25,9 +30,11 @@ Invariants:
 """
 
 import math
+import re
+import time
 
 from ..model import fastjson
-from ..query import execute, sqltext
+from ..query import execute, nodes, sqlgen, sqltext
 from ..query.errors import AQLError
 from ..query.result import decode_rows
 
@@ -45,6 +52,7 @@ MAX_FETCH_BYTES = 128 << 20
 """The text and BLOB bytes one statement's rows may hold in the MCP reader (query.result.bound_fetches)
 before its answer is cut to MAX_ANSWER_CHARS; the web UI's budget is smaller (web.limits)."""
 _BOUNDABLE = ("SELECT", "WITH", "VALUES")
+_LIMIT_DIGITS = re.compile(r"LIMIT(?:\s+|--[^\n]*)*([0-9]+)", re.IGNORECASE)  # AttemptQL's `LIMIT _ integer`
 
 
 def bounded_sql(text: str, limit: int) -> str | None:
@@ -106,8 +114,45 @@ def _cut(value, counter: list):
     return value
 
 
-def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool = True) -> dict:
-    """A Result as the read surfaces return it (bounded in rows and in size: module invariants)."""
+def parsed_show(text: str):
+    """The parsed SHOW of `text` (an AttemptQL SHOW, not EXPLAIN), else None."""
+    if sqltext.classify(text) != "attemptql":
+        return None
+    from ..query.parse import parse
+    try:
+        stmt = parse(text)
+    except AQLError:
+        return None  # execute.run raises it
+    return None if stmt.explain or not isinstance(stmt.command, nodes.Show) else stmt.command
+
+
+def with_limit(text: str, show, limit: int) -> str | None:
+    """`text` (whose parse is `show`) reading up to `limit` rows: its LIMIT's digits replaced,
+    or `LIMIT n` on a line of its own after the statement (a comment ends at the line's end);
+    None unless the new text parses as the same SHOW with that limit."""
+    if show.limit is not None:
+        digits = _LIMIT_DIGITS.match(text, show.limit_pos)
+        if digits is None:
+            return None
+        out = text[:digits.start(1)] + str(limit) + text[digits.end(1):]
+    else:
+        first, _ = sqltext.split_first_statement(text)
+        body = first.rstrip()
+        out = (body[:-1] if body.endswith(";") else body) + f"\nLIMIT {limit}"
+    again = parsed_show(out)
+    if again is None or again.limit != limit or again.target != show.target:
+        return None
+    return out
+
+
+def _limit_note(note) -> bool:
+    """The engine's note of a SHOW whose LIMIT was reached (query.show), replaced here."""
+    return isinstance(note, str) and note.startswith("showing the first ") and "(LIMIT " in note
+
+
+def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool = True, notes=None) -> dict:
+    """A Result as the read surfaces return it (bounded in rows and in size: module invariants).
+    `seen_all`: no LIMIT stopped the statement's read; `notes`: the notes (default the Result's)."""
     rows = decode_rows(result.columns, result.rows) if result.language == "sql" else result.rows
     total = len(rows)
     cut, budget, out = [0], MAX_ANSWER_CHARS, []
@@ -117,7 +162,7 @@ def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool =
         if out and budget < 0:
             break
         out.append(row)
-    notes = [_cut(json_safe(n), [0]) for n in result.notes]
+    notes = [_cut(json_safe(n), [0]) for n in (result.notes if notes is None else notes)]
     if cut[0]:
         notes.append(f"{cut[0]} value(s) longer than {MAX_VALUE_CHARS} characters (or lists longer than "
                      f"{MAX_LIST_ITEMS} items) were cut (they end in {CUT_MARK}); read a text whole with "
@@ -132,7 +177,7 @@ def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool =
         "display": list(result.display),
         "rows": out,
         "row_count": len(out),
-        "truncated": total > len(out),
+        "truncated": total > len(out) or not seen_all,
         "total": total if seen_all else None,
         "values_cut": cut[0],
         "notes": notes,
@@ -140,15 +185,33 @@ def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool =
 
 
 def run(conn, statement, *, gate=None, max_rows: int = MAX_ROWS, cwd: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    """Run one statement on a read-only connection (attemptdb.store.readonly) and bound the answer."""
+        timeout_s: float = DEFAULT_TIMEOUT_S, more: str | None = None) -> dict:
+    """Run one statement on a read-only connection (attemptdb.store.readonly) and bound the answer.
+    `more`: the note when a SHOW's LIMIT left rows out (None: how to ask for more; "": none)."""
     if isinstance(statement, str) and len(statement) > MAX_STATEMENT_CHARS:
         raise AQLError("AQL0208", f"the request is too large (more than {MAX_STATEMENT_CHARS} characters); "
                        "ask for less: one statement, with WHERE, a time range or LIMIT")
     wrapped = bounded_sql(statement, max_rows) if isinstance(statement, str) else None
     if wrapped is None:
+        started = time.monotonic()
         result = execute.run(conn, statement, cwd=cwd, gate=gate, timeout_s=timeout_s)
-        return answer(result, statement, max_rows=max_rows)
+        show = parsed_show(statement) if isinstance(statement, str) else None
+        if show is None:
+            return answer(result, statement, max_rows=max_rows)
+        limit = sqlgen.DEFAULT_LIMIT if show.limit is None else show.limit
+        notes = [n for n in result.notes if not _limit_note(n)]
+        if len(result.rows) < limit:
+            return answer(result, statement, max_rows=max_rows, notes=notes)
+        left = timeout_s - (time.monotonic() - started)
+        beyond = _more_rows(conn, statement, show, limit, gate=gate, cwd=cwd, timeout_s=left)
+        if beyond is False:
+            return answer(result, statement, max_rows=max_rows, notes=notes)
+        if more is None:
+            more = (f"the statement's LIMIT {limit} stopped the read: "
+                    + ("more rows exist" if beyond else "more rows may exist") + " (total unknown); "
+                    + (f"add LIMIT {max_rows} to see up to {max_rows}" if limit < max_rows else
+                       f"an answer holds at most {max_rows} rows: narrow it with FOR, WHERE, SINCE or UNTIL"))
+        return answer(result, statement, max_rows=max_rows, seen_all=False, notes=notes + ([more] if more else []))
     try:
         result = execute.run(conn, wrapped, cwd=cwd, gate=gate, timeout_s=timeout_s)
     except AQLError as e:
@@ -157,3 +220,16 @@ def run(conn, statement, *, gate=None, max_rows: int = MAX_ROWS, cwd: str | None
         e.source, e.pos, e.end, e.label = statement, None, None, None
         raise
     return answer(result, statement, max_rows=max_rows, seen_all=len(result.rows) <= max_rows)
+
+
+def _more_rows(conn, statement: str, show, limit: int, *, gate, cwd, timeout_s: float):
+    """Whether the SHOW `statement`, which returned `limit` rows, has another: the same SHOW
+    with LIMIT limit + 1 (the probe); None when that cannot be known (LIMIT at its maximum, the
+    probe past the time left or refused)."""
+    probe = with_limit(statement, show, limit + 1) if limit < sqlgen.MAX_LIMIT else None
+    if probe is None or timeout_s <= 0:
+        return None
+    try:
+        return len(execute.run(conn, probe, cwd=cwd, gate=gate, timeout_s=timeout_s).rows) > limit
+    except AQLError:
+        return None

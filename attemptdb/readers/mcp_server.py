@@ -20,6 +20,14 @@ Invariants:
   id — is a tool error (`isError`) carrying the coded error (`AQL0506`, `AQL0204`, …) as
   JSON; an unexpected failure is the coded `internal` error naming only its type. Nothing
   the server does ends the session: the process stops when the client closes stdin.
+- A call the client cancels (notifications/cancelled) stops: its running statement is interrupted
+  (Connection.interrupt, from the event loop, again and again until the call's thread is done,
+  and only while that call holds the connection), a statement it has not begun yet never runs,
+  and the call ends in AQL0503 (cancelled), which the SDK never sends (MCP: a cancelled request
+  is not answered); the next call runs at once.
+- `timeline` reads at most MAX_ROWS turns and the attempts of exactly those turns (at most
+  MAX_TIMELINE_ATTEMPTS, newest first); `truncated` says older turns were left out (`total`
+  unknown then) or a turn's attempt list was cut (that turn's `attempts_complete` false).
 - Every line that carries an `id` gets exactly one reply: a line the SDK cannot read (not JSON,
   a request of the wrong shape, an `id` of the wrong type, a batch, a line over
   MAX_REQUEST_BYTES) is answered here with a JSON-RPC error (-32700, -32600) instead of being
@@ -43,6 +51,8 @@ INSTALL_MCP = ("add the mcp extra: from a checkout pip install '.[mcp]'; under p
                f"pipx inject attemptdb {' '.join(MCP_EXTRA)}")
 MAX_SUBJECT_CHARS = 200
 HOUSEKEEPING_EVERY_S = 1.0
+MAX_TIMELINE_ATTEMPTS = 1000
+INTERRUPT_EVERY_S = 0.05
 
 INSTRUCTIONS = (
     "AttemptDB records what AI coding agents tried in this and other repositories: sessions, turns, "
@@ -102,6 +112,11 @@ class BadArguments(AttemptError):
         super().__init__("mcp.bad_arguments", message)
 
 
+def cancelled() -> AQLError:
+    """What a call the client cancelled ends in (never database content)."""
+    return AQLError("AQL0503", "cancelled by the client; the statement was stopped")
+
+
 def _arg(args: dict, name: str, kind, *, required=False, maximum=None, choices=None, low=None):
     v = args.get(name)
     if v is None:
@@ -124,7 +139,8 @@ def _arg(args: dict, name: str, kind, *, required=False, maximum=None, choices=N
 class Reader:
     """The tools without the protocol: `call(name, arguments)` → an answer dict, or raises a
     coded AttemptError. One read-only connection, opened at the first call (a database that
-    does not exist yet is an error of that call, not of the server), used by one call at a time."""
+    does not exist yet is an error of that call, not of the server), used by one call at a time;
+    `interrupt(cancel)` stops the call made with that `cancel` event, from any thread."""
 
     def __init__(self, path: str, *, include_content: bool = False, before_read=None, cwd: str | None = None):
         self.path = path
@@ -134,6 +150,8 @@ class Reader:
         self.conn = None
         self.gate = None
         self._lock = threading.Lock()
+        self._guard = threading.Lock()  # who holds the connection (`_running`), and interrupting it
+        self._running = None
         self._last_housekeeping = 0.0
 
     def close(self):
@@ -161,7 +179,15 @@ class Reader:
             self.before_read(self.conn)  # events waiting in the spool, as every read command does
         return self.conn
 
-    def call(self, name: str, arguments) -> dict:
+    def interrupt(self, cancel: threading.Event) -> None:
+        """Cancel the call made with `cancel`: set it (a statement not yet begun never runs) and
+        interrupt the connection while that call holds it, never another call's statement."""
+        cancel.set()
+        with self._guard:
+            if self._running is cancel and self.conn is not None:
+                self.conn.interrupt()
+
+    def call(self, name: str, arguments, cancel: threading.Event | None = None) -> dict:
         fn = getattr(self, "tool_" + name, None) if name in TOOLS else None
         if fn is None:
             raise AttemptError("mcp.unknown_tool", f"no tool named that; the tools are {', '.join(TOOLS)}")
@@ -173,14 +199,31 @@ class Reader:
         if unknown:
             raise BadArguments(f"unknown argument(s) {', '.join(unknown)[:200]}; {name} takes "
                                f"{', '.join(TOOLS[name][1]) or 'none'}")
+        cancel = cancel or threading.Event()
         with self._lock:
-            self._open()
-            out = fn(arguments)
+            with self._guard:
+                self._running = cancel
+            try:
+                if cancel.is_set():
+                    raise cancelled()
+                self._open()
+                out = fn(arguments)
+            except Exception:
+                if cancel.is_set():
+                    raise cancelled() from None
+                raise
+            finally:
+                with self._guard:
+                    self._running = None
+        if cancel.is_set():
+            raise cancelled()
         out["content_included"] = self.include_content
         return out
 
-    def _run(self, statement: str) -> dict:
-        return bounded.run(self.conn, statement, gate=self.gate, cwd=self.cwd)
+    def _run(self, statement: str, **kw) -> dict:
+        if self._running is not None and self._running.is_set():
+            raise cancelled()
+        return bounded.run(self.conn, statement, gate=self.gate, cwd=self.cwd, **kw)
 
     # --- the tools ------------------------------------------------------------------------
 
@@ -231,19 +274,36 @@ class Reader:
                 scope = f" FOR project = {q(here[0])}"
         if since:
             scope += f" SINCE {q(since)}"
-        tail = f" ORDER BY started_at DESC LIMIT {bounded.MAX_ROWS + 1}"
-        turns = self._run("SHOW TURNS" + scope + tail)
-        attempts = self._run("SHOW ATTEMPTS" + scope + tail)
-        by_turn = {}
+        older = (f"older turns are left out (the newest {bounded.MAX_ROWS} are shown; total unknown): "
+                 "give `since` for a shorter span" + ("" if session else ", or `session` for one session"))
+        turns = self._run(f"SHOW TURNS{scope} ORDER BY started_at DESC LIMIT {bounded.MAX_ROWS}", more=older)
+        ids = [t["turn_id"] for t in turns["rows"] if t.get("turn_id")]
+        attempts = {"statement": None, "rows": [], "row_count": 0, "truncated": False, "values_cut": 0, "notes": []}
+        if ids:  # the attempts of exactly these turns
+            attempts = self._run(f"SHOW ATTEMPTS WHERE turn_id IN ({', '.join(q(i) for i in ids)}) "
+                                 f"ORDER BY started_at DESC LIMIT {MAX_TIMELINE_ATTEMPTS}",
+                                 max_rows=MAX_TIMELINE_ATTEMPTS, more="")
+        by_turn, notes = {}, turns["notes"] + attempts["notes"]
         for a in attempts["rows"]:
             by_turn.setdefault(a.get("turn_id"), []).append(a)
+        # newest first: when attempts were cut, those left out are older than the oldest read, so
+        # a turn that began after it has them all
+        cut_at = attempts["rows"][-1].get("started_at") if attempts["truncated"] and attempts["rows"] else None
+        short = 0
         for t in turns["rows"]:
             t["attempts"] = sorted(by_turn.get(t.get("turn_id"), []), key=lambda a: a.get("attempt_index") or 0)
-        return {"statements": [turns["statement"], attempts["statement"]], "rows": turns["rows"],
+            t["attempts_complete"] = not attempts["truncated"] or (
+                cut_at is not None and t.get("started_at") is not None and t["started_at"] > cut_at)
+            short += not t["attempts_complete"]
+        if short:
+            notes.append(f"the attempts of {short} older turn(s) may be incomplete (attempts_complete: false; at most "
+                         f"{MAX_TIMELINE_ATTEMPTS} attempts are read, newest first): give `since` for a shorter span"
+                         + ("" if session else ", or `session` for one session"))
+        return {"statements": [s for s in (turns["statement"], attempts["statement"]) if s], "rows": turns["rows"],
                 "row_count": turns["row_count"], "attempt_count": attempts["row_count"],
                 "truncated": turns["truncated"] or attempts["truncated"],
                 "total": turns["total"], "values_cut": turns["values_cut"] + attempts["values_cut"],
-                "notes": turns["notes"] + attempts["notes"]}
+                "notes": list(dict.fromkeys(notes))}
 
     def tool_why(self, args):
         subject = _arg(args, "subject", str, required=True, maximum=MAX_SUBJECT_CHARS)
@@ -319,14 +379,27 @@ def build_server(reader: Reader):
     async def list_tools(ctx, params):
         return types.ListToolsResult(tools=tools)
 
-    def answer(name, arguments):
+    def answer(name, arguments, cancel, done):
         try:
-            return False, reader.call(name, arguments)
+            return False, reader.call(name, arguments, cancel)
         except Exception as e:  # every refusal is a tool error; the server never goes down
             return True, {"error": error_payload(e)}
+        finally:
+            done.set()
 
     async def call_tool(ctx, params):
-        is_error, payload = await anyio.to_thread.run_sync(answer, params.name, params.arguments)
+        cancel, done = threading.Event(), threading.Event()
+        try:
+            is_error, payload = await anyio.to_thread.run_sync(answer, params.name, params.arguments, cancel, done,
+                                                               abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            # the client cancelled the call (or the server stops): stop its statement; again and
+            # again, since an interrupt between two statements of the call is lost
+            with anyio.CancelScope(shield=True):
+                while not done.is_set():
+                    reader.interrupt(cancel)
+                    await anyio.sleep(INTERRUPT_EVERY_S)
+            raise
         text = terminal_safe_json(payload)
         if is_error:
             err = payload["error"]
