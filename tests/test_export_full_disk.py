@@ -14,7 +14,7 @@ from conftest import run_attempt
 
 from attemptdb.cli.main import run
 from attemptdb.devtools import synth
-from attemptdb.exchange import bundle
+from attemptdb.exchange import stale_temp
 from attemptdb.store.database import Store
 
 pytest.importorskip("pyarrow")
@@ -150,7 +150,7 @@ def test_bundle_export_on_a_full_disk_is_coded_and_leaves_no_temporary(source, t
 def test_bundle_export_removes_only_the_stale_temporaries_of_dead_writers(source, tmp_path, home, capsys):
     dead = subprocess.Popen(["true"])
     dead.wait()
-    old = time.time() - 2 * bundle.STALE_AFTER_S
+    old = time.time() - 2 * stale_temp.STALE_AFTER_S
     outside = tmp_path / "outside.txt"
     outside.write_text("keep")
 
@@ -201,3 +201,24 @@ def test_a_real_full_disk(source, tmp_path, home, command):
         assert files_under(full) == []  # folders at most: no file, partial or temporary
     finally:
         subprocess.run(["umount", str(full)], capture_output=True)
+
+
+def test_export_removes_the_stale_temporaries_of_a_killed_export(source, tmp_path, home, capsys):
+    """`attempt export DIR` killed with -9 left `.attempt-export-<pid>-<table>.parquet` files
+    that no later export removed (stale_temp: the pid dead, an hour untouched)."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    out = tmp_path / "x"
+    out.mkdir()
+    old = time.time() - 2 * stale_temp.STALE_AFTER_S
+    stale = out / f".attempt-export-{dead.pid}-sessions.parquet"
+    fresh = out / f".attempt-export-{dead.pid}-turns.parquet"
+    other = out / f".attempt-export-{dead.pid}-turns.parquet.bak"
+    for p in (stale, fresh, other):
+        p.write_bytes(b"PAR1 half")
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    code, _, err = cli(capsys, "export", str(out), "--db", source)
+    assert code == 0, err
+    left = set(os.listdir(out))
+    assert stale.name not in left and {fresh.name, other.name} <= left and "manifest.json" in left

@@ -19,14 +19,17 @@ Invariants:
 import contextlib
 import hashlib
 import os
+import re
 
 from .. import __version__
 from ..errors import AttemptError
 from ..model import clock, payload
 from ..projections import catalog
+from . import stale_temp
 
 FORMATS = {"parquet": ".parquet", "arrow": ".arrow"}
 MANIFEST = "manifest.json"
+_TMP = re.compile(r"\.attempt-export-([0-9]{1,10})-[a-z_]{1,64}\.(?:parquet|arrow|json)")  # a file being written
 BATCH_ROWS = 10_000  # rows read per batch: Python holds each row and its column copy at once (≈ 10 KB a row)
 CONTENT_COLUMNS = {
     "events": ("content_json", "raw_json", "unknown_json"),
@@ -163,6 +166,7 @@ def _prepare_dir(out_dir: str, force: bool) -> None:
         raise AttemptError("export.not_a_directory", f"{out_dir} exists and is not a directory")
     try:
         os.makedirs(out_dir, exist_ok=True)
+        stale_temp.clear(out_dir, _TMP)  # what an export killed with -9 left
         present = [p for p in os.listdir(out_dir) if not p.startswith(".attempt-export-")]
     except OSError as e:
         raise AttemptError("export.unwritable", f"cannot write in {out_dir}: {e.strerror}") from None

@@ -21,8 +21,7 @@ Invariants:
   already stored are duplicates, whoever relays them.
 - Export writes a temporary file `.attempt-bundle-<pid>-XXXXXXXX.tmp` beside OUT, renamed into
   place once whole; an OSError (a full disk) is `bundle.unwritable` and removes it. One a writer
-  killed with -9 left is removed by a later export there (clear_stale: that exact name, a
-  regular file of this user, its pid not alive, untouched for STALE_AFTER_S).
+  killed with -9 left is removed by a later export there (exchange/stale_temp.py).
 """
 
 import base64
@@ -30,10 +29,8 @@ import contextlib
 import hashlib
 import os
 import re
-import stat
 import struct
 import tempfile
-import time
 import zipfile
 import zlib
 
@@ -45,6 +42,7 @@ from ..model import clock, event, fastjson, ids
 from ..model.event import MAX_LINE
 from ..render.termtable import plural
 from ..store import plainfile
+from . import stale_temp
 
 SCHEMA_VERSION = "attestack.bundle.v1"
 SIGNED_PREFIX = b"attestack.bundle.v1 manifest\n"
@@ -59,7 +57,6 @@ MAX_PROBLEMS = 20
 _VERSION = re.compile(r"attestack\.bundle\.v([0-9]{1,9})\Z")
 TMP_PREFIX = ".attempt-bundle-"
 _STALE_TMP = re.compile(r"\.attempt-bundle-([0-9]{1,10})-[a-z0-9_]{8}\.tmp\Z")  # export's mkstemp name
-STALE_AFTER_S = 3600  # a live writer (another machine on a shared folder too) keeps its file fresher
 _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError,
                 NotImplementedError, RuntimeError)  # corrupt, truncated, encrypted, unknown method
 
@@ -93,7 +90,7 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
     if os.path.lexists(out_path) and not force:
         raise AttemptError("bundle.exists", f"{out_path} exists; pass --force to replace it")
     out_dir = os.path.dirname(os.path.abspath(out_path))
-    clear_stale(out_dir)
+    stale_temp.clear(out_dir, _STALE_TMP)
     try:
         fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f"{TMP_PREFIX}{os.getpid()}-", suffix=".tmp")
     except OSError as e:
@@ -159,40 +156,6 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
                                f"written to {out_path} (the temporary file is removed)") from None
         raise
     return manifest, left
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return True  # not a process id: kill(0) would signal the group; leave the file
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: someone else's process, alive
-        return True
-    return True
-
-
-def clear_stale(out_dir: str) -> None:
-    """Remove the temporary files of exports into `out_dir` that died (kill -9): only names of
-    our exact pattern (_STALE_TMP), regular files of this user (never a link, never followed),
-    whose writer's pid is not alive here and untouched for STALE_AFTER_S; nothing else is tried."""
-    try:
-        names = os.listdir(out_dir)
-    except OSError:
-        return
-    for name in names:
-        found = _STALE_TMP.match(name)
-        if found is None or _pid_alive(int(found.group(1))):
-            continue
-        path = os.path.join(out_dir, name)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and time.time() - st.st_mtime > STALE_AFTER_S:
-            with contextlib.suppress(OSError):
-                os.unlink(path)  # unlink never follows a link
 
 
 def stored_line(r) -> str:
