@@ -11,9 +11,11 @@ Invariants:
 - `append` runs in one `BEGIN IMMEDIATE` transaction: duplicates (by event id, within the batch
   and against the file) are found before anything is linked, and a duplicate whose event differs
   from the one stored under its id (its canonical line, with the clocks it leaves to the writer
-  taken from the stored row) is also a conflict: never stored, the stored event kept; every new row gets `source_seq`
-  (per device, strictly increasing), `hlc` (never backwards), `ingested_at`, `event_hash` and
-  `chain_hash`; projection triggers run in the same transaction. A batch is one INSERT, and a
+  taken from the stored row) is also a conflict: never stored, the stored event kept; every new
+  row gets `source_seq` (per device, strictly increasing), `hlc` (never backwards),
+  `ingested_at`, `event_hash` and `chain_hash`; projection triggers run in the same transaction,
+  and each INSERT must store every row it was given (a foreign trigger's RAISE(IGNORE):
+  store.write_ignored, all rolled back). A batch is one INSERT, and a
   session its late events touch is re-derived once, after that INSERT (migrations/0006). An
   append that completes a 256-leaf block of the Merkle tree over the chain stores that block's
   node (evidence/merkle.py) in the same transaction.
@@ -175,9 +177,10 @@ def _landed(c, n: int) -> None:
     ROLLBACK undoes the rest, a capture spools)."""
     got = c.changes()
     if got != n:
-        raise IgnoredWriteError("store.write_ignored", f"{n - got:,} of {n:,} events written did not land in the events "
-                           "table: a trigger that is not AttemptDB's dropped them; nothing of this write was kept. "
-                           "`attempt verify` names the trigger; `attempt reproject` removes it", exit_status=1)
+        raise IgnoredWriteError("store.write_ignored", f"{n - got:,} of {n:,} events written did not land in the "
+                                "events table: a trigger that is not AttemptDB's dropped them; nothing of this write "
+                                "was kept. `attempt verify` names the trigger; `attempt reproject` removes it",
+                                exit_status=1)
 
 
 class AppendResult:
