@@ -3,18 +3,29 @@ units, recent sessions, a session's timeline, an attempt's evidence, the recipes
 them in Datasette's menu.
 
 Invariants: a hook does nothing for a Datasette instance `serve.build` did not configure (its
-`attemptdb_ui` attribute); pages read through Datasette's read connection of the AttemptDB
-database (read-only, content hidden unless asked: serve.ReadOnlyDatabase) or, for a recipe
-Datasette cannot run, through the engine of `attempt query` on an apsw read-only connection
-with the same content rule and the same bounds (limits: AQL0502 past them, a 400 on the plugin's
-pages); a request's own mistake on Datasette's pages is a 400, never a 500 (mistakes); every
-value reaches the page through Jinja's autoescaping or the DOM's textContent, never as markup;
-the pages run no inline script of their own (Needs You's is served as `needs-you.js`) under a
-Content-Security-Policy that allows none (PAGE_CSP); an unknown id or recipe is a 404, never
-an exception; a retracted session or attempt is a 410 that names its retractions and shows
-nothing else of it (pages.retracted); a recipe the engine refuses is a 400, its page as its
-JSON; of Datasette's own pages under `/-/` only its static files are served, its
-introspection and debug pages answer 404 (KEPT_DATASETTE_PAGES).
+`attemptdb_ui` attribute); pages read through Datasette's read connection of the AttemptDB database
+(read-only, content hidden unless asked: serve.ReadOnlyDatabase) or, for a recipe Datasette cannot
+run, through the engine of `attempt query` on the plugin's one apsw read-only connection
+(UIConfig.conn) with the same content rule and the same bounds (limits: AQL0502 past them, a 400 on
+the plugin's pages); a request's own mistake on Datasette's pages is a 400, never a 500 (mistakes);
+every value reaches the page through Jinja's autoescaping or the DOM's textContent, never as
+markup; the pages run no inline script of their own (Needs You's is served as `needs-you.js`) under
+a Content-Security-Policy that allows none (PAGE_CSP); an unknown id or recipe is a 404, never an
+exception; a retracted session or attempt is a 410 that names its retractions and shows nothing
+else of it (pages.retracted); a recipe the engine refuses is a 400, its page as its JSON; of
+Datasette's own pages under `/-/` only its static files are served, its introspection and debug
+pages answer 404 (KEPT_DATASETTE_PAGES).
+
+The process never closes a descriptor of the file while Datasette's connections to it are open.
+Datasette reads through the standard library's SQLite, the plugin through apsw's own copy, and
+a POSIX lock belongs to the process: closing any descriptor of a file drops every lock the
+process holds on it, the other copy's too (sqlite.org/howtocorrupt.html, §2.2). A writer then
+takes Datasette's connections for gone and may reset or delete the -wal under them: every page
+answers 500 (`database disk image is malformed`) until a restart. So the plugin's apsw
+connection is opened once, before Datasette's (serve.build), kept for the server's whole life
+and used by one thread at a time; it holds a lock on the file all along, and SQLite defers the
+close of a descriptor of a file its own copy holds a lock on, so the other apsw connections of
+the process (the spool drain's writer, a query's companion) close without closing one.
 """
 
 import asyncio
@@ -57,36 +68,48 @@ PAGE_CSP = policy.csp(" ".join(["'self'", *_inline_script_hashes()]))
 
 
 class UIConfig:
-    """What the plugin needs to know about its database (set by serve.build)."""
+    """What the plugin needs to know about its database (set by serve.build), and `conn`: the
+    plugin's one apsw connection to it (with its `gate`, from store.readonly.connect; `reader`
+    gives the two, else they are opened here), behind the content wall and with the bounds of
+    every UI read (limits), never closed (module invariants), used by one thread at a time."""
 
-    def __init__(self, path, db_name, include_content, recipes, before_read=None):
+    def __init__(self, path, db_name, include_content, recipes, before_read=None, reader=None):
+        import apsw
+
+        from ...query.result import bound_fetches
+        from ...store.readonly import connect
         self.path = path
         self.db_name = db_name
         self.include_content = include_content
         self.recipes = recipes
         self.before_read = before_read
-        self._lock = threading.Lock()
+        self.conn, self.gate = reader or connect(path)
+        self.conn.authorizer = content.authorizer(self.gate, include_content)
+        self.conn.limit(apsw.SQLITE_LIMIT_LENGTH, limits.MAX_VALUE_BYTES)
+        bound_fetches(self.conn, limits.MAX_FETCH_BYTES)
+        self._lock = threading.Lock()  # who uses `conn`
         self._last = 0.0
+
+    def read(self, fn, *args):
+        """fn(conn, gate, *args) on the reader, waiting for the thread that uses it."""
+        with self._lock:
+            return fn(self.conn, self.gate, *args)
 
     def refresh(self):
         """Hand events waiting in the spool to the store, as every read command does (at most
-        every REFRESH_EVERY_S); never fails a page."""
-        if self.before_read is None:
+        every REFRESH_EVERY_S, and not while another thread reads); never fails a page."""
+        if self.before_read is None or not self._lock.acquire(blocking=False):
             return
-        with self._lock:
+        try:
             now = time.monotonic()
             if now - self._last < REFRESH_EVERY_S:
                 return
             self._last = now
-            try:
-                from ...store.readonly import connect
-                conn, _ = connect(self.path)
-                try:
-                    self.before_read(conn)
-                finally:
-                    conn.close()
-            except Exception:
-                pass
+            self.before_read(self.conn)
+        except Exception:
+            pass
+        finally:
+            self._lock.release()
 
 
 def _config(datasette) -> UIConfig | None:
@@ -166,20 +189,8 @@ async def attempt_page(datasette, request):
 
 
 def _run_recipe(cfg: UIConfig, statement: str) -> dict:
-    import apsw
-
-    from ...query.result import bound_fetches
-    from ...store.readonly import connect
     cfg.refresh()
-    conn, gate = connect(cfg.path)
-    try:
-        conn.authorizer = content.authorizer(gate, cfg.include_content)
-        conn.limit(apsw.SQLITE_LIMIT_LENGTH, limits.MAX_VALUE_BYTES)  # the bounds of every UI read
-        bound_fetches(conn, limits.MAX_FETCH_BYTES)
-        return bounded.run(conn, statement, gate=gate)
-    finally:
-        bound_fetches(conn, None)
-        conn.close()
+    return cfg.read(lambda conn, gate: bounded.run(conn, statement, gate=gate))
 
 
 async def recipe_page(datasette, request):

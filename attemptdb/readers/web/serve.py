@@ -115,7 +115,9 @@ def _database_class():
 
 def build(path: str, *, include_content: bool = False, before_read=None):
     """A configured Datasette instance over `path` (the file is checked like every read
-    command's: attemptdb.store.readonly.connect refuses what is not a readable AttemptDB)."""
+    command's: attemptdb.store.readonly.connect refuses what is not a readable AttemptDB). The
+    connection that checks it is the plugin's reader from then on (plugin.UIConfig), opened
+    before any of Datasette's and never closed: the plugin's module invariants say why."""
     from datasette.app import Datasette
     from datasette.plugins import pm
 
@@ -123,22 +125,24 @@ def build(path: str, *, include_content: bool = False, before_read=None):
     from ...store.readonly import connect
     from . import metadata, pages, plugin
 
-    conn, _ = connect(path)
+    conn, gate = connect(path)
     try:
         cat = catalog.build(conn)
         public = {t["name"] for t in cat["tables"]}
         internal = [r[0] for r in conn.execute(
             "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")
             if r[0] not in public]
-    finally:
-        conn.close()
+    except BaseException:
+        conn.close()  # no connection of Datasette's is open yet
+        raise
     if not pm.is_registered(plugin):
         pm.register(plugin, name="attemptdb")
     ds = Datasette(files=[], metadata=metadata.datasette_metadata(cat, DB_NAME, internal),
                    settings=SETTINGS, template_dir=TEMPLATES)
     ds.remove_database("_memory")  # a scratch database with no guard of ours: not offered
     ds.add_database(_database_class()(ds, path, include_content), name=DB_NAME)
-    ds.attemptdb_ui = plugin.UIConfig(path, DB_NAME, include_content, metadata.recipes(cat), before_read)
+    ds.attemptdb_ui = plugin.UIConfig(path, DB_NAME, include_content, metadata.recipes(cat), before_read,
+                                      reader=(conn, gate))
     ds.jinja_env.filters["attemptdb_cell"] = cell_text
     # every value a template prints (Datasette's facet labels and filters too, which skip
     # render_cell) shows control and disguising characters as U+FFFD; Markup stays Markup

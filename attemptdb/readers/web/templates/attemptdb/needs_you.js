@@ -1,5 +1,7 @@
 // Needs You, refreshed every 5 seconds: served by the plugin as `needs-you.js` (the plugin's pages
-// run no inline script, plugin.PAGE_CSP); every value reaches the DOM through textContent.
+// run no inline script, plugin.PAGE_CSP); every value reaches the DOM through textContent. A read
+// that fails (an answer that is not OK, or none) hides the rows drawn before, which are no longer
+// known to be the state, and says so until a read succeeds.
 (function () {
   var prefix = document.currentScript.getAttribute("data-prefix");
   function cell(tr, text, href, code) {
@@ -28,13 +30,28 @@
     document.getElementById("adb-needs-you").hidden = rows.length === 0;
     document.getElementById("adb-empty").hidden = rows.length !== 0;
     document.getElementById("adb-read-at").textContent = "at " + String(data.read_at);
+    document.getElementById("adb-error").hidden = true;
     document.body.setAttribute("data-adb-polled", "yes");
+  }
+  function fail(why) {
+    document.getElementById("adb-needs-you").hidden = true;
+    document.getElementById("adb-empty").hidden = true;
+    var error = document.getElementById("adb-error");
+    error.textContent = "Could not read Needs You at " + new Date().toLocaleTimeString() + " (" + why +
+      "): what it showed before is hidden; trying again every 5 seconds.";
+    error.hidden = false;
+    document.body.setAttribute("data-adb-polled", "failed");
   }
   function poll() {
     fetch(prefix + "/needs-you.json", {credentials: "same-origin", cache: "no-store"})
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (d) { if (d) { render(d); } })
-      .catch(function () {});
+      .then(function (r) {
+        if (r.ok) { return r.json(); }
+        var why = "the server answered " + r.status;
+        if (r.status === 403) { why += ": open the address `attempt ui` printed again"; }
+        return {failed: why};
+      })
+      .then(function (d) { if (d && d.failed) { fail(d.failed); } else { render(d || {}); } })
+      .catch(function () { fail("no answer the page could read"); });
   }
   poll();
   setInterval(poll, 5000);
