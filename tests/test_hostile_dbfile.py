@@ -268,3 +268,22 @@ def test_a_reset_schema_version_is_named_by_verify_and_refused_by_writers(tmp_pa
     prompts = [json.loads(x).get("content", {}).get("prompt") for x in r.stdout.splitlines()]
     assert prompts == ["prompt 1", None, "prompt 3"], r.stdout  # spooled without the file's mode: metadata only
     assert run_attempt(["verify", "--db", db], env=env).returncode == 0
+
+
+def test_a_journal_beside_a_file_with_side_files_is_judged_without_opening_the_file(tmp_path, monkeypatch):
+    """sidefiles.journal_beside_wal read the file's header through a descriptor of its own: in
+    a process holding the file open through SQLite (the daemon, `attempt ui`) its close dropped
+    every POSIX lock of the process. Beside a -wal or -shm the file is not opened at all."""
+    from attemptdb.store import sidefiles
+    db = tmp_path / "a.db"
+    db.write_bytes(b"SQLite format 3\x00" + b"\x00" * 84)
+    (tmp_path / "a.db-journal").write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\x00" * 504)
+
+    def refuse(*a, **k):
+        raise AssertionError("the database file was opened")
+    monkeypatch.setattr(sidefiles, "open", refuse, raising=False)
+    (tmp_path / "a.db-shm").write_bytes(b"\x00" * 32768)
+    assert sidefiles.journal_beside_wal(str(db)) is True
+    (tmp_path / "a.db-shm").unlink()
+    (tmp_path / "a.db-wal").write_bytes(b"")
+    assert sidefiles.journal_beside_wal(str(db)) is True

@@ -33,9 +33,15 @@ def stray_journal(path: str) -> bool:
 
 
 def journal_beside_wal(path: str) -> bool:
+    """A non-empty -journal beside a file in WAL mode (which SQLite would play into it). A -wal
+    or -shm beside it says WAL without reading the file: a process that has the file open
+    through SQLite (the capture daemon, `attempt ui`) must never open and close a descriptor of
+    it, whose close would drop every POSIX lock the process holds on it."""
     real = os.path.realpath(path)  # SQLite puts the journal beside the file a symlink names
     if not size(real + "-journal"):
         return False
+    if os.path.lexists(real + "-shm") or os.path.lexists(real + "-wal"):
+        return True
     try:
         with open(real, "rb") as f:
             head = f.read(20)
