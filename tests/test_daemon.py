@@ -356,7 +356,17 @@ def test_doctor_reports_the_daemon_and_a_socket_directory_others_can_enter(hooks
     for k, v in e.vars.items():
         monkeypatch.setenv(k, v)
     state, problem = doctor.daemon_state(e.db)
-    assert state == {"enabled": True, "running": True, "pid": pid, "socket": e.sock} and problem is None
+    assert state == {"enabled": True, "running": True, "pid": pid, "socket": e.sock, "answers": True}
+    assert problem is None
+    # a hung daemon (stopped here): every hook waited REPLY_S for it and doctor said all was well
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        state, problem = doctor.daemon_state(e.db)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert state["answers"] is False and f"the capture daemon (pid {pid}) does not answer" in problem
+    assert doctor.daemon_state(e.db)[1] is None  # going again
+    assert len(e.rows()) == 1  # the probe stored nothing
     run_dir = os.path.dirname(e.sock)
     os.chmod(run_dir, 0o777)
     try:

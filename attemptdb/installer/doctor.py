@@ -236,7 +236,32 @@ def daemon_state(path: str) -> tuple[dict, str | None]:
     if state["enabled"] and run_dir and os.path.lexists(run_dir) and not hookclient.private_dir(run_dir):
         return state, (f"the capture daemon's socket directory {run_dir} is not a directory of yours "
                        "with mode 0700: hooks will not use a daemon (each opens the database itself)")
+    if pid is not None and sock:
+        state["answers"] = _answers(sock)
+        if not state["answers"]:
+            return state, (f"the capture daemon (pid {pid}) does not answer: every hook waits "
+                           f"{hookclient.REPLY_S:g} s for it, then stores its event itself; `attempt daemon stop` "
+                           f"(or `kill {pid}`) and the next hook starts a new one")
     return state, None
+
+
+PROBE_S = 1.0
+
+
+def _answers(sock: str) -> bool:
+    """Does the daemon at `sock` answer a request it refuses (`bad`: nothing is stored) within
+    PROBE_S? A stopped or hung process takes the connection (the kernel does) but never replies."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(PROBE_S)
+    try:
+        s.connect(sock)
+        s.sendall(b'{"v": 0}\n')
+        return s.recv(16).startswith(b"bad")
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 def installed_at(config_path: str | None) -> str | None:
