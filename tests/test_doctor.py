@@ -242,8 +242,11 @@ def test_cli_doctor_and_status(home, db):
     setup_agents(home, "cursor")
     env = {"HOME": str(home)}
     p = run_attempt(["doctor", "--json", "--db", db], env=env)
-    assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["ok"] is True
+    rep = json.loads(p.stdout)
+    # Cursor is here and no agent is wired: nothing is captured (doctor said ok)
+    assert p.returncode == 1 and rep["ok"] is False, p.stderr
+    assert rep["problems"] == ["no agent's hooks are installed (Cursor is here): nothing is captured; "
+                               "`attempt hook install` wires them"]
     assert run_attempt(["hook", "install", "-p", "cursor", "--no-verify"], env=env).returncode == 0
     p = run_attempt(["doctor", "--db", db], env=env)
     assert p.returncode == 1 and b"no database" in p.stdout

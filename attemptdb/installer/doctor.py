@@ -357,6 +357,11 @@ def run(db=None, providers=None, *, executable=None, now_us=None) -> dict:
         a["last_capture_test"] = test
         a["verified"] = test is not None
         agents_out.append(a)
+    detected = [a["agent"] for a in agents_out if a["detected"]]
+    if detected and all(a["state"] == NOT_INSTALLED for a in agents_out):
+        problems.append(f"no agent's hooks are installed ({', '.join(detected)} "
+                        f"{'is' if len(detected) == 1 else 'are'} here): nothing is captured; "
+                        "`attempt hook install` wires them")
     ok = not problems and not any(a["problems"] for a in agents_out)
     return {"ok": ok, "executable": exe.to_json(), "on_path": shutil.which("attempt") is not None,
             "database": dbrep, "problems": problems, "agents": agents_out}
