@@ -338,6 +338,9 @@ def test_status_and_stop(hooks):
     p = run_attempt(["daemon", "status", "--json"], env=env)
     st = json.loads(p.stdout)
     assert p.returncode == 0 and st["running"] is True and st["pid"] == pid and st["socket"] == e.sock
+    p = run_attempt(["daemon", "run"], env=env)  # it said nothing and exited 0
+    said = " ".join(p.stderr.decode().split())
+    assert p.returncode == 0 and f"a daemon already serves {e.db}: pid {pid}" in said, said
     p = run_attempt(["daemon", "stop"], env=env)
     assert p.returncode == 0 and f"stopped: pid {pid}".encode() in p.stdout
     wait_dead(pid)

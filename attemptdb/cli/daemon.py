@@ -23,8 +23,13 @@ def daemon_group():
 @db_option
 def run_cmd(db):
     """Serve one database in the foreground until idle (what a hook starts)."""
-    from ..capture import daemon_server
-    raise SystemExit(daemon_server.run(db_path(db)))
+    from ..capture import daemon, daemon_server
+    path = db_path(db)
+    pid = daemon.serving_pid(path)
+    if pid:  # it would leave at once, as a hook's start does when it lost the race
+        say(f"a daemon already serves {path}: pid {pid} (`attempt daemon stop` stops it)", err=True, paths=(path,))
+        raise SystemExit(0)
+    raise SystemExit(daemon_server.run(path))
 
 
 def _state(db):
