@@ -195,18 +195,21 @@ def test_a_fallback_device_id_write_that_fails_leaves_nothing(home):
 def test_a_signing_key_or_checkpoint_write_that_fails_leaves_no_temp_file(db):
     from test_spool import envelope
 
+    from attemptdb.errors import AttemptError
     from attemptdb.integrity import checkpoint, keys
     from attemptdb.store import location
     from attemptdb.store.database import Store
     st = Store.open(db)
     try:
         st.append([envelope(st.device_id)])
-        with failing_writes(".tmp-"), pytest.raises(OSError):
+        with failing_writes(".tmp-"), pytest.raises(AttemptError) as e:
             keys.create(st.device_id)
+        assert e.value.code == "keys.unwritable"
         assert not os.path.exists(keys.key_path(st.device_id))  # no empty key file either
         keys.create(st.device_id)
-        with failing_writes(".tmp-"), pytest.raises(OSError):
+        with failing_writes(".tmp-"), pytest.raises(AttemptError) as e:
             checkpoint.create(st)
+        assert e.value.code == "checkpoint.unwritable"
         assert leftovers(location.key_dir()) == []
         assert not os.path.exists(checkpoint.outside_path(st.device_id))
     finally:

@@ -276,9 +276,10 @@ def _refuse_a_copy(store, device: str) -> None:
     """checkpoint.copy when another file this account recorded holds the same device's history
     and is not damaged: the copy beside the key is that file's, and a signature of this one
     (rows the other never had) would make the other read as rolled back. A damaged file is never
-    written again, so a file recovered from it (spec/recover.md) signs in its place."""
+    written again, and a file `attempt recover` made (from one damaged, marked or not yet) signs
+    in its place (spec/recover.md)."""
     other = location.other_holder(store.path, "dev_" + device)
-    if other is None:
+    if other is None or recovered(store.conn):
         return
     from . import damage
     if damage.marked(other) is not None:
