@@ -149,6 +149,18 @@ def test_keys_show_and_doctor_report_a_lost_key_with_the_restore_advice(signed):
     assert not any("keys." in p for p in json.loads(out)["problems"])
 
 
+def test_status_warns_of_a_lost_key(signed):
+    """`attempt status` said nothing of a lost key (the next `events` printed keys.lost)."""
+    db, device, key_id, path, backup = signed
+    code, out, err = attempt("status", "--db", db)
+    flat = " ".join(err.split())
+    assert code == 0 and f"warning: the signing key file is missing: this database was signed with {key_id}" in flat
+    assert json.loads(attempt("status", "--db", db, "--json")[1])["warnings"]
+    restore(backup)
+    code, out, err = attempt("status", "--db", db)
+    assert code == 0 and "signing key" not in err, err
+
+
 def test_a_read_or_a_capture_with_a_lost_key_stores_the_event_and_signs_nothing(signed, tmp_path):
     db, device, key_id, path, backup = signed
     before = snapshot(db)

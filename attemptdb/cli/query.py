@@ -220,6 +220,23 @@ def _rows_held(conn) -> int:
     return last - lost
 
 
+def _key_missing(meta: dict) -> str | None:
+    """The warning when the file was signed with a key its device's key file no longer holds
+    (missing or another key): nothing new is signed (the read commands that sign say so)."""
+    from ..integrity import keys
+    if not (meta.get("key_id") and meta.get("device_id")):
+        return None
+    try:
+        key = keys.load(meta["device_id"])
+    except Exception:  # unreadable, exposed: doctor says which
+        key = None
+    if key is not None and key.identity == meta["key_id"]:
+        return None
+    what = "is missing" if key is None else f"holds another key ({key.identity})"
+    return (f"the signing key file {what}: this database was signed with {meta['key_id']}, and nothing new is "
+            "signed until it is back (`attempt doctor` says what to do)")
+
+
 def status_report(conn, path: str, project: str | None = None, since: str | None = None,
                   until: str | None = None, limit: int = 20) -> dict:
     """Counts from the projection tables (indexed, no scan of events), and whether the schema
@@ -240,6 +257,9 @@ def status_report(conn, path: str, project: str | None = None, since: str | None
     if mark is not None:
         report["warnings"].append(f"the database is damaged ({mark.get('what')}, found by {mark.get('by')} at "
                                   f"{mark.get('at')}): {damage.ADVICE}")
+    lost = _key_missing(meta)
+    if lost:
+        report["warnings"].append(lost)
     changed = report["schema_changes"] = schema_integrity.differences(conn, report["schema_version"])
     if changed:  # the counts would run views someone changed (one that never ends, one that lies)
         report["warnings"].append("the schema: " + schema_integrity.summary(changed) + "; no counts are read "
