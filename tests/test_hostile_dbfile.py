@@ -199,13 +199,11 @@ def test_a_trigger_that_drops_writes_loses_no_event(tmp_path, home):
     file's fault: the hook spools (the event kept, not quarantined), the import stops with a
     coded error; after `reproject` the next capture brings the spooled event in."""
     import json
-    env = {"ATTEMPTDB_NO_DAEMON": "1"}
+    env = NO_DAEMON
     db = str(tmp_path / "x.db")
 
     def capture(n):
-        p = {"session_id": "s1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit", "prompt": f"prompt {n}"}
-        r = run_attempt(["capture", "claude-code", "--db", db], input=json.dumps(p).encode(), env=env)
-        assert r.returncode == 0 and r.stdout == b""
+        prompt_hook(db, n)
 
     def stored():
         r = run_attempt(["events", "--jsonl", "--db", db], env=env)
@@ -238,13 +236,11 @@ def test_a_reset_schema_version_is_named_by_verify_and_refused_by_writers(tmp_pa
     fails naming the version to put back, writers refuse with their own code, the hook spools,
     and once the version is back the spooled event comes in."""
     import json
-    env = {"ATTEMPTDB_NO_DAEMON": "1"}
+    env = NO_DAEMON
     db = str(tmp_path / "v.db")
 
     def capture(n):
-        p = {"session_id": "s1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit", "prompt": f"prompt {n}"}
-        r = run_attempt(["capture", "claude-code", "--db", db], input=json.dumps(p).encode(), env=env)
-        assert r.returncode == 0 and r.stdout == b""
+        prompt_hook(db, n)
 
     assert run_attempt(["init", "--db", db], env=env).returncode == 0
     capture(1)
@@ -287,3 +283,14 @@ def test_a_journal_beside_a_file_with_side_files_is_judged_without_opening_the_f
     (tmp_path / "a.db-shm").unlink()
     (tmp_path / "a.db-wal").write_bytes(b"")
     assert sidefiles.journal_beside_wal(str(db)) is True
+
+
+NO_DAEMON = {"ATTEMPTDB_NO_DAEMON": "1"}
+
+
+def prompt_hook(db: str, n: int) -> None:
+    """A real hook process storing (or spooling) the prompt `prompt n`; it exits 0, silent."""
+    import json
+    p = {"session_id": "s1", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit", "prompt": f"prompt {n}"}
+    r = run_attempt(["capture", "claude-code", "--db", db], input=json.dumps(p).encode(), env=NO_DAEMON)
+    assert r.returncode == 0 and r.stdout == b""
