@@ -69,6 +69,14 @@ PREFIXED = (
     ("gitlab_token", "glsoat-", 20),
     ("gitlab_token", "glffct-", 20),
     ("gitlab_token", "GR1348941", 20),
+    # issuers' documented token prefixes beyond the reference's list (a token seen in a command
+    # line, an .env or a log is redacted like the others)
+    ("pypi_token", "pypi-AgE", 50),  # a macaroon: base64 that begins AgE
+    ("huggingface_token", "hf_", 30),  # mixed-case alphanumerics (not a lower-case identifier)
+    ("sendgrid_key", "SG.", 16),  # SG.<id>.<secret>: both parts
+    ("digitalocean_token", "dop_v1_", 64),
+    ("digitalocean_token", "doo_v1_", 64),
+    ("digitalocean_token", "dor_v1_", 64),
 )
 GITLAB_PREFIXES = tuple(p for rule, p, _m in PREFIXED if rule == "gitlab_token")
 _GITLAB_DASHED = tuple(p for p in GITLAB_PREFIXES if p.endswith("-"))
@@ -90,7 +98,7 @@ _TAIL_ANCHORS = (("pass", ("password", "passwd", "passphrase", "pass")),
                  ("key", ("key",)))
 _SECRET_LAST = frozenset(("password", "passwd", "passphrase", "secret", "token", "apikey",
                           "secretkey", "accesskey", "privatekey", "authtoken", "clientsecret"))
-_KEY_BEFORE = frozenset(("api", "secret", "access", "private", "auth"))
+_KEY_BEFORE = frozenset(("api", "secret", "access", "private", "auth", "account"))  # account: Azure storage
 
 _PLACEHOLDER_WORDS = frozenset((
     "null", "none", "nil", "true", "false", "undefined", "string", "str", "bool", "boolean",
@@ -290,10 +298,14 @@ def _token_at(s: str, i: int, dead: dict | None = None):
             j = i + len(prefix)
             e = _run_end(s, j, _B64ISH)
             if e - j >= mn:
-                if rule != "gitlab_token":
+                if rule == "sendgrid_key":
+                    k = _run_end(s, e + 1, _B64ISH) if e < n and s[e] == "." else e
+                    if k - e - 1 >= 20:
+                        return (rule, i, k)
+                elif rule not in ("gitlab_token", "huggingface_token"):
                     return (rule, i, e)
-                if s[j:e].strip(_GITLAB_WORDISH):  # `glrt-runner-authentication-setup` stays
-                    return (rule, i, _routable_end(s, e))
+                elif s[j:e].strip(_GITLAB_WORDISH):  # `glrt-runner-authentication-setup` stays
+                    return (rule, i, _routable_end(s, e) if rule == "gitlab_token" else e)
             dead[prefix] = e
     if c == "-":
         if s.startswith(_PEM_BEGIN, i):
@@ -693,8 +705,12 @@ def _marks(s: str, low: str, found: dict) -> dict:
         if "k_" in s:
             for p in ("sk_live_", "sk_test_", "rk_live_"):
                 _mark(s, s, p, marks, _T)
-        for p in ("npm_", "sbp_", "vercel_"):
+        for p in ("npm_", "sbp_", "vercel_", "hf_", "dop_v1_", "doo_v1_", "dor_v1_"):
             _mark(s, s, p, marks, _T)
+    if "SG." in s:
+        _mark(s, s, "SG.", marks, _T)
+    if "pypi-AgE" in s:
+        _mark(s, s, "pypi-AgE", marks, _T)
     if "G" in s and "R" in s and "GR1348941" in s:
         _mark(s, s, "GR1348941", marks, _T)
     if "-" in s:
