@@ -6,7 +6,9 @@ Invariants (reference/capture.md §2.10, §2.12, §3.4, §4.1–§4.2):
   re-imports with identical bytes and hashes.
 - Under `metadata_only` (the event's own mode, the database's mode, or an unreadable mode —
   fail closed) no `content` and no `raw` survive, and the event says `metadata_only`.
-- Every string in `content`, `raw` and top-level `x_*` extensions is secret-redacted
+- Every string in `content`, `raw` and top-level `x_*` extensions, and the free text of the
+  metadata every mode keeps (_METADATA_TEXTS: versions, event names, provider ids, the model,
+  the project's root, name, branch and remote, every path), is secret-redacted
   (`[REDACTED:<rule>]`); if the scanner fails, content and raw are dropped and
   `attrs.x_attemptdb_redaction_failed` is set.
 - `attrs` only keeps allowlisted keys (or `x_<provider>_<name>`) with content-free values:
@@ -333,6 +335,46 @@ def _redacted(env: dict, out: dict, memo) -> None:
             memo.end_event()
 
 
+_METADATA_TEXTS = (("provider_version", "provider_event_name", "provider_session_id", "provider_turn_id"),
+                   ("agent", ("model", "agent_type", "provider_agent_id")),
+                   ("tool", ("name", "call_id")),
+                   ("project", ("root", "name", "branch", "head", "repo_remote")))
+"""The free text of an envelope's metadata, as a hook sends it: kept in every capture mode, so
+a secret in it (a token in a branch, a working directory, a model or version field) is
+redacted like one in content. Ids derived from them (session, project) were derived before."""
+
+
+_CLEAN: set = set()
+_CLEAN_MAX = 4096
+
+
+def _redacted_metadata(out: dict, memo) -> None:
+    """Redact secrets in the metadata texts of `out` (and every text of its paths), in place;
+    blocks and lists are copied before a change, so the caller's envelope stays as it was."""
+    def text(v):
+        if not isinstance(v, str) or v in _CLEAN:
+            return v
+        got = secrets.redact_value(v, None, memo)
+        if got is v:  # nothing found: remembered (a session's ids, root and branch recur on every event)
+            if len(_CLEAN) >= _CLEAN_MAX:
+                _CLEAN.clear()
+            _CLEAN.add(v)
+        return got
+
+    for key in _METADATA_TEXTS[0]:
+        v = out.get(key)
+        if v is not None and v.__class__ is str and v not in _CLEAN:
+            out[key] = text(v)
+    for block, keys in _METADATA_TEXTS[1:]:
+        b = out.get(block)
+        if isinstance(b, dict) and any(b.get(k).__class__ is str and b[k] not in _CLEAN for k in keys):
+            out[block] = {k: text(v) if k in keys else v for k, v in b.items()}
+    paths = out.get("paths")
+    if isinstance(paths, list) and any(not isinstance(p, dict) or any(
+            v.__class__ is str and v not in _CLEAN for v in p.values()) for p in paths):
+        out["paths"] = [{k: text(v) for k, v in p.items()} if isinstance(p, dict) else p for p in paths]
+
+
 def ingest(env: dict, *, redact_secrets: bool = True, db_mode=None, memo=None) -> dict:
     """The ingestion contract (module invariants), returning a new envelope. `memo` (a
     secrets.RedactionMemo) lets a stream of events share the scans of texts that recur."""
@@ -353,6 +395,7 @@ def ingest(env: dict, *, redact_secrets: bool = True, db_mode=None, memo=None) -
     failed = False
     if redact_secrets:
         try:
+            _redacted_metadata(out, memo)
             _redacted(out, out, memo)
         except Exception:  # the scanner must never cost the event: drop its content instead
             failed = True
