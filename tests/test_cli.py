@@ -397,3 +397,35 @@ def test_the_demo_database_is_git_ignored_in_this_repository():
     names = ["attemptdb-demo.db", "attemptdb-demo.db-wal", "attemptdb-demo.db-shm"]
     p = subprocess.run([git, "check-ignore", "--no-index", *names], cwd=ROOT, capture_output=True, text=True)
     assert p.stdout.split() == names, p.stdout
+
+
+def test_a_crash_report_is_private_and_holds_no_secret(tmp_path, home, monkeypatch, capsys):
+    """The report wrote the whole command line and the exception's text unredacted, 0644."""
+    import stat
+    import sys
+
+    from attemptdb.cli import main, query
+    token = "ghp_" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "0123456789"
+    db = str(tmp_path / "a.db")
+    assert main.run(["init", "--db", db]) == 0
+
+    def boom(*a, **k):
+        raise RuntimeError(f"unexpected, near {token}")
+    monkeypatch.setattr(query, "status_report", boom)
+    monkeypatch.setattr(sys, "argv", ["attempt", "status", "--db", db, "--note", f"GITHUB_TOKEN={token}"])
+    capsys.readouterr()
+    assert main.run(["status", "--db", db]) == 2
+    err = capsys.readouterr().err
+    report = err.split("full report: ")[1].rstrip(")\n")
+    text = open(report, encoding="utf-8").read()
+    assert "RuntimeError" in text and token not in text and "[REDACTED:github_token]" in text
+    assert stat.S_IMODE(os.stat(report).st_mode) == 0o600
+
+
+def test_the_hook_log_is_the_user_s_alone(tmp_path, home):
+    from attemptdb.capture import hooklog
+    from attemptdb.store import location
+    hooklog.log("daemon answer=timeout")
+    path = os.path.join(location.state_dir(), "hook.log")
+    assert open(path).read().endswith(" daemon answer=timeout\n")
+    assert os.stat(path).st_mode & 0o777 == 0o600

@@ -11,7 +11,9 @@ def log(message: str):
         from ..store import location
         d = location.state_dir()
         os.makedirs(d, mode=0o700, exist_ok=True)
-        with open(os.path.join(d, "hook.log"), "a", encoding="utf-8") as f:
+        fd = os.open(os.path.join(d, "hook.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                     0o600)  # the user's own, as the rest of the state directory
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(f"{clock.iso(clock.now_us())} {message}\n")
     except Exception:
         pass

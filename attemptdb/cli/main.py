@@ -121,9 +121,16 @@ def _crash(exc: BaseException) -> int:
         d = _report_dir()
         os.makedirs(d, mode=0o700, exist_ok=True)
         path = os.path.join(d, f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(f"attempt {__version__}\nargv: {sys.argv!r}\n\n")
-            traceback.print_exception(exc, file=f)
+        from ..ingest import redaction
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
+            # the command line and the exception's text can hold a note or a command: secrets out
+            text = f"attempt {__version__}\nargv: {sys.argv!r}\n\n" + "".join(traceback.format_exception(exc))
+            try:
+                text = redaction.redact(text)[0]
+            except Exception:  # not scanned: only what cannot hold a secret
+                text = f"attempt {__version__}\n{type(exc).__name__} (the rest could not be scanned for secrets)\n"
+            f.write(text)
         where = f"full report: {path}"
     except OSError:
         where = "no report could be written"
