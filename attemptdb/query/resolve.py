@@ -154,14 +154,23 @@ def _matches(conn, kind: str, prefix: str, hexpart: str, limit: int, live_only: 
     return out
 
 
-def _named_session(conn, name: str, live: bool) -> str | None:
-    """The id of the `attempt` session named `name` (its provider session id), when stored."""
+def _named_session(conn, name: str, live: bool, loc=None) -> str | None:
+    """The id of the session named `name`: the `attempt` session of that name, else the one
+    session whose agent calls it so (its provider session id: what Claude Code or Codex shows),
+    when stored; AQL0302 when several agents' sessions carry that id."""
     if not table_exists(conn, "sessions"):
         return None
     sid = "ses_" + ids.session_id(RECORDER_PROVIDER, name)
     row = conn.execute("SELECT session_id FROM sessions WHERE session_id = ?" + (" AND NOT retracted" if live else ""),
                        (sid,)).fetchone()
-    return row[0] if row else None
+    if row:
+        return row[0]
+    if not table_exists(conn, "session_facts"):
+        return None
+    found = [r[0] for r in conn.execute("SELECT session_id FROM session_facts WHERE provider_session_id = ?"
+                                        + (" AND retraction = 0" if live else "") + " LIMIT ?",
+                                        (name, MAX_CANDIDATES + 1))]
+    return found[one_match(found, "session", "", loc)] if found else None
 
 
 def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -> tuple[str, str]:
@@ -170,9 +179,13 @@ def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -
     Raises AQLError. A session may also be named as `attempt run`/`note`/… name it
     (`--session ci-4711`: the session of provider attempt with that name, spec/evidence.md)."""
     if kind == "session" and text and not text.lower().startswith("ses_"):
-        named = _named_session(conn, text, live)
+        named = _named_session(conn, text, live, loc)
         if named is not None:
             return "session", named
+        if not split_id(text)[2]:  # not an id: a name no session has
+            raise _err("AQL0301", f"no session named {text!r}: a name is what `attempt run`, `note` or "
+                       "`approve` recorded with --session, or an agent's own session id; SHOW SESSIONS "
+                       "lists the sessions", loc, "unknown session")
     prefix, hexpart, ok = split_id(text)
     if prefix and prefix not in PREFIX_KIND:
         raise _err("AQL0105", "malformed id: unknown prefix", loc, "unknown id prefix",
