@@ -430,7 +430,8 @@ def needs_you_cmd(project, evidence, as_json, db):
 
     Agents waiting on a permission decision or on input, open work units whose last two attempts
     failed the same way, and two open units editing the same files (the needs_you view), judged
-    now: sessions that ended or went silent for 12 hours drop out."""
+    now: the waits of sessions that ended or went silent for 12 hours drop out; a unit a session
+    left unfinished stays open (its status says why) until 12 hours pass without activity."""
     needs_you(project, evidence, as_json, db)
 
 
