@@ -255,3 +255,19 @@ def test_discovery_subagents_and_dry_run(anchor, tmp_path, monkeypatch, db, caps
     monkeypatch.chdir(tmp_path)
     assert run(["import", "claude-transcripts", "--db", db]) == 2
     assert "error[import.nothing]" in capsys.readouterr().err
+
+
+def test_a_linked_project_directory_is_read_and_a_link_loop_is_not(anchor, tmp_path, monkeypatch):
+    """`--all-projects` skipped a project directory that is a symlink (os.walk follows none):
+    its transcripts were never imported, and nothing said so. Each real folder is read once."""
+    config = tmp_path / "claude"
+    projects = config / "projects"
+    projects.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(fixture(anchor, "basic_turn.jsonl"), elsewhere / "a.jsonl")
+    os.symlink(elsewhere, projects / "-linked-project")
+    os.symlink(projects, elsewhere / "loop")  # a link back up: no loop, no file twice
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    found = ct.discover(all_projects=True)
+    assert [os.path.basename(p) for p in found] == ["a.jsonl"]

@@ -450,8 +450,18 @@ def discover(paths=(), *, all_projects: bool = False, cwd: str | None = None) ->
     found = []
 
     def walk(d):
-        for root, dirs, files in os.walk(d):
+        # a linked folder is followed (a project directory linked from elsewhere holds
+        # transcripts too), each real folder once: a link back up is no loop
+        seen = {os.path.realpath(d)}
+        for root, dirs, files in os.walk(d, followlinks=True):
             dirs.sort()
+            keep = []
+            for name in dirs:
+                real = os.path.realpath(os.path.join(root, name))
+                if real not in seen:
+                    seen.add(real)
+                    keep.append(name)
+            dirs[:] = keep
             # regular files only (a symlink to one too): a FIFO or a device would block the read
             # or never end, a dangling or looping symlink cannot be read
             found.extend(p for p in (os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl"))
