@@ -98,7 +98,7 @@ def test_read_commands_take_the_session_name_attempt_run_gave(home, tmp_path):
     p = attempt(["query", "SHOW ATTEMPTS FOR session = 'ci-9'", "--json"], db)
     assert p.returncode == 0 and {r["session_id"] for r in json.loads(p.stdout)} == {sid}
     p = attempt(["why", "--session", "nope"], db)  # no such name: the error says names are taken
-    assert p.returncode == 2 and b"name of a session" in p.stderr
+    assert p.returncode == 2 and b"no session named 'nope'" in p.stderr  # a name no session has, said so
 
 
 def test_two_result_columns_of_one_name_each_show_their_own_value(scen, home):
