@@ -8,6 +8,8 @@ a line that is not a JSON object is counted, never fatal; importing is idempoten
 event the store would refuse is dropped and counted, never half-stored.
 """
 
+import bisect
+
 from ... import adapters
 from ...adapters.draft import parse_observed
 from ...model import event, fastjson, ids
@@ -112,28 +114,57 @@ def _hook_facts(conn, session_id: str):
 
 
 def _reconciled(envs, conn, rep: ImportReport) -> list:
-    """Drop the reconstructed events a hook already captured (§5.5): per session and kind, the
-    nearest unmatched hook event within 10 s (a session start at any distance) is consumed.
-    The session's hook project replaces the transcript's."""
+    """Drop the reconstructed events a hook already captured (§5.5): per session and kind, each
+    hook event consumes at most one reconstructed event and each reconstructed event is consumed
+    by at most one hook event, the closest pairs first, none more than 10 s apart (a session start
+    at any distance); a cancelled turn end is never consumed. The session's hook project replaces
+    the transcript's."""
     by_session: dict = {}
     for e in envs:
         by_session.setdefault(e["session_id"], []).append(e)
     kept = []
     for sid, items in by_session.items():
         project, times = _hook_facts(conn, sid)
-        for e in items:
+        candidates: dict = {}
+        for i, e in enumerate(items):
             if project is not None:
                 e["project"] = project
-            pool = times.get(e["kind"])
-            if pool and not (e["kind"] == "turn_stopped" and (e.get("outcome") or {}).get("status") == "cancelled"):
-                at = e["observed_at"]
-                best = min(range(len(pool)), key=lambda i: abs(pool[i] - at))
-                if e["kind"] == "session_started" or abs(pool[best] - at) <= RECONCILE_WINDOW_US:
-                    pool.pop(best)
-                    rep.skipped_captured += 1
-                    continue
-            kept.append(e)
+            if e["kind"] in times and not (e["kind"] == "turn_stopped" and
+                                           (e.get("outcome") or {}).get("status") == "cancelled"):
+                candidates.setdefault(e["kind"], []).append(i)
+        captured = set()
+        for kind, idx in candidates.items():
+            window = None if kind == "session_started" else RECONCILE_WINDOW_US
+            at = [items[i]["observed_at"] for i in idx]
+            captured.update(idx[k] for k in _paired(at, times[kind], window))
+        rep.skipped_captured += len(captured)
+        kept += [e for i, e in enumerate(items) if i not in captured]
     return kept
+
+
+NEIGHBOURS = 16
+"""Hook times on each side of a reconstructed time that may pair with it: a session packing
+thousands of events of one kind into 10 s (a hostile file) costs linear work, not quadratic."""
+
+
+def _paired(at: list, pool: list, window) -> set:
+    """The positions in `at` (reconstructed times, µs) paired with a time of `pool` (hook times):
+    the closest pair first, then the closest of the rest, each time in at most one pair, no pair
+    more than `window` apart (None: any distance). Ties go to the earlier times."""
+    hooks = sorted(pool)
+    pairs = []
+    for i, t in enumerate(at):
+        lo = 0 if window is None else bisect.bisect_left(hooks, t - window)
+        hi = len(hooks) if window is None else bisect.bisect_right(hooks, t + window)
+        k = bisect.bisect_left(hooks, t)  # the NEIGHBOURS nearest on each side: pairs stay linear
+        pairs += [(abs(hooks[j] - t), i, j) for j in range(max(lo, k - NEIGHBOURS), min(hi, k + NEIGHBOURS))]
+    pairs.sort()
+    taken, used = set(), set()
+    for _, i, j in pairs:
+        if i not in taken and j not in used:
+            taken.add(i)
+            used.add(j)
+    return taken
 
 
 def storable(env, rep) -> bool:

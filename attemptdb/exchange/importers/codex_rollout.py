@@ -43,10 +43,12 @@ class _Rollout(Transcript):
     reconstructed_from = RECONSTRUCTED_FROM
     id_root = "rollout"
 
-    def __init__(self, psid, ctx_for, thread=None, parent=None, own_turns=frozenset()):
+    def __init__(self, psid, ctx_for, thread=None, parent=None, own_turns=frozenset(), own_from=None):
         super().__init__(psid, ctx_for, (thread, None) if parent else None)
         self.thread = thread
         self.own_turns = own_turns  # a subagent's turns, when its rollout names them
+        self.own_from = own_from  # the ordinal where a subagent's own history starts, when its meta says
+        self.own_reached = False
         self.cwd = None
         self.model = None
         self.version = None
@@ -83,12 +85,12 @@ class _Rollout(Transcript):
             d.provider_attr("source", p.get("source"))
             d.attrs["source"] = "transcript"
             return [self.finish(d, e, key, "session_started")]
+        if self.inherited(kind, p, entry.get("ordinal")):
+            return out
         if kind == "turn_context":
             self.cwd = text(p.get("cwd")) or self.cwd
             self.model = text(p.get("model")) or self.model
             self.turn_id = text(p.get("turn_id")) or self.turn_id
-            return out
-        if self.inherited(kind, p):
             return out
         if kind == "compacted":
             return [self.finish(self.draft("compacted", e, "compaction_finished"), e, key, "compaction_finished")]
@@ -101,12 +103,18 @@ class _Rollout(Transcript):
         d = self.draft(kind if token(kind, 64) else "unknown", e, "unknown")
         return [self.finish(d, e, key, "unknown")]
 
-    def inherited(self, kind, p) -> bool:
-        """A subagent's rollout starts with its parent's history: entries of a turn that is not
-        the subagent's own are skipped (known from the items that name the subagent's thread)."""
+    def inherited(self, kind, p, ordinal) -> bool:
+        """A subagent's rollout starts with its parent's history, skipped: when its meta names
+        the ordinal where its own history starts (`subagent_history_start_ordinal`), every entry
+        before the first one at or past that ordinal; else the entries of a turn that is not the
+        subagent's own (known from the items that name the subagent's thread)."""
+        if self.own_from is not None:
+            if isinstance(ordinal, int) and not isinstance(ordinal, bool) and ordinal >= self.own_from:
+                self.own_reached = True
+            return not self.own_reached
         if not self.own_turns:
             return False
-        if kind == "event_msg" and p.get("type") == "task_started":
+        if kind == "turn_context" or (kind == "event_msg" and p.get("type") == "task_started"):
             self.turn_id = text(p.get("turn_id")) or self.turn_id
         return self.turn_id not in self.own_turns
 
@@ -327,21 +335,32 @@ def _mcp_name(server, tool):
 
 
 def events(stream, ctx_for, *, report: Report | None = None):
-    """Yield the canonical envelopes of one rollout (a binary stream)."""
+    """Yield the canonical envelopes of one rollout (a binary stream). Its session_meta is looked
+    for in the first PEEK_LINES lines (a rollout opens with it). A subagent's inherited prefix is
+    decided by the meta's `subagent_history_start_ordinal` when it names one and the entries carry
+    ordinals, streaming; else by the turns its items name, which takes the whole rollout in
+    memory first (those items can come after a parent history of any length)."""
     rep = report or Report()
     lines = entries(stream, rep)
     head = list(itertools.islice(lines, PEEK_LINES))
-    meta = next((e["payload"] for _, e in head if e.get("type") == "session_meta"
-                 and isinstance(e.get("payload"), dict)), {})
+    at, meta = next(((e.get("ordinal"), e["payload"]) for _, e in head if e.get("type") == "session_meta"
+                     and isinstance(e.get("payload"), dict)), (None, {}))
     thread = text(meta.get("id"))
     parent = text(meta.get("parent_thread_id"))
     psid = text(meta.get("session_id")) or thread or "unknown"
     rep.session = psid
     sub = thread is not None and thread != psid and parent is not None
-    own = frozenset(e["payload"]["turn_id"] for _, e in head
-                    if e.get("type") == "event_msg" and isinstance(e.get("payload"), dict)
-                    and e["payload"].get("thread_id") == thread and text(e["payload"].get("turn_id"))) if sub else frozenset()
-    r = _Rollout(psid, ctx_for, thread=thread if sub else None, parent=parent if sub else None, own_turns=own)
+    start = count(meta.get("subagent_history_start_ordinal")) if sub else None
+    own = frozenset()
+    if start is None or count(at) is None:  # no ordinals to go by
+        start = None
+        if sub:
+            head += list(lines)
+            own = frozenset(e["payload"]["turn_id"] for _, e in head
+                            if e.get("type") == "event_msg" and isinstance(e.get("payload"), dict)
+                            and e["payload"].get("thread_id") == thread and text(e["payload"].get("turn_id")))
+    r = _Rollout(psid, ctx_for, thread=thread if sub else None, parent=parent if sub else None, own_turns=own,
+                 own_from=start)
     yield from r.run(itertools.chain(head, lines), rep)
 
 
