@@ -271,3 +271,20 @@ def test_a_linked_project_directory_is_read_and_a_link_loop_is_not(anchor, tmp_p
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     found = ct.discover(all_projects=True)
     assert [os.path.basename(p) for p in found] == ["a.jsonl"]
+
+
+def test_one_unreadable_file_in_a_directory_is_skipped_and_named(anchor, tmp_path, db, capsys):
+    """A file of the directory that cannot be read (EIO here) stopped the whole import, 0
+    events stored; it is now left out and named, and the others are imported. Alone, or named
+    on the command line, it is still the import's error."""
+    d = tmp_path / "dir"
+    d.mkdir()
+    shutil.copy(fixture(anchor, "basic_turn.jsonl"), d / "a.jsonl")
+    os.symlink("/proc/self/mem", d / "b.jsonl")  # a regular file whose read fails: EIO
+    capsys.readouterr()
+    assert run(["import", "claude-transcripts", str(d), "--db", db, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["accepted"] > 0 and rep["unreadable"] == [{"file": str(d / "b.jsonl"), "why": "Input/output error"}]
+    os.unlink(d / "a.jsonl")
+    assert run(["import", "claude-transcripts", str(d), "--db", db]) == 2
+    assert "error[import.unreadable]: cannot read" in capsys.readouterr().err

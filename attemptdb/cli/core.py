@@ -436,7 +436,11 @@ def _import_reconstructed(db, files, dry_run, as_json, reader, what, fmt, paths)
                + (f"; {plural(rep.skipped_lines, 'unreadable line')} skipped ({_where(rep)})" if rep.skipped_lines else "")
                + (f"; {plural(rep.rejected, 'event')} could not be stored" if rep.rejected else "")
                + (f"; {plural(len(rep.wrong_format), 'file')} skipped, not {what}: {formats.brief(rep.wrong_format)}"
-                  if rep.wrong_format else ""))
+                  if rep.wrong_format else "")
+               + (f"; {plural(len(rep.unreadable), 'file')} skipped, unreadable: "
+                  + ", ".join(f"{printable(f)} ({why})" for f, why in rep.unreadable[:3])
+                  + (f", and {len(rep.unreadable) - 3:,} more" if len(rep.unreadable) > 3 else "")
+                  if rep.unreadable else ""))
 
 
 def _where(rep) -> str:

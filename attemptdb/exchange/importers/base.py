@@ -77,7 +77,7 @@ BATCH = 2500
 
 class ImportReport:
     __slots__ = ("files", "lines", "events", "accepted", "duplicates", "skipped_captured",
-                 "skipped_lines", "rejected", "sessions", "skipped_where", "wrong_format")
+                 "skipped_lines", "rejected", "sessions", "skipped_where", "wrong_format", "unreadable")
 
     def __init__(self):
         self.files = self.lines = self.events = self.accepted = self.duplicates = 0
@@ -85,6 +85,7 @@ class ImportReport:
         self.sessions = set()
         self.skipped_where = []  # (file, line number) of the first SKIPPED_NAMED unreadable lines
         self.wrong_format = []  # (file, the format it looks like or None): found, not imported
+        self.unreadable = []  # (file, why): found in a directory, could not be read, not imported
 
     def as_dict(self) -> dict:
         return {"files": self.files, "sessions": len(self.sessions), "lines": self.lines,
@@ -92,7 +93,8 @@ class ImportReport:
                 "skipped_captured": self.skipped_captured, "skipped_lines": self.skipped_lines,
                 "skipped_where": [{"file": f, "line": n} for f, n in self.skipped_where],
                 "rejected": self.rejected,
-                "wrong_format": [{"file": f, "looks_like": fmt} for f, fmt in self.wrong_format]}
+                "wrong_format": [{"file": f, "looks_like": fmt} for f, fmt in self.wrong_format],
+                "unreadable": [{"file": f, "why": why} for f, why in self.unreadable]}
 
 
 def _hook_facts(conn, session_id: str):
@@ -178,16 +180,26 @@ def storable(env, rep) -> bool:
         return False
 
 
-def screened(files, fmt: str, named=(), progress=None) -> tuple:
+def screened(files, fmt: str, named=(), progress=None, unreadable=None) -> tuple:
     """(the files of format `fmt`, [(file, the format it looks like or None)] of the others),
     before anything is written. A file of another format that was `named` (given as a file, not
-    found in a directory) refuses the import, and so do files none of which is of `fmt`."""
+    found in a directory) refuses the import, and so do files none of which is of `fmt`. A file
+    found in a directory that cannot be read is left out, (file, why) appended to `unreadable`
+    (one bad file no longer stops the others); a named one refuses the import."""
     from ...errors import AttemptError
     from . import formats
     kept, foreign = [], []
     named = set(named)
     for path in files:
-        s = formats.screen_file(path, fmt)
+        try:
+            s = formats.screen_file(path, fmt)
+        except AttemptError as e:
+            if path in named or unreadable is None or e.code != "import.unreadable":
+                raise
+            unreadable.append((path, e.message.rsplit(": ", 1)[-1]))
+            if progress is not None:
+                progress(1)
+            continue
         if s.accepted:
             kept.append(path)
             continue
@@ -196,6 +208,10 @@ def screened(files, fmt: str, named=(), progress=None) -> tuple:
         foreign.append((path, s.looks_like))
         if progress is not None:
             progress(1)
+    if unreadable and not kept and not foreign:
+        path, why = unreadable[0]
+        raise AttemptError("import.unreadable", f"cannot read {path}: {why}"
+                           + (f" (nor {len(unreadable) - 1:,} more files found)" if len(unreadable) > 1 else ""))
     if foreign and not kept:
         one = formats.NAMES[fmt][0]
         if len(foreign) == 1:
@@ -224,7 +240,7 @@ def import_files(store, files, *, dry_run: bool = False, now_us: int | None = No
     from ...model import clock
     rep = ImportReport()
     if fmt is not None:
-        files, rep.wrong_format = screened(files, fmt, named, progress)
+        files, rep.wrong_format = screened(files, fmt, named, progress, rep.unreadable)
     device, mode = store.device_id, store.capture_mode
     now = clock.now_us() if now_us is None else now_us
     projects: dict = {}
