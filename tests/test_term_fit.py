@@ -255,3 +255,14 @@ def test_timeline_shows_no_command_text_under_metadata_only(tmp_path):
     out = attempt(["timeline"], db)
     assert "secret title" not in out and "$ " not in out and "-c pass" not in out
     assert "turn 1  completed  (a command, its text not captured)" in out
+
+
+def test_needs_you_since_is_short_for_the_last_24_hours_across_midnight():
+    """A wait begun before midnight printed `12-07 23:14` after it: the wider time made the
+    80-column table drop the column (the test above failed between 00:00 and 01:00)."""
+    from attemptdb.cli import reads
+    from attemptdb.model import clock
+    now = clock.now_us()
+    assert len(reads.since_text(clock.iso(now - 3600 * 10**6))) == 5  # an hour ago, whatever the day
+    assert len(reads.since_text(clock.iso(now - 2 * reads.DAY_US))) == 11  # two days ago: with its date
+    assert reads.since_text(None) == "-" and reads.since_text("not a time") == "not a time"

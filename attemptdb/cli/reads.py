@@ -119,19 +119,23 @@ NEEDS_YOU_SQL = "90_needs_you.sql"
 """The view-and-trigger file (sql/) that creates the `needs_you` view."""
 
 
-def _since(iso: str | None) -> str:
-    """When a need began, short: `09:58` today, `12-06 17:40` earlier (local time, as the
+def since_text(iso: str | None) -> str:
+    """When a need began, short: `09:58` within the last 24 hours (the latest 09:58: a wait
+    begun at 23:50 still reads short after midnight), `12-06 17:40` earlier (local time, as the
     other summaries print it; --json has the stored value); a value that is no time, as
     terminal-safe text."""
+    from ..model import clock
     from ..query import read
     if not iso:
         return "-"
-    import time
     try:
-        day = read.local_time(iso, "%Y-%m-%d")
-        return read.local_time(iso, "%H:%M" if day == time.strftime("%Y-%m-%d") else "%m-%d %H:%M")
+        recent = 0 <= clock.now_us() - clock.from_iso(iso) < DAY_US
+        return read.local_time(iso, "%H:%M" if recent else "%m-%d %H:%M")
     except (ValueError, TypeError, OverflowError, OSError):
         return read.clean(iso, 20)
+
+
+DAY_US = 86_400_000_000
 
 
 def _confidence(value) -> str:
@@ -239,7 +243,7 @@ def needs_you(project, evidence, as_json, db) -> None:
     table = []  # every cell from the file goes through read.clean (errors.printable): a view can be forged
     for n, r in enumerate(rows, 1):
         table.append([str(n), NEEDS_KIND.get(r["kind"], read.clean(r["kind"], 20)),
-                      _since(r["since"]), read.clean(r["provider"] or "", 16), read.clean(r["session_id"]) or "-",
+                      since_text(r["since"]), read.clean(r["provider"] or "", 16), read.clean(r["session_id"]) or "-",
                       read.clean(r["work_unit_id"]) or "-", _confidence(r["confidence"]),
                       str(len(_evidence(r["evidence"]))), _shortened(read.clean(r["reason"]), shorts)])
     echo("\n".join(termtable.wrap(f"{plural(total, 'thing')} need{'s' if total == 1 else ''} "
