@@ -344,8 +344,9 @@ def import_jsonl(file, db, as_json):
 
 
 def conflicting_events(ids: list[str]) -> AttemptError:
-    """The error of lines that carry a stored event's id with other content (an import, a
-    bundle, a sync): not stored, the stored events kept."""
+    """The error of `import jsonl` lines that carry a stored event's id with other content: not
+    stored, the stored events kept (a bundle import notes them; a sync pull refuses the segment,
+    sync.conflict)."""
     n = len(ids)
     shown = ", ".join("ev_" + i for i in ids[:3]) + (f" and {n - 3:,} more" if n > 3 else "")
     return AttemptError("import.conflicting_events",
