@@ -684,3 +684,33 @@ def test_the_code_is_named_the_same_however_its_path_is_spelled(tmp_path, monkey
     (tmp_path / "other" / "capture").mkdir(parents=True)
     monkeypatch.setattr(hookclient, "__file__", str(tmp_path / "other" / "capture" / "hookclient.py"))
     assert hookclient.code_id() != here
+
+
+def test_a_hung_daemon_costs_one_hook_its_wait_not_every_hook(hooks):
+    """A stopped or hung daemon still has its connections taken by the kernel, and its lock
+    keeps another from starting: every hook waited REPLY_S (3 s) for it, then stored its own
+    event. The first one to wait marks the socket `.slow`; the hooks of the next SLOW_S store
+    theirs at once; then they hand over to the daemon again."""
+    from attemptdb.capture import hookclient
+    e = hooks()
+    e.capture(tool(0))
+    pid = e.wait_running()
+    e.settled()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        e.capture(tool(1))
+        first = time.monotonic() - t0
+        t0 = time.monotonic()
+        for i in (2, 3):
+            e.capture(tool(i))
+        after = (time.monotonic() - t0) / 2
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert first >= hookclient.REPLY_S and after < hookclient.REPLY_S / 2, (first, after)
+    assert os.path.exists(e.sock + ".slow")
+    old = time.time() - hookclient.SLOW_S - 1
+    os.utime(e.sock + ".slow", (old, old))
+    e.capture(tool(4))  # the daemon again (it answers: awake)
+    e.settled()
+    assert len(e.rows()) == 5

@@ -31,6 +31,11 @@ except ImportError:  # pragma: no cover - Windows: no daemon there; `os` serves 
 STDIN_CAP = 16 * 1024 * 1024
 STDIN_S = 5.0  # stdin still open after this long: the hook goes on with what arrived
 REPLY_S = 3.0  # the hook waits this long for the daemon's receipt, then does the work itself
+SLOW_S = 60.0
+"""After a daemon left a hook without an answer for REPLY_S (stopped, hung: the kernel still
+takes its connections, and its lock keeps another from starting), the hooks of the next SLOW_S
+seconds store their events themselves (a `<socket>.slow` marker's time) instead of each waiting
+REPLY_S for it; then they try it again."""
 GEMINI_ACK = b'{"decision":"allow"}\n'
 # the names adapters.registry.ALIASES maps to gemini_cli (a test keeps them equal): known
 # without importing the adapters, which a hook the daemon serves never needs
@@ -427,6 +432,12 @@ def request(db_path: str, argv, hook: Hook, stamp: str) -> str:
         return "unsupported"
     if not private_dir(_dirname(path)):
         return "absent"
+    from time import time
+    try:
+        if time() - _sys_os.stat(path + ".slow").st_mtime < SLOW_S:
+            return "slow"
+    except OSError:
+        pass
     message = header(stamp, db_path, argv, hook) + hook.data  # ready before the daemon wakes
     import _socket
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -447,9 +458,21 @@ def request(db_path: str, argv, hook: Hook, stamp: str) -> str:
             answer += chunk
         return answer.strip().decode("ascii", "replace") or "closed"
     except OSError:
+        _mark_slow(path)
         return "timeout"
     finally:
         s.close()
+
+
+def _mark_slow(path: str) -> None:
+    """`<socket>.slow`, its time now (SLOW_S): in the 0700 socket directory, never through a link."""
+    try:
+        fd = _sys_os.open(path + ".slow", _sys_os.O_WRONLY | _sys_os.O_CREAT | _sys_os.O_TRUNC
+                          | getattr(_sys_os, "O_NOFOLLOW", 0), 0o600)
+        _sys_os.close(fd)
+        _sys_os.utime(path + ".slow")
+    except OSError:
+        pass
 
 
 def db_option(argv):
