@@ -49,7 +49,7 @@ def _short_session(store, text: str) -> str:
     digits = text[4:].replace("-", "")
     if not 8 <= len(digits) <= 32 or digits.strip("0123456789abcdef"):
         return text
-    canon = "".join(("-" if i in (8, 12, 16, 20) else "") + c for i, c in enumerate(digits))
+    canon = ids.hyphenated(digits)
     found = [r[0] for r in store.conn.execute("SELECT DISTINCT session_id FROM events WHERE session_id GLOB ? "
                                               "LIMIT 6", ("ses_" + canon + "*",))]
     if not found:

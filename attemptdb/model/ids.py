@@ -88,6 +88,12 @@ MIN_SHORT_HEX = 8
 commands, `attempt correct` and `retract`): what `short` prints."""
 
 
+def hyphenated(hexpart: str) -> str:
+    """Hex digits of an id (a prefix of them) with the hyphens its canonical text has after
+    digits 8, 12, 16 and 20: what a short id is matched against (`GLOB '<prefix><this>*'`)."""
+    return "".join(("-" if i in (8, 12, 16, 20) else "") + c for i, c in enumerate(hexpart))
+
+
 def short(prefixed_id: str) -> str:
     """Short display form: prefix + first 8 hex digits (`ev_01a04762`)."""
     i = prefixed_id.find("_")

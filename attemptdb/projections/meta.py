@@ -115,12 +115,7 @@ def resolve(conn, text: str, prefixes: tuple) -> str:
         raise AttemptError("target.malformed", f"not {_A[prefix]} id ({prefix} and hex digits expected)")
     if len(hexpart) < MIN_HEX:
         raise AttemptError("target.short", f"give at least {MIN_HEX} hex digits after {prefix}")
-    # the canonical text has hyphens after hex digits 8, 12, 16, 20
-    canon = ""
-    for i, c in enumerate(hexpart):
-        if i in (8, 12, 16, 20):
-            canon += "-"
-        canon += c
+    canon = ids.hyphenated(hexpart)
     rows = [r[0] for r in conn.execute(_LOOKUPS[prefix][1], (prefix + canon + "*",))]
     if not rows:
         raise AttemptError("target.not_found", f"no {_LOOKUPS[prefix][0]} {prefix}{canon}", exit_status=1)

@@ -124,15 +124,6 @@ def split_id(text: str):
     return prefix, hexpart, ok
 
 
-def _hyphenate(hexpart: str) -> str:
-    out = []
-    for i, c in enumerate(hexpart):
-        if i in (8, 12, 16, 20):
-            out.append("-")
-        out.append(c)
-    return "".join(out)
-
-
 def prefix_upper_bound(lo: str) -> str:
     return lo[:-1] + chr(ord(lo[-1]) + 1)
 
@@ -144,7 +135,7 @@ def _matches(conn, kind: str, prefix: str, hexpart: str, limit: int, live_only: 
     live = " AND NOT retracted" if has_retracted and live_only else ""
     out = []
     for p in ([prefix] if prefix else prefixes):
-        lo = p + _hyphenate(hexpart)
+        lo = p + ids.hyphenated(hexpart)
         if len(hexpart) == 32:
             rows = conn.execute(f"SELECT {col} FROM {table} WHERE {col} = ?{live} LIMIT 1", (lo,)).fetchall()
         else:
@@ -247,7 +238,7 @@ def resolve_project(conn, name: str, loc=None) -> list[tuple[str, str]]:
             raise _err("AQL0105", "malformed project id; expected hex digits after prj_", loc, "not an id")
         if len(hexpart) < MIN_SHORT_HEX:
             raise _err("AQL0305", f"short project id needs at least {MIN_SHORT_HEX} hex digits", loc, "too short")
-        lo = "prj_" + _hyphenate(hexpart)
+        lo = "prj_" + ids.hyphenated(hexpart)
         rows = conn.execute("SELECT DISTINCT project_id, project_name FROM sessions "
                             "WHERE project_id >= ? AND project_id < ? LIMIT 6", (lo, prefix_upper_bound(lo))).fetchall()
         if len({r[0] for r in rows}) > 1:
@@ -287,7 +278,7 @@ def resolve_agent(conn, name: str, loc=None) -> tuple[str, str]:
         prefix, hexpart, ok = split_id(n)
         if not ok or len(hexpart) < MIN_SHORT_HEX:
             raise _err("AQL0105", "malformed agent id; expected agt_ and at least 8 hex digits", loc, "not an id")
-        lo = "agt_" + _hyphenate(hexpart)
+        lo = "agt_" + ids.hyphenated(hexpart)
         rows = conn.execute("SELECT DISTINCT agent_id FROM tool_calls WHERE agent_id >= ? AND agent_id < ? LIMIT 6",
                             (lo, prefix_upper_bound(lo))).fetchall()
         if not rows:

@@ -94,17 +94,21 @@ path, a tab and its device id: what tells a history emptied in place (`> attempt
 nobody used yet."""
 
 
+def _recorded() -> list:
+    """(real path, device id) of every record of `<data dir>/databases` ([] when unreadable)."""
+    try:
+        with open(os.path.join(data_dir(), DATABASES), encoding="utf-8", errors="replace") as f:
+            return [line.rstrip("\n").partition("\t")[::2] for line in f]
+    except OSError:
+        return []
+
+
 def device_at(db_path: str) -> str | None:
     """The device id (`dev_…`) of the history this account last kept at `db_path`, if any."""
     real, found = os.path.realpath(db_path), None
-    try:
-        with open(os.path.join(data_dir(), DATABASES), encoding="utf-8", errors="replace") as f:
-            for line in f:
-                path, _, dev = line.rstrip("\n").partition("\t")
-                if path == real and dev:
-                    found = dev
-    except OSError:
-        return None
+    for path, dev in _recorded():
+        if path == real and dev:
+            found = dev
     return found
 
 
@@ -112,15 +116,8 @@ def other_holder(db_path: str, device_id: str) -> str | None:
     """Another file recorded as holding device `device_id`'s history that still exists: then the
     file at `db_path` is a copy of it (`cp attempt.db try.db`), or it of this one."""
     real = os.path.realpath(db_path)
-    try:
-        with open(os.path.join(data_dir(), DATABASES), encoding="utf-8", errors="replace") as f:
-            for line in f:
-                path, _, dev = line.rstrip("\n").partition("\t")
-                if dev == device_id and _other_file(path, real) and os.path.realpath(path) != real:
-                    return path
-    except OSError:
-        return None
-    return None
+    return next((path for path, dev in _recorded()
+                 if dev == device_id and _other_file(path, real) and os.path.realpath(path) != real), None)
 
 
 def _other_file(path: str, real: str) -> bool:
