@@ -38,3 +38,8 @@
 -- started after its turn had closed (a background agent's call after the stop): a turn open
 -- while a subagent works for an hour costs no scan of the session's events.
 -- @define in_flight_until(TRN) = (SELECT min(strftime('%Y-%m-%dT%H:%M:%S', c.started_at, '+30 minutes') || substr(c.started_at, 20), CASE WHEN TRN.ended_at >= c.started_at THEN TRN.ended_at ELSE '~' END, coalesce(CASE WHEN TRN.ended_at < c.started_at THEN (SELECT min(p.observed_at) FROM session_facts s CROSS JOIN events p ON p.session_id = s.raw_session_id AND p.observed_at >= c.started_at AND p.observed_at <= strftime('%Y-%m-%dT%H:%M:%S', c.started_at, '+30 minutes') || substr(c.started_at, 20) WHERE s.session_id = c.session_id AND p.kind = 'session_ended' AND @gsid(p) = s.session_id AND NOT EXISTS (SELECT 1 FROM retraction_facts x WHERE x.target = p.event_id AND x.target_type = 'event')) END, '~')) FROM tool_call_facts c WHERE c.session_id = TRN.session_id AND c.end_event_id IS NULL AND c.turn_id = TRN.turn_id AND c.started_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM attempt_facts a WHERE a.group_key = c.attempt_key AND a.retraction > 0) ORDER BY c.started_at DESC LIMIT 1)
+--
+-- A whole number of seconds as a person reads a wait: seconds under 2 minutes, then whole minutes,
+-- hours from 2 h, days from 2 d (floored: `9471056` reads `109 d`). Text only; rules compare the
+-- number.
+-- @define span(SECS) = CASE WHEN SECS < 120 THEN SECS || 's' WHEN SECS < 7200 THEN (SECS / 60) || ' min' WHEN SECS < 172800 THEN (SECS / 3600) || ' h' ELSE (SECS / 86400) || ' d' END

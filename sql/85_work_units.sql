@@ -123,16 +123,16 @@ SELECT u.work_unit_id,
    SELECT substr(w.status || '         ', 1, 9) || CASE w.status
      WHEN 'unknown' THEN 'nothing of its sessions was captured beyond their existence (coverage unknown)'
      WHEN 'completed' THEN 'last turn completed with a succeeded attempt, nothing in flight, '
-                           || CASE WHEN w.last_session_ended THEN 'session ended' ELSE w.idle_s || 's idle (> 30 min)' END
+                           || CASE WHEN w.last_session_ended THEN 'session ended' ELSE @span(w.idle_s) || ' idle (> 30 min)' END
      WHEN 'abandoned' THEN CASE WHEN w.in_flight OR w.last_turn_status = 'in_progress' OR w.last_outcome = 'in_progress'
                                 THEN 'the last turn never stopped and ' ELSE 'last attempt ' || w.last_outcome || ' and ' END
-                           || w.idle_s || 's idle (> 2 h)'
+                           || @span(w.idle_s) || ' idle (> 2 h)'
      ELSE CASE WHEN w.blocking_signal IS NOT NULL THEN 'the last turn is waiting on a human'
-               WHEN w.last_session_ended THEN 'session ended but the work did not finish: ' || w.idle_s || 's idle (<= 2 h'
-                                              || CASE WHEN w.ahead_s > 0 THEN '; its last activity is stamped ' || w.ahead_s
-                                                      || 's after now' ELSE '' END || ')'
-               ELSE 'session open and ' || w.idle_s || 's idle'
-                    || CASE WHEN w.ahead_s > 0 THEN ' (<= 30 min; its last activity is stamped ' || w.ahead_s || 's after now)'
+               WHEN w.last_session_ended THEN 'session ended but the work did not finish: ' || @span(w.idle_s) || ' idle (<= 2 h'
+                                              || CASE WHEN w.ahead_s > 0 THEN '; its last activity is stamped ' || @span(w.ahead_s)
+                                                      || ' after now' ELSE '' END || ')'
+               ELSE 'session open and ' || @span(w.idle_s) || ' idle'
+                    || CASE WHEN w.ahead_s > 0 THEN ' (<= 30 min; its last activity is stamped ' || @span(w.ahead_s) || ' after now)'
                             WHEN w.idle_s <= 1800 THEN ' (<= 30 min)' ELSE '' END END
      END FROM w) AS status_x,
   -- phase: blocked while a wait is pending, otherwise the stored verdict of the recent calls

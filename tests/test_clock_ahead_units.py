@@ -21,9 +21,11 @@ from attemptdb.store.database import Store
 
 MIN = 60
 DAY = 86400
-OPEN_AHEAD = re.compile(r"session open and 0s idle \(<= 30 min; its last activity is stamped (\d+)s after now\)")
+SPAN = r"(\d+(?:s| min| h| d))"
+OPEN_AHEAD = re.compile(r"session open and 0s idle \(<= 30 min; its last activity is stamped " + SPAN + r" after now\)")
 ENDED_AHEAD = re.compile(r"session ended but the work did not finish: 0s idle \(<= 2 h; "
-                         r"its last activity is stamped (\d+)s after now\)")
+                         r"its last activity is stamped " + SPAN + r" after now\)")
+UNITS = {"s": 1, " min": 60, " h": 3600, " d": 86400}
 NEGATIVE = re.compile(r"-\d+s idle")
 
 
@@ -79,10 +81,19 @@ def _units(conn) -> dict:
     return {r[0]: (r[1], r[2]) for r in conn.execute("SELECT work_unit_id, status, status_reason FROM work_units")}
 
 
+def _span(text: str) -> tuple[int, int]:
+    """The seconds [lo, hi) a span text (`448s`, `7 min`, `2 h`, `5 d`: floored) stands for."""
+    m = re.fullmatch(r"(\d+)(s| min| h| d)", text)
+    assert m, text
+    unit = UNITS[m.group(2)]
+    return int(m.group(1)) * unit, (int(m.group(1)) + 1) * unit
+
+
 def _ahead(pattern, reason: str) -> int:
+    """The seconds ahead the reason names (the span's low end)."""
     m = pattern.fullmatch(reason)
     assert m, reason
-    return int(m.group(1))
+    return _span(m.group(1))[0]
 
 
 # --- through the hook: `attempt capture claude-code` ------------------------------------------
@@ -140,7 +151,10 @@ def test_idle_is_held_at_zero_and_the_reason_says_how_far_ahead(tmp_path, ahead_
     finally:
         st.close()
     assert status == "open"
-    assert ahead_s - 60 < _ahead(OPEN_AHEAD, reason) <= ahead_s
+    m = OPEN_AHEAD.fullmatch(reason)
+    assert m, reason
+    lo, hi = _span(m.group(1))
+    assert lo <= ahead_s < hi + 60, reason  # floored to its unit; the capture took up to a minute
 
 
 def test_past_the_seven_day_bound_the_capture_time_stands_in(tmp_path):
@@ -174,8 +188,7 @@ def test_a_unit_in_time_reads_as_before(tmp_path):
         ((status, reason),) = _units(st.conn).values()
     finally:
         st.close()
-    m = re.fullmatch(r"session open and (\d+)s idle \(<= 30 min\)", reason)
-    assert status == "open" and m and 5 * MIN <= int(m.group(1)) < 6 * MIN, reason
+    assert status == "open" and reason == "session open and 5 min idle (<= 30 min)", reason
 
 
 # --- Needs You looks at what SHOW WORK UNITS lists open ---------------------------------------
@@ -245,3 +258,24 @@ def test_a_file_from_before_0021_reads_no_negative_idle_when_opened(tmp_path):
         assert status == "open" and 0 < _ahead(OPEN_AHEAD, reason) <= 8 * MIN
     finally:
         st.close()
+
+
+# --- idle read as a person reads a wait (migration 0022) ---------------------------------------
+
+@pytest.mark.parametrize("secs, text", [(0, "0s"), (119, "119s"), (120, "2 min"), (7199, "119 min"),
+                                        (7200, "2 h"), (172799, "47 h"), (172800, "2 d"), (9471056, "109 d")])
+def test_a_span_of_seconds_reads_in_the_unit_a_person_reads(secs, text):
+    conn = apsw.Connection(":memory:")
+    (got,) = conn.execute(schema.expand("SELECT @span(?1)", schema.predicates()), (secs,)).fetchone()
+    assert got == text
+
+
+def test_a_unit_idle_for_days_reads_days_not_seconds(tmp_path):
+    db = str(tmp_path / "attempt.db")
+    _append(db, _failing_tests("/w/old", "o1", times=1), -40 * DAY)
+    st = Store.open(db)
+    try:
+        ((status, reason),) = _units(st.conn).values()
+    finally:
+        st.close()
+    assert status == "abandoned" and reason.endswith(" and 40 d idle (> 2 h)"), reason

@@ -19,7 +19,7 @@ from attemptdb.store.database import Store
 # (the latest migration, SHA-256 of the installed view-and-trigger SQL). When this fails because
 # you changed sql/: add migrations/NNNN_name.sql (a comment saying what changed is enough), so
 # files written by the previous code re-install the views and triggers, then update this pair.
-RECORDED = (21, "de2fd77906d2f6ad199f15609072ae24add7eacc1068d77ba3e3b3133e0b96a6")
+RECORDED = (22, "327e906ffdf4b93e27191bdd5aa8fc42d17e82b8d6bce7ca85cdd863b7c5ccc6")
 
 
 def statements(text):

@@ -1,0 +1,6 @@
+-- 0022: a work unit's status reason reads its idle time as a person reads a wait (sql/00_predicates.sql
+-- @span): seconds under 2 minutes, then whole minutes, hours from 2 h and days from 2 d. Before, a
+-- unit idle for 109 days read `9471056s idle (> 2 h)`; it now reads `109 d idle (> 2 h)`, and a
+-- provider clock ahead of the capture clock reads `stamped 7 min after now` (it read `448s`). The
+-- status and every rule are unchanged (they compare the number), and so is every stored table:
+-- the views are re-installed, this migration holds no change of its own.
