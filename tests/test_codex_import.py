@@ -17,7 +17,7 @@ def rollouts(anchor):
 
 def imported(capsys, *args):
     capsys.readouterr()
-    code = run(["import", "codex", *args, "--json"])
+    code = run(["import", "codex", *args, "--json", "--finished"])  # the anchor's files may be new
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out)

@@ -22,7 +22,7 @@ def seeded(tmp_path, home, anchor):
     """A database holding one imported rollout (so "nothing written" is not "still empty")."""
     db = str(tmp_path / "seeded.db")
     assert run_attempt(["init", "--db", db]).returncode == 0
-    r = run_attempt(["import", "codex", transcripts(anchor, "codex", "modern_turn.jsonl"), "--db", db])
+    r = run_attempt(["import", "codex", transcripts(anchor, "codex", "modern_turn.jsonl"), "--db", db, "--finished"])
     assert r.returncode == 0, r.stderr
     return db
 
@@ -112,11 +112,11 @@ def test_a_directory_mixing_formats_imports_its_own_and_reports_the_rest(anchor,
     (mixed / "c-junk.jsonl").write_bytes(b"\x00\xff binary\n")
     (mixed / "d-empty.jsonl").write_bytes(b"")  # nobody's format; nothing to import either
     alone, db = str(tmp_path / "alone.db"), str(tmp_path / "mixed.db")
-    r = run_attempt(["import", "codex", transcripts(anchor, "codex", "classic_turn.jsonl"), "--db", alone, "--json"])
+    r = run_attempt(["import", "codex", transcripts(anchor, "codex", "classic_turn.jsonl"), "--db", alone, "--json", "--finished"])
     assert r.returncode == 0, r.stderr
     want = json.loads(r.stdout)
 
-    r = run_attempt(["import", "codex", str(mixed), "--db", db, "--json"])
+    r = run_attempt(["import", "codex", str(mixed), "--db", db, "--json", "--finished"])
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["files"] == 2 and rep["accepted"] == want["accepted"] and rep["sessions"] == 1
@@ -128,7 +128,7 @@ def test_a_directory_mixing_formats_imports_its_own_and_reports_the_rest(anchor,
     st.close()
     assert providers == {"codex"}
 
-    r = run_attempt(["import", "claude-transcripts", str(mixed), "--db", db])
+    r = run_attempt(["import", "claude-transcripts", str(mixed), "--db", db, "--finished"])
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr
     assert "from 2 transcripts" in out

@@ -64,7 +64,7 @@ def test_a_hook_event_takes_its_nearest_transcript_event(db, tmp_path, capsys):
     hook(db, "UserPromptSubmit", {"prompt": "prompt B"}, "2026-08-24T10:00:06.100Z")
     hook(db, "Stop", {}, "2026-08-24T10:00:08.100Z")
     capsys.readouterr()
-    assert run(["import", "claude-transcripts", transcript(tmp_path / "t.jsonl"), "--db", db, "--json"]) == 0
+    assert run(["import", "claude-transcripts", transcript(tmp_path / "t.jsonl"), "--db", db, "--json", "--finished"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["skipped_captured"] == 2
     st = Store.open(db, readonly=True)

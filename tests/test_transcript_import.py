@@ -108,11 +108,11 @@ def test_a_longer_transcript_reproduces_the_earlier_events(anchor, tmp_path):
 def test_the_other_fixtures_import_and_verify(anchor, db, capsys):
     capsys.readouterr()
     d = os.path.join(anchor, "fixtures", "transcripts", "claude_code")
-    assert run(["import", "claude-transcripts", d, "--db", db, "--json"]) == 0
+    assert run(["import", "claude-transcripts", d, "--db", db, "--json", "--finished"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["files"] == 6 and rep["accepted"] == rep["events"] > 50
     assert rep["skipped_lines"] == 2  # mixed_edge_cases: a line that is not JSON, a bare array
-    assert run(["import", "claude-transcripts", d, "--db", db, "--json"]) == 0
+    assert run(["import", "claude-transcripts", d, "--db", db, "--json", "--finished"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["accepted"] == 0 and again["duplicates"] == rep["accepted"]
     assert run(["verify", "--db", db]) == 0
@@ -154,7 +154,7 @@ def test_reconciles_with_what_hooks_captured(anchor, db, capsys):
     pre = _hook_event(db, "PreToolUse", {"tool_name": "Bash", "tool_use_id": "toolu_q001",
                                          "tool_input": {"command": "ls src"}}, t0 + 1_500_000)
     capsys.readouterr()
-    assert run(["import", "claude-transcripts", fixture(anchor, "queued_and_usage.jsonl"), "--db", db, "--json"]) == 0
+    assert run(["import", "claude-transcripts", fixture(anchor, "queued_and_usage.jsonl"), "--db", db, "--json", "--finished"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["skipped_captured"] == 1 and rep["duplicates"] == 1  # the prompt; the tool call by id
     st = Store.open(db, readonly=True)
@@ -172,7 +172,7 @@ def test_metadata_only_keeps_no_text(anchor, tmp_path, capsys):
     db = str(tmp_path / "meta.db")
     assert run(["init", "--db", db, "--capture-mode", "metadata_only"]) == 0
     d = os.path.join(anchor, "fixtures", "transcripts", "claude_code")
-    assert run(["import", "claude-transcripts", d, "--db", db]) == 0
+    assert run(["import", "claude-transcripts", d, "--db", db, "--finished"]) == 0
     st = Store.open(db)
     st.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     n = st.count()

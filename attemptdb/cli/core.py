@@ -360,9 +360,12 @@ def conflicting_events(ids: list[str]) -> AttemptError:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--all-projects", is_flag=True, help="Every project's transcripts, not only this repository's.")
 @click.option("--dry-run", is_flag=True, help="Count what would be imported; write nothing.")
+@click.option("--finished", is_flag=True,
+              help="Every file is finished: import what its end decides too, even of a file written to in the "
+                   "last 10 min (copied files are new; a session still writing would be frozen as it stands).")
 @db_option
 @json_option
-def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
+def import_claude_cmd(paths, all_projects, dry_run, finished, db, as_json):
     """Reconstruct history from Claude Code transcripts (~/.claude/projects/…/*.jsonl).
 
     PATHS: transcript files or directories; default: this repository's transcripts. Events
@@ -377,7 +380,8 @@ def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
         where = " or ".join(ct.projects_dirs()) or "~/.claude/projects"
         raise AttemptError("import.nothing", f"no Claude Code transcripts found (looked in {where}"
                            f"{'' if all_projects else ' for this directory; --all-projects takes every project'})")
-    _import_reconstructed(db, files, dry_run, as_json, ct.claude_reader, "transcripts", "claude_code", paths)
+    _import_reconstructed(db, files, dry_run, finished, as_json, ct.claude_reader, "transcripts", "claude_code",
+                          paths)
 
 
 @import_group.command("codex")
@@ -385,9 +389,12 @@ def import_claude_cmd(paths, all_projects, dry_run, db, as_json):
 @click.option("--days", type=click.IntRange(0, 100_000), default=30, show_default=True,
               help="Rollouts modified in the last N days (0: all); ignored with PATHS.")
 @click.option("--dry-run", is_flag=True, help="Count what would be imported; write nothing.")
+@click.option("--finished", is_flag=True,
+              help="Every file is finished: import what its end decides too, even of a file written to in the "
+                   "last 10 min (copied files are new; a session still writing would be frozen as it stands).")
 @db_option
 @json_option
-def import_codex_cmd(paths, days, dry_run, db, as_json):
+def import_codex_cmd(paths, days, dry_run, finished, db, as_json):
     """Reconstruct history from Codex rollouts ($CODEX_HOME/sessions/…/rollout-*.jsonl).
 
     PATHS: rollout files or directories; default: $CODEX_HOME (~/.codex) sessions and archived
@@ -400,7 +407,7 @@ def import_codex_cmd(paths, days, dry_run, db, as_json):
             raise AttemptError("import.nothing", f"no Codex rollouts found ({_looked_in(paths)})")
         raise AttemptError("import.nothing", "no Codex rollouts found (looked in $CODEX_HOME or ~/.codex: "
                            f"sessions/ and archived_sessions/{f', the last {days} days' if days else ''})")
-    _import_reconstructed(db, files, dry_run, as_json, codex_rollout.read, "rollouts", "codex", paths)
+    _import_reconstructed(db, files, dry_run, finished, as_json, codex_rollout.read, "rollouts", "codex", paths)
 
 
 def _looked_in(paths) -> str:
@@ -409,7 +416,7 @@ def _looked_in(paths) -> str:
     return f"looked for *.jsonl files in {shown}" + (f" and {len(paths) - 3:,} more" if len(paths) > 3 else "")
 
 
-def _import_reconstructed(db, files, dry_run, as_json, reader, what, fmt, paths):
+def _import_reconstructed(db, files, dry_run, finished, as_json, reader, what, fmt, paths):
     """Import reconstructed history; files of another format are refused when named in PATHS
     (error[import.wrong_format], nothing written), and skipped and reported when found."""
     from ..exchange.importers import base
@@ -419,7 +426,7 @@ def _import_reconstructed(db, files, dry_run, as_json, reader, what, fmt, paths)
     bar = Progress(f"reading {what}", len(files), unit=what, quiet=as_json)
     try:
         rep = base.import_files(st, files, dry_run=dry_run, reader=reader, fmt=fmt, named=named,
-                                progress=bar.update)
+                                progress=bar.update, finished=finished)
         if not dry_run:
             checkpoint_after_import(st)
     finally:
@@ -436,6 +443,9 @@ def _import_reconstructed(db, files, dry_run, as_json, reader, what, fmt, paths)
                f"{bar.rate(rep.events, 'events')}"
                + (f"; {plural(rep.skipped_lines, 'unreadable line')} skipped ({_where(rep)})" if rep.skipped_lines else "")
                + (f"; {plural(rep.rejected, 'event')} could not be stored" if rep.rejected else "")
+               + (f"; {plural(rep.held_back, 'event')} held back from {plural(rep.held_back_files, what[:-1], what)} "
+                  f"written to in the last {base.LIVE_S // 60} min (the end of a file still being written may change; "
+                  "the next import takes them; --finished takes them now)" if rep.held_back else "")
                + (f"; {plural(len(rep.wrong_format), 'file')} skipped, not {what}: {formats.brief(rep.wrong_format)}"
                   if rep.wrong_format else "")
                + (f"; {plural(len(rep.unreadable), 'file')} skipped, unreadable: "

@@ -9,6 +9,7 @@ event the store would refuse is dropped and counted, never half-stored.
 """
 
 import bisect
+import os
 
 from ... import adapters
 from ...adapters.draft import parse_observed
@@ -22,11 +23,21 @@ SKIPPED_NAMED = 5
 """How many unreadable lines an import names (file and line number); the rest are counted."""
 
 
-class Report:
-    __slots__ = ("lines", "events", "skipped_lines", "session", "skipped_at")
+LIVE_S = 600
+"""A file written within this many seconds may still be growing (spec/transcripts.md "A file
+still being written"): what only its end decides is held back."""
 
-    def __init__(self):
-        self.lines = self.events = self.skipped_lines = 0
+
+class Report:
+    """What reading one file found. `live`, set by the caller before reading: the file may still
+    grow, so the events only its end decides (the open API message, a turn or subagent ended at
+    the end of the file) are counted in `held_back`, never yielded."""
+
+    __slots__ = ("lines", "events", "skipped_lines", "session", "skipped_at", "live", "held_back")
+
+    def __init__(self, live: bool = False):
+        self.lines = self.events = self.skipped_lines = self.held_back = 0
+        self.live = live
         self.session = None
         self.skipped_at = []  # line numbers of the first SKIPPED_NAMED unreadable lines
 
@@ -77,10 +88,12 @@ BATCH = 2500
 
 class ImportReport:
     __slots__ = ("files", "lines", "events", "accepted", "duplicates", "skipped_captured",
-                 "skipped_lines", "rejected", "sessions", "skipped_where", "wrong_format", "unreadable")
+                 "skipped_lines", "rejected", "sessions", "skipped_where", "wrong_format", "unreadable",
+                 "held_back", "held_back_files")
 
     def __init__(self):
         self.files = self.lines = self.events = self.accepted = self.duplicates = 0
+        self.held_back = self.held_back_files = 0
         self.skipped_captured = self.skipped_lines = self.rejected = 0
         self.sessions = set()
         self.skipped_where = []  # (file, line number) of the first SKIPPED_NAMED unreadable lines
@@ -94,7 +107,8 @@ class ImportReport:
                 "skipped_where": [{"file": f, "line": n} for f, n in self.skipped_where],
                 "rejected": self.rejected,
                 "wrong_format": [{"file": f, "looks_like": fmt} for f, fmt in self.wrong_format],
-                "unreadable": [{"file": f, "why": why} for f, why in self.unreadable]}
+                "unreadable": [{"file": f, "why": why} for f, why in self.unreadable],
+                "held_back": self.held_back, "held_back_files": self.held_back_files}
 
 
 def _hook_facts(conn, session_id: str):
@@ -228,12 +242,13 @@ def screened(files, fmt: str, named=(), progress=None, unreadable=None) -> tuple
 
 
 def import_files(store, files, *, dry_run: bool = False, now_us: int | None = None,
-                 reader, fmt: str | None = None, named=(), progress=None) -> ImportReport:
+                 reader, fmt: str | None = None, named=(), progress=None, finished: bool = False) -> ImportReport:
     """Reconstruct and append the events of transcript files (idempotent). `reader(file, ctx_for,
     path, report)` yields a file's envelopes (claude_transcript.claude_reader, codex_rollout.read).
     With `fmt` (a formats name), the files are screened first (`screened`): those of another
     format are refused (`named` ones) or left out and listed in the report's `wrong_format`.
-    `progress(1)` is told of every file done."""
+    `progress(1)` is told of every file done. A file written to in the last LIVE_S seconds holds
+    back what only its end decides (Report), unless the caller says every file is `finished`."""
     from ...capture import project
     from ...errors import AttemptError
     from ...ingest.contract import ingest_for
@@ -257,10 +272,16 @@ def import_files(store, files, *, dry_run: bool = False, now_us: int | None = No
             f = open(path, "rb")
         except OSError as e:
             raise AttemptError("import.unreadable", f"cannot read {path}: {e.strerror}") from None
-        per = Report()
         with f:
+            try:
+                live = not finished and os.fstat(f.fileno()).st_mtime * 1_000_000 >= now - LIVE_S * 1_000_000
+            except OSError:
+                live = False
+            per = Report(live)
             envs = [e for e in (ingest(x) for x in reader(f, ctx_for, path, per)) if storable(e, rep)]
         rep.files += 1
+        rep.held_back_files += per.held_back > 0
+        rep.held_back += per.held_back
         rep.lines += per.lines
         rep.skipped_lines += per.skipped_lines
         rep.skipped_where += [(path, n) for n in per.skipped_at][:SKIPPED_NAMED - len(rep.skipped_where)]

@@ -182,12 +182,19 @@ class Transcript:
         return out
 
     def run(self, entries, rep):
-        """Every event of (line number, entry) pairs, then those the end of the file decides."""
+        """Every event of (line number, entry) pairs, then those the end of the file decides;
+        of a file that may still grow (`rep.live`) those are only counted (`rep.held_back`):
+        its next lines can change them (the message's usage, where the turn ends, its
+        duration), and an event once stored never changes."""
         for n, entry in entries:
             for env in self.read(n, entry):
                 rep.events += 1
                 yield env
-        for env in self.end():
+        ended = self.end()
+        if rep.live:
+            rep.held_back += len(ended)
+            return
+        for env in ended:
             rep.events += 1
             yield env
 
