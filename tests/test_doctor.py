@@ -106,7 +106,7 @@ def _rewrite(path, fn):
     (lambda d: d["hooks"].pop("Stop"), "missing events: Stop"),
     (lambda d: d["hooks"]["Stop"].append(d["hooks"]["Stop"][0]), "duplicate entries: Stop"),
     (lambda d: d["hooks"].update(WorktreeCreate=[d["hooks"]["Stop"][0]]), "no longer captured: WorktreeCreate"),
-    (lambda d: d["hooks"]["Stop"][0]["hooks"][0].update(timeout=60), "differ from what"),
+    (lambda d: d["hooks"]["Stop"][0]["hooks"][0].update(type="prompt"), "differ from what"),
     (lambda d: d["hooks"]["Stop"][0]["hooks"][0].update(command="'/gone/attempt' capture claude-code"),
      "does not exist: /gone/attempt"),
 ])

@@ -287,3 +287,60 @@ def test_cursor_version_recorded_before_hooks_before_goes_only_with_the_last_hoo
     record.save(path, rec)
     install.uninstall(["cursor"])
     assert not os.path.exists(path)  # nothing else left: the file install created goes
+
+
+# --- a hook timeout the user tuned is theirs --------------------------------------------------
+
+def _our_handlers(provider, doc, event):
+    from attemptdb.installer.command import is_ours
+    items = doc["hooks"][event]
+    if agents.AGENTS[provider].shape == agents.FLAT:
+        return [h for h in items if is_ours(h.get("command"))]
+    return [h for g in items for h in g.get("hooks", []) if is_ours(h.get("command"))]
+
+
+def _tune(path, provider, event, timeout):
+    doc = json.loads(_read(path))
+    (h,) = _our_handlers(provider, doc, event)
+    h["timeout"] = timeout
+    _write(path, json.dumps(doc, indent=2).encode())
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_timeout_the_user_tuned_is_kept_and_not_called_broken(home, provider):
+    from attemptdb.installer import state
+    make_home(home, provider)
+    agent = agents.AGENTS[provider]
+    path = agent.config_path()
+    _install(provider)
+    first, second = agent.events[0], agent.events[1]
+    _tune(path, provider, first, 42_000 if provider == "gemini_cli" else 42)
+    tuned = _read(path)
+    st = state.inspect(agent, EXE)  # EXE names no real file: that problem is the only one
+    assert st.problems == [f"the executable in the hooks does not exist: {EXE.path}"], st.problems
+    assert any("timeout" in n for n in st.notes)
+    assert _install(provider).actions[0].outcome == merge.CURRENT and _read(path) == tuned
+
+    # a repair (an entry gone) writes every other entry anew and keeps the tuned timeout
+    doc = json.loads(tuned)
+    del doc["hooks"][second]
+    _write(path, json.dumps(doc, indent=2).encode())
+    assert _install(provider).actions[0].outcome == merge.UPDATED
+    doc = json.loads(_read(path))
+    assert [h["timeout"] for h in _our_handlers(provider, doc, first)] == [42_000 if provider == "gemini_cli" else 42]
+    assert [h["timeout"] for h in _our_handlers(provider, doc, second)] == [agent.entry(second, "")["timeout"]]
+
+
+@pytest.mark.parametrize("timeout", ["42", 0, -5, True, None])
+def test_a_timeout_that_is_not_a_positive_number_is_a_difference_install_repairs(home, timeout):
+    from attemptdb.installer import state
+    provider = "claude_code"
+    make_home(home, provider)
+    agent = agents.AGENTS[provider]
+    path = agent.config_path()
+    _install(provider)
+    _tune(path, provider, agent.events[0], timeout)
+    assert "entries differ from what `attempt hook install` writes" in state.inspect(agent, EXE).problems
+    assert _install(provider).actions[0].outcome == merge.UPDATED
+    doc = json.loads(_read(path))
+    assert [h["timeout"] for h in _our_handlers(provider, doc, agent.events[0])] == [5]

@@ -136,6 +136,49 @@ def find_ours(agent: Agent, root) -> dict:
     return out
 
 
+def _tuned(t) -> bool:
+    return isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0
+
+
+def untimed(unit):
+    """A subscription (a group of handlers, or one handler) without its handlers' `timeout`:
+    the one field of our entries a user may tune (a positive number; any other value stays,
+    and differs)."""
+    def handler(h):
+        if isinstance(h, dict) and _tuned(h.get("timeout")):
+            return {k: v for k, v in h.items() if k != "timeout"}
+        return h
+    if isinstance(unit, dict) and isinstance(unit.get("hooks"), list):
+        return {**unit, "hooks": [handler(h) for h in unit["hooks"]]}
+    return handler(unit)
+
+
+def user_timeouts(agent: Agent, root) -> dict:
+    """event → the timeout of our one handler for it, where the user set another than ours
+    (install keeps it)."""
+    out = {}
+    hooks = root.get("hooks") if root is not None else None
+    for ev, f in find_ours(agent, root).items():
+        if len(f.spots) != 1 or ev not in agent.events:
+            continue
+        gi, hi = f.spots[0]
+        node = hooks.value.get(ev).value.items[gi]
+        h = (node if hi is None else node.get("hooks").value.items[hi]).to_python()
+        mine = agent.entry(ev, "").get("timeout")
+        if _tuned(h.get("timeout")) and not same_value(h["timeout"], mine):
+            out[ev] = h["timeout"]
+    return out
+
+
+def _timed(unit, timeout):
+    """`unit` with its handler's timeout set to the user's `timeout` (None: ours)."""
+    if timeout is None:
+        return unit
+    if isinstance(unit.get("hooks"), list):
+        return {**unit, "hooks": [{**h, "timeout": timeout} for h in unit["hooks"]]}
+    return {**unit, "timeout": timeout}
+
+
 def is_current(agent: Agent, root, command: str) -> bool:
     """True when the config holds exactly one current subscription per capture event and
     nothing else of ours."""
@@ -157,7 +200,7 @@ def is_current(agent: Agent, root, command: str) -> bool:
         arr = hooks.value.get(ev).value
         if agent.shape == NESTED and gi not in f.whole_groups:
             return False
-        if not same_value(arr.items[gi].to_python(), agent.unit(ev, command)):
+        if not same_value(untimed(arr.items[gi].to_python()), untimed(agent.unit(ev, command))):
             return False
     return True
 
@@ -350,6 +393,7 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
     else:
         style = jsonstyle.detect_style(text, root)
     original = text
+    timeouts = user_timeouts(agent, root)
     text, root, found = _strip_ours(agent, text, root)
     text, root = _drop_emptied(agent, text, root, found, keep=agent.events)
     for k, v in agent.base_document().items():  # Cursor: "version": 1 first if absent
@@ -366,7 +410,7 @@ def plan_install(agent: Agent, text: str | None, command: str) -> Result:
         created.append({"path": ["hooks"], "kind": "object"})
     for ev in agent.events:
         hooks = root.get("hooks").value
-        unit = agent.unit(ev, command)
+        unit = _timed(agent.unit(ev, command), timeouts.get(ev))
         m = hooks.get(ev)
         if m is None:
             filling(hooks, ["hooks"])

@@ -7,7 +7,8 @@ Invariant: the expected configuration is exactly what `install` would write now 
 for obsolete events, duplicated, pointing at another or a missing binary, or differing in
 shape — and for every switch that silences them (Claude Code `disableAllHooks`, Codex
 `[features] hooks = false` or a hook disabled in `/hooks`, Gemini `hooksConfig`). A database
-the entries name (`--db`) is where they write (`database`), not a difference. Codex
+the entries name (`--db`) is where they write (`database`), not a difference; nor is a hook
+timeout the user set to another positive number (a note: install keeps it). Codex
 trust is computed as Codex computes it and reported separately (`trust`), because only the
 user can grant it.
 """
@@ -123,9 +124,13 @@ def inspect(agent, executable) -> AgentState:
             st.problems.append(f"the script in the hooks does not exist: {script}")
     if binaries and executable.path not in binaries:
         st.problems.append(f"entries call {binaries[0]}, not this attempt ({executable.path})")
-    elif any(e["event"] in wanted and not merge.same_value(e["unit"], agent.unit(e["event"], expected))
-             for e in st.entries):
-        st.problems.append("entries differ from what `attempt hook install` writes")
+    else:
+        units = [(e["unit"], agent.unit(e["event"], expected)) for e in st.entries if e["event"] in wanted]
+        if any(not merge.same_value(merge.untimed(have_), merge.untimed(want)) for have_, want in units):
+            st.problems.append("entries differ from what `attempt hook install` writes")
+        elif any(not merge.same_value(have_, want) for have_, want in units):
+            # a timeout the user set is theirs: install keeps it and it is not a difference to repair
+            st.notes.append("a hook timeout differs from the one `attempt hook install` writes (kept as you set it)")
     _switches(agent, root, st)
     if st.problems:
         st.config_state = BROKEN
