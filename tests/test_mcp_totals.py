@@ -4,6 +4,7 @@ counted; `timeline` in its own terms, its attempts those of exactly the turns it
 call the client cancels stops at once, the next call answering without waiting for it. Driven
 through the MCP SDK's own client over the stdio of a real `attempt mcp` process."""
 
+import json
 import os
 import time
 
@@ -94,12 +95,14 @@ def test_a_show_whose_own_limit_stopped_the_read_says_truncated_and_no_total(sho
         ("query", {"statement": stmt + f" LIMIT {TURNS}"}),
         ("query", {"statement": "SHOW TURNS FOR project = 'acme/tiny'"}),
         ("query", {"statement": "SELECT turn_id FROM turns"})])
-    # the default LIMIT 100 stopped the read: 230 turns exist
-    assert default["row_count"] == 100 and default["truncated"] is True and default["total"] is None, default
+    # the default LIMIT 100 stopped the read: 230 turns exist (the answer holds as many of the 100
+    # as fit in an agent's context, and says so)
+    assert 0 < default["row_count"] < 100 and default["truncated"] is True and default["total"] is None, default
     assert not any("LIMIT 1000" in n for n in default["notes"]), default["notes"]
     assert any("LIMIT 100 stopped the read" in n and "LIMIT 200" in n for n in default["notes"]), default["notes"]
-    # LIMIT 1000 read every turn: the total is known, the answer holds 200 of them
-    assert wide["row_count"] == 200 and wide["truncated"] is True and wide["total"] == TURNS, wide
+    assert any(f"fit in an answer of {mcp_server.ANSWER_CHARS} characters" in n for n in default["notes"])
+    # LIMIT 1000 read every turn: the total is known, the answer holds what fits of them
+    assert wide["row_count"] == default["row_count"] and wide["truncated"] is True and wide["total"] == TURNS, wide
     # as many rows as the LIMIT allows, and no more exist: the total is exact
     assert exact["truncated"] is True and exact["total"] == TURNS, exact
     assert not any("stopped the read" in n or "showing the first" in n for n in exact["notes"]), exact["notes"]
@@ -122,15 +125,17 @@ def test_the_limit_probe_is_made_only_of_the_statement_itself():
 
 def test_timeline_says_older_turns_are_left_out_in_its_own_terms(shop, home):
     full, tiny = talk(shop, home, [("timeline", {"project": "acme/plain-shop"}), ("timeline", {"project": "acme/tiny"})])
-    assert full["row_count"] == 200 and full["truncated"] is True and full["total"] is None, \
+    # as many of the newest 200 turns, with their attempts, as fit in an agent's context
+    assert 0 < full["row_count"] < 200 and full["truncated"] is True and full["total"] is None, \
         {k: full[k] for k in ("row_count", "truncated", "total", "notes")}
+    assert len(json.dumps(full)) <= mcp_server.ANSWER_CHARS + 2 * mcp_server.VALUE_CHARS
     notes = full["notes"]
     assert len(notes) == len(set(notes)), notes
     assert not any("LIMIT" in n for n in notes), notes
     assert any("older turns are left out" in n and "`since`" in n for n in notes), notes
     # the attempts of exactly the turns shown, every one of them
     assert all(len(t["attempts"]) == 1 and t["attempts_complete"] for t in full["rows"])
-    assert full["attempt_count"] == 200
+    assert full["attempt_count"] == full["row_count"]
     assert tiny["row_count"] == SMALL_TURNS and tiny["truncated"] is False and tiny["total"] == SMALL_TURNS
     assert [len(t["attempts"]) for t in tiny["rows"]] == [4] * SMALL_TURNS
 
@@ -142,7 +147,7 @@ def test_timeline_says_which_turns_attempts_were_capped(shop, home, monkeypatch)
     newest, middle, oldest = got["rows"]
     assert [len(t["attempts"]) for t in got["rows"]] == [4, 2, 0]
     assert newest["attempts_complete"] and not middle["attempts_complete"] and not oldest["attempts_complete"]
-    assert any("attempts of 2 older turn(s) may be incomplete" in n for n in got["notes"]), got["notes"]
+    assert any("attempts of 2 turn(s) may be incomplete" in n for n in got["notes"]), got["notes"]
 
 
 def test_a_cancelled_long_query_stops_and_the_next_call_answers_at_once(shop, home):
@@ -185,3 +190,24 @@ def test_a_reader_call_interrupted_from_another_thread_is_cancelled_and_the_next
     with pytest.raises(Exception) as e:
         r.call("query", {"statement": "SELECT 1"}, cancel)
     assert mcp_server.error_payload(e.value)["code"] == "AQL0503"
+
+
+def test_every_answer_fits_an_agents_context(shop):
+    """Claude Code refuses a tool answer over 25,000 tokens and files one over 50,000 characters
+    away: every tool's text (what the client gets) stays within ANSWER_CHARS and the envelope,
+    on a history of 230 turns, and says what it left out."""
+    r = mcp_server.Reader(shop)
+    calls = [("query", {"statement": "SHOW ATTEMPTS LIMIT 1000"}), ("query", {"statement": "SHOW TURNS LIMIT 200"}),
+             ("query", {"statement": "SELECT * FROM events LIMIT 200"}), ("timeline", {"project": "acme/plain-shop"}),
+             ("needs_you", {}), ("schema", {}), ("schema", {"table": "events"})]
+    for name, args in calls:
+        out = r.call(name, args)
+        text = mcp_server.terminal_safe_json(out)
+        assert len(text) <= mcp_server.ANSWER_CHARS + 8_000, (name, args, len(text))
+        if name in ("query", "timeline"):
+            assert out["truncated"] is True and any("fit in an answer" in n for n in out["notes"]), (name, out["notes"])
+    listing = r.call("schema", {})["catalog"]
+    events = next(t for t in listing["tables"] if t["name"] == "events")
+    assert "seq" in events["columns"] and "`table`" in listing["columns_described"]
+    described = r.call("schema", {"table": "events"})["catalog"]["tables"][0]["columns"][0]
+    assert described["name"] == "seq" and described["meaning"]

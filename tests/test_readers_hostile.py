@@ -75,28 +75,29 @@ def test_a_commands_output_kept_as_an_artifact_is_content(tmp_path, home):
 
 def test_an_answer_is_bounded_in_size_whatever_the_values_hold(tmp_path, home):
     """Tool names and paths of 100,000 characters in 40 calls: values are cut at
-    MAX_VALUE_CHARS (said in `values_cut` and a note) and the rows stop at MAX_ANSWER_CHARS."""
+    the MCP reader's VALUE_CHARS (said in `values_cut` and a note) and the rows stop at its
+    ANSWER_CHARS."""
     db = str(tmp_path / "big.db")
     name, path = "T" * 100_000, "p" * 100_000
     scenario_db.build(db, _scenario("big", _calls(40, name, path)))
     r = mcp_server.Reader(db)
     wide = r.call("query", {"statement": "SELECT * FROM tool_calls"})
     size = len(json.dumps(wide, ensure_ascii=False))
-    assert size <= bounded.MAX_ANSWER_CHARS + 64 * 1024, size
+    assert size <= mcp_server.ANSWER_CHARS + 4 * mcp_server.VALUE_CHARS, size
     assert wide["truncated"] and wide["total"] == 40 and 0 < wide["row_count"] < 40
     assert wide["values_cut"] > 0 and any("cut" in n for n in wide["notes"])
     row = wide["rows"][0]
-    assert row["tool_name"] == name[:bounded.MAX_VALUE_CHARS] + bounded.CUT_MARK
-    assert all(len(p) <= bounded.MAX_VALUE_CHARS + len(bounded.CUT_MARK) for p in row["paths"])
-    # one narrow column: every row fits, each value cut
-    narrow = r.call("query", {"statement": "SELECT tool_name FROM tool_calls"})
-    assert narrow["row_count"] == 40 and not narrow["truncated"] and narrow["values_cut"] == 40
+    assert row["tool_name"] == name[:mcp_server.VALUE_CHARS] + bounded.CUT_MARK
+    assert all(len(p) <= mcp_server.VALUE_CHARS + len(bounded.CUT_MARK) for p in row["paths"])
+    # one narrow column of a few rows: every row fits, each value cut
+    narrow = r.call("query", {"statement": "SELECT tool_name FROM tool_calls LIMIT 5"})
+    assert narrow["row_count"] == 5 and not narrow["truncated"] and narrow["values_cut"] == 5
     # the rest of a value stays readable, a piece at a time
     piece = r.call("query", {"statement": "SELECT substr(tool_name, 90001, 10) AS t FROM tool_calls LIMIT 1"})
     assert piece["rows"] == [{"t": "T" * 10}] and piece["values_cut"] == 0
     for tool, args in (("query", {"statement": "SHOW ATTEMPTS"}), ("timeline", {})):
         out = r.call(tool, args)
-        assert len(json.dumps(out, ensure_ascii=False)) <= 2 * bounded.MAX_ANSWER_CHARS + 64 * 1024, tool
+        assert len(json.dumps(out, ensure_ascii=False)) <= mcp_server.ANSWER_CHARS + 8 * mcp_server.VALUE_CHARS, tool
         assert out["values_cut"] > 0, tool
 
 

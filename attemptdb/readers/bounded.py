@@ -19,10 +19,11 @@ Invariants:
   non-finite floats as text; nothing is rendered inside a value.
 - An answer is bounded in size as well as in rows, whatever the stored values hold (a hostile
   hook payload can make one tool name or path megabytes long): a text value longer than
-  MAX_VALUE_CHARS (a list longer than MAX_LIST_ITEMS) is cut there and ends in CUT_MARK,
-  counted in `values_cut` and said in a note (`substr(column, start, length)` reads the rest);
-  rows after the first whose JSON would take the answer past MAX_ANSWER_CHARS are left out,
-  and the answer says `truncated`.
+  MAX_VALUE_CHARS (a list longer than MAX_LIST_ITEMS items or MAX_VALUE_CHARS characters) is
+  cut there and ends in CUT_MARK, counted in `values_cut` and said in a note (`substr(column,
+  start, length)` reads the rest); rows after the first whose JSON would take the answer past
+  MAX_ANSWER_CHARS are left out, and the answer says `truncated`; a first row past it alone has
+  its values cut shorter (down to MIN_VALUE_CHARS). A caller may give a smaller Budget.
 - What a statement may make a reader hold before any of that is bounded too: no text or BLOB
   longer than MAX_VALUE_BYTES (SQLite's SQLITE_LIMIT_LENGTH on the reader's connection) and no
   more than a fetch budget of text and BLOB bytes (query.result.value_bytes) in one statement's
@@ -45,6 +46,8 @@ MAX_VALUE_CHARS = 16 * 1024
 MAX_LIST_ITEMS = 1000
 MAX_ANSWER_CHARS = 1024 * 1024
 CUT_MARK = "…[cut]"
+MIN_VALUE_CHARS = 64
+"""A row that alone passes an answer's budget has its values cut shorter, down to this."""
 MAX_VALUE_BYTES = 64 << 20
 """The longest text or BLOB a reader's statement may build or read (SQLITE_LIMIT_LENGTH): a stored
 value is at most a 64 MiB line; `randomblob(1e9)` is refused (AQL0502), not allocated."""
@@ -96,21 +99,27 @@ def json_safe(value):
     return value
 
 
-def _cut(value, counter: list):
-    """`value` (JSON-safe) with every text longer than MAX_VALUE_CHARS, and every list longer
-    than MAX_LIST_ITEMS, cut there (CUT_MARK appended); counter[0] counts the cuts."""
+def _cut(value, counter: list, max_value: int = MAX_VALUE_CHARS):
+    """`value` (JSON-safe) with every text longer than `max_value` cut there, and every list
+    cut after MAX_LIST_ITEMS items or where its items' text passes `max_value` characters
+    (CUT_MARK appended); counter[0] counts the cuts."""
     if isinstance(value, str):
-        if len(value) > MAX_VALUE_CHARS:
+        if len(value) > max_value:
             counter[0] += 1
-            return value[:MAX_VALUE_CHARS] + CUT_MARK
+            return value[:max_value] + CUT_MARK
         return value
     if isinstance(value, list):
-        if len(value) > MAX_LIST_ITEMS:
-            counter[0] += 1
-            return [_cut(v, counter) for v in value[:MAX_LIST_ITEMS]] + [CUT_MARK]
-        return [_cut(v, counter) for v in value]
+        out, left = [], max_value
+        for i, v in enumerate(value):
+            if i == MAX_LIST_ITEMS or (out and left <= 0):
+                counter[0] += 1
+                return out + [CUT_MARK]
+            item = _cut(v, counter, max_value)
+            left -= len(item) if isinstance(item, str) else len(fastjson.dumps(item))
+            out.append(item)
+        return out
     if isinstance(value, dict):
-        return {k: _cut(v, counter) for k, v in value.items()}
+        return {k: _cut(v, counter, max_value) for k, v in value.items()}
     return value
 
 
@@ -150,26 +159,48 @@ def _limit_note(note) -> bool:
     return isinstance(note, str) and note.startswith("showing the first ") and "(LIMIT " in note
 
 
-def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool = True, notes=None) -> dict:
+class Budget:
+    """What one answer may hold: `chars` of row JSON (every row after the first that would pass
+    it is left out) and `value` characters in one text (cut there). The defaults suit a browser;
+    an agent's context takes far less (readers.mcp_server)."""
+
+    __slots__ = ("chars", "value")
+
+    def __init__(self, chars: int = MAX_ANSWER_CHARS, value: int = MAX_VALUE_CHARS):
+        self.chars, self.value = chars, value
+
+
+DEFAULT_BUDGET = Budget()
+
+
+def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool = True, notes=None,
+           budget: Budget = DEFAULT_BUDGET) -> dict:
     """A Result as the read surfaces return it (bounded in rows and in size: module invariants).
     `seen_all`: no LIMIT stopped the statement's read; `notes`: the notes (default the Result's)."""
     rows = decode_rows(result.columns, result.rows) if result.language == "sql" else result.rows
     total = len(rows)
-    cut, budget, out = [0], MAX_ANSWER_CHARS, []
+    cut, left, out = [0], budget.chars, []
     for r in rows[:max_rows]:
-        row = {c: _cut(json_safe(v), cut) for c, v in zip(result.columns, r)}
-        budget -= len(fastjson.dumps(row))
-        if out and budget < 0:
+        value, cuts = budget.value, [0]
+        row = {c: _cut(json_safe(v), cuts, value) for c, v in zip(result.columns, r)}
+        size = len(fastjson.dumps(row))
+        if out and left - size < 0:
             break
+        while size > budget.chars and value > MIN_VALUE_CHARS:  # one row alone past the budget: cut harder
+            value, cuts = max(value // 4, MIN_VALUE_CHARS), [0]
+            row = {c: _cut(json_safe(v), cuts, value) for c, v in zip(result.columns, r)}
+            size = len(fastjson.dumps(row))
+        cut[0] += cuts[0]
+        left -= size
         out.append(row)
-    notes = [_cut(json_safe(n), [0]) for n in (result.notes if notes is None else notes)]
+    notes = [_cut(json_safe(n), [0], budget.value) for n in (result.notes if notes is None else notes)]
     if cut[0]:
-        notes.append(f"{cut[0]} value(s) longer than {MAX_VALUE_CHARS} characters (or lists longer than "
+        notes.append(f"{cut[0]} value(s) longer than {budget.value} characters (or lists longer than "
                      f"{MAX_LIST_ITEMS} items) were cut (they end in {CUT_MARK}); read a text whole with "
                      "substr(column, start, length)")
     if len(out) < min(total, max_rows):
-        notes.append(f"only the first {len(out)} row(s) fit in an answer of {MAX_ANSWER_CHARS} characters; "
-                     "ask for fewer columns or rows")
+        notes.append(f"only the first {len(out)} row(s) fit in an answer of {budget.chars} characters; "
+                     "ask for fewer columns or rows (LIMIT, WHERE, SINCE)")
     return {
         "statement": statement,
         "language": result.language,
@@ -185,7 +216,7 @@ def answer(result, statement: str, *, max_rows: int = MAX_ROWS, seen_all: bool =
 
 
 def run(conn, statement, *, gate=None, max_rows: int = MAX_ROWS, cwd: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S, more: str | None = None) -> dict:
+        timeout_s: float = DEFAULT_TIMEOUT_S, more: str | None = None, budget: Budget = DEFAULT_BUDGET) -> dict:
     """Run one statement on a read-only connection (attemptdb.store.readonly) and bound the answer.
     `more`: the note when a SHOW's LIMIT left rows out (None: how to ask for more; "": none)."""
     if isinstance(statement, str) and len(statement) > MAX_STATEMENT_CHARS:
@@ -197,21 +228,21 @@ def run(conn, statement, *, gate=None, max_rows: int = MAX_ROWS, cwd: str | None
         result = execute.run(conn, statement, cwd=cwd, gate=gate, timeout_s=timeout_s)
         show = parsed_show(statement) if isinstance(statement, str) else None
         if show is None:
-            return answer(result, statement, max_rows=max_rows)
+            return answer(result, statement, budget=budget, max_rows=max_rows)
         limit = sqlgen.DEFAULT_LIMIT if show.limit is None else show.limit
         notes = [n for n in result.notes if not _limit_note(n)]
         if len(result.rows) < limit:
-            return answer(result, statement, max_rows=max_rows, notes=notes)
+            return answer(result, statement, budget=budget, max_rows=max_rows, notes=notes)
         left = timeout_s - (time.monotonic() - started)
         beyond = _more_rows(conn, statement, show, limit, gate=gate, cwd=cwd, timeout_s=left)
         if beyond is False:
-            return answer(result, statement, max_rows=max_rows, notes=notes)
+            return answer(result, statement, budget=budget, max_rows=max_rows, notes=notes)
         if more is None:
             more = (f"the statement's LIMIT {limit} stopped the read: "
                     + ("more rows exist" if beyond else "more rows may exist") + " (total unknown); "
                     + (f"add LIMIT {max_rows} to see up to {max_rows}" if limit < max_rows else
                        f"an answer holds at most {max_rows} rows: narrow it with FOR, WHERE, SINCE or UNTIL"))
-        return answer(result, statement, max_rows=max_rows, seen_all=False, notes=notes + ([more] if more else []))
+        return answer(result, statement, budget=budget, max_rows=max_rows, seen_all=False, notes=notes + ([more] if more else []))
     try:
         result = execute.run(conn, wrapped, cwd=cwd, gate=gate, timeout_s=timeout_s)
     except AQLError as e:
@@ -219,7 +250,7 @@ def run(conn, statement, *, gate=None, max_rows: int = MAX_ROWS, cwd: str | None
             execute.run(conn, "EXPLAIN " + statement, cwd=cwd, gate=gate, timeout_s=timeout_s)
         e.source, e.pos, e.end, e.label = statement, None, None, None
         raise
-    return answer(result, statement, max_rows=max_rows, seen_all=len(result.rows) <= max_rows)
+    return answer(result, statement, budget=budget, max_rows=max_rows, seen_all=len(result.rows) <= max_rows)
 
 
 def _more_rows(conn, statement: str, show, limit: int, *, gate, cwd, timeout_s: float):

@@ -12,7 +12,11 @@ Invariants:
   server was started with `--include-content` (readers.content, at the SQLite level).
 - Every answer is bounded (MAX_ROWS rows, `truncated`, `total` when known; long values cut and
   the answer's size capped, `values_cut`: readers.bounded) and AttemptQL rows keep their
-  `evidence` and `uncertainty`.
+  `evidence` and `uncertainty`. The size fits an agent's context (BUDGET: rows of at most
+  ANSWER_CHARS characters of JSON, values cut at VALUE_CHARS; a `timeline` shares one budget
+  between its turns and their attempts; `schema` without a table lists the columns by name):
+  Claude Code refuses a tool answer over 25,000 tokens (MAX_MCP_OUTPUT_TOKENS) and files one
+  over 50,000 characters away from the conversation.
 - The text of a result (what a client shows) carries no control character whatever the stored
   values hold: the JSON escapes C0, DEL, C1, line-separator and bidi characters (it decodes to
   the same value), and an error's first line shows them as `?`.
@@ -52,6 +56,11 @@ INSTALL_MCP = ("add the mcp extra: from a checkout pip install '.[mcp]'; under p
 MAX_SUBJECT_CHARS = 200
 HOUSEKEEPING_EVERY_S = 1.0
 MAX_TIMELINE_ATTEMPTS = 1000
+ANSWER_CHARS = 32_000
+"""Characters of row JSON in one answer: ids and JSON punctuation take 2-4 characters a token, so
+this stays under Claude Code's 25,000-token refusal and its 50,000-character threshold."""
+VALUE_CHARS = 4_000
+BUDGET = bounded.Budget(ANSWER_CHARS, VALUE_CHARS)
 INTERRUPT_EVERY_S = 0.05
 
 INSTRUCTIONS = (
@@ -70,12 +79,13 @@ TOOLS = {
     "query": ("Run ONE AttemptQL statement (SHOW FAILED ATTEMPTS FOR path = 'src/x.rs', SHOW ATTEMPTS, "
               "SHOW HANDOFFS, SHOW WORK UNITS, SHOW APPROVALS, SHOW NOTES, WHY …, TRACE …, STATE …, DIFF STATE …, "
               "WHAT IS project DOING NOW) or ONE read-only SQL statement (SELECT/WITH/VALUES/EXPLAIN/DESCRIBE "
-              "<table>/SHOW TABLES) over the history. At most 200 rows (`truncated`, `total`). Writes and multiple "
+              "<table>/SHOW TABLES) over the history. At most 200 rows and 32,000 characters (`truncated`, `total`; "
+              "select the columns you need, or narrow with WHERE/SINCE/LIMIT). Writes and multiple "
               "statements are refused.",
               {"statement": {"type": "string", "maxLength": bounded.MAX_STATEMENT_CHARS,
                              "description": "One AttemptQL or SQL statement."}}, ("statement",)),
-    "schema": ("The table catalog: every public table and column with its meaning, and the query recipes. "
-               "Give `table` for one table.",
+    "schema": ("The table catalog: every public table with its column names, and the query recipes. "
+               "Give `table` for one table's columns with their types and meanings.",
                {"table": {"type": "string", "maxLength": 64, "description": "One table, e.g. attempts."}}, ()),
     "needs_you": ("Who is waiting on a human right now, what is stuck, who is colliding: permission gates, "
                   "input requests, repeated failures, conflicting work units, ranked, each with evidence "
@@ -223,6 +233,7 @@ class Reader:
     def _run(self, statement: str, **kw) -> dict:
         if self._running is not None and self._running.is_set():
             raise cancelled()
+        kw.setdefault("budget", BUDGET)
         return bounded.run(self.conn, statement, gate=self.gate, cwd=self.cwd, **kw)
 
     # --- the tools ------------------------------------------------------------------------
@@ -245,6 +256,9 @@ class Reader:
             from ..errors import did_you_mean
             names = [t["name"] for t in catalog.build(self.conn)["tables"]]
             raise AQLError("AQL0307", "unknown table" + (did_you_mean(table, names) or ""), listing=("tables", names))
+        if table is None:  # every table, its columns by name: the whole catalog is ~75,000 characters
+            cat["tables"] = [{**t, "columns": [c["name"] for c in t["columns"]]} for t in cat["tables"]]
+            cat["columns_described"] = "give `table` for one table's columns with their types and meanings"
         return {"catalog": bounded.json_safe(cat), "truncated": False}
 
     def tool_needs_you(self, args):
@@ -276,6 +290,7 @@ class Reader:
             scope += f" SINCE {q(since)}"
         older = (f"older turns are left out (the newest {bounded.MAX_ROWS} are shown; total unknown): "
                  "give `since` for a shorter span" + ("" if session else ", or `session` for one session"))
+        # one budget for the answer: the newest turns that fit with their attempts
         turns = self._run(f"SHOW TURNS{scope} ORDER BY started_at DESC LIMIT {bounded.MAX_ROWS}", more=older)
         ids = [t["turn_id"] for t in turns["rows"] if t.get("turn_id")]
         attempts = {"statement": None, "rows": [], "row_count": 0, "truncated": False, "values_cut": 0, "notes": []}
@@ -283,26 +298,42 @@ class Reader:
             attempts = self._run(f"SHOW ATTEMPTS WHERE turn_id IN ({', '.join(q(i) for i in ids)}) "
                                  f"ORDER BY started_at DESC LIMIT {MAX_TIMELINE_ATTEMPTS}",
                                  max_rows=MAX_TIMELINE_ATTEMPTS, more="")
-        by_turn, notes = {}, turns["notes"] + attempts["notes"]
+        by_turn = {}
         for a in attempts["rows"]:
             by_turn.setdefault(a.get("turn_id"), []).append(a)
         # newest first: when attempts were cut, those left out are older than the oldest read, so
         # a turn that began after it has them all
         cut_at = attempts["rows"][-1].get("started_at") if attempts["truncated"] and attempts["rows"] else None
-        short = 0
+        kept, left, short, shown = [], ANSWER_CHARS, 0, 0
         for t in turns["rows"]:
-            t["attempts"] = sorted(by_turn.get(t.get("turn_id"), []), key=lambda a: a.get("attempt_index") or 0)
-            t["attempts_complete"] = not attempts["truncated"] or (
+            mine = sorted(by_turn.get(t.get("turn_id"), []), key=lambda a: a.get("attempt_index") or 0)
+            cost = len(fastjson.dumps(t)) + sum(len(fastjson.dumps(a)) for a in mine)
+            if kept and cost > left:
+                break
+            complete = not attempts["truncated"] or (
                 cut_at is not None and t.get("started_at") is not None and t["started_at"] > cut_at)
-            short += not t["attempts_complete"]
-        if short:
-            notes.append(f"the attempts of {short} older turn(s) may be incomplete (attempts_complete: false; at most "
-                         f"{MAX_TIMELINE_ATTEMPTS} attempts are read, newest first): give `since` for a shorter span"
+            while mine and cost > left:  # the newest turn alone past the budget: its first attempts
+                cost -= len(fastjson.dumps(mine.pop()))
+                complete = False
+            t["attempts"], t["attempts_complete"] = mine, complete
+            left -= cost
+            shown += len(mine)
+            short += not complete
+            kept.append(t)
+        notes = [n for n in turns["notes"] + attempts["notes"] if not n.startswith("only the first ")]
+        if len(kept) < len(turns["rows"]) or any(n.startswith("only the first ") for n in turns["notes"]):
+            notes.append(f"only the newest {len(kept)} turn(s) fit in an answer ({ANSWER_CHARS} characters) with "
+                         "their attempts: give `since` for a shorter span"
                          + ("" if session else ", or `session` for one session"))
-        return {"statements": [s for s in (turns["statement"], attempts["statement"]) if s], "rows": turns["rows"],
-                "row_count": turns["row_count"], "attempt_count": attempts["row_count"],
-                "truncated": turns["truncated"] or attempts["truncated"],
-                "total": turns["total"], "values_cut": turns["values_cut"] + attempts["values_cut"],
+        if short:
+            notes.append(f"the attempts of {short} turn(s) may be incomplete (attempts_complete: false; at most "
+                         f"{MAX_TIMELINE_ATTEMPTS} attempts are read, newest first, and they share the answer's "
+                         "size): give `since` for a shorter span" + ("" if session else ", or `session` for one session"))
+        return {"statements": [s for s in (turns["statement"], attempts["statement"]) if s], "rows": kept,
+                "row_count": len(kept), "attempt_count": shown,
+                "truncated": turns["truncated"] or attempts["truncated"] or len(kept) < len(turns["rows"]) or short > 0,
+                "total": turns["total"] if len(kept) == len(turns["rows"]) else None,
+                "values_cut": turns["values_cut"] + attempts["values_cut"],
                 "notes": list(dict.fromkeys(notes))}
 
     def tool_why(self, args):
