@@ -170,6 +170,7 @@ CODES = {
     'prove.recovered_file': (1, 'this file was rebuilt by `attempt recover`: its log has the gaps its recovery note declares, and no Merkle …'),
     'prove.row_changed': (1, 'row seq=… is not what was written; `attempt verify` says more. Nothing was proven'),
     'prove.unknown_event': (2, 'no such event in this file (give its ev_ id, or at least its first 8 hex digits)'),
+    'prove.unwritable': (2, 'cannot write …: …; nothing was written'),
     'query.bad_export': (2, '…/…: unknown format'),
     'query.datafusion': (2, '(no message)'),
     'query.engine': (2, '--engine datafusion runs SQL (SELECT, WITH, VALUES, EXPLAIN); AttemptQL, DESCRIBE and SHOW TABLES run on …'),

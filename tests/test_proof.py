@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 
 import pytest
 from conftest import run_attempt
@@ -304,6 +305,28 @@ def test_prove_names_what_it_cannot_prove(proven, tmp_path, home):
     assert p.returncode == 1 and p.stderr.startswith(b"error[prove.no_checkpoint]"), p.stderr
 
 
+def test_prove_writes_its_file_whole_or_says_why_not(proven, tmp_path, home):
+    """-o into a folder that is missing, a path through a file or a full disk is a coded error,
+    never a crash report; --force over a symlink replaces the link, never writes through it."""
+    eid = proven["ids"][0]
+    for where in (tmp_path / "nodir" / "p.json", tmp_path / "afile" / "p.json", "/dev/full"):
+        (tmp_path / "afile").write_text("x")
+        p = run_attempt(["prove", eid, "-o", str(where), "--force", "--db", proven["db"]], env=proven["env"])
+        assert p.returncode == 2 and p.stderr.startswith(b"error[prove.unwritable]"), (where, p.stderr)
+        assert b"crash report" not in p.stderr
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # a device is never replaced (as root a rename would)
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    p = run_attempt(["prove", eid, "-o", str(link), "--force", "--db", proven["db"]], env=proven["env"])
+    assert p.returncode == 0, p.stderr
+    assert target.read_text() == "keep me" and not link.is_symlink()
+    assert json.loads(link.read_text())["event"]["line"]
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".attempt-")]  # no temporary file left
+    assert run_attempt(["verify-proof", str(link)]).returncode == 0
+
+
 def test_a_new_event_is_provable_at_once(tmp_path, home):
     """prove, as a read, signs the grown chain first: the newest event is covered."""
     db = str(tmp_path / "n.db")
@@ -329,3 +352,11 @@ def test_bench_proof_reports_its_figures(tmp_path, home):
     assert out["events"] == 300 and out["proofs"] >= 3 and out["first_signature_s"] is not None
     assert 0 < out["prove_ms_p50"] <= out["prove_ms_max"] and out["path_length_max"] == 9
     assert out["cli_prove_wall_ms"] > 0 and out["version_wall_ms"] > 0
+
+
+def test_no_writer_puts_a_file_in_place_of_a_device(proven, tmp_path, home):
+    """`bundle export --force` onto a device: refused, coded (run as
+    root, a rename would have replaced /dev/full itself)."""
+    p = run_attempt(["bundle", "export", "/dev/full", "--force", "--db", proven["db"]], env=proven["env"])
+    assert p.returncode == 2 and b"error[bundle.unwritable]" in p.stderr and b"not a regular file" in p.stderr, p.stderr
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)

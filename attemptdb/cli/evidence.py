@@ -270,6 +270,7 @@ def artifact_cmd(artifact_id, output, info, force, db, as_json):
     control characters as `?`; a file or pipe gets them exact."""
     import codecs
     import hashlib
+    import stat
     import tempfile
 
     from ..evidence import artifacts
@@ -299,6 +300,9 @@ def artifact_cmd(artifact_id, output, info, force, db, as_json):
             raise AttemptError("artifact.unwritable", "cannot write stdout: it is closed")
         if output and os.path.lexists(output) and not force:
             raise AttemptError("artifact.exists", f"{printable(output)} exists; pass --force to replace it")
+        if output and os.path.exists(output) and not stat.S_ISREG(os.stat(output).st_mode):  # a rename would replace it
+            raise AttemptError("artifact.unwritable", f"cannot write {printable(output)}: not a regular file "
+                               "(without -o the bytes go to standard output)")
         try:  # a file gets the bytes through a temporary file beside it, renamed once they are checked
             out = (tempfile.NamedTemporaryFile(dir=os.path.dirname(os.path.abspath(output)), prefix=".attempt-artifact-",
                                                delete=False) if output else sys.stdout.buffer)
@@ -376,11 +380,40 @@ def prove_cmd(event_id, output, include_content, force, db):
         return
     if os.path.lexists(output) and not force:
         raise AttemptError("prove.exists", f"{printable(output)} exists; pass --force to replace it")
-    with open(output, "w", encoding="utf-8") as f:
-        f.write(text)
+    _write_proof(output, text.encode("utf-8"))
     say(f"proof of ev_{json.loads(doc['event']['line'])['event_id']} (leaf "
         f"{doc['inclusion']['leaf_index']:,} of {doc['inclusion']['tree_size']:,}) written to {output}",
         err=True, paths=(output,))
+
+
+def _write_proof(output: str, data: bytes) -> None:
+    """`data` as the file `output`, whole or not at all: written to a temporary file beside it,
+    synced, given the mode a new file gets, then renamed over it (a symlink at `output` is
+    replaced, never written through). An OSError (no such folder, a full disk) is
+    `prove.unwritable`, and the temporary file is removed; so is an `output` that is there and
+    not a regular file (a device, a FIFO: a rename would put a file in its place)."""
+    import stat
+    import tempfile
+    tmp = None
+    try:
+        if os.path.exists(output) and not stat.S_ISREG(os.stat(output).st_mode):
+            raise AttemptError("prove.unwritable", f"cannot write {printable(output)}: not a regular file (the proof "
+                               "is written whole, to a file; without -o it goes to standard output); nothing was written")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(output)), prefix=".attempt-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        mask = os.umask(0o22)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, output)
+    except OSError as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise AttemptError("prove.unwritable", f"cannot write {printable(output)}: {e.strerror or e}; nothing was "
+                           "written") from None
 
 
 @click.command("verify-proof")

@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import struct
 import tempfile
 import zipfile
@@ -89,6 +90,9 @@ def export(store, out_path: str, key: keys.DeviceKey, *, where: str = "1", param
     to extend (RFC 9162 consistency proof). `progress(n, total=…)` hears of the events written."""
     if os.path.lexists(out_path) and not force:
         raise AttemptError("bundle.exists", f"{out_path} exists; pass --force to replace it")
+    if os.path.exists(out_path) and not stat.S_ISREG(os.stat(out_path).st_mode):  # a rename would replace it
+        raise AttemptError("bundle.unwritable", f"cannot write {out_path}: not a regular file (a bundle is "
+                           "written whole, to a file); nothing was written")
     out_dir = os.path.dirname(os.path.abspath(out_path))
     stale_temp.clear(out_dir, _STALE_TMP)
     try:
