@@ -360,3 +360,22 @@ def test_no_writer_puts_a_file_in_place_of_a_device(proven, tmp_path, home):
     p = run_attempt(["bundle", "export", "/dev/full", "--force", "--db", proven["db"]], env=proven["env"])
     assert p.returncode == 2 and b"error[bundle.unwritable]" in p.stderr and b"not a regular file" in p.stderr, p.stderr
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_named_key_is_read_in_any_case_and_a_malformed_one_is_a_usage_error(proven, tmp_path):
+    key = json.loads(run_attempt(["keys", "show", "--json", "--db", proven["db"]], env=proven["env"]).stdout)
+    path = tmp_path / "p.json"
+    path.write_bytes(prove(proven, proven["ids"][0]))
+    for named in (key["key_id"].upper(), "ID_" + key["key_id"][3:], key["public_key"]):
+        p = run_attempt(["verify-proof", str(path), "--key", named])
+        assert p.returncode == 0 and p.stdout.startswith(b"ok: "), (named, p.stdout)
+    for cmd in (["verify-proof", str(path)], ["bundle", "verify", str(path)]):
+        p = run_attempt(cmd + ["--key", "garbage"])
+        assert p.returncode == 2 and p.stderr.startswith(b"error[keys.bad_key]"), (cmd, p.stderr)
+
+
+def test_verify_proof_never_blocks_on_a_fifo(tmp_path):
+    fifo = tmp_path / "p.fifo"
+    os.mkfifo(fifo)
+    p = run_attempt(["verify-proof", str(fifo)], timeout=30)
+    assert p.returncode == 2 and p.stderr.startswith(b"error[proof.unreadable]") and b"not a regular file" in p.stderr

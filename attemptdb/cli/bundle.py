@@ -118,7 +118,8 @@ def verify_cmd(file, key, as_json):
     valid signature passes, and the line says the signer was not pinned.
     """
     from ..exchange import bundle
-    rep = bundle.verify(file, key=key)
+    from ..integrity import keys
+    rep = bundle.verify(file, key=None if key is None else keys.parse_pin(key)[0])
     _show(rep, as_json, file)
     sys.exit(0 if rep.ok else 1)
 
@@ -132,8 +133,10 @@ def import_cmd(file, key, db, as_json):
     """Verify a bundle, then import its events (idempotent; nothing is written unless the whole
     bundle verifies). The database's capture mode and privacy rules apply as to any import."""
     from ..exchange import bundle
+    from ..integrity import keys
     from .progress import Progress
     from .stores import checkpoint_after_import, write_store
+    key = None if key is None else keys.parse_pin(key)[0]
     st = write_store(db, create=True)
     bar = Progress("importing", quiet=as_json)
     try:

@@ -425,12 +425,19 @@ def verify_proof_cmd(file, key, as_json):
     """Check an inclusion proof offline: the signed checkpoint, the event line, the path to
     the signed Merkle tree head. `ok: …` (exit 0) or `problem[code]: …` (exit 1). Needs no
     database."""
-    from ..integrity import proof
+    import stat
+
+    from ..integrity import keys, proof
+    if key is not None:
+        key = keys.parse_pin(key)[0]
     try:
         if file == "-":
             data = sys.stdin.buffer.read(proof.MAX_BYTES + 1)
         else:
-            with open(file, "rb") as f:
+            with open(file, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # a FIFO would block, a device never end
+                    raise AttemptError("proof.unreadable", f"cannot read {printable(file)}: not a regular file "
+                                       "(`-` reads standard input)")
                 data = f.read(proof.MAX_BYTES + 1)
     except OSError as e:
         raise AttemptError("proof.unreadable", f"cannot read {printable(file)}: {e.strerror}") from None

@@ -131,25 +131,11 @@ def _short_devices(devices: list[str]) -> dict:
 def keys_trust(device, key, db, as_json):
     """Pin KEY (an id_ fingerprint or a base64 Ed25519 public key) for another DEVICE: its sync
     segments must be signed by it from now on (replaces a pin, lifts a revocation)."""
-    import base64
-    import binascii
-
     from ..integrity import keys
     from ..integrity import sync_state as state
     from .stores import write_store
     dev = _whole_device(device)  # None: a short form, resolved against the file's devices below
-    if key.startswith("id_"):
-        if len(key) != 35 or any(c not in "0123456789abcdef" for c in key[3:].lower()):
-            raise AttemptError("keys.bad_key", "KEY is id_ followed by 32 hex digits, or a base64 public key")
-        key_id, public = key.lower(), None
-    else:
-        try:
-            raw = base64.b64decode(key, validate=True)
-        except (binascii.Error, ValueError):
-            raw = b""
-        if len(raw) != 32:
-            raise AttemptError("keys.bad_key", "KEY is id_ followed by 32 hex digits, or a base64 public key")
-        key_id, public = keys.fingerprint(raw), key
+    key_id, public = keys.parse_pin(key)
     st = write_store(db, create=True)
     try:
         dev = dev or _device(device, _known_devices(st.conn))

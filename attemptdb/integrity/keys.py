@@ -32,6 +32,27 @@ def fingerprint(public_raw: bytes) -> str:
     return "id_" + hashlib.sha256(public_raw).digest()[:16].hex()
 
 
+BAD_PIN = "KEY is id_ followed by 32 hex digits, or a base64 public key"
+
+
+def parse_pin(key: str) -> tuple[str, str | None]:
+    """(key id, base64 public key or None) of a key a user names (`--key`, `keys trust`): an
+    `id_` identity, its prefix and hex digits in either case, or a base64 Ed25519 public key.
+    Anything else is keys.bad_key (a usage error, not a signature that fails to match)."""
+    import binascii
+    if key[:3].lower() == "id_":
+        if len(key) != 35 or any(c not in "0123456789abcdef" for c in key[3:].lower()):
+            raise AttemptError("keys.bad_key", BAD_PIN)
+        return key.lower(), None
+    try:
+        raw = base64.b64decode(key, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise AttemptError("keys.bad_key", BAD_PIN)
+    return fingerprint(raw), key
+
+
 class DeviceKey:
     """A loaded key pair (private part optional: verify-only when None)."""
 
