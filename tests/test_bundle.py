@@ -119,7 +119,7 @@ def expect_problem(capsys, path, fragment, *extra):
     code, out, err = verify_cli(capsys, path, *extra)
     assert code == 1, out + err
     first = out.splitlines()[0]
-    assert first.startswith("problem: ") and fragment in first, out
+    assert first.startswith("problem[bundle.") and fragment in first, out
     return out
 
 
@@ -280,7 +280,7 @@ def test_real_process(exported, tmp_path):
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"PK\x03\x04 not really")
     p = run_attempt(["bundle", "verify", str(bad)])
-    assert p.returncode == 1 and p.stdout.startswith(b"problem: not a bundle") and b"Traceback" not in p.stderr
+    assert p.returncode == 1 and p.stdout.startswith(b"problem[bundle.not_a_bundle]: not a bundle") and b"Traceback" not in p.stderr
 
 
 # --- tampering: each must be a problem, exit 1 -------------------------------------------------
@@ -410,7 +410,7 @@ def test_damaged_containers(exported, tmp_path, capsys):
         p = tmp_path / f"{name}.zip"
         p.write_bytes(blob)
         code, out, err = verify_cli(capsys, str(p))
-        assert code == 1 and out.startswith("problem: "), (name, out, err)
+        assert code == 1 and out.startswith("problem[bundle."), (name, out, err)
         assert "error[internal]" not in err
     # a flipped byte inside a compressed member: CRC / inflate error or hash mismatch, never a crash
     with zipfile.ZipFile(exported) as zf:
@@ -446,7 +446,7 @@ def test_import_of_a_bad_bundle_writes_nothing(exported, source, tmp_path, capsy
     make_db(target, n=50, seed=99)
     before = jsonl(capsys, target)
     code, out, _ = cli(capsys, "bundle", "import", bad, "--db", target)
-    assert code == 1 and out.startswith("problem: ")
+    assert code == 1 and out.startswith("problem[bundle.")
     assert jsonl(capsys, target) == before
 
 

@@ -439,36 +439,36 @@ def _check_manifest(rep: Report, zf: zipfile.ZipFile, pin: str | None) -> dict |
         with zf.open(MANIFEST) as f:
             data = f.read(MAX_MANIFEST + 1)
     except KeyError:
-        rep.problem("no manifest.json in the bundle")
+        rep.problem("no manifest.json in the bundle", code="bundle.not_a_bundle")
         return None
     if len(data) > MAX_MANIFEST:
-        rep.problem(f"manifest.json is larger than {MAX_MANIFEST:,} bytes")
+        rep.problem(f"manifest.json is larger than {MAX_MANIFEST:,} bytes", code="bundle.manifest")
         return None
     try:
         m = fastjson.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
-        rep.problem(f"manifest.json is not JSON ({getattr(e, 'msg', 'not UTF-8')})")
+        rep.problem(f"manifest.json is not JSON ({getattr(e, 'msg', 'not UTF-8')})", code="bundle.manifest")
         return None
     if not isinstance(m, dict):
-        rep.problem("manifest.json is not a JSON object")
+        rep.problem("manifest.json is not a JSON object", code="bundle.manifest")
         return None
     found = _VERSION.match(m.get("schema_version")) if isinstance(m.get("schema_version"), str) else None
     if found is None:
-        rep.problem("manifest.json has no attestack.bundle.vN schema_version")
+        rep.problem("manifest.json has no attestack.bundle.vN schema_version", code="bundle.manifest")
         return None
     if int(found.group(1)) != 1:
-        rep.problem(f"bundle version v{int(found.group(1))} is not supported (this attempt reads v1)")
+        rep.problem(f"bundle version v{int(found.group(1))} is not supported (this attempt reads v1)", code="bundle.version")
         return None
     errors = sorted(_validator().iter_errors(m), key=lambda e: list(map(str, e.absolute_path)))
     for e in errors[:5]:
         where = "/".join(map(str, e.absolute_path)) or "(top level)"
-        rep.problem(f"manifest.json {_shown(where)}: fails its schema ({e.validator})")
+        rep.problem(f"manifest.json {_shown(where)}: fails its schema ({e.validator})", code="bundle.manifest")
     if errors:
         return None
     # JSON Schema's `$` lets one final "\n" through in Python's re; a signed note ends in one and
     # is read by its own strict parser
     if _has_trailing_newline({k: v for k, v in m.items() if k not in ("checkpoint", "consistency")}):
-        rep.problem("manifest.json: a value ends in a newline")
+        rep.problem("manifest.json: a value ends in a newline", code="bundle.manifest")
         return None
     for k in m:
         if k not in _validator().schema["properties"]:
@@ -476,30 +476,30 @@ def _check_manifest(rep: Report, zf: zipfile.ZipFile, pin: str | None) -> dict |
     sig = m["signature"]
     public = base64.b64decode(sig["public_key"])
     if keys.fingerprint(public) != sig["key_id"]:
-        rep.problem("the signature's key_id is not the fingerprint of its public key")
+        rep.problem("the signature's key_id is not the fingerprint of its public key", code="bundle.signature")
         return None
     if not keys.DeviceKey(public).verify(base64.b64decode(sig["value"]), signed_bytes(m)):
-        rep.problem("the manifest's signature does not verify: it was changed after signing")
+        rep.problem("the manifest's signature does not verify: it was changed after signing", code="bundle.signature")
         return None
     rep.signer = sig["key_id"]
     if pin is not None:
         if not _pin_matches(pin, sig):
-            rep.problem(f"signed by {sig['key_id']}, not by the key you named ({_shown(pin)})")
+            rep.problem(f"signed by {sig['key_id']}, not by the key you named ({_shown(pin)})", code="bundle.signer")
             return None
         rep.pinned = True
     paths = [f["path"] for f in m["files"]]
     if len(set(paths)) != len(paths):
-        rep.problem("the manifest lists a file twice")
+        rep.problem("the manifest lists a file twice", code="bundle.manifest")
     if sorted(p.split("/")[1] for p in paths) != sorted(m["sessions"]):
-        rep.problem("the manifest's sessions are not the sessions of its files")
+        rep.problem("the manifest's sessions are not the sessions of its files", code="bundle.manifest")
     if sum(f["events"] for f in m["files"]) != m["events"]:
-        rep.problem("the manifest's event count is not the sum of its files' counts")
+        rep.problem("the manifest's event count is not the sum of its files' counts", code="bundle.manifest")
     arts = m.get("artifacts", [])
     if len({a["artifact_id"] for a in arts}) != len(arts):
-        rep.problem("the manifest lists an artifact twice")
+        rep.problem("the manifest lists an artifact twice", code="bundle.manifest")
     for a in arts:
         if a["path"] != ARTIFACTS + a["artifact_id"] or a["artifact_id"] != "art_" + a["sha256"][:32]:
-            rep.problem(f"artifact {a['artifact_id']} is not stored under its own name and digest")
+            rep.problem(f"artifact {a['artifact_id']} is not stored under its own name and digest", code="bundle.manifest")
             break
     if rep.ok and "checkpoint" in m:
         _check_checkpoints(rep, m, keys.DeviceKey(public))
@@ -517,10 +517,10 @@ def _check_checkpoints(rep: Report, m: dict, key) -> None:
         try:
             cp = checkpoint.parse(note)
         except AttemptError:
-            rep.problem(f"the {what} is not a signed AttemptDB checkpoint")
+            rep.problem(f"the {what} is not a signed AttemptDB checkpoint", code="bundle.checkpoint")
             return None
         if cp.origin != origin or not checkpoint.check_signature(cp, key) or cp.merkle is None:
-            rep.problem(f"the {what} is not signed by the bundle's key for its device, or signs no Merkle head")
+            rep.problem(f"the {what} is not signed by the bundle's key for its device, or signs no Merkle head", code="bundle.checkpoint")
             return None
         return cp
 
@@ -529,7 +529,7 @@ def _check_checkpoints(rep: Report, m: dict, key) -> None:
         return
     chain = m["chain"]
     if cp.size > chain["size"] or (cp.size == chain["size"] and cp.head != chain["head"]):
-        rep.problem("the checkpoint does not belong to the chain the manifest names")
+        rep.problem("the checkpoint does not belong to the chain the manifest names", code="bundle.checkpoint")
         return
     rep.checkpoint = cp
     if "consistency" not in m:
@@ -541,7 +541,7 @@ def _check_checkpoints(rep: Report, m: dict, key) -> None:
     if old.size > cp.size or not merkle.verify_consistency(old.size, cp.size, bytes.fromhex(old.merkle),
                                                            bytes.fromhex(cp.merkle), path):
         rep.problem(f"the consistency proof does not show the log of {cp.size:,} events extending the earlier "
-                    f"checkpoint of {old.size:,}")
+                    f"checkpoint of {old.size:,}", code="bundle.checkpoint")
         return
     rep.consistent_from = old
 
@@ -560,22 +560,22 @@ def _check_artifact(rep: Report, zf: zipfile.ZipFile, entry: dict, copy_dir) -> 
                     break
                 nbytes += len(chunk)
                 if nbytes > declared:
-                    rep.problem(f"{path} holds more than the {declared:,} bytes the manifest declares")
+                    rep.problem(f"{path} holds more than the {declared:,} bytes the manifest declares", code="bundle.member")
                     return
                 digest.update(chunk)
                 if out is not None:
                     out.write(chunk)
     except KeyError:
-        rep.problem(f"{path} is listed in the manifest but missing from the bundle")
+        rep.problem(f"{path} is listed in the manifest but missing from the bundle", code="bundle.member")
         return
     except _READ_ERRORS as e:
-        rep.problem(f"{path} cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt or truncated)")
+        rep.problem(f"{path} cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt or truncated)", code="bundle.member")
         return
     finally:
         if out is not None:
             out.close()
     if nbytes != declared or digest.hexdigest() != entry["sha256"]:
-        rep.problem(f"{path} differs from what was signed (its SHA-256 or size changed)")
+        rep.problem(f"{path} differs from what was signed (its SHA-256 or size changed)", code="bundle.member")
 
 
 def _check_file(rep: Report, zf: zipfile.ZipFile, entry: dict, content: bool, seen: set, copy_to,
@@ -595,7 +595,7 @@ def _check_file(rep: Report, zf: zipfile.ZipFile, entry: dict, content: bool, se
                 nbytes += len(raw)
                 digest.update(raw)
                 if nbytes > declared:
-                    rep.problem(f"{path} holds more than the {declared:,} bytes the manifest declares")
+                    rep.problem(f"{path} holds more than the {declared:,} bytes the manifest declares", code="bundle.member")
                     return
                 count += 1
                 if bad is None:
@@ -603,17 +603,17 @@ def _check_file(rep: Report, zf: zipfile.ZipFile, entry: dict, content: bool, se
                     if bad is None and copy_to is not None:
                         copy_to.write(raw)
     except KeyError:
-        rep.problem(f"{path} is listed in the manifest but missing from the bundle")
+        rep.problem(f"{path} is listed in the manifest but missing from the bundle", code="bundle.member")
         return
     except _READ_ERRORS as e:
-        rep.problem(f"{path} cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt or truncated)")
+        rep.problem(f"{path} cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt or truncated)", code="bundle.member")
         return
     if nbytes != declared or digest.hexdigest() != entry["sha256"]:
-        rep.problem(f"{path} differs from what was signed (its SHA-256 or size changed)")
+        rep.problem(f"{path} differs from what was signed (its SHA-256 or size changed)", code="bundle.member")
     elif count != entry["events"]:
-        rep.problem(f"{path} holds {count:,} events, the manifest says {entry['events']:,}")
+        rep.problem(f"{path} holds {count:,} events, the manifest says {entry['events']:,}", code="bundle.events")
     if bad is not None:
-        rep.problem(f"{path} {bad}")
+        rep.problem(f"{path} {bad}", code="bundle.events")
     rep.events += count
 
 
@@ -711,25 +711,25 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
         try:
             if not _index_fits(f):
                 rep.problem(f"more than {MAX_MEMBERS:,} files in the bundle (its file index is larger than such "
-                            "a bundle's)")
+                            "a bundle's)", code="bundle.not_a_bundle")
                 return rep
             zf = zipfile.ZipFile(f)
         except _READ_ERRORS:
-            rep.problem("not a bundle (not a readable ZIP file)")
+            rep.problem("not a bundle (not a readable ZIP file)", code="bundle.not_a_bundle")
             return rep
         with zf:
             infos = zf.infolist()
             if len(infos) > MAX_MEMBERS:
-                rep.problem(f"more than {MAX_MEMBERS:,} files in the bundle")
+                rep.problem(f"more than {MAX_MEMBERS:,} files in the bundle", code="bundle.not_a_bundle")
                 return rep
             names = [i.filename for i in infos]
             if len(set(names)) != len(names):
-                rep.problem("a file name occurs twice in the bundle")
+                rep.problem("a file name occurs twice in the bundle", code="bundle.not_a_bundle")
                 return rep
             try:
                 m = _check_manifest(rep, zf, key)
             except _READ_ERRORS as e:
-                rep.problem(f"manifest.json cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt)")
+                rep.problem(f"manifest.json cannot be read ({_shown(type(e).__name__)}: the bundle is corrupt)", code="bundle.not_a_bundle")
                 return rep
             if m is None:
                 return rep
@@ -737,7 +737,7 @@ def verify(path: str, *, key: str | None = None, copy_to=None, artifacts_to: str
             listed = {e["path"] for e in m["files"]} | {a["path"] for a in arts} | {MANIFEST}
             for name in names:
                 if name not in listed:
-                    rep.problem(f"{_shown(name)} is in the bundle but not in its manifest")
+                    rep.problem(f"{_shown(name)} is in the bundle but not in its manifest", code="bundle.member")
             seen: set = set()
             for entry in m["files"]:
                 _check_file(rep, zf, entry, m["content"], seen, copy_to, m.get("paths_omitted", False))
