@@ -108,7 +108,48 @@ def check_manifest(data: bytes, device: str, gen: int) -> dict:
         if found is None or found.group(2) != device or found.group(1) != f["table"]:
             raise AttemptError("dataset.bad_manifest", f"{where} lists a file outside {device}'s partitions",
                                exit_status=1)
+    _check_counts(m, where)
     return m
+
+
+def _count(v) -> bool:
+    return type(v) is int and 0 <= v < 10 ** 12
+
+
+def _check_counts(m: dict, where: str) -> None:
+    """A manifest consistent with itself (every signed one an export writes is): its counts are
+    counts, the snapshot key repeats `covered_events` and `hlc`, the events it covers are no more
+    than its chain's size (`covered_events` = count(*) and `chain.size` = max(seq) of one read:
+    equal, or fewer where `attempt recover` left gaps in seq), its own event rows are no more
+    than `events_through`, and it lists projection files exactly when it has a snapshot, one per
+    table. The reader's dedupe trusts the snapshot key; a key no export of that file could write
+    is refused here (dataset.bad_manifest), not compared."""
+    chain, covered, hlc, through = m.get("chain"), m.get("covered_events"), m.get("hlc"), m.get("events_through")
+    if not (isinstance(chain, dict) and _count(chain.get("size")) and isinstance(chain.get("head"), str)
+            and _count(covered) and type(hlc) is int and 0 <= hlc < 10 ** 20 and _count(through)
+            and all(_count(f["rows"]) and f["size_bytes"] >= 0 for f in m["files"])):
+        raise AttemptError("dataset.bad_manifest", f"{where}: its chain, covered_events, hlc, events_through or "
+                           "file rows are not counts an export writes", exit_status=1)
+    if len({f["path"] for f in m["files"]}) != len(m["files"]):
+        raise AttemptError("dataset.bad_manifest", f"{where} lists a file twice", exit_status=1)
+    projections = [f["table"] for f in m["files"] if f["table"] != EVENTS]
+    if len(set(projections)) != len(projections):
+        raise AttemptError("dataset.bad_manifest", f"{where}: its snapshot lists a table twice", exit_status=1)
+    snap = m.get("snapshot")
+    if (snap is None) != (not projections):
+        raise AttemptError("dataset.bad_manifest", f"{where}: its snapshot key and its files disagree (a snapshot "
+                           "lists the projection tables' files, and only a snapshot does)", exit_status=1)
+    if covered > chain["size"]:
+        raise AttemptError("dataset.bad_manifest", f"{where}: its covered_events {covered} exceed its chain's size "
+                           f"{chain['size']} (a snapshot cannot cover more events than its chain holds)",
+                           exit_status=1)
+    if snap is not None and (int(snap[:12]) != covered or int(snap[13:33]) != hlc):
+        raise AttemptError("dataset.bad_manifest", f"{where}: its snapshot key does not repeat its covered_events "
+                           "and hlc", exit_status=1)
+    own = sum(f["rows"] for f in m["files"] if f["table"] == EVENTS)
+    if own > through or own > covered:
+        raise AttemptError("dataset.bad_manifest", f"{where}: it lists {own} events of its own, more than its "
+                           f"events_through {through} or its covered_events {covered}", exit_status=1)
 
 
 def manifests(directory: str, device: str) -> list[dict]:
@@ -121,7 +162,7 @@ def manifests(directory: str, device: str) -> list[dict]:
     except OSError as e:
         raise AttemptError("dataset.unreadable", f"cannot list {d}: {e.strerror}") from None
     gens = sorted(int(m.group(1)) for m in map(_GEN.match, names) if m)
-    out, prev, key_id = [], None, None
+    out, prev, key_id, own = [], None, None, 0
     for i, g in enumerate(gens, 1):
         if g != i:
             raise AttemptError("dataset.gap", f"{MANIFESTS}/{device}: generation {i} is missing", exit_status=1)
@@ -138,6 +179,12 @@ def manifests(directory: str, device: str) -> list[dict]:
         if m.get("previous") != prev:
             raise AttemptError("dataset.chain", f"{MANIFESTS}/{device}: generation {g} does not continue the one "
                                "before it", exit_status=1)
+        # own events: source_seq is per device, strictly increasing, so the rows of every generation
+        # so far are at most its events_through, which never goes back
+        own += sum(f["rows"] for f in m["files"] if f["table"] == EVENTS)
+        if (out and m["events_through"] < out[-1]["events_through"]) or own > m["events_through"]:
+            raise AttemptError("dataset.chain", f"{MANIFESTS}/{device}: generation {g} lists more events of its own "
+                               "than its events_through, or goes back from the one before it", exit_status=1)
         key_id, prev = m["signature"]["key_id"], hashlib.sha256(data).hexdigest()
         out.append(m)
     return out
@@ -426,9 +473,21 @@ class View:
         self._check_files()
 
     def _check_files(self):
-        """Every Parquet file under events/ is listed by a manifest with its size (an unlisted
-        or changed file is refused, not read); the snapshot's files are there."""
-        root = os.path.join(self.directory, EVENTS)
+        """Every file under events/ and under every other table's folder is listed by a manifest
+        (an unlisted file is refused, not read: DuckDB and Spark, reading a table's folder with
+        the README's `max(_snapshot)` rule, would read it); the files read here (events, the
+        snapshot's) are there with their size."""
+        for name in sorted(set(self.tables()) | {t for t, _ in self.listed.values()}):
+            root = os.path.join(self.directory, name)
+            if os.path.lexists(root):
+                self._check_listed(root)
+        self._check_read()
+
+    def _check_listed(self, root: str):
+        if os.path.islink(root):
+            rel = os.path.relpath(root, self.directory).replace(os.sep, "/")
+            raise AttemptError("dataset.unlisted", f"{rel} is a link to a folder in the dataset: refused",
+                               exit_status=1)
         for dirpath, dirnames, filenames in os.walk(root):
             for name in dirnames:  # os.walk does not enter a linked folder; DataFusion would read it
                 if os.path.islink(os.path.join(dirpath, name)):
@@ -440,6 +499,8 @@ class View:
                 if rel not in self.listed:
                     raise AttemptError("dataset.unlisted", f"{rel} is in the dataset but in no signed manifest: "
                                        "refused", exit_status=1)
+
+    def _check_read(self):
         for rel, (table, size) in self.listed.items():
             if table == EVENTS or self.snapshot_files.get(table) == rel:
                 p = os.path.join(self.directory, rel)
