@@ -10,6 +10,7 @@ failure is a problem naming the device and the row's seq. Read-only.
 
 from ..render.termtable import plural
 from . import segments as segment
+from . import sync_duplicates
 from . import sync_state as state
 
 
@@ -40,6 +41,10 @@ def check(conn, problem, notes: list) -> int:
                 continue
             seen += 1
             leaves.discard(raw)
+        held = sync_duplicates.accounted(conn, dev, leaves)  # ids another device's event holds here (spec/sync.md)
+        if held:
+            notes.append(f"{plural(held, 'event', grouped=True)} of {dev} signed in its segments "
+                         + ("is" if held == 1 else "are") + " stored here as another device's event with the same id")
         if leaves:
             problem("provenance", f"device {dev}: {plural(len(leaves), 'event', grouped=True)} its signed segments "
                     "hold " + ("is" if len(leaves) == 1 else "are") + " missing from this file")

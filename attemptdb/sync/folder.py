@@ -19,7 +19,12 @@ Invariants:
   streamed a chunk at a time (memory holds a chunk, never a segment); what was checked against
   the file's kept state is checked again under the write lock (another pull may have imported
   the device meanwhile); a problem is a coded SegmentProblem naming the device, and other
-  devices go on.
+  devices go on. A device this file kept segments of whose whole folder is gone is
+  `sync.dropped`, as when its segments alone are (our own folder is push's: pull never reads it).
+- An event id already stored here as another device's own capture of the same provider event
+  (derived ids: spec/sync.md "One event id on two devices") is a duplicate: skipped, first come
+  stays, a note; its signed line kept for verify (integrity/sync_duplicates.py). Any other stored event
+  with that id and other bytes is `sync.conflict`.
 - The first key seen for a device is pinned (trust on first use) in the same transaction as
   its first import; a segment signed by another key is refused until `attempt keys trust`
   (whose key then vouches, through the chain, for earlier-key segments before its own). A file
@@ -41,6 +46,7 @@ from ..errors import AttemptError
 from ..ingest import privacy
 from ..integrity import chain
 from ..integrity import segments as segment
+from ..integrity import sync_duplicates as duplicates
 from ..integrity import sync_state as state
 from ..integrity.segments import SegmentProblem
 from ..model import clock, event, fastjson
@@ -408,7 +414,30 @@ def _pull(store, top: _Folder, rep: SyncReport) -> SyncReport:
             rep.notes.append(f"{name}: another pull of this file kept importing it; it is left to the next sync")
     if ignored > MAX_IGNORED_NOTES:
         rep.notes.append(f"ignored {ignored - MAX_IGNORED_NOTES:,} more entries that are not device folders")
+    # a device this file imported segments of whose whole folder is gone: its history was cut
+    # (sync.dropped), as when its segments alone are removed; our own folder is push's business
+    listed = set(names)
+    for name in _imported_devices(store.conn):
+        if name == own or name in listed:
+            continue
+        try:
+            _pull_device(store, top, name, rep)
+        except SegmentProblem as p:
+            rep.problems.append(p)
+        except _StateMoved:  # pragma: no cover - nothing is imported from a folder that is not there
+            pass
     return rep
+
+
+def _imported_devices(conn) -> list[str]:
+    """The devices this file keeps imported segments of (sorted; only device folder names)."""
+    if not state.exists(conn):
+        return []
+    out = []
+    for (dev,) in conn.execute("SELECT DISTINCT device_id FROM sync_segments ORDER BY device_id"):
+        if isinstance(dev, str) and segment.DEVICE_DIR.match(dev):
+            out.append(dev)
+    return out
 
 
 def _known(conn, device: str):
@@ -442,13 +471,13 @@ def _pull_device(store, top: _Folder, device: str, rep: SyncReport) -> None:
     except AttemptError as e:
         raise SegmentProblem(e.code, device, None, "its folder is not a directory (a symlink or a file): refused"
                              if e.code == "sync.not_a_directory" else "its folder cannot be opened") from None
-    if ddir is None:  # gone since the listing: no segments (sync.dropped if some were imported)
-        return _pull_segments(store, None, device, rep)
+    if ddir is None:  # not there (or gone since the listing): no segments (sync.dropped if some were imported)
+        return _pull_segments(store, None, device, rep, gone=os.path.join(top.path, device))
     with ddir:
         return _pull_segments(store, ddir, device, rep)
 
 
-def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) -> None:
+def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport, gone: str = "") -> None:
     conn = store.conn
     try:
         nums, pending = segment.list_segments(ddir.fd) if ddir is not None else ([], [])
@@ -472,6 +501,10 @@ def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) ->
     if pin is not None and pin["revoked"]:
         raise SegmentProblem("sync.key_revoked", device, None, f"its key {pin['key_id']} was revoked; nothing "
                              "imported (`attempt keys trust` pins a new one)")
+    if stored and ddir is None:
+        raise SegmentProblem("sync.dropped", device, min(stored), f"its folder {gone or device} is gone from the "
+                             f"sync folder, but this file imported {len(stored):,} of its segments from it: the device's "
+                             "history was cut (restore its folder; nothing of it was imported)")
     if stored and max(stored) > len(nums):
         raise SegmentProblem("sync.dropped", device, len(nums) + 1, "this segment was imported before and is no "
                              "longer in the folder: the device's history was cut or rolled back")
@@ -538,12 +571,14 @@ def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) ->
         # imported this device meanwhile: then everything is checked again)
         if _known(conn, device) != (pin, stored):
             raise _StateMoved()
+        skipped: dict = {}
         for m in new:
             # streamed, appended a chunk at a time: a problem anywhere rolls all of it back
             leaves = bytearray()
             for items in _chunks(segment.iter_lines(m["file"], m, device, ddir.fd)):
                 res = store.append_uncommitted([env for env, _ in items])
-                _check_stored(conn, device, m["segment"], items, bool(stored))
+                for holder, k in _check_stored(conn, device, m["segment"], items, bool(stored)).items():
+                    skipped[holder] = skipped.get(holder, 0) + k
                 leaves += segment.leaves_blob(h for _, h in items)
                 info["events"] += len(items)
                 info["accepted"] += len(res.accepted)
@@ -563,6 +598,8 @@ def _pull_segments(store, ddir: _Folder | None, device: str, rep: SyncReport) ->
             conn.execute("ROLLBACK")
         raise
     rep.devices[device] = info
+    if skipped:
+        rep.notes.append(duplicates.holders_note(device, skipped))
     if pin is None:
         rep.notes.append(f"pinned {key_id} for {device} (first use)")
 
@@ -580,26 +617,40 @@ def _chunks(lines):
         yield items
 
 
-def _check_stored(conn, device: str, n: int, items, imported_before: bool = True) -> None:
+def _check_stored(conn, device: str, n: int, items, imported_before: bool = True) -> dict:
     """Every event of the segment is stored with the bytes signed (a copy that arrived before,
-    e.g. from a bundle, must be the same event)."""
-    want = {"ev_" + env["event_id"]: (h, env["source_seq"]) for env, h in items}
+    e.g. from a bundle, must be the same event), or its id is held here by another device's
+    event about the same provider event (a tool call's id is derived from the call: two devices
+    that captured it hold one id; the first come stays, the line is kept in sync_duplicates for
+    verify). Returns {holder: count} of those skipped."""
+    want = {"ev_" + env["event_id"]: (h, env) for env, h in items}
     ids = list(want)
+    skipped: dict = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        for eid, h, holder in conn.execute(f"SELECT event_id, event_hash, device_id FROM events WHERE event_id IN "
-                                           f"({','.join('?' * len(chunk))})", chunk):
-            if h != want[eid][0]:
-                raise SegmentProblem("sync.conflict", device, n, _conflict(device, holder, want[eid][1],
-                                                                           imported_before))
+        for eid, h, holder, *ident in conn.execute(
+                f"SELECT event_id, event_hash, device_id, {duplicates.IDENTITY_COLUMNS} FROM events WHERE event_id "
+                f"IN ({','.join('?' * len(chunk))})", chunk):
+            leaf, env = want[eid]
+            if h == leaf:
+                continue
+            if (holder != device and duplicates.same_identity(env, tuple(ident))
+                    and duplicates.keep(conn, device, n, env, leaf, holder)):
+                skipped[holder] = skipped.get(holder, 0) + 1
+                continue
+            raise SegmentProblem("sync.conflict", device, n, _conflict(device, holder, env["source_seq"],
+                                                                       imported_before))
+    return skipped
 
 
 def _conflict(device: str, holder: str, src: int, imported_before: bool) -> str:
     """The sync.conflict message, with the ways on that the design leaves (spec/sync.md)."""
     if holder != device:
-        return (f"its event source_seq={src} is already stored here with other bytes as an event of {holder} (an "
-                "earlier import): one of the two devices published the other's event ids; nothing of this device "
-                "was imported (`attempt keys revoke` the one that should not have)")
+        return (f"its event source_seq={src} has the id of an event stored here as an event of {holder}, and is "
+                "not a capture of its own of the same provider event (it is about another provider, session, kind "
+                "or tool call, or carries that event's own capture clocks): one of the two devices published the "
+                "other's event ids; nothing of this device was imported (`attempt keys revoke` the one that should "
+                "not have)")
     fresh = ("" if imported_before else "have that device sync with --include-content to a new folder and pull from "
              "there (its segments then carry the bytes stored here, unless the bundle rewrote paths); ")
     return (f"its event source_seq={src} is already stored here with other bytes (an earlier import: a bundle "
