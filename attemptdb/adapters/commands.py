@@ -11,6 +11,10 @@ Invariants:
   highest-ranked of CHAIN_PRIORITY, else the first segment's.
 - `bash -lc …` (any POSIX shell with flags) is unwrapped, so Codex argv commands classify by
   what they run. Only the first MAX_SCAN characters are looked at.
+- Beyond the reference (spec/capture.md, "Command categories"): `python/python3 [flags] -m
+  MODULE rest` classifies as the segment `MODULE rest` (a module nothing recognises stays
+  `run`; `unittest` is a test runner only in this form); `uv/poetry/pipenv/pdm/hatch/rye run X
+  …` and `uvx X …` classify as `X …`; `tox` and `nox` are test runners.
 - str methods only: this module is on the hook path (no `re`, no `shlex`).
 """
 
@@ -28,7 +32,15 @@ _CHAIN_RANK = {s: i for i, s in enumerate(CHAIN_PRIORITY)}
 
 _WRAPPERS = frozenset(("sudo", "env", "time", "nohup", "exec", "command", "nice"))
 _SHELLS = frozenset(("bash", "sh", "zsh", "dash", "fish"))
-_RUNNERS = frozenset(("npx", "bunx", "pnpx"))
+_RUNNERS = frozenset(("npx", "bunx", "pnpx", "uvx"))
+_PYTHONS = frozenset(("python", "python3"))
+_ENV_RUNNERS = frozenset(("uv", "poetry", "pipenv", "pdm", "hatch", "rye"))
+# options of `uv run` / `poetry run` / `pdm run` / `hatch run` that take the next token as value
+_ENV_RUN_VALUE_OPTS = frozenset((
+    "--with", "--with-editable", "--with-requirements", "--python", "-p", "--package", "--extra",
+    "--group", "--only-group", "--no-group", "--env-file", "--directory", "--project", "--index",
+    "--default-index", "--index-url", "--extra-index-url", "-C", "--env", "-e", "--venv", "-w",
+    "--python-preference", "--color", "--cache-dir", "--config-file"))
 _PKG = frozenset(("npm", "pnpm", "yarn", "bun"))
 _PKG_INSTALL = frozenset(("install", "i", "ci", "add", "remove", "rm", "update", "up", "upgrade", "link"))
 _SYS_INSTALL = frozenset(("install", "i", "add", "sync", "remove", "uninstall", "upgrade", "update"))
@@ -41,7 +53,7 @@ def _names(text: str) -> frozenset:
 _PROGRAM_CATEGORY = {}
 for _cat, _progs in (
     ("build", "make cmake ninja tsc webpack esbuild rollup gradle gradlew mvn xcodebuild xcodegen"),
-    ("test", "jest vitest pytest mocha rspec phpunit playwright cypress ava"),
+    ("test", "jest vitest pytest mocha rspec phpunit playwright cypress ava tox nox"),
     ("run", "node python python3 deno ruby php java uvicorn flask rails ts-node tsx"),
     ("network", "curl wget ssh scp rsync ping nc dig nslookup gh http aws gcloud vercel firebase "
                 "supabase netlify fly flyctl heroku kubectl"),
@@ -55,7 +67,7 @@ _SYS_PKG = _names("pip pip3 uv poetry brew apt apt-get gem composer conda")
 
 _SUB_BY_HEAD = {}
 for _sub, _heads in (
-    ("test.run", "pytest jest vitest mocha rspec phpunit"),
+    ("test.run", "pytest jest vitest mocha rspec phpunit tox nox"),
     ("lint.run", "tsc eslint prettier ruff black mypy biome"),
     ("infra.docker", "docker"), ("infra.k8s", "kubectl helm k9s"),
     ("infra.iac", "terraform tofu pulumi"), ("net.request", "curl wget http httpie"),
@@ -218,6 +230,45 @@ def _nested_script(inner) -> str | None:
     return None
 
 
+def _python_module(rest):
+    """`python [flags] -m MODULE args` → [MODULE, *args]; None for a script, `-c`, stdin, or no
+    `-m` (beyond the reference)."""
+    i, n = 0, len(rest)
+    while i < n:
+        t = rest[i]
+        if t == "-m":
+            return rest[i + 1:] or None
+        if t.startswith("-m"):
+            return [t[2:], *rest[i + 1:]]
+        if t in ("-W", "-X"):
+            i += 2
+        elif t.startswith("-c") or t in ("-", "--") or not t.startswith("-"):
+            return None
+        else:
+            i += 1
+    return None
+
+
+def _env_run_rest(prog, rest):
+    """`uv run [opts] X args` (poetry, pipenv, pdm, hatch, rye) → [X, *args]; None for any other
+    subcommand (beyond the reference)."""
+    i, n = 0, len(rest)
+    while i < n and rest[i].startswith("-"):
+        i += 2 if rest[i] in _ENV_RUN_VALUE_OPTS else 1
+    if i >= n or rest[i].lower() != "run":
+        return None
+    i += 1
+    while i < n and rest[i].startswith("-"):
+        if rest[i] == "--":
+            i += 1
+            break
+        i += 2 if rest[i] in _ENV_RUN_VALUE_OPTS else 1
+    inner = rest[i:]
+    if inner and prog == "hatch" and ":" in inner[0]:  # `hatch run ENV:SCRIPT`
+        inner = [inner[0].split(":", 1)[1], *inner[1:]]
+    return inner or None
+
+
 # --- command_category ----------------------------------------------------------------------
 
 def _git_subcommand(args) -> str | None:
@@ -290,6 +341,17 @@ def _segment_category(tokens, depth=0) -> tuple:
         return _segment_category(inner, depth + 1)
     if prog in _RUNNERS:
         return _segment_category(_after_flags(rest), depth + 1)
+    if prog in _PYTHONS:
+        module = _python_module(rest)
+        if module is not None:
+            if _base(module[0]) == "unittest":
+                return ("test", None)
+            cat = _segment_category(module, depth + 1)
+            return cat if cat[0] != "other" else ("run", None)
+    if prog in _ENV_RUNNERS:
+        inner = _env_run_rest(prog, rest)
+        if inner is not None:
+            return _segment_category(inner, depth + 1)
     if prog in _PKG:
         return (_pkg_category(args), None)
     if prog == "cargo":
@@ -340,6 +402,17 @@ def _segment_subcategory(tokens, depth=0) -> str:
         return _segment_subcategory(inner, depth + 1) if inner else "unknown"
     if head in _RUNNERS:
         return _segment_subcategory(_after_flags(rest), depth + 1)
+    if head in _PYTHONS:
+        module = _python_module(rest)
+        if module is not None:
+            if _base(module[0]) == "unittest":
+                return "test.run"
+            inner = _segment_subcategory(module, depth + 1)
+            return inner if inner not in ("", "unknown") else "runtime"
+    if head in _ENV_RUNNERS:
+        inner = _env_run_rest(head, rest)
+        if inner is not None:
+            return _segment_subcategory(inner, depth + 1) or "unknown"
     if head == "gh":
         sub2 = args[1].lower() if len(args) > 1 else ""
         return "github.pr_write" if sub == "pr" and sub2 in ("create", "merge") else "github.other"

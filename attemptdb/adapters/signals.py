@@ -5,6 +5,9 @@ Invariants: every function returns numbers or booleans only, never text from its
 (`bound_output` returns the content itself, cut, for `content.tool_output`). Test counts come
 only from recognised summary lines in the last 8 KiB of output (prose never counts); go's
 `--- PASS/FAIL/SKIP:` lines count only when no summary line matched. str methods only.
+Beyond the reference (spec/capture.md, "Test counts"): pytest's unwrapped `-q` summary line
+(`1 failed, 1 passed in 0.85s`: the whole line, with its `in <number>s` timing) and unittest's
+`Ran N tests in …s` line with the `OK` / `FAILED (…)` line after it.
 """
 
 from ..model import fastjson
@@ -118,7 +121,7 @@ def _summary(low: str):
     if low.startswith("=") and low.endswith("=") and " in " in low:  # pytest
         c = _counts(low)
         if not any(k in c for k in ("passed", "failed", "error", "errors", "skipped")):
-            return None
+            return (0, 0, 0) if _pytest_quiet(low.strip("= ")) == (0, 0, 0) else None
         return (c.get("passed", 0), c.get("failed", 0) + c.get("error", 0) + c.get("errors", 0),
                 c.get("skipped", 0))
     w = low.split()
@@ -145,24 +148,134 @@ def _summary(low: str):
     return None
 
 
+_PYTEST_WORDS = frozenset(("passed", "failed", "error", "errors", "skipped", "xfailed", "xpassed",
+                           "warning", "warnings", "deselected", "rerun", "reruns"))
+
+
+def _seconds(token: str) -> bool:
+    """`0.85s`, `12s`: a duration as pytest and unittest print it."""
+    if not token.endswith("s") or len(token) > 24:
+        return False
+    whole, _, frac = token[:-1].partition(".")
+    return whole.isascii() and whole.isdigit() and (not frac or (frac.isascii() and frac.isdigit()))
+
+
+def _pytest_quiet(low: str):
+    """(passed, failed, skipped) of a whole pytest summary line without its `=` wrappers
+    (`1 failed, 1 passed, 1 warning in 0.12s`, `no tests ran in 0.01s`, optionally followed by
+    `(0:01:02)`), else None (beyond the reference). Every item is `N word` of pytest's own words
+    and the timing is required, so prose (`2 passed in review`) never counts."""
+    items, sep, timing = low.rpartition(" in ")
+    if not sep:
+        return None
+    t = timing.split()
+    if not t or len(t) > 2 or not _seconds(t[0]):
+        return None
+    if len(t) == 2:
+        hms = t[1]
+        if not (hms.startswith("(") and hms.endswith(")") and hms[1:-1].replace(":", "").replace(".", "").isdigit()
+                and hms[1:-1].isascii()):
+            return None
+    items = items.strip()
+    if items == "no tests ran":
+        return 0, 0, 0
+    c = {}
+    for item in items.split(","):
+        w = item.split()
+        n = _number(w[0]) if len(w) == 2 else None
+        if n is None or w[1] not in _PYTEST_WORDS:
+            return None
+        c[w[1]] = c.get(w[1], 0) + n
+    if not any(k in c for k in ("passed", "failed", "error", "errors", "skipped")):
+        return None
+    return (c.get("passed", 0), c.get("failed", 0) + c.get("error", 0) + c.get("errors", 0),
+            c.get("skipped", 0))
+
+
+_UNITTEST_KEYS = ("failures", "errors", "skipped", "expected failures", "unexpected successes")
+
+
+def _unittest(ran: str, outcome: str):
+    """(passed, failed, skipped) of unittest's `Ran N tests in 0.001s` line and the status line
+    after it (`OK`, `OK (skipped=1)`, `FAILED (failures=1, errors=2)`, `NO TESTS RAN`), else
+    None (beyond the reference). failed = failures + errors; passed = the rest of what ran that
+    was not skipped nor an expected failure or unexpected success."""
+    w = ran.split()
+    if len(w) != 5 or w[0] != "ran" or w[2] not in ("test", "tests") or w[3] != "in" or not _seconds(w[4]):
+        return None
+    n = _number(w[1])
+    if n is None:
+        return None
+    if outcome == "no tests ran":
+        return 0, 0, 0
+    if outcome == "ok":
+        return n, 0, 0
+    head, _, detail = outcome.partition(" ")
+    if head not in ("ok", "failed") or not detail.startswith("(") or not detail.endswith(")"):
+        return None
+    c = {}
+    for part in detail[1:-1].split(","):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        v = _number(value.strip())
+        if not eq or v is None or key not in _UNITTEST_KEYS:
+            return None
+        c[key] = c.get(key, 0) + v
+    failed = c.get("failures", 0) + c.get("errors", 0)
+    skipped = c.get("skipped", 0)
+    others = c.get("expected failures", 0) + c.get("unexpected successes", 0)
+    return max(n - failed - skipped - others, 0), failed, skipped
+
+
 _MARKERS = ("test result:", "tests run", "tests:", "tests ", " passing", " failing", " pending",
             " example", "ok (", "passed!", "failed!", "\n=", "--- pass:", "--- fail:", "--- skip:")
+# lines that can only be pytest's unwrapped summary or unittest's `Ran N tests in` line (beyond
+# the reference): read only as those, so no line the reference's rules skip is read by them
+_EXTRA_MARKERS = ("passed", "failed", "error", "skipped", "no tests ran", "ran ")
 
 
-def _candidate_lines(low: str) -> list:
-    """The lines that contain a summary marker (found with str.find, not a Python loop over
-    every line), lowercased and stripped, in order."""
-    starts = {0} if low.startswith(("=", "--- ")) else set()
+def _line_at(low: str, s: int) -> str:
+    e = low.find("\n", s)
+    return low[s:] if e < 0 else low[s:e]
+
+
+def _candidate_lines(low: str, cut: bool = False) -> list:
+    """(start, line, reference) of the lines that contain a summary marker (found with str.find,
+    not a Python loop over every line), lowercased, in order; `reference` is False for a line
+    only an extra marker found. With `cut` (the scan began mid-line) the first line is not one
+    of the extra ones."""
+    starts = {0: True} if low.startswith(("=", "--- ")) else {}
     for marker in _MARKERS:
         i = low.find(marker)
         while i >= 0:
-            starts.add(i + 1 if marker[0] == "\n" else low.rfind("\n", 0, i) + 1)
+            starts[i + 1 if marker[0] == "\n" else low.rfind("\n", 0, i) + 1] = True
             i = low.find(marker, i + 1)
-    lines = []
-    for s in sorted(starts):
+    extra = set()
+    for marker in _EXTRA_MARKERS:
+        i = low.find(marker)
+        while i >= 0:
+            s = low.rfind("\n", 0, i) + 1
+            e = low.find("\n", i)
+            if s not in starts and s not in extra:
+                extra.add(s)
+                line = (low[s:] if e < 0 else low[s:e]).rstrip()
+                # both extra forms end with their timing: `… in 0.85s`, `… in 61.02s (0:01:01)`
+                if not (cut and s == 0) and " in " in line and line.endswith(("s", ")")):
+                    starts[s] = False
+            i = -1 if e < 0 else low.find(marker, e + 1)  # the next line with the marker
+    return [(s, _line_at(low, s), starts[s]) for s in sorted(starts)]
+
+
+def _next_line(low: str, s: int) -> str:
+    """The first line after the one starting at `s` that is not blank, stripped."""
+    e = low.find("\n", s)
+    while e >= 0:
+        s = e + 1
         e = low.find("\n", s)
-        lines.append(low[s:] if e < 0 else low[s:e])
-    return lines
+        line = (low[s:] if e < 0 else low[s:e]).strip()
+        if line:
+            return line
+    return ""
 
 
 def test_counts(output) -> tuple | None:
@@ -172,9 +285,15 @@ def test_counts(output) -> tuple | None:
     low = _strip_ansi(output[-TEST_SCAN:]).lower().replace("\r", "\n")
     total, matched = [0, 0, 0], False
     go = [0, 0, 0]
-    for line in _candidate_lines(low):
+    cut = len(output) > TEST_SCAN  # the window may begin mid-line
+    for start, line, reference in _candidate_lines(low, cut):
         line = line.strip()
-        s = _summary(line)
+        whole = not (cut and start == 0)
+        s = _unittest(line, _next_line(low, start)) if whole and line.startswith("ran ") else None
+        if s is None and reference:
+            s = _summary(line)
+        if s is None and whole:  # `no tests ran in 0.01s` holds the reference's `tests ` marker
+            s = _pytest_quiet(line)
         if s is not None:
             matched = True
             total[0] += s[0]
