@@ -112,7 +112,7 @@ def test_a_bundle_problem_fits_too(db, tmp_path):
     bad.write_bytes(b"PK\x03\x04 not really")
     out, err = run(["bundle", "verify", str(bad)], ok=(1,))
     fits(out + err)
-    assert out.startswith("problem: not a bundle")
+    assert out.startswith("problem[bundle.not_a_bundle]: not a bundle")
 
 
 def test_the_failures_hint_fits_and_keeps_its_commands_whole(db):
