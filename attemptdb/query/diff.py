@@ -51,6 +51,13 @@ class DiffHandler:
     @staticmethod
     def _args(ctx, cmd):
         scope = scope_of(ctx, cmd.subject, "DIFF STATE") if cmd.subject is not None else Scope()
+        s = cmd.subject
+        if s is not None and s.kind == "project" and s.value is None and cmd.t1.kind == "string":
+            try:  # `DIFF STATE project 'acme/shop' now`: the name was read as the first timestamp
+                resolve_time("string", cmd.t1.text, ctx.now_us)
+            except AQLError:
+                raise AQLError("AQL0202", "DIFF STATE needs two timestamps after the project name", source=ctx.source, pos=cmd.t2.end, end=cmd.t2.end + 1,
+                               label="expected a second timestamp") from None
         t1 = resolve_time(cmd.t1.kind, cmd.t1.text, ctx.now_us, (ctx.source, cmd.t1.pos, cmd.t1.end))
         t2 = resolve_time(cmd.t2.kind, cmd.t2.text, ctx.now_us, (ctx.source, cmd.t2.pos, cmd.t2.end))
         if t1 >= t2:
@@ -109,7 +116,7 @@ class DiffHandler:
         if not rows:
             if not a and not b and not unit_rows:
                 note = f"no session of {scope.label} was active at {i1} or at {i2}"
-                rows.append(("project", scope.single or scope.label, None, None, None, None, None, None, None, [],
+                rows.append((*scope.subject, None, None, None, None, None, None, None, [],
                              uncertainty(0.0, "insufficient_evidence", note)))
             else:
                 notes.append(f"no state change for {scope.label} between {i1} and {i2}")

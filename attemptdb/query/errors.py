@@ -147,9 +147,9 @@ class AQLError(AttemptError):
         listed = self.listing is not None and cols(head) > WIDTH
         if listed:  # the alternatives go under the statement, so the header fits
             head = f"error[{self.code}]: {printable(self.brief)}"
-            if cols(head) > WIDTH:
-                from ..render.termtable import lines_of
-                head = "\n".join(lines_of(head, WIDTH, indent=" " * len(f"error[{self.code}]: ")))
+        if cols(head) > WIDTH:  # a long message wraps, each line under the first's text
+            from ..render.termtable import lines_of
+            head = "\n".join(lines_of(head, WIDTH, indent=" " * len(f"error[{self.code}]: ")))
         lc = self.line_col()
         if lc is None:
             return "\n".join([head] + (self._listed(1) if listed else []))
@@ -172,8 +172,16 @@ class AQLError(AttemptError):
             shown, start, stop = shown[a:b], start - a, min(stop, b) - a
         # the caret under the marked characters as a terminal lays them out (a wide character
         # takes two columns)
-        caret = (" " * (cols(lead) + cols(shown[:start])) + "^" * max(1, cols(shown[start:stop]))
-                 + (f" {printable(self.label)}" if self.label else ""))
+        caret = " " * (cols(lead) + cols(shown[:start])) + "^" * max(1, cols(shown[start:stop]))
+        under = []  # a label too long for the caret's line goes under it, wrapped
+        if self.label and cols(caret) + 1 + cols(printable(self.label)) <= WIDTH - (width + 4):
+            caret += f" {printable(self.label)}"
+        elif self.label:
+            from ..render.termtable import lines_of
+            room = WIDTH - (width + 4)
+            at = len(caret) - len(caret.lstrip())  # under the caret when that leaves half the line
+            indent = " " * (at if at <= room // 2 else 0)
+            under = [f"{' ' * (width + 2)}| {indent}{x}" for x in lines_of(printable(self.label), room - len(indent))]
         shown = lead + shown + tail
         return "\n".join([
             head,
@@ -181,7 +189,7 @@ class AQLError(AttemptError):
             f"{' ' * (width + 2)}|",
             f" {line:>{width}} | {shown}",
             f"{' ' * (width + 2)}| {caret}",
-        ] + (self._listed(width + 2) if listed else []))
+        ] + under + (self._listed(width + 2) if listed else []))
 
     def _listed(self, indent: int) -> list[str]:
         """The alternatives as lines of at most WIDTH columns, `= name: a, b,` then the rest

@@ -23,7 +23,7 @@ from ..store.sqlerrors import condition
 from .errors import AQLError
 from .resolve import PLANNED_TABLES, planned_error, table_exists
 from .result import DEFAULT_TIMEOUT_S, Context, Result, dedup, enforce_evidence, fetch, uncertainty
-from .sqltext import TABLE_FUNCTIONS, classify, only_trivia, skip_ws, split_first_statement, word
+from .sqltext import TABLE_FUNCTIONS, classify, explain_refusal, only_trivia, skip_ws, split_first_statement, word
 
 # --- entry point ---------------------------------------------------------------------------
 
@@ -41,6 +41,9 @@ def run(conn, text: str, *, now_us: int | None = None, cwd: str | None = None, e
     ctx = Context(conn, text, now_us, cwd, timeout_s)
     if gate is not None:
         gate.refused = None
+    refused = explain_refusal(text)
+    if refused is not None:
+        raise refused
     kind = classify(text)
     conn.set_progress_handler(ctx.past_deadline, 20000)
     try:
@@ -100,6 +103,9 @@ def sqlite_error(e: apsw.Error, gate, text: str | None = None) -> AQLError:
     for t in PLANNED_TABLES:
         if f"no such table: {t}" in msg:
             return planned_error(t.replace("_", " "))
+    if msg.startswith("Expression tree is too large"):  # SQLite's own depth limit (SQLITE_MAX_EXPR_DEPTH)
+        return AQLError("AQL0208", "the statement nests too deeply to run safely; simplify it (IN (...) "
+                        "instead of long OR chains)", source=text)
     if msg.startswith("no such table"):
         msg += " (SHOW TABLES lists the tables; `attempt schema` describes them)"
     if msg.startswith("bad JSON path"):  # SQLite quotes the path, which may be a stored value

@@ -23,7 +23,7 @@ from . import nodes as ast
 from . import peg_runtime as peg
 from .errors import AQLError
 from .peg_runtime import NodeVisitor, Rules
-from .sqltext import skip_space
+from .sqltext import skip_space, skip_ws
 from .syntax_errors import NOT_EVIDENCE_SUBJECTS, evidence_subject_error, prescan, syntax_error
 
 try:
@@ -548,6 +548,21 @@ def parse(text: str) -> ast.Statement:
     if skip_space(text, 0) >= len(text):
         raise AQLError("AQL0203", "empty statement; expected SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN",
                        source=text, pos=0, end=1, label="expected a statement")
+    lead = skip_ws(text)
+    if lead > skip_space(text, 0):  # a /* … */ comment before the statement: skipped as SQL skips it
+        blank = "".join(c if c == "\n" else " " for c in text[:lead]) + text[lead:]  # same positions
+        try:
+            stmt = _parse(blank)
+        except AQLError as e:
+            if e.source == blank:
+                e.source = text
+            raise
+        stmt.source = text
+        return stmt
+    return _parse(text)
+
+
+def _parse(text: str) -> ast.Statement:
     prescan(text)
     g = grammar()
     try:

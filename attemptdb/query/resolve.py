@@ -93,9 +93,9 @@ def resolve_time(kind: str, text: str, now_us: int, loc=None) -> int:
 
 
 def _bad_time(loc):
-    raise _err("AQL0104", "invalid timestamp; expected RFC 3339 ('2026-08-20T14:00:00Z'), a date "
-               "('2026-08-20'), now, today, yesterday, or a relative time like -15m / -2h / -1d",
-               loc, "not a timestamp")
+    raise _err("AQL0104", "invalid timestamp", loc, "not a timestamp",
+               listing=("expected", ("RFC 3339 ('2026-08-20T14:00:00Z')", "a date ('2026-08-20')", "now", "today",
+                                     "yesterday", "a relative time like -15m / -2h / -1d")))
 
 
 # --- ids ---------------------------------------------------------------------------------
@@ -190,8 +190,8 @@ def resolve_id(conn, kind: str | None, text: str, loc=None, live: bool = True) -
     if not ok:
         named = " or the name of a session `attempt run` or `attempt note` recorded" if kind == "session" else ""
         example = prefix or (KINDS[kind][0][0] if kind else "att_")
-        raise _err("AQL0105", f"malformed {what} id; expected hex digits after the prefix "
-                   f"(e.g. {example}01a04762){named}", loc, "not an id")
+        raise _err("AQL0105", f"malformed {what} id; expected hex digits (e.g. {example}01a04762){named}", loc,
+                   "not an id")
     if len(hexpart) < MIN_SHORT_HEX:
         raise _err("AQL0305", f"short {what} id needs at least {MIN_SHORT_HEX} hex digits", loc,
                    "too short")
@@ -220,9 +220,9 @@ def one_match(ids: list, none: str, listing: str, loc=None) -> int:
     if not ids:
         raise _err("AQL0301", f"no {none}; {listing}", loc, "unknown id")
     if len(ids) > 1:
-        more = ", and more" if len(ids) > MAX_CANDIDATES else ""
-        raise _err("AQL0302", f"ambiguous short id: matches {', '.join(ids[:MAX_CANDIDATES])}{more}; give more hex "
-                   "digits", loc, "ambiguous")
+        more = ["and more"] if len(ids) > MAX_CANDIDATES else []
+        raise _err("AQL0302", "ambiguous short id; give more hex digits", loc, "ambiguous",
+                   listing=("matches", list(ids[:MAX_CANDIDATES]) + more))
     return 0
 
 

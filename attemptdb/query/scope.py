@@ -13,7 +13,7 @@ class Scope:
     the units' member turns (alias m of unit_turns), their named params, and a label."""
 
     def __init__(self, sql="", params=None, label="all projects", single=None, notes=None, units="",
-                 unit_single=None):
+                 unit_single=None, subject=None):
         self.sql = sql
         self.params = params or {}
         self.label = label
@@ -21,6 +21,9 @@ class Scope:
         self.notes = notes or []
         self.units = units         # condition on a unit's member turns (m)
         self.unit_single = unit_single  # work unit id when the subject is one unit
+        # (subject_type, subject_id) of the row that says nothing matched: the subject as written
+        self.subject = subject or (("session", single) if single else ("work_unit", unit_single) if unit_single
+                                   else ("project", label))
 
 
 def scope_of(ctx, subject, statement: str) -> Scope:
@@ -43,9 +46,9 @@ def scope_of(ctx, subject, statement: str) -> Scope:
         if kind == "agent":
             return Scope(" AND EXISTS (SELECT 1 FROM json_each(s.agents) WHERE value = :agent)", {"agent": value},
                          f"agent {value}", units=" AND m.session_id IN (SELECT g.session_id FROM main.session_agents g "
-                                                 "WHERE g.agent_id = :agent)")
+                                                 "WHERE g.agent_id = :agent)", subject=("agent", value))
         return Scope(" AND s.provider = :provider", {"provider": value}, f"agent {value}",
-                     units=" AND m.provider = :provider")
+                     units=" AND m.provider = :provider", subject=("agent", value))
     if subject.kind == "work_unit" or (subject.kind == "ref" and subject.value.lower().startswith("wu_")):
         _, wu = C.resolve_subject_entity(ctx, subject)
         return Scope(" AND s.session_id IN (SELECT u.session_id FROM unit_turns u WHERE u.work_unit_id = :wu)",

@@ -15,12 +15,11 @@ Invariants:
 
 from ..errors import did_you_mean
 from . import nodes as ast
-from .errors import AQLError, article
+from .errors import AQLError
+from .evidence_of import KIND_LABEL, evidence_source, resolve_subject_entity
+from .for_keys import check_filters
 from .resolve import (
-    MAX_CANDIDATES,
-    MIN_SHORT_HEX,
     PLANNED_TABLES,
-    one_match,
     planned_error,
     providers,
     resolve_agent,
@@ -29,6 +28,9 @@ from .resolve import (
     resolve_time,
     table_exists,
 )
+from .sqltext import skip_space
+
+__all__ = ["KIND_LABEL", "resolve_subject_entity"]  # read by why, trace, scope as sqlgen's (C.…)
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1_000_000
@@ -226,9 +228,12 @@ def f_agent(ctx, f, a, arg):
     kind, value = resolve_agent(ctx.conn, _text(f), _loc(ctx, f.value))
     if kind == "provider":
         return _provider_sql(a, provider_cols, value)
-    if agent_col is None:
-        raise not_a_provider(ctx, f, "agent ids filter SESSIONS, TOOL CALLS, ATTEMPTS and SIGNALS only",
-                             "use a provider name")
+    if isinstance(agent_col, tuple):  # ("sessions", columns): rows of a session the agent took part in
+        if not table_exists(ctx.conn, "session_agents"):
+            raise not_a_provider(ctx, f, f"this file predates agent ids on SHOW {ctx.target.name}",
+                                 "use a provider name")
+        sub = "(SELECT g.session_id FROM session_agents g WHERE g.agent_id = ?)"
+        return "(" + " OR ".join(f"{a}.{c} IN {sub}" for c in agent_col[1]) + ")", [value] * len(agent_col[1])
     if agent_col == "agents":
         return f"EXISTS (SELECT 1 FROM json_each({a}.agents) WHERE value = ?)", [value]
     return f"{a}.{agent_col} = ?", [value]
@@ -341,6 +346,10 @@ def f_time(ctx, f, a, op):
     return f"{a}.{col} {op} ?", [ctx.iso(us)]
 
 
+ONE_VALUE_BUILDERS = (f_vocab, f_verdict, f_correction_outcome)
+"""FOR builders of a column a row holds one value of: two keys that read one of them (outcome and
+status on SHOW ATTEMPTS) are AQL0205 (for_keys.check_filters)."""
+
 _TIME = {"since": (f_time, ">="), "until": (f_time, "<=")}
 _ATT = {
     "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
@@ -357,8 +366,8 @@ FILTERS = {
     },
     "turns": {
         "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
-        "agent": (f_agent, (None, "provider")), "session": (f_entity, ("session", "eq", "session_id")),
-        "turn": (f_entity, ("turn", "eq", "turn_id")),
+        "agent": (f_agent, (("sessions", ("session_id",)), "provider")),
+        "session": (f_entity, ("session", "eq", "session_id")), "turn": (f_entity, ("turn", "eq", "turn_id")),
         "outcome": (f_vocab, ("turns", "status")), "status": (f_vocab, ("turns", "status")), **_TIME,
     },
     "tool_calls": {
@@ -370,7 +379,7 @@ FILTERS = {
     },
     "handoffs": {
         "project": (f_project, "project_id"), "provider": (f_provider, ("from_provider", "to_provider")),
-        "agent": (f_agent, (None, ("from_provider", "to_provider"))),
+        "agent": (f_agent, (("sessions", ("from_session", "to_session")), ("from_provider", "to_provider"))),
         "session": (f_entity, ("session", "either", ("from_session", "to_session"))),
         "turn": (f_entity, ("turn", "either", ("from_turn", "to_turn"))), "path": (f_path, "shared_paths"), **_TIME,
     },
@@ -385,8 +394,8 @@ FILTERS = {
     },
     "commits": {
         "project": (f_project, "project_id"), "provider": (f_provider, "provider"),
-        "agent": (f_agent, (None, "provider")), "session": (f_entity, ("session", "eq", "session_id")),
-        "turn": (f_entity, ("turn", "eq", "turn_id")), **_TIME,
+        "agent": (f_agent, (("sessions", ("session_id",)), "provider")),
+        "session": (f_entity, ("session", "eq", "session_id")), "turn": (f_entity, ("turn", "eq", "turn_id")), **_TIME,
     },
     "corrections": {
         "project": (f_project, "project_id"), "session": (f_entity, ("session", "eq", "session_id")),
@@ -558,13 +567,19 @@ class ShowPlan:
         them); None otherwise (beside.in_halves)."""
 
 
-def order_sql(target: Target, show: ast.Show, alias: str, columns: set, ctx) -> str:
+def order_sql(target: Target, show: ast.Show, alias: str, columns: set, ctx, extra: dict | None = None) -> str:
+    """The ORDER BY items over `alias`; `extra`: columns the statement adds (name → its SQL
+    over `alias`, e.g. SUPERSEDED ATTEMPTS' successor_outcome), which it may sort by too."""
     items = []
+    extra = extra or {}
     if show.order:
         col, direction, pos, end = show.order
-        if col not in columns and not (col == "successor_outcome" and target.table == "attempts"):
-            raise unknown_column(ctx, target, columns, col, pos, end)
-        items.append(f'"{col}" {direction}' if alias is None else f'{alias}."{col}" {direction}')
+        if col not in columns and col not in extra:
+            raise unknown_column(ctx, target, columns | set(extra), col, pos, end)
+        if col in extra:
+            items.append(f"{extra[col]} {direction}")
+        else:
+            items.append(f'"{col}" {direction}' if alias is None else f'{alias}."{col}" {direction}')
     for col, direction in target.order:
         if show.order and show.order[0] == col:
             continue
@@ -612,18 +627,9 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
     units_program = show.target == "work_units" and table_exists(ctx.conn, "unit_index")
     unit_conds, unit_params = [], []
     rules = FILTERS.get(show.target, {})
+    check_filters(ctx, target, show.filters, rules, FILTER_KEYS, ONE_VALUE_BUILDERS)
     for f in show.filters:
-        if f.key not in FILTER_KEYS:
-            raise AQLError("AQL0404", "unknown filter" + did_you_mean(f.key, FILTER_KEYS), source=ctx.source,
-                           pos=f.key_pos, end=f.key_pos + len(f.key), label="unknown filter",
-                           listing=("filters", FILTER_KEYS))
-        rule = rules.get(f.key)
-        if rule is None:
-            supported = [k for k in FILTER_KEYS if k in rules] or ["none"]
-            raise AQLError("AQL0404", f"filter {f.key} is not supported for SHOW {target.name}", source=ctx.source,
-                           pos=f.key_pos, end=f.key_pos + len(f.key), label="not supported here",
-                           listing=("supported", supported))
-        builder, arg = rule
+        builder, arg = rules[f.key]
         if units_program and f.key in UNIT_INDEX_FILTERS:  # read off the unit index, before any unit is judged
             sql, p = builder(ctx, f, "u", arg)
             unit_conds.append(sql)
@@ -653,9 +659,10 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
         params.extend(printer.params)
 
     limit = DEFAULT_LIMIT if show.limit is None else show.limit
-    if not 1 <= limit <= MAX_LIMIT:
+    if not 1 <= limit <= MAX_LIMIT:  # pointing at the number, after LIMIT (show.limit_pos) and its space
+        at = skip_space(ctx.source, show.limit_pos + len("LIMIT"))
         raise AQLError("AQL0410", f"LIMIT must be between 1 and {MAX_LIMIT}", source=ctx.source,
-                       pos=show.limit_pos, end=show.limit_pos + len(str(show.limit)), label="out of range")
+                       pos=at, end=_digits_end(ctx.source, at), label="out of range")
 
     hidden = None
     if target.retracted and not show.including_retracted:
@@ -669,7 +676,7 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
 
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     inner = (f"SELECT {a}.*{extra_select} FROM {target.table} AS {a}{joins}{where} "
-             f"ORDER BY {order_sql(target, show, a, columns, ctx)} LIMIT ?")
+             f"ORDER BY {order_sql(target, show, a, columns, ctx, extra_cols)} LIMIT ?")
     prefix = ""
     slices = None
     if units_program:
@@ -697,9 +704,18 @@ def compile_show(ctx, show: ast.Show) -> ShowPlan:
         # a unit costs about what its members do (each list and count of work_units reads them)
         sliced = (Query("units", "SELECT (SELECT count(*) FROM main.unit_turns m WHERE m.work_unit_id = x.work_unit_id) "
                         f"FROM ({units_sql}) x", tuple(unit_params)), part)
-    return ShowPlan(target, Query("rows", sql, tuple(params) + (limit,)), hidden, limit,
-                    target.display + (("evidence", "uncertainty") if target.table == "events" else ()), notes,
-                    sliced)
+    display = target.display + (("evidence", "uncertainty") if target.table == "events" else ())
+    if show.including_retracted and target.retracted:  # which rows are retracted, next to their ids
+        display = display[:1] + ("retracted",) + display[1:]
+    return ShowPlan(target, Query("rows", sql, tuple(params) + (limit,)), hidden, limit, display, notes, sliced)
+
+
+def _digits_end(text: str, pos: int) -> int:
+    """Where the number written at `pos` ends (`LIMIT 0007`: all four digits)."""
+    end = pos
+    while end < len(text) and text[end].isdigit():
+        end += 1
+    return max(end, pos + 1)
 
 
 def _between(ctx, between):
@@ -715,66 +731,3 @@ def _between(ctx, between):
                        end=f2.value.end, label="same agent as the first")
     return ("((a.from_provider = ? AND a.to_provider = ?) OR (a.from_provider = ? AND a.to_provider = ?))",
             [v[0], v[1], v[1], v[0]])
-
-
-# --- evidence of an entity ----------------------------------------------------------------
-
-EVIDENCE_OF = {  # kind → SQL listing the entity's evidence event ids (one parameter: its id)
-    "attempt": "SELECT value FROM json_each((SELECT evidence FROM attempts WHERE attempt_id = ?))",
-    "turn": "SELECT value FROM json_each((SELECT evidence FROM turns WHERE turn_id = ?))",
-    "span": "SELECT value FROM json_each((SELECT evidence FROM tool_calls WHERE tool_call_id = ?))",
-    "work_unit": "SELECT value FROM json_each((SELECT evidence FROM work_units WHERE work_unit_id = ?))",
-    "decision": "SELECT value FROM json_each((SELECT evidence FROM decisions WHERE decision_id = ?))",
-    "session": "SELECT event_id FROM events WHERE session_id = ?",
-    "event": "SELECT ?",
-}
-
-KIND_LABEL = {"attempt": "attempt", "turn": "turn", "span": "tool call", "work_unit": "work unit",
-              "session": "session", "event": "event", "decision": "decision"}
-
-
-def resolve_subject_entity(ctx, subject: ast.Subject, allowed=None) -> tuple[str, str]:
-    """(kind, id) of an entity subject (session/attempt/turn/span/event/work_unit or a bare
-    id). Raises AQL0409 for project/agent subjects when not allowed."""
-    loc = (ctx.source, subject.pos, subject.end)
-    if subject.kind in ("project", "agent"):
-        raise AQLError("AQL0409", f"this statement takes an id (attempt, session, turn, tool call, event), "
-                       f"not {article(subject.kind)}", source=ctx.source, pos=subject.pos, end=subject.end,
-                       label="needs an id")
-    kind = None if subject.kind == "ref" else subject.kind
-    return resolve_id(ctx.conn, kind, subject.value, loc)
-
-
-# rows SHOW lists whose ids are no subject of WHY/TRACE/STATE, opened by SHOW EVIDENCE FOR alone:
-# prefix → (table, id column, human name)
-LISTED_ONLY = {"cmt_": ("commits", "commit_id", "commit"), "cfl_": ("conflicts", "conflict_id", "conflict")}
-
-
-def _listed_only(ctx, ref: ast.Subject):
-    """(SQL, params, label) of a commit or conflict id (full, or a prefix of at least
-    MIN_SHORT_HEX hex digits after its prefix; a conflict's id is two unit ids joined by `+`),
-    or None when `ref` names neither."""
-    text = ref.value.strip().lower() if ref.kind == "ref" else ""
-    found = next((p for p in LISTED_ONLY if text.startswith(p)), None)
-    if found is None:
-        return None
-    table, col, what = LISTED_ONLY[found]
-    loc = (ctx.source, ref.pos, ref.end)
-    if len(text[len(found):].replace("-", "")) < MIN_SHORT_HEX:
-        raise AQLError("AQL0305", f"short {what} id needs at least {MIN_SHORT_HEX} hex digits", source=loc[0],
-                       pos=loc[1], end=loc[2], label="too short")
-    if not table_exists(ctx.conn, table):
-        raise planned_error(table, loc)
-    rows = [r[0] for r in ctx.conn.execute(f"SELECT {col} FROM {table} WHERE substr({col}, 1, ?) = ? "
-                                           f"ORDER BY {col} LIMIT {MAX_CANDIDATES + 1}", (len(text), text))]
-    ident = rows[one_match(rows, f"{what} matches this id", f"SHOW {table.upper()} lists ids", loc)]
-    return (f"SELECT value FROM json_each((SELECT evidence FROM {table} WHERE {col} = ?))", [ident],
-            f"{what} {ident}")
-
-
-def evidence_source(ctx, ref: ast.Subject):
-    listed = _listed_only(ctx, ref)
-    if listed is not None:
-        return listed
-    kind, ident = resolve_subject_entity(ctx, ref)
-    return EVIDENCE_OF[kind], [ident], f"{KIND_LABEL[kind]} {ident}"

@@ -65,6 +65,37 @@ def classify(text: str) -> str:
     return "attemptql"
 
 
+def explain_refusal(text: str):
+    """The AQL02xx error of an EXPLAIN that has nothing to explain, or None: EXPLAIN alone, EXPLAIN
+    EXPLAIN, EXPLAIN of DESCRIBE or SHOW TABLES (they read the catalog, no plan) and EXPLAIN QUERY
+    PLAN of AttemptQL (EXPLAIN SHOW … is its plan). Caught here, before SQLite or the grammar
+    would answer for them."""
+    from .errors import AQLError
+    i = skip_ws(text)
+    w, j = word(text, i)
+    if w != "EXPLAIN":
+        return None
+    k = skip_ws(text, j)
+    w2, j2 = word(text, k)
+    if only_trivia(text[j:]):
+        return AQLError("AQL0202", "EXPLAIN needs a statement: EXPLAIN SHOW … or EXPLAIN SELECT …", source=text, pos=k, end=k + 1,
+                        label="expected a statement after EXPLAIN")
+    if w2 == "EXPLAIN":
+        return AQLError("AQL0205", "EXPLAIN is given twice", source=text, pos=k, end=j2, label="second time")
+    if w2 in ("DESCRIBE", "DESC") or (w2 == "SHOW" and word(text, skip_ws(text, j2))[0] == "TABLES"):
+        what = "DESCRIBE" if w2 != "SHOW" else "SHOW TABLES"
+        end = j2 if w2 != "SHOW" else word(text, skip_ws(text, j2))[1]
+        return AQLError("AQL0201", f"EXPLAIN cannot take {what} (no query plan to show)", source=text, pos=k, end=end, label="nothing to explain")
+    if w2 == "QUERY":
+        m = skip_ws(text, j2)
+        w3, j3 = word(text, m)
+        w4, j4 = word(text, skip_ws(text, j3)) if w3 == "PLAN" else ("", j3)
+        if w4 in AQL_VERBS:
+            at = skip_ws(text, j3)
+            return AQLError("AQL0201", f"EXPLAIN QUERY PLAN takes SQL; for AttemptQL write EXPLAIN {w4} …", source=text, pos=at, end=j4, label="AttemptQL after EXPLAIN QUERY PLAN")
+    return None
+
+
 # --- plain SQL -------------------------------------------------------------------------------
 
 def split_first_statement(sql: str) -> tuple[str, str]:

@@ -357,8 +357,7 @@ def state_result(ctx, scope, t, *, what="STATE"):
             note = f"no session was active at {t_iso}; the last event before it was observed at {last}"
         else:
             note = f"no events observed by {t_iso}"
-        subject_type = "session" if scope.single else "project"
-        out = [_no_state_row(subject_type, scope.single or scope.label, note)]
+        out = [_no_state_row(*scope.subject, note)]
     return Result(STATE_COLUMNS, out, notes, kind="explanation", display=STATE_DISPLAY)
 
 

@@ -23,7 +23,7 @@ KEYWORD_LABELS = {"direction_name": "UP, DOWN or BOTH"}
 LABELS = {
     "command": "a statement (SHOW, WHY, TRACE, STATE, DIFF, WHAT IS or EXPLAIN)",
     "subject": "a subject (project, session, work_unit, attempt, turn, span, event or agent)",
-    "diff_subject": "a subject (project, session, work_unit, attempt, turn, span, event or agent)",
+    "diff_subject": "a subject (project, session, work_unit or agent)",  # DIFF refuses the others (scope_of)
     "inference_ref": "an id (attempt, session, turn, tool call, work unit or event)",
     "id_value": "an id",
     "timestamp": "a timestamp ('2026-08-20T14:00:00Z', '2026-08-20', NOW or -2h)",
@@ -272,7 +272,8 @@ def syntax_error(text: str, err, memo: peg.Memo, g) -> AQLError:
     if any(e.name == "end" for e in found) and text[:pos].rstrip().endswith(";"):
         return AQLError("AQL0204", "one statement per call: text follows the ';' that ended the statement",
                         source=text, pos=pos, end=tok_end, label="a second statement starts here")
-    wrong_subject = _evidence_of_subject(text, memo, g, pos)
+    wrong_subject = (_evidence_of_subject(text, memo, g, pos) or _hyphenated_agent(text, memo, g, pos)
+                     or _bare_diff_id(text, kept, pos, tok_end))
     if wrong_subject is not None:
         return wrong_subject
     if not labels:
@@ -290,3 +291,36 @@ def syntax_error(text: str, err, memo: peg.Memo, g) -> AQLError:
     near = did_you_mean(token.upper(), listing[1]) if listing and token[:1].isalpha() else ""
     return AQLError("AQL0201", "unexpected token" + (near or f"; expected {what}{after}"), source=text, pos=pos,
                     end=tok_end, label=caret, listing=listing)
+
+
+def _hyphenated_agent(text, memo, g, pos):
+    """AQL0201 with the quoted form when a bare agent name has a hyphen (`agent claude-code`:
+    a bare name is one word; `agent 'claude-code'` is the hook id), else None."""
+    if not text.startswith("-", pos) or "agent_name" not in g:
+        return None
+    start = next((s for s, node in memo.at(g["agent_name"]) if node.end == pos and s < pos), None)
+    if start is None or text[start] == "'":
+        return None
+    end = pos
+    while end < len(text) and (text[end].isalnum() or text[end] in "_-"):
+        end += 1
+    name = text[start:end]
+    return AQLError("AQL0201", f"a name with a hyphen is quoted: agent '{name}'", source=text, pos=start, end=end,
+                    label=f"write '{name}'")
+
+
+_DIFF_KINDS = {"ses_": "session", "wu_": "work_unit"}
+
+
+def _bare_diff_id(text, found, pos, tok_end):
+    """AQL0201 naming the form DIFF STATE takes when its subject is a bare id (`DIFF STATE
+    ses_… -2h now`: DIFF names the kind, `session ses_…`), else None."""
+    token = text[pos:tok_end].strip("'")
+    if not any(e.name == "diff_subject" for e in found) or "_" not in token:
+        return None
+    kind = _DIFF_KINDS.get(token[:token.index("_") + 1].lower())
+    if kind is None:
+        return AQLError("AQL0201", "DIFF STATE takes a project, a session, a work unit or an agent", source=text,
+                        pos=pos, end=tok_end, label="not a DIFF STATE subject")
+    return AQLError("AQL0201", f"DIFF STATE names the kind of its subject: {kind} {text[pos:tok_end]}",
+                    source=text, pos=pos, end=tok_end, label=f"write {kind} {text[pos:tok_end]}")
