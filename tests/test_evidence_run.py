@@ -510,3 +510,37 @@ def test_the_timeline_of_a_retracted_session_says_so_not_that_nothing_was_record
         assert "no sessions yet" not in out and "retracted" in out, (args, out)
     out = " ".join(attempt("timeline", "--since", "2000-01-01", "--until", "2000-01-02", db=db).stdout.decode().split())
     assert out == "no sessions in this scope."
+
+
+def test_snapshot_json_prints_what_was_stored_never_a_token_in_a_branch_name(db, repo, home):
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    subprocess.run(["git", "checkout", "-qb", f"feature/{token}"], cwd=repo, check=True, env=git_env(home))
+    p = run_attempt(["snapshot", "--json", "--db", db], cwd=repo, env={"HOME": str(home)})
+    assert p.returncode == 0, p.stderr
+    assert token.encode() not in p.stdout and b"[REDACTED:" in p.stdout
+    stored = run_attempt(["events", "--jsonl", "--db", db])
+    assert token.encode() not in stored.stdout
+
+
+def test_run_and_note_in_a_deleted_working_directory_still_work(db, tmp_path, home):
+    """A shell runs a command in a directory deleted under it; `attempt run` does too (the
+    command's status, its events recorded), `note` records, `snapshot` is a coded error."""
+    import shlex
+
+    from conftest import ROOT, attempt_cmd
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    exe = " ".join(shlex.quote(a) for a in attempt_cmd())
+    env = dict(os.environ, PYTHONPATH=ROOT, HOME=str(home), ATTEMPTDB_NO_DAEMON="1")
+
+    def in_gone(args):
+        return subprocess.run(["sh", "-c", f"mkdir -p {shlex.quote(str(gone))} && cd {shlex.quote(str(gone))} && "
+                               f"rmdir {shlex.quote(str(gone))} && exec {exe} {args}"],
+                              capture_output=True, env=env, timeout=120)
+    p = in_gone(f"run --db {shlex.quote(db)} -- {shlex.quote(PY)} -c 'import sys; print(1); sys.exit(3)'")
+    assert p.returncode == 3 and p.stdout == b"1\n" and b"error[" not in p.stderr, p.stderr
+    assert by_name(events(db), "command.finished")[-1]["outcome"]["exit_code"] == 3
+    p = in_gone(f"note hello --db {shlex.quote(db)}")
+    assert p.returncode == 0, p.stderr
+    p = in_gone(f"snapshot --db {shlex.quote(db)}")
+    assert p.returncode == 1 and p.stderr.startswith(b"error[snapshot.not_git]"), p.stderr

@@ -82,3 +82,18 @@ def test_a_command_name_that_is_not_utf8_is_shown_with_question_marks(db, tmp_pa
     first = p.stderr.splitlines()[0]
     assert first == b"attempt: ??abc: No such file or directory", p.stderr
     assert b"\\udc" not in p.stderr
+
+
+@needs_full
+@pytest.mark.parametrize("size", [10, 300_000])  # the final flush, and writes on the way
+def test_an_artifact_sent_to_a_full_disk_is_a_coded_error(db, tmp_path, size):
+    prog = f"import sys; sys.stdout.write('x' * {size})"
+    p = run_attempt(["run", "--db", db, "--attach-output", "--", PY, "-c", prog], cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    art = _finished(db)["attrs"]["x_attempt_stdout_artifact"]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    with open("/dev/full", "wb") as full:
+        q = subprocess.run([*attempt_cmd(), "artifact", art, "--db", db], stdout=full, stderr=subprocess.PIPE,
+                           env=env, timeout=120)
+    assert q.returncode == 2 and q.stderr.startswith(b"error[output.unwritable]: cannot write the output"), q.stderr
+    assert b"crash report" not in q.stderr

@@ -184,7 +184,14 @@ def snapshot_cmd(session, title, db, as_json):
     """Record a git snapshot of this repository: HEAD, branch, dirty, and the hashes of the
     staged diff, the unstaged diff and the sorted untracked files (spec/evidence.md §4)."""
     from ..evidence import gitsnap
-    snap = gitsnap.take(os.getcwd())  # outside a repository: nothing is written
+    from ..ingest import redaction
+    try:
+        here = os.getcwd()
+    except FileNotFoundError:
+        raise AttemptError("snapshot.not_git", "the working directory was deleted: no repository to snapshot",
+                           exit_status=1) from None
+    snap = gitsnap.take(here)  # outside a repository: nothing is written
+    snap = redaction.redact_value(dict(snap))  # what is stored (and so printed): a branch may hold a token
     _record(db, session, title, "snapshot", lambda w: [w.snapshot("manual", snap)], as_json,
             f"snapshot of {printable(snap['root'])} at {snap['head'] or 'no commit'}"
             f"{' (dirty)' if snap['dirty'] else ''}", {"snapshot": dict(snap)})
@@ -318,10 +325,17 @@ def artifact_cmd(artifact_id, output, info, force, db, as_json):
                 n += len(chunk)
                 if n > meta["size_bytes"]:  # more than it holds (a decompression bomb): stop here
                     break
-                if shown is None:
-                    out.write(chunk)
-                    continue
-                changed = _show(out, shown.decode(chunk)) or changed
+                try:
+                    if shown is None:
+                        out.write(chunk)
+                        continue
+                    changed = _show(out, shown.decode(chunk)) or changed
+                except BrokenPipeError:
+                    raise
+                except OSError as e:  # a full disk under standard output (a file: its own error below)
+                    if output:
+                        raise
+                    raise AttemptError("output.unwritable", f"cannot write the output: {e.strerror or e}") from None
             if n > meta["size_bytes"] or digest.hexdigest() != meta["sha256"] or n != meta["size_bytes"]:
                 raise AttemptError("artifact.changed", "the stored bytes do not match the artifact's SHA-256",
                                    exit_status=1)
@@ -346,7 +360,12 @@ def artifact_cmd(artifact_id, output, info, force, db, as_json):
                         with contextlib.suppress(OSError):
                             os.unlink(out.name)
             else:
-                out.flush()
+                try:
+                    out.flush()
+                except BrokenPipeError:
+                    raise
+                except OSError as e:
+                    raise AttemptError("output.unwritable", f"cannot write the output: {e.strerror or e}") from None
         if changed:
             click.echo("note: shown for a terminal, with control characters and bytes that are not UTF-8 "
                        "as ? or \ufffd; -o FILE or a pipe gets the exact bytes", err=True)

@@ -104,7 +104,14 @@ class Writer:
 
     def __init__(self, store, *, session: str | None = None, cwd: str | None = None, source: str = "cli"):
         self.store = store
-        self.cwd = os.path.abspath(cwd or os.getcwd())  # where commands run and git is read
+        self.cwd_gone = False  # the working directory was deleted: commands run in it as a shell's do
+        if cwd is None:
+            try:
+                cwd = os.getcwd()
+            except FileNotFoundError:  # recorded as the shell names it ($PWD), else /
+                pwd = os.environ.get("PWD", "")
+                cwd, self.cwd_gone = (pwd if os.path.isabs(pwd) else "/"), True
+        self.cwd = os.path.abspath(cwd)  # where commands run and git is read
         # as events record it: a directory name that is not UTF-8 with U+FFFD for those bytes
         from ..capture.project import valid_text
         self.shown_cwd = valid_text(self.cwd)
@@ -397,7 +404,7 @@ def run(writer: Writer, argv, *, title: str | None = None, attach_output: bool =
     first.append(writer.command_started(call_id, shown, max(clock.now_us(), opened)))
     writer.write(first, busy_s=RUN_BUSY_S)
     with streams(writer, keep, res.notes, busy_s=RUN_BUSY_S) as sinks:
-        ex = process.execute(argv, sinks, cwd=writer.cwd, env=env, echo=echo)
+        ex = process.execute(argv, sinks, cwd=None if writer.cwd_gone else writer.cwd, env=env, echo=echo)
     outputs, res.artifacts = sinks.outputs, sinks.artifacts
     last = [writer.command_finished(call_id, shown, ex, outputs, res.artifacts)]
     if snapshots:
