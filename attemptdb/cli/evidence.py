@@ -22,19 +22,46 @@ def session_option(f):
     return click.option("--session", metavar="S", help=_SESSION_HELP)(f)
 
 
-def _writer(st, session, source):
+def _writer(st, session, source, damaged=None):
     from ..evidence.record import Writer
-    return Writer(st, session=session, source=source)
+    return Writer(st, session=session, source=source, damaged=damaged)
+
+
+def _store_to_record(db):
+    """(the store a recording command writes through, the error saying the file is damaged or
+    None). A damaged file (store.damaged, or store.corrupt when SQLite finds it so) is opened
+    read-only: what the events need is read from it where it can be, and the events wait in the
+    spool (spec/evidence.md §6), as a hook's do."""
+    from .stores import write_store
+    try:
+        return write_store(db, create=True), None
+    except AttemptError as e:
+        if e.code not in ("store.damaged", "store.corrupt"):
+            raise
+        try:
+            return open_store(db, readonly=True), e
+        except Exception:  # not even readable: the file's own error says it
+            raise e from None
+
+
+def _say_spooled(w) -> None:
+    """The one line saying where the events went when the file did not take them."""
+    if w.damaged is not None:
+        n = w.spooled
+        err(f"warning: {plural(n, 'event')} " + ("waits" if n == 1 else "wait") + " in the spool, not in the file "
+            f"(stored once attempt recover made a sound file): error[{w.damaged.code}]: {printable(w.damaged.message)}")
+    elif w.spooled:
+        err(f"note: the database could not be written; {plural(w.spooled, 'event')} "
+            + ("waits" if w.spooled == 1 else "wait") + " in the spool")
 
 
 def _finish(st, w, as_json, what, extra=None):
     """Sign what was written (as imports do), close, report."""
     from .stores import checkpoint_after_import
-    checkpoint_after_import(st)
+    if w.damaged is None:
+        checkpoint_after_import(st)
     st.close()
-    if w.spooled:
-        err(f"note: the database could not be written; {plural(w.spooled, 'event')} "
-            + ("waits" if w.spooled == 1 else "wait") + " in the spool")
+    _say_spooled(w)
     out = {"session_id": "ses_" + w.session_id, "session": w.psid, "events": w.written, **(extra or {})}
     if as_json:
         echo_json(out)
@@ -45,10 +72,9 @@ def _finish(st, w, as_json, what, extra=None):
 def _record(db, session, title, source, make, as_json, what, extra=None):
     """Write the events `make(writer)` returns, opening (and, for its own session, closing)
     the session around them."""
-    from .stores import write_store
-    st = write_store(db, create=True)
+    st, damaged = _store_to_record(db)
     try:
-        w = _writer(st, session, source)
+        w = _writer(st, session, source, damaged)
         envs = [] if w.is_open() else [w.started(title)]
         envs += make(w)
         if w.own:
@@ -102,38 +128,26 @@ def run_cmd(session, title, attach_output, verbose, db, command):
     forwarded, sent to its process group (a terminal's Ctrl-C) they are not sent again.
     """
     from ..evidence import process, record
-    from .stores import write_store
-    damaged = None
+    # a damaged file does not stop the command (recording never holds it up): what the events
+    # need is read from it read-only where it can be, and every event waits in the spool
+    st, damaged = _store_to_record(db)
     try:
-        st = write_store(db, create=True)
-    except AttemptError as e:
-        if e.code != "store.damaged":
-            raise
-        # the command runs all the same (recording never holds it up): read what the events need
-        # from the damaged file, and every event waits in the spool, as a hook's does
-        st, damaged = open_store(db, readonly=True), e
-    try:
-        w = _writer(st, session, "run")
+        w = _writer(st, session, "run", damaged)
         res = record.run(w, list(command), title=title, attach_output=attach_output)
     except BaseException:
         st.close()
         raise
     from .stores import checkpoint_after_import
     st.set_busy_timeout(record.RUN_BUSY_S)  # a locked file is signed by the next command instead
-    if damaged is None:
+    if w.damaged is None:  # (found damaged during the run too: nothing is signed on it)
         checkpoint_after_import(st)
     st.close()
-    if damaged is not None:
-        err(f"warning: the run went to the spool, not into the file: error[{damaged.code}]: "
-            f"{printable(damaged.message)}")
     ex = res.exit
     if ex.error is not None:
         err(f"attempt: {_shown_name(command[0])}: {printable(ex.error)}")
     for n in res.notes:
         err(f"note: {printable(n)}")
-    if w.spooled:
-        err(f"note: the database could not be written; {plural(w.spooled, 'event')} "
-            + ("waits" if w.spooled == 1 else "wait") + " in the spool")
+    _say_spooled(w)
     for stream, number in sorted(ex.undelivered.items()):
         _say_undelivered(stream, number)
     status = res.exit_status or (1 if ex.undelivered else 0)  # the command's failure, else ours

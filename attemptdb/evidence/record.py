@@ -102,8 +102,12 @@ def session_name(store, text: str) -> str:
 class Writer:
     """Writes `attempt` events into one session of an open store."""
 
-    def __init__(self, store, *, session: str | None = None, cwd: str | None = None, source: str = "cli"):
+    def __init__(self, store, *, session: str | None = None, cwd: str | None = None, source: str = "cli",
+                 damaged: Exception | None = None):
         self.store = store
+        # a file that takes no writes (store.damaged, store.corrupt; the store is then opened
+        # read-only): every event goes to the spool, and what cannot be read from it is unknown
+        self.damaged = damaged
         self.cwd_gone = False  # the working directory was deleted: commands run in it as a shell's do
         if cwd is None:
             try:
@@ -130,10 +134,31 @@ class Writer:
     # --- state ----------------------------------------------------------------------------
 
     def is_open(self) -> bool:
-        row = self.store.conn.execute(
-            "SELECT kind FROM events WHERE session_id = ? AND kind IN ('session_started', 'session_ended') "
-            "ORDER BY seq DESC LIMIT 1", ("ses_" + self.session_id,)).fetchone()
+        row = self._read("SELECT kind FROM events WHERE session_id = ? AND kind IN ('session_started', "
+                         "'session_ended') ORDER BY seq DESC LIMIT 1", ("ses_" + self.session_id,))
         return row is not None and row[0] == "session_started"
+
+    def _read(self, sql: str, args: tuple):
+        """The first row of a read, or None; on a damaged file a read that fails (a malformed
+        page) is taken as knowing nothing: the events go to the spool either way."""
+        try:
+            return self.store.conn.execute(sql, args).fetchone()
+        except Exception as e:
+            if not self.found_damaged(e):
+                raise
+            return None
+
+    def found_damaged(self, e: Exception) -> bool:
+        """Whether the file is damaged (known before, or `e` says SQLite found a malformed page:
+        then it is marked so, store.sqlerrors.corrupt); from then on every event waits in the spool."""
+        if self.damaged is None:
+            from ..integrity import damage
+            if isinstance(e, AttemptError) and e.code in ("store.corrupt", "store.damaged"):
+                self.damaged = e
+            elif damage.is_corruption(e):
+                from ..store import sqlerrors
+                self.damaged = sqlerrors.corrupt(self.store.path, self.source)
+        return self.damaged is not None
 
     # --- envelopes ------------------------------------------------------------------------
 
@@ -208,8 +233,7 @@ class Writer:
         it, so a command recorded after the fact (`Recorder.command`, which started
         `duration_ms` ago) never opens its turn inside the previous run's; an event stamped in
         the future (another device's clock) moves nothing past the present."""
-        row = self.store.conn.execute("SELECT max(observed_at) FROM events WHERE session_id = ?",
-                                      ("ses_" + self.session_id,)).fetchone()
+        row = self._read("SELECT max(observed_at) FROM events WHERE session_id = ?", ("ses_" + self.session_id,))
         latest = self.last_us
         if row and isinstance(row[0], str):
             try:
@@ -297,7 +321,10 @@ class Writer:
     def write(self, envs: list, busy_s: float | None = None) -> None:
         """Append (one transaction), after a bounded share of the spool (events spooled earlier,
         this writer's own included, go first, as a hook's do); when the file cannot take them,
-        spool them. `busy_s`: how long to wait for a locked file (default: the store's)."""
+        spool them. `busy_s`: how long to wait for a locked file (default: the store's). A
+        session.started at the head of `envs` (a named session) is written only when the session
+        is not open at that moment, checked inside the write transaction: of parallel commands
+        naming one session, only the first opens it (spec/evidence.md §1)."""
         if not envs:
             return
         from ..capture import spool
@@ -305,14 +332,20 @@ class Writer:
         if busy_s is not None:
             self.store.set_busy_timeout(busy_s)
         try:
+            if self.damaged is not None:  # nothing is written into a damaged file: the events wait
+                raise LookupError("the file is damaged")
             # events spooled earlier go first: when some stay behind (more than the share), or the
             # drain met a file it cannot write now (locked past the wait, read-only), these are
             # spooled after them, not appended ahead (chain order = arrival order) and without
             # paying the wait twice (spec/capture.md)
             if not spool.drain_ahead(self.store, self.store.path, DRAIN_LIMIT):
                 raise LookupError("spooled events wait ahead of these")
-            spool.append(self.store, envs)
-        except Exception:
+            if envs[0]["kind"] == "session_started" and not self.own:
+                envs = self._append_opening(envs)
+            else:
+                spool.append(self.store, envs)
+        except Exception as e:
+            self.found_damaged(e)
             for env in envs:
                 spool.put(self.store.path, env)
             self.spooled += len(envs)
@@ -321,6 +354,31 @@ class Writer:
                 self.store.set_busy_timeout(old)
         self.written += ["ev_" + e["event_id"] for e in envs]
         self.last_us = max([self.last_us or 0] + [e["observed_at"] for e in envs])
+
+    def _append_opening(self, envs: list) -> list:
+        """Append `envs` in one write transaction, without their leading session.started when the
+        session is open by then (another command opened it since this one looked); the events
+        written. A connection that failed as read-only is reopened once, as spool.append does."""
+        import apsw
+        st = self.store
+        for again in (False, True):
+            try:
+                st.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if self.is_open():
+                        envs = envs[1:]
+                    if envs:
+                        st.append_uncommitted(envs)
+                    st.conn.execute("COMMIT")
+                except BaseException:
+                    if not st.conn.getautocommit():
+                        st.conn.execute("ROLLBACK")
+                    raise
+                return envs
+            except apsw.ReadOnlyError:
+                if again or not st.reopen():
+                    raise
+        return envs
 
 
 def check_argv(argv, env=None) -> None:
@@ -449,7 +507,8 @@ class streams(dict):
                     try:
                         self.artifacts[name] = self._store(out)
                     except Exception as e:  # the run's facts matter more than its output's bytes
-                        self.notes.append(_not_stored(name, kept, e))
+                        if not self.writer.found_damaged(e):  # (a damaged file: the run's warning says it)
+                            self.notes.append(_not_stored(name, kept, e))
                 out.discard()
         finally:
             if self.dir:
@@ -457,6 +516,8 @@ class streams(dict):
 
     def _store(self, out) -> str:
         from . import artifacts
+        if self.writer.damaged is not None:  # a row is not an event: it is not spooled, and the file takes none
+            raise self.writer.damaged
         st = self.writer.store
         old = st.busy_timeout_s
         if self.busy_s is not None:
