@@ -1,24 +1,13 @@
 """Defects a walkthrough of the evidence commands found (spec/evidence.md): a damaged file
 never stops `attempt run` (the command runs, its events wait in the spool), and `note` /
-`approve` on one spool too; the `artifacts` table is in the catalog; parallel runs into one
-named session open it once."""
+`approve` on one spool too; parallel runs into one named session open it once."""
 
 import json
 import os
 import sqlite3
-import sys
 
 import pytest
-from conftest import run_attempt
-
-PY = sys.executable
-
-
-def attempt(*args, db, ok=True, **kw):
-    p = run_attempt([args[0], "--db", db, *args[1:]], **kw)
-    if ok:
-        assert p.returncode == 0, (args, p.stdout, p.stderr)
-    return p
+from test_evidence_run import PY, attempt
 
 
 def spooled(db):
