@@ -498,12 +498,6 @@ class Store:
         v = self._check_version()
         if v == schema.latest():
             return
-        if v == 0 and self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone():
-            # a file at version 0 is one never written: migrating from nothing would fail half way
-            raise AttemptError("store.version_reset", f"{self.path} says schema version 0 (a file never written) "
-                               "but holds AttemptDB's tables: its `PRAGMA user_version` was changed outside "
-                               "AttemptDB, and nothing is written to it until it is put back (`attempt verify` "
-                               "names the version its objects are)", exit_status=1)
         c = self.conn
         if v == 0 and c.execute("PRAGMA page_count").fetchone()[0] == 0:
             c.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only a file not yet written takes it
@@ -521,6 +515,14 @@ class Store:
         c.execute("BEGIN IMMEDIATE")
         try:
             v = self._check_version()  # another process may have migrated while we waited
+            if v == 0 and c.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone():
+                # read under the write lock: outside it, another first opener may commit the schema
+                # between reading the version and the tables. A file at version 0 is one never
+                # written: migrating from nothing would fail half way
+                raise AttemptError("store.version_reset", f"{self.path} says schema version 0 (a file never "
+                                   "written) but holds AttemptDB's tables: its `PRAGMA user_version` was changed "
+                                   "outside AttemptDB, and nothing is written to it until it is put back (`attempt "
+                                   "verify` names the version its objects are)", exit_status=1)
             todo = [(n, p) for n, p in schema.migrations() if n > v]
             if todo:
                 try:
